@@ -1,0 +1,179 @@
+/*
+ * forcekit: the one tiled all-pairs template.
+ *
+ * Every kernel (force law) and every accumulator goes through this loop. The host specializes it with
+ * -D defines; each has a default here so the file compiles on its own (e.g. with `-I cl`):
+ *   FORCE, ACCUM          names of the force law (cl/forces/<FORCE>.clh) and accumulator
+ *                         (cl/accum/<ACCUM>.clh); the host's include expander resolves FORCE_HEADER and
+ *                         ACCUM_HEADER from them
+ *   UNROLL_I, UNROLL_J    i-particles per work-item, j-particles per unrolled inner step (Elsen et al.)
+ *   WG_SIZE               work-group size (fixed at compile time: the tile size)
+ *   LOCAL_TILING          1: j-particles staged through local memory; 0: read from global (cache)
+ *   POTENTIAL             1: also accumulate the potential as one more output component
+ *
+ * The force-law header provides:
+ *   FK_FORCE_COMPONENTS   output values per particle, potential excluded
+ *   fk_phys, fk_phys_load(__constant float *)       physics options, loaded once per work-item
+ *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
+ *   fk_interact(&ibody, &jbody, same_particle, &phys, acc[])   adds one pair's terms
+ * The accumulator header provides:
+ *   fk_acc, fk_real, fk_acc_zero(), fk_acc_add(&acc, fk_real), fk_acc_merge(a, b),
+ *   fk_acc_pack(acc) -> uint2, fk_acc_unpack(uint2), FK_ACC_ALLOW_CONTRACT
+ * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
+ * the host decodes them to double, so fp64-less devices need no double arithmetic.
+ */
+#ifndef FORCE
+#define FORCE ga
+#endif
+#ifndef FORCE_HEADER
+#define FORCE_HEADER "forces/ga.clh"
+#endif
+#ifndef ACCUM
+#define ACCUM float
+#endif
+#ifndef ACCUM_HEADER
+#define ACCUM_HEADER "accum/float.clh"
+#endif
+#ifndef UNROLL_I
+#define UNROLL_I 1
+#endif
+#ifndef UNROLL_J
+#define UNROLL_J 1
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 64
+#endif
+#ifndef LOCAL_TILING
+#define LOCAL_TILING 1
+#endif
+#ifndef POTENTIAL
+#define POTENTIAL 0
+#endif
+
+#include ACCUM_HEADER
+
+/* Compensated accumulators depend on the exact order of roundings: no FMA contraction anywhere in
+ * the program when they are used (pocl once broke float-float code by contracting). */
+#if FK_ACC_ALLOW_CONTRACT
+#pragma OPENCL FP_CONTRACT ON
+#else
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+
+#include FORCE_HEADER
+
+#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
+
+/* The pair loop body for one j-particle against this work-item's UNROLL_I i-particles. */
+#define FK_INTERACT_ALL(jbody, j_index)                                                            \
+    do {                                                                                           \
+        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)                                       \
+            fk_interact(&ibody[u], &(jbody), i_index[u] == (j_index), &phys, acc[u]);              \
+    } while (0)
+
+/*
+ * Work decomposition: dimension 0 covers i in blocks of WG_SIZE * UNROLL_I (work-item lid handles
+ * i = block + lid + u * WG_SIZE, so loads and stores stay coalesced); dimension 1 splits the j-range
+ * into chunks of j_chunk so that small N still fills the device (Elsen sec. 3.4, Boyarchenkov's
+ * BI x BJ). Split s writes partial sums to out[s][i][component]; fk_reduce_splits merges them.
+ */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body,
+            __global const float4 *restrict body_aux, __global const float *restrict table,
+            __constant const float *restrict physics, const float4 acc_param,
+            __global uint2 *restrict out)
+{
+    const int lid = (int)get_local_id(0);
+    const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
+    const int split = (int)get_group_id(1);
+    const fk_phys phys = fk_phys_load(physics);
+    (void)acc_param;
+    (void)table;
+    (void)body_aux;
+
+    fk_ibody ibody[UNROLL_I];
+    int i_index[UNROLL_I];
+    fk_acc acc[UNROLL_I][FK_COMPONENTS];
+    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+    {
+        i_index[u] = i_first + u * WG_SIZE;
+        /* Work-items past the end compute on a real particle and simply do not store: no branch in
+         * the loop and no padding semantics for each force law. */
+        ibody[u] = fk_load_i(body, body_aux, min(i_index[u], n - 1));
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
+    }
+
+    const int j_begin = split * j_chunk;
+    const int j_end = min(n, j_begin + j_chunk);
+
+#if LOCAL_TILING
+    __local fk_jbody tile[WG_SIZE];
+    for (int tile_start = j_begin; tile_start < j_end; tile_start += WG_SIZE) {
+        const int j_load = tile_start + lid;
+        if (j_load < j_end)
+            tile[lid] = fk_load_j(body, body_aux, j_load);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int count = min(WG_SIZE, j_end - tile_start);
+        if (count == WG_SIZE) {
+            /* Full tile: a compile-time trip count the compiler can unroll further. */
+            for (int jj = 0; jj < WG_SIZE; jj += UNROLL_J) {
+                _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
+                {
+                    const fk_jbody jb = tile[jj + v];
+                    FK_INTERACT_ALL(jb, tile_start + jj + v);
+                }
+            }
+        } else {
+            int jj = 0;
+            for (; jj + UNROLL_J <= count; jj += UNROLL_J) {
+                _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
+                {
+                    const fk_jbody jb = tile[jj + v];
+                    FK_INTERACT_ALL(jb, tile_start + jj + v);
+                }
+            }
+            for (; jj < count; ++jj) {
+                const fk_jbody jb = tile[jj];
+                FK_INTERACT_ALL(jb, tile_start + jj);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#else
+    int j = j_begin;
+    for (; j + UNROLL_J <= j_end; j += UNROLL_J) {
+        _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
+        {
+            const fk_jbody jb = fk_load_j(body, body_aux, j + v);
+            FK_INTERACT_ALL(jb, j + v);
+        }
+    }
+    for (; j < j_end; ++j) {
+        const fk_jbody jb = fk_load_j(body, body_aux, j);
+        FK_INTERACT_ALL(jb, j);
+    }
+#endif
+
+    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+    {
+        if (i_index[u] < n) {
+            __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_index[u]) * FK_COMPONENTS;
+            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] = fk_acc_pack(acc[u][k]);
+        }
+    }
+}
+
+/* Merges the j-split partial sums in split order (deterministic), in the accumulator's own
+ * arithmetic, into out[i][component]. */
+__kernel void fk_reduce_splits(const int n, const int splits, __global const uint2 *restrict partial,
+                               __global uint2 *restrict out)
+{
+    const size_t g = get_global_id(0);
+    const size_t total = (size_t)n * FK_COMPONENTS;
+    if (g >= total)
+        return;
+    fk_acc sum = fk_acc_unpack(partial[g]);
+    for (int s = 1; s < splits; ++s)
+        sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
+    out[g] = fk_acc_pack(sum);
+}

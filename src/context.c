@@ -1,0 +1,141 @@
+/* Context: the chosen device, its OpenCL context and queue, the kernel directory and the cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cache.h"
+#include "internal.h"
+
+static int has_template(const char *dir)
+{
+    size_t size = strlen(dir) + 32;
+    char *path = malloc(size);
+    if (!path)
+        return 0;
+    snprintf(path, size, "%s/pairwise.cl", dir);
+    struct stat st;
+    int found = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    return found;
+}
+
+static char *duplicate(const char *text)
+{
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy)
+        memcpy(copy, text, size);
+    return copy;
+}
+
+/* An explicitly named directory (config or FORCEKIT_KERNEL_DIR) is authoritative: if it lacks the
+ * sources that is an error, not a silent fall-back to some other copy of the kernels. */
+static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
+{
+    const char *from_env = getenv("FORCEKIT_KERNEL_DIR");
+    const char *explicit_dir = (configured && *configured) ? configured
+                               : (from_env && *from_env)   ? from_env
+                                                           : NULL;
+    if (explicit_dir) {
+        if (!has_template(explicit_dir))
+            return fk__fail(context, FK_ERR_KERNEL_SOURCE,
+                            "kernel sources not found: %s/pairwise.cl does not exist (set by %s)",
+                            explicit_dir,
+                            (configured && *configured) ? "the caller" : "FORCEKIT_KERNEL_DIR");
+        context->kernel_dir = duplicate(explicit_dir);
+        return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
+    }
+    const char *candidates[] = {FK_SOURCE_KERNEL_DIR, FK_INSTALL_KERNEL_DIR};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i)
+        if (has_template(candidates[i])) {
+            context->kernel_dir = duplicate(candidates[i]);
+            return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
+        }
+    return fk__fail(
+        context, FK_ERR_KERNEL_SOURCE,
+        "kernel sources (pairwise.cl) not found; searched: $FORCEKIT_KERNEL_DIR (unset), "
+        "%s (build tree), %s (install prefix)",
+        FK_SOURCE_KERNEL_DIR, FK_INSTALL_KERNEL_DIR);
+}
+
+fk_status fk_context_create(const fk_context_config *config, fk_context **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    fk_context_config defaults = {0};
+    if (!config)
+        config = &defaults;
+    fk_context *context = calloc(1, sizeof *context);
+    if (!context)
+        return FK_ERR_HOST_MEMORY;
+    *out = context;
+
+    const char *selector = config->device;
+    if (!selector || !*selector)
+        selector = getenv("FORCEKIT_DEVICE");
+    char message[4096];
+    fk_status status = fk__device_open(selector, &context->platform, &context->device,
+                                       &context->info, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+
+    cl_bool little_endian = CL_TRUE;
+    clGetDeviceInfo(context->device, CL_DEVICE_ENDIAN_LITTLE, sizeof little_endian, &little_endian,
+                    NULL);
+    if (!little_endian)
+        return fk__fail(context, FK_ERR_UNSUPPORTED, "device %s is big-endian; not supported",
+                        context->info.name);
+
+    cl_int err = CL_SUCCESS;
+    cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
+                                          (cl_context_properties)context->platform, 0};
+    context->cl = clCreateContext(properties, 1, &context->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clCreateContext", err);
+    /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 platform has. */
+    context->queue =
+        clCreateCommandQueue(context->cl, context->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clCreateCommandQueue", err);
+
+    status = resolve_kernel_dir(context, config->kernel_dir);
+    if (status != FK_OK)
+        return status;
+
+    /* A cache directory that cannot be created only costs speed: run without it. */
+    if (fk_cache_dir_resolve(config->cache_dir, &context->cache_dir) != 0)
+        context->cache_dir = NULL;
+    fk__clear_error(context);
+    return FK_OK;
+}
+
+void fk_context_destroy(fk_context *context)
+{
+    if (!context)
+        return;
+    if (context->queue)
+        clReleaseCommandQueue(context->queue);
+    if (context->cl)
+        clReleaseContext(context->cl);
+    free(context->kernel_dir);
+    free(context->cache_dir);
+    free(context->last_error);
+    free(context);
+}
+
+const fk_device_info *fk_context_device(const fk_context *context)
+{
+    return context ? &context->info : NULL;
+}
+
+const char *fk_context_kernel_dir(const fk_context *context)
+{
+    return context ? context->kernel_dir : NULL;
+}
+
+const char *fk_context_cache_dir(const fk_context *context)
+{
+    return context ? context->cache_dir : NULL;
+}

@@ -1,0 +1,56 @@
+/* Particle, parameter and force files (SPEC "Files"). Internal to the command and the tests. */
+#ifndef FK_IO_H
+#define FK_IO_H
+
+#include <stddef.h>
+#include "forcekit/forcekit.h"
+
+/* Column layouts of the text particle format, one per family of kernels. */
+typedef enum fk_layout {
+    FK_LAYOUT_XYZM = 0,  /* ga:   x y z m */
+    FK_LAYOUT_XYZM_VEL,  /* gaj:  x y z m vx vy vz */
+    FK_LAYOUT_XYZQ_TYPE, /* ljc_*, buck: x y z q type */
+    FK_LAYOUT_XYZ_TYPE   /* lj:   x y z type */
+} fk_layout;
+
+/* Owned particle arrays. Arrays a layout lacks are NULL. */
+typedef struct fk_particle_set {
+    size_t count;
+    double *position; /* 3 * count */
+    double *mass;     /* count: mass or charge; NULL for FK_LAYOUT_XYZ_TYPE */
+    double *velocity; /* 3 * count or NULL */
+    int *type;        /* count or NULL */
+} fk_particle_set;
+
+typedef enum fk_file_format { FK_FORMAT_AUTO = 0, FK_FORMAT_TEXT, FK_FORMAT_TIPSY } fk_file_format;
+
+/* The layout a kernel reads ("ga" -> FK_LAYOUT_XYZM). Returns -1 for an unknown kernel. */
+int fk_io_layout_for_kernel(const char *kernel);
+unsigned fk_io_layout_columns(fk_layout layout);
+
+/* Reads particles. FK_FORMAT_AUTO picks TIPSY for names ending .bin or .tipsy, text otherwise.
+ * On failure returns FK_ERR_IO (cannot open/read) or FK_ERR_PARSE (malformed), leaves *set empty,
+ * and writes a message naming the file (and line for text) into error[error_size]. */
+fk_status fk_io_read_particles(const char *path, fk_file_format format, fk_layout layout,
+                               fk_particle_set *set, char *error, size_t error_size);
+fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *set, char *error,
+                          size_t error_size);
+/* TIPSY: gas, dark and star records (mass and position; velocity too when the layout has it);
+ * either byte order, detected from the header. */
+fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *set, char *error,
+                           size_t error_size);
+
+/* Allocates arrays for count particles of a layout (zeroed). */
+fk_status fk_particle_set_alloc(fk_particle_set *set, fk_layout layout, size_t count);
+void fk_particle_set_free(fk_particle_set *set);
+/* A read-only view for the library API. */
+fk_particles fk_particle_set_view(const fk_particle_set *set);
+
+/* Writes forces as text (SPEC: one line per particle, %.17g, potential as a last column when
+ * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise the file is written to a
+ * temporary name in the same directory and renamed, so no partial file is ever left. */
+fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
+                             const double *forces, const double *potentials, char *error,
+                             size_t error_size);
+
+#endif

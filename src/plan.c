@@ -1,0 +1,539 @@
+/* A force evaluation: variant choice, program, buffers, launch and read-back. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define FK_MAX_PHYSICS 16
+
+struct fk_eval {
+    fk_context *context;
+    const fk_kernel_desc *kernel;
+    const fk_accum_desc *accum;
+    fk_eval_config config;
+    fk_variant variant;
+    unsigned components; /* per particle on the device: force components + potential */
+    cl_program program;
+    cl_kernel pairwise;
+    cl_kernel reduce;
+    size_t count;
+    int j_chunk;
+    cl_mem body, body_aux, table, physics, partial, result;
+    float physics_values[FK_MAX_PHYSICS];
+    double accum_scale;
+    int computed;
+};
+
+static int valid_unroll(int value)
+{
+    return value == 1 || value == 2 || value == 4 || value == 8;
+}
+
+/* Built-in defaults until the tuner's database exists: measured on POCL (x86, AVX-512) and an
+ * NVIDIA H100/H200; see bench/results/. */
+static void default_variant(const fk_device_info *device, fk_variant *variant)
+{
+    if (device->type == FK_DEVICE_GPU) {
+        variant->unroll_i = 4;
+        variant->unroll_j = 4;
+        variant->work_group_size = 128;
+    } else {
+        variant->unroll_i = 1;
+        variant->unroll_j = 4;
+        variant->work_group_size = 64;
+    }
+    variant->local_tiling = 1;
+}
+
+static void release_buffers(fk_eval *eval)
+{
+    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->table,
+                         &eval->physics, &eval->partial,  &eval->result};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
+        if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
+            clReleaseMemObject(*buffers[i]);
+        *buffers[i] = NULL;
+    }
+}
+
+void fk_eval_destroy(fk_eval *eval)
+{
+    if (!eval)
+        return;
+    if (eval->partial == eval->result)
+        eval->partial = NULL;
+    release_buffers(eval);
+    if (eval->pairwise)
+        clReleaseKernel(eval->pairwise);
+    if (eval->reduce)
+        clReleaseKernel(eval->reduce);
+    if (eval->program)
+        clReleaseProgram(eval->program);
+    free(eval);
+}
+
+fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!context || !context->device)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(context);
+    if (!config || !config->kernel)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    const fk_kernel_desc *kernel = fk__kernel_desc(config->kernel);
+    if (!kernel)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", config->kernel);
+    const char *accum_name = config->accum ? config->accum : "float";
+    const fk_accum_desc *accum = fk__accum_desc(accum_name);
+    if (!accum)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", accum_name);
+    if (accum->info.needs_fp64 && !context->info.fp64)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "accumulator '%s' needs double precision (cl_khr_fp64), which %s lacks; "
+                        "use float or a compensated accumulator",
+                        accum->info.name, context->info.name);
+    if (!isfinite(config->eps) || config->eps < 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
+
+    fk_variant variant = {0};
+    default_variant(&context->info, &variant);
+    variant.source = FK_VARIANT_DEFAULT;
+    if (config->unroll_i || config->unroll_j) {
+        if (!valid_unroll(config->unroll_i) || !valid_unroll(config->unroll_j))
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "unroll %dx%d: each factor must be 1, 2, 4 or 8", config->unroll_i,
+                            config->unroll_j);
+        variant.unroll_i = config->unroll_i;
+        variant.unroll_j = config->unroll_j;
+        variant.source = FK_VARIANT_EXPLICIT;
+    }
+    if (config->work_group_size) {
+        if (config->work_group_size < 1 ||
+            (size_t)config->work_group_size > context->info.max_work_group_size)
+            return fk__fail(context, FK_ERR_UNSUPPORTED,
+                            "work-group size %d is outside 1..%zu for %s", config->work_group_size,
+                            context->info.max_work_group_size, context->info.name);
+        variant.work_group_size = config->work_group_size;
+    }
+    if ((size_t)variant.work_group_size > context->info.max_work_group_size)
+        variant.work_group_size = (int)context->info.max_work_group_size;
+    if (config->local_tiling)
+        variant.local_tiling = config->local_tiling > 0;
+    if (config->j_splits < 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "j_splits must be >= 0");
+
+    fk_eval *eval = calloc(1, sizeof *eval);
+    if (!eval)
+        return FK_ERR_HOST_MEMORY;
+    eval->context = context;
+    eval->kernel = kernel;
+    eval->accum = accum;
+    eval->config = *config;
+    eval->config.kernel = kernel->info.name; /* keep static strings, not the caller's */
+    eval->config.accum = accum->info.name;
+    eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
+    eval->accum_scale = 1.0;
+    eval->physics_values[0] = (float)(config->eps * config->eps);
+
+    fk_program_request request = {.force = kernel->info.name,
+                                  .accum = accum->info.name,
+                                  .unroll_i = variant.unroll_i,
+                                  .unroll_j = variant.unroll_j,
+                                  .work_group_size = variant.work_group_size,
+                                  .local_tiling = variant.local_tiling,
+                                  .potential = config->potential != 0,
+                                  .refresh_cache = config->refresh_cache};
+    fk_program_result built;
+    fk_status status = fk__program_build(context, &request, &built);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
+        return status;
+    }
+    eval->program = built.program;
+    variant.program_from_cache = built.from_cache;
+    variant.build_seconds = built.seconds;
+
+    cl_int err = CL_SUCCESS;
+    eval->pairwise = clCreateKernel(eval->program, "fk_pairwise", &err);
+    if (err == CL_SUCCESS)
+        eval->reduce = clCreateKernel(eval->program, "fk_reduce_splits", &err);
+    if (err != CL_SUCCESS) {
+        status = fk__cl_fail(context, "clCreateKernel", err);
+        fk_eval_destroy(eval);
+        return status;
+    }
+    size_t kernel_group = 0;
+    cl_ulong local_bytes = 0;
+    clGetKernelWorkGroupInfo(eval->pairwise, context->device, CL_KERNEL_WORK_GROUP_SIZE,
+                             sizeof kernel_group, &kernel_group, NULL);
+    clGetKernelWorkGroupInfo(eval->pairwise, context->device, CL_KERNEL_LOCAL_MEM_SIZE,
+                             sizeof local_bytes, &local_bytes, NULL);
+    if (kernel_group && (size_t)variant.work_group_size > kernel_group) {
+        fk_eval_destroy(eval);
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "variant %dx%d with work-group size %d exceeds this kernel's limit of %zu "
+                        "work-items on %s (registers)",
+                        variant.unroll_i, variant.unroll_j, variant.work_group_size, kernel_group,
+                        context->info.name);
+    }
+    if (local_bytes > context->info.local_memory_bytes) {
+        fk_eval_destroy(eval);
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "variant needs %llu bytes of local memory; %s has %llu",
+                        (unsigned long long)local_bytes, context->info.name,
+                        (unsigned long long)context->info.local_memory_bytes);
+    }
+    eval->variant = variant;
+    *out = eval;
+    return FK_OK;
+}
+
+static int choose_splits(const fk_eval *eval, size_t count)
+{
+    const int group = eval->variant.work_group_size;
+    const size_t i_block = (size_t)group * (size_t)eval->variant.unroll_i;
+    const size_t i_groups = (count + i_block - 1) / i_block;
+    const size_t max_splits = (count + (size_t)group - 1) / (size_t)group; /* >= one tile each */
+    size_t splits;
+    if (eval->config.j_splits > 0) {
+        splits = (size_t)eval->config.j_splits;
+    } else {
+        /* Enough work-groups to fill the device: GPUs need several resident groups per compute
+         * unit to hide latency; a CPU runs one group per core thread at a time. */
+        const fk_device_info *device = &eval->context->info;
+        size_t target = (size_t)device->compute_units * (device->type == FK_DEVICE_GPU ? 8 : 2);
+        splits = (target + i_groups - 1) / i_groups;
+    }
+    if (splits > max_splits)
+        splits = max_splits;
+    if (splits < 1)
+        splits = 1;
+    return (int)splits;
+}
+
+static fk_status check_particles(fk_eval *eval, const fk_particles *particles)
+{
+    fk_context *context = eval->context;
+    const size_t n = particles->count;
+    if (n == 0)
+        return fk__fail(context, FK_ERR_INVALID_INPUT, "no particles (N = 0)");
+    if (n > (size_t)(1u << 30))
+        return fk__fail(context, FK_ERR_INVALID_INPUT, "N = %zu exceeds the limit of 2^30", n);
+    if (!particles->position)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no positions given");
+    for (size_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            double x = particles->position[3 * i + (size_t)k];
+            if (!isfinite(x) || fabs(x) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: coordinate %d is %g (not a finite float)", i, k, x);
+        }
+        if (particles->mass) {
+            double m = particles->mass[i];
+            if (!isfinite(m) || fabs(m) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: mass/charge is %g (not a finite float)", i, m);
+        }
+    }
+    return FK_OK;
+}
+
+/* Lexicographic order of float positions: coincident bodies become neighbours. */
+static const float *sort_positions;
+static int compare_positions(const void *a, const void *b)
+{
+    const float *p = sort_positions + 4 * (size_t)(*(const uint32_t *)a);
+    const float *q = sort_positions + 4 * (size_t)(*(const uint32_t *)b);
+    for (int k = 0; k < 3; ++k)
+        if (p[k] != q[k])
+            return p[k] < q[k] ? -1 : 1;
+    return 0;
+}
+
+/* With eps = 0 two bodies at the same (single-precision) position have an infinite force: a user
+ * error that must be reported, not turned into NaN. O(N log N). */
+static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
+{
+    if (eval->config.eps > 0 || n < 2)
+        return FK_OK;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i)
+        order[i] = (uint32_t)i;
+    sort_positions = body;
+    qsort(order, n, sizeof *order, compare_positions);
+    fk_status status = FK_OK;
+    for (size_t k = 1; k < n; ++k)
+        if (compare_positions(&order[k - 1], &order[k]) == 0) {
+            uint32_t a = order[k - 1] < order[k] ? order[k - 1] : order[k];
+            uint32_t b = order[k - 1] < order[k] ? order[k] : order[k - 1];
+            status = fk__fail(eval->context, FK_ERR_INVALID_INPUT,
+                              "particles %u and %u are at the same position (%g, %g, %g) and the "
+                              "softening eps is 0: their force is infinite; use --eps",
+                              a, b, (double)body[4 * (size_t)a], (double)body[4 * (size_t)a + 1],
+                              (double)body[4 * (size_t)a + 2]);
+            break;
+        }
+    free(order);
+    return status;
+}
+
+static fk_status create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
+                               void *host, const char *what)
+{
+    cl_int err = CL_SUCCESS;
+    *buffer = clCreateBuffer(eval->context->cl, flags, bytes, host, &err);
+    if (err != CL_SUCCESS)
+        return fk__fail(eval->context, fk__cl_status(err),
+                        "clCreateBuffer (%s, %zu bytes) failed: %s (%d)", what, bytes,
+                        fk__cl_error_name(err), (int)err);
+    return FK_OK;
+}
+
+fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
+{
+    if (!eval || !particles)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    fk_status status = check_particles(eval, particles);
+    if (status != FK_OK)
+        return status;
+    const size_t n = particles->count;
+
+    float *body = malloc(n * 4 * sizeof *body);
+    if (!body)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k)
+            body[4 * i + (size_t)k] = (float)particles->position[3 * i + (size_t)k];
+        body[4 * i + 3] = particles->mass ? (float)particles->mass[i] : 1.0f;
+    }
+    status = check_coincident(eval, body, n);
+    if (status != FK_OK) {
+        free(body);
+        return status;
+    }
+
+    const int splits = choose_splits(eval, n);
+    const int group = eval->variant.work_group_size;
+    size_t chunk = (n + (size_t)splits - 1) / (size_t)splits;
+    chunk = (chunk + (size_t)group - 1) / (size_t)group * (size_t)group;
+    const int effective_splits = (int)((n + chunk - 1) / chunk);
+
+    /* Check the sizes against the device before asking: many drivers allocate lazily and would
+     * only fail at the first launch. */
+    const size_t result_bytes = n * eval->components * 8;
+    const size_t partial_bytes = effective_splits > 1 ? result_bytes * (size_t)effective_splits : 0;
+    const size_t body_bytes = n * 4 * sizeof(float);
+    const size_t total =
+        body_bytes * (eval->kernel->uses_aux ? 2 : 1) + result_bytes + partial_bytes;
+    const fk_device_info *device = &context->info;
+    size_t largest = partial_bytes > result_bytes ? partial_bytes : result_bytes;
+    if (largest < body_bytes)
+        largest = body_bytes;
+    if (total > device->global_memory_bytes || largest > device->max_allocation_bytes) {
+        free(body);
+        return fk__fail(context, FK_ERR_DEVICE_MEMORY,
+                        "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
+                        "%llu (largest allocation %llu)",
+                        n, total, largest, device->name,
+                        (unsigned long long)device->global_memory_bytes,
+                        (unsigned long long)device->max_allocation_bytes);
+    }
+
+    if (eval->partial == eval->result)
+        eval->partial = NULL;
+    release_buffers(eval);
+    eval->computed = 0;
+    eval->count = 0;
+    const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+    status = create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
+    free(body);
+    if (status == FK_OK) /* unused by ga: a small placeholder keeps the argument list fixed */
+        status = create_buffer(eval, &eval->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
+    if (status == FK_OK)
+        status = create_buffer(eval, &eval->table, CL_MEM_READ_ONLY, 16, NULL, "table");
+    if (status == FK_OK)
+        status = create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
+                               eval->physics_values, "physics");
+    if (status == FK_OK)
+        status =
+            create_buffer(eval, &eval->result, CL_MEM_READ_WRITE, result_bytes, NULL, "results");
+    if (status == FK_OK && effective_splits > 1)
+        status = create_buffer(eval, &eval->partial, CL_MEM_READ_WRITE, partial_bytes, NULL,
+                               "partial sums");
+    else if (status == FK_OK)
+        eval->partial = eval->result;
+    /* Poison the results (all bits set: NaN in every float format) so an element the kernel fails
+     * to write shows up as NaN instead of a stale or zero value. */
+    if (status == FK_OK) {
+        const cl_uchar poison = 0xff;
+        cl_int err = clEnqueueFillBuffer(context->queue, eval->result, &poison, 1, 0, result_bytes,
+                                         0, NULL, NULL);
+        if (err == CL_SUCCESS && eval->partial != eval->result)
+            err = clEnqueueFillBuffer(context->queue, eval->partial, &poison, 1, 0, partial_bytes,
+                                      0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clFinish(context->queue);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
+    }
+    if (status != FK_OK) {
+        if (eval->partial == eval->result)
+            eval->partial = NULL;
+        release_buffers(eval);
+        return status;
+    }
+    eval->count = n;
+    eval->j_chunk = (int)chunk;
+    eval->variant.j_splits = effective_splits;
+    return FK_OK;
+}
+
+static double event_seconds(cl_event first, cl_event last)
+{
+    cl_ulong start = 0, end = 0;
+    if (clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
+            CL_SUCCESS ||
+        clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+            CL_SUCCESS)
+        return -1.0;
+    return end > start ? (double)(end - start) * 1e-9 : 0.0;
+}
+
+fk_status fk_eval_compute(fk_eval *eval, double *seconds)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (eval->count == 0)
+        return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
+    const cl_int n = (cl_int)eval->count;
+    const cl_int chunk = eval->j_chunk;
+    const cl_float4 acc_param = {{(cl_float)eval->accum_scale, 0.0f, 0.0f, 0.0f}};
+    cl_int err = CL_SUCCESS;
+    cl_uint a = 0;
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof n, &n);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof chunk, &chunk);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->body);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->body_aux);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->table);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->physics);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof acc_param, &acc_param);
+    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->partial);
+    if (err != CL_SUCCESS)
+        return fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_pairwise");
+
+    const size_t group = (size_t)eval->variant.work_group_size;
+    const size_t i_block = group * (size_t)eval->variant.unroll_i;
+    const size_t global[2] = {(eval->count + i_block - 1) / i_block * group,
+                              (size_t)eval->variant.j_splits};
+    const size_t local[2] = {group, 1};
+    cl_event first = NULL, last = NULL;
+    err = clEnqueueNDRangeKernel(context->queue, eval->pairwise, 2, NULL, global, local, 0, NULL,
+                                 &first);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_pairwise)", err);
+    if (eval->variant.j_splits > 1) {
+        const cl_int splits = eval->variant.j_splits;
+        err |= clSetKernelArg(eval->reduce, 0, sizeof n, &n);
+        err |= clSetKernelArg(eval->reduce, 1, sizeof splits, &splits);
+        err |= clSetKernelArg(eval->reduce, 2, sizeof(cl_mem), &eval->partial);
+        err |= clSetKernelArg(eval->reduce, 3, sizeof(cl_mem), &eval->result);
+        const size_t reduce_group = 64;
+        const size_t items = eval->count * eval->components;
+        const size_t reduce_global = (items + reduce_group - 1) / reduce_group * reduce_group;
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(context->queue, eval->reduce, 1, NULL, &reduce_global,
+                                         &reduce_group, 0, NULL, &last);
+        if (err != CL_SUCCESS) {
+            clReleaseEvent(first);
+            return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_reduce_splits)", err);
+        }
+    }
+    err = clFinish(context->queue);
+    fk_status status = FK_OK;
+    if (err != CL_SUCCESS) {
+        status = fk__cl_fail(context, "clFinish", err);
+    } else {
+        cl_int state = CL_COMPLETE;
+        clGetEventInfo(last ? last : first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
+                       NULL);
+        if (state < 0)
+            status = fk__cl_fail(context, "kernel execution", state);
+    }
+    if (status == FK_OK) {
+        if (seconds)
+            *seconds = event_seconds(first, last ? last : first);
+        eval->computed = 1;
+    }
+    clReleaseEvent(first);
+    if (last)
+        clReleaseEvent(last);
+    return status;
+}
+
+/* Reads components [first, first + count) of every particle, decoded to double. */
+static fk_status read_components(fk_eval *eval, unsigned first, unsigned count, double *out)
+{
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (!eval->computed)
+        return fk__fail(context, FK_ERR_STATE, "read before compute");
+    const size_t words = eval->count * eval->components * 2;
+    uint32_t *packed = malloc(words * sizeof *packed);
+    if (!packed)
+        return FK_ERR_HOST_MEMORY;
+    cl_int err = clEnqueueReadBuffer(context->queue, eval->result, CL_TRUE, 0,
+                                     words * sizeof *packed, packed, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        free(packed);
+        return fk__cl_fail(context, "clEnqueueReadBuffer", err);
+    }
+    for (size_t i = 0; i < eval->count; ++i)
+        for (unsigned k = 0; k < count; ++k) {
+            size_t word = 2 * (i * eval->components + first + k);
+            out[i * count + k] =
+                eval->accum->decode(packed[word], packed[word + 1], eval->accum_scale);
+        }
+    free(packed);
+    return FK_OK;
+}
+
+fk_status fk_eval_read_forces(fk_eval *eval, double *forces)
+{
+    if (!eval || !forces)
+        return FK_ERR_INVALID_ARGUMENT;
+    return read_components(eval, 0, eval->kernel->info.force_components, forces);
+}
+
+fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
+{
+    if (!eval || !potentials)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (!eval->config.potential)
+        return fk__fail(eval->context, FK_ERR_STATE,
+                        "potentials were not requested (fk_eval_config.potential)");
+    return read_components(eval, eval->kernel->info.force_components, 1, potentials);
+}
+
+fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
+{
+    if (!eval || !variant)
+        return FK_ERR_INVALID_ARGUMENT;
+    *variant = eval->variant;
+    return FK_OK;
+}
+
+size_t fk_eval_force_components(const fk_eval *eval)
+{
+    return eval ? eval->kernel->info.force_components : 0;
+}

@@ -1,0 +1,285 @@
+/* Finding, specializing and building the .cl sources, with the compiled-program cache. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "internal.h"
+
+/* A growable string. */
+typedef struct text {
+    char *data;
+    size_t length, capacity;
+    int failed;
+} text;
+
+static void text_append(text *t, const char *data, size_t length)
+{
+    if (t->failed)
+        return;
+    if (t->length + length + 1 > t->capacity) {
+        size_t capacity = t->capacity ? t->capacity : 4096;
+        while (capacity < t->length + length + 1)
+            capacity *= 2;
+        char *grown = realloc(t->data, capacity);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->data = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->data + t->length, data, length);
+    t->length += length;
+    t->data[t->length] = '\0';
+}
+
+static void text_printf(text *t, const char *format, ...) FK_PRINTF(2, 3);
+static void text_printf(text *t, const char *format, ...)
+{
+    char buffer[1024];
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    if (length < 0 || (size_t)length >= sizeof buffer) {
+        t->failed = 1;
+        return;
+    }
+    text_append(t, buffer, (size_t)length);
+}
+
+typedef struct expander {
+    fk_context *context;
+    const char *force_header;
+    const char *accum_header;
+    text out;
+    fk_status status;
+} expander;
+
+/*
+ * Expands #include lines ourselves: the result is one self-contained source that is hashed for the
+ * cache (as POCL hashes preprocessed source) and handed to the compiler without -I paths, which
+ * differ between drivers. `#include "path"` is relative to the kernel directory; `#include
+ * FORCE_HEADER` and `#include ACCUM_HEADER` resolve to the headers the host chose. #line markers
+ * keep compiler messages pointing at the real files.
+ */
+static void expand_file(expander *e, const char *relative, int depth)
+{
+    if (e->status != FK_OK)
+        return;
+    if (depth > 16) {
+        e->status = fk__fail(e->context, FK_ERR_KERNEL_SOURCE,
+                             "#include nesting deeper than 16 at %s", relative);
+        return;
+    }
+    size_t path_size = strlen(e->context->kernel_dir) + strlen(relative) + 2;
+    char *path = malloc(path_size);
+    if (!path) {
+        e->status = FK_ERR_HOST_MEMORY;
+        return;
+    }
+    snprintf(path, path_size, "%s/%s", e->context->kernel_dir, relative);
+    char *source = fk__read_file(path, NULL);
+    if (!source) {
+        e->status =
+            fk__fail(e->context, FK_ERR_KERNEL_SOURCE, "cannot read kernel source %s", path);
+        free(path);
+        return;
+    }
+    free(path);
+
+    text_printf(&e->out, "#line 1 \"%s\"\n", relative);
+    int line_number = 0;
+    for (char *line = source; *line && e->status == FK_OK;) {
+        char *end = strchr(line, '\n');
+        size_t length = end ? (size_t)(end - line) : strlen(line);
+        ++line_number;
+        const char *p = line;
+        while (p < line + length && (*p == ' ' || *p == '\t'))
+            ++p;
+        const char *included = NULL;
+        char quoted[256];
+        if (p < line + length && *p == '#') {
+            ++p;
+            while (*p == ' ' || *p == '\t')
+                ++p;
+            if (strncmp(p, "include", 7) == 0) {
+                p += 7;
+                while (*p == ' ' || *p == '\t')
+                    ++p;
+                if (*p == '"') {
+                    const char *close = memchr(p + 1, '"', (size_t)(line + length - p - 1));
+                    if (close && (size_t)(close - p - 1) < sizeof quoted) {
+                        memcpy(quoted, p + 1, (size_t)(close - p - 1));
+                        quoted[close - p - 1] = '\0';
+                        included = quoted;
+                    }
+                } else if (strncmp(p, "FORCE_HEADER", 12) == 0) {
+                    included = e->force_header;
+                } else if (strncmp(p, "ACCUM_HEADER", 12) == 0) {
+                    included = e->accum_header;
+                }
+                if (!included) {
+                    e->status = fk__fail(e->context, FK_ERR_KERNEL_SOURCE,
+                                         "%s:%d: unsupported #include form", relative, line_number);
+                    break;
+                }
+            }
+        }
+        if (included) {
+            expand_file(e, included, depth + 1);
+            text_printf(&e->out, "#line %d \"%s\"\n", line_number + 1, relative);
+        } else {
+            text_append(&e->out, line, length);
+            text_append(&e->out, "\n", 1);
+        }
+        line = end ? end + 1 : line + length;
+    }
+    free(source);
+}
+
+static fk_status build_log(fk_context *context, cl_program program)
+{
+    size_t size = 0;
+    clGetProgramBuildInfo(program, context->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
+    char *log = malloc(size + 1);
+    if (log) {
+        log[0] = '\0';
+        clGetProgramBuildInfo(program, context->device, CL_PROGRAM_BUILD_LOG, size, log, NULL);
+        log[size] = '\0';
+        fk__append_error(context, "\n--- build log ---\n");
+        fk__append_error(context, log);
+        free(log);
+    }
+    return FK_ERR_BUILD;
+}
+
+/* Builds from source; on success optionally stores the binary in the cache. */
+static fk_status build_from_source(fk_context *context, const char *source, const char *options,
+                                   cl_program *out)
+{
+    cl_int err = CL_SUCCESS;
+    const char *sources[] = {source};
+    cl_program program = clCreateProgramWithSource(context->cl, 1, sources, NULL, &err);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clCreateProgramWithSource", err);
+    err = clBuildProgram(program, 1, &context->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        fk__fail(context, FK_ERR_BUILD, "clBuildProgram failed: %s (%d) with options: %s",
+                 fk__cl_error_name(err), (int)err, options);
+        build_log(context, program);
+        clReleaseProgram(program);
+        return FK_ERR_BUILD;
+    }
+    *out = program;
+    return FK_OK;
+}
+
+static void store_binary(fk_context *context, cl_program program, const fk_cache_key *key)
+{
+    size_t size = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *binary = malloc(size);
+    if (!binary)
+        return;
+    unsigned char *binaries[] = {binary};
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binaries, binaries, NULL) ==
+        CL_SUCCESS)
+        fk_cache_store(context->cache_dir, key, binary, size); /* failure only costs speed */
+    free(binary);
+}
+
+/* Loads from the cache; any failure is a miss (returns 0). */
+static int load_binary(fk_context *context, const fk_cache_key *key, const char *options,
+                       cl_program *out)
+{
+    unsigned char *binary = NULL;
+    size_t size = 0;
+    if (!fk_cache_load(context->cache_dir, key, &binary, &size))
+        return 0;
+    cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+    const unsigned char *binaries[] = {binary};
+    cl_program program = clCreateProgramWithBinary(context->cl, 1, &context->device, &size,
+                                                   binaries, &binary_status, &err);
+    free(binary);
+    if (err != CL_SUCCESS || binary_status != CL_SUCCESS)
+        return 0;
+    if (clBuildProgram(program, 1, &context->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(program);
+        return 0;
+    }
+    *out = program;
+    return 1;
+}
+
+fk_status fk__program_build(fk_context *context, const fk_program_request *request,
+                            fk_program_result *result)
+{
+    double start = fk__now();
+    memset(result, 0, sizeof *result);
+    char force_header[128], accum_header[128];
+    snprintf(force_header, sizeof force_header, "forces/%s.clh", request->force);
+    snprintf(accum_header, sizeof accum_header, "accum/%s.clh", request->accum);
+
+    expander e = {.context = context,
+                  .force_header = force_header,
+                  .accum_header = accum_header,
+                  .status = FK_OK};
+    expand_file(&e, "pairwise.cl", 0);
+    if (e.status == FK_OK && e.out.failed)
+        e.status = FK_ERR_HOST_MEMORY;
+    if (e.status != FK_OK) {
+        free(e.out.data);
+        return e.status;
+    }
+
+    text options = {0};
+    text_printf(&options,
+                "-cl-std=CL1.2 -D FORCE=%s -D ACCUM=%s -D UNROLL_I=%d -D UNROLL_J=%d "
+                "-D WG_SIZE=%d -D LOCAL_TILING=%d -D POTENTIAL=%d",
+                request->force, request->accum, request->unroll_i, request->unroll_j,
+                request->work_group_size, request->local_tiling ? 1 : 0,
+                request->potential ? 1 : 0);
+    if (request->extra_options && *request->extra_options) {
+        text_append(&options, " ", 1);
+        text_append(&options, request->extra_options, strlen(request->extra_options));
+    }
+    if (options.failed) {
+        free(e.out.data);
+        free(options.data);
+        return FK_ERR_HOST_MEMORY;
+    }
+
+    fk_cache_key key;
+    fk_cache_key_parts parts = {.source = e.out.data,
+                                .source_length = e.out.length,
+                                .options = options.data,
+                                .platform_version = context->info.platform_version,
+                                .device_name = context->info.name,
+                                .device_version = context->info.device_version,
+                                .driver_version = context->info.driver_version};
+    fk_cache_key_compute(&parts, &key);
+
+    fk_status status = FK_OK;
+    cl_program program = NULL;
+    if (context->cache_dir && !request->refresh_cache &&
+        load_binary(context, &key, options.data, &program)) {
+        result->from_cache = 1;
+    } else {
+        status = build_from_source(context, e.out.data, options.data, &program);
+        if (status == FK_OK && context->cache_dir)
+            store_binary(context, program, &key);
+    }
+    free(e.out.data);
+    free(options.data);
+    if (status != FK_OK)
+        return status;
+    result->program = program;
+    result->seconds = fk__now() - start;
+    return FK_OK;
+}

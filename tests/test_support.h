@@ -1,0 +1,27 @@
+/* Helpers shared by the cmocka tests. */
+#ifndef FK_TEST_SUPPORT_H
+#define FK_TEST_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A fresh seed per run (time and pid), printed so a failure can be replayed with FK_TEST_SEED. */
+uint64_t fk_test_seed(void);
+/* xoshiro-style generator for test inputs. */
+typedef struct fk_test_rng {
+    uint64_t state;
+} fk_test_rng;
+void fk_test_rng_init(fk_test_rng *rng, uint64_t seed);
+double fk_test_rng_uniform(fk_test_rng *rng); /* [0, 1) */
+
+/* A new empty directory under $TMPDIR (malloc'ed path); fk_test_remove_tree deletes it. */
+char *fk_test_make_temp_dir(const char *prefix);
+void fk_test_remove_tree(const char *path);
+/* Writes text to a file; returns 0 on success. */
+int fk_test_write_file(const char *path, const void *data, size_t size);
+/* $FK_TEST_SOURCE_DIR or "." */
+const char *fk_test_source_dir(void);
+/* $FK_TEST_DATA_DIR (../shared/data) or NULL when absent. */
+const char *fk_test_data_dir(void);
+
+#endif
