@@ -24,4 +24,13 @@ const char *fk_test_source_dir(void);
 /* $FK_TEST_DATA_DIR (../shared/data) or NULL when absent. */
 const char *fk_test_data_dir(void);
 
+
+/* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
+#define FK_ASSERT_NEAR(a, b, tolerance)                                                            \
+    do {                                                                                           \
+        double fk_a_ = (a), fk_b_ = (b), fk_t_ = (tolerance);                                      \
+        if (!(fk_a_ - fk_b_ <= fk_t_ && fk_b_ - fk_a_ <= fk_t_))                                   \
+            fail_msg("%s = %.17g, expected %.17g within %g", #a, fk_a_, fk_b_, fk_t_);             \
+    } while (0)
+
 #endif

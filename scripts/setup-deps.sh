@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages forcekit needs to build, test and run on the CPU (POCL), if missing.
+# Sourced or run by scripts/test.sh and scripts/demo.sh. Needs root or sudo only when something is missing.
+set -euo pipefail
+packages=(cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+          libcmocka-dev libcjson-dev libxxhash-dev python3)
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "forcekit: installing ${missing[*]}" >&2
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
