@@ -1,0 +1,458 @@
+/* `forcekit accuracy`: per accumulator, the force error and offset of Narumi et al. (eqs. 10 and
+ * 11) against the double-precision host reference, and the time relative to float. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "generate.h"
+#include "io.h"
+
+static const char accuracy_usage[] =
+    "usage: forcekit accuracy --kernel K (--in FILE | --system plummer) [--n N] [--seed S]\n"
+    "                         [--accum A|all] [--eps E] [--reps R] [--format auto|text|tipsy]\n"
+    "                         [--device SEL] [--json]\n\n"
+    "Compares each accumulator's forces with the double-precision host reference, computed on\n"
+    "the single-precision positions and masses the device sees (so input rounding is not\n"
+    "counted). For gravity the force is F_i = m_i a_i.\n"
+    "  error  = sum_i |F_i - F_ref,i| / sum_i |F_ref,i|   (Narumi et al., eq. 10)\n"
+    "  offset = |sum_i F_i| / sum_i |F_i|                  (eq. 11; 0 for exact forces)\n\n"
+    "  --kernel K     force law (ga)\n"
+    "  --in FILE      particles from a file (text or TIPSY)\n"
+    "  --system NAME  a synthetic system: plummer\n"
+    "  --n N          particles of the synthetic system (default 16384)\n"
+    "  --seed S       seed of the synthetic system (default 1)\n"
+    "  --accum A      one accumulator, or all (default) that the device supports\n"
+    "  --eps E        gravitational softening (default 0.01)\n"
+    "  --reps R       timed evaluations per accumulator, median reported (default 5)\n"
+    "  --format F     input format: auto (by file name, default), text or tipsy\n"
+    "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
+    "  --json         print the results as one JSON document on standard output\n";
+
+enum { ACCURACY_MAX_ACCUMULATORS = 32 };
+
+typedef struct accuracy_options {
+    const char *kernel, *in, *system, *accum, *format, *device;
+    long long n, seed, reps;
+    double eps;
+    int json, help;
+    fk_file_format file_format; /* parsed from format */
+} accuracy_options;
+
+typedef struct accuracy_result {
+    const fk_accum_info *accum;
+    fk_variant variant;
+    double error;  /* Narumi eq. 10 */
+    double offset; /* Narumi eq. 11 */
+    double seconds_per_eval;
+} accuracy_result;
+
+typedef struct accuracy_run {
+    const fk_kernel_info *kernel;
+    fk_particle_set particles; /* rounded to single precision, as the device stores them */
+    fk_context *context;
+    double *reference_forces; /* 3 per particle */
+    double *method_values;    /* force_components per particle, as read from the device */
+    double *method_forces;    /* 3 per particle */
+    double *timings;
+    double reference_offset;
+    accuracy_result results[ACCURACY_MAX_ACCUMULATORS];
+    size_t result_count;
+    cJSON *skipped;
+} accuracy_run;
+
+static void accuracy_run_free(accuracy_run *run)
+{
+    free(run->reference_forces);
+    free(run->method_values);
+    free(run->method_forces);
+    free(run->timings);
+    cJSON_Delete(run->skipped);
+    fk_context_destroy(run->context);
+    fk_particle_set_free(&run->particles);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The metrics */
+
+/* Force vectors from a kernel's output: the first three components, times the mass for gravity
+ * (whose kernels return accelerations). */
+static void forces_from_output(const accuracy_run *run, const double *values, double *forces)
+{
+    const unsigned components = run->kernel->force_components;
+    const int gravity = cli_kernel_is_gravity(run->kernel->name);
+    for (size_t i = 0; i < run->particles.count; ++i) {
+        const double scale = gravity && run->particles.mass ? run->particles.mass[i] : 1.0;
+        for (size_t k = 0; k < 3; ++k)
+            forces[3 * i + k] = scale * values[components * i + k];
+    }
+}
+
+static double norm3(const double *v)
+{
+    return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+}
+
+/* Narumi et al., eq. 10: sum_i |F_i - F_ref,i| / sum_i |F_ref,i|. */
+static double force_error(const double *forces, const double *reference, size_t count)
+{
+    double difference_sum = 0, reference_sum = 0;
+    for (size_t i = 0; i < count; ++i) {
+        const double difference[3] = {forces[3 * i] - reference[3 * i],
+                                      forces[3 * i + 1] - reference[3 * i + 1],
+                                      forces[3 * i + 2] - reference[3 * i + 2]};
+        difference_sum += norm3(difference);
+        reference_sum += norm3(&reference[3 * i]);
+    }
+    return difference_sum / reference_sum;
+}
+
+/* Narumi et al., eq. 11: |sum_i F_i| / sum_i |F_i|; Newton's third law makes it 0 when exact. */
+static double force_offset(const double *forces, size_t count)
+{
+    double total[3] = {0, 0, 0}, magnitude_sum = 0;
+    for (size_t i = 0; i < count; ++i) {
+        for (size_t k = 0; k < 3; ++k)
+            total[k] += forces[3 * i + k];
+        magnitude_sum += norm3(&forces[3 * i]);
+    }
+    return norm3(total) / magnitude_sum;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Input */
+
+/* Loads or generates the particles; returns an exit code, having reported any failure. */
+static int load_particles(accuracy_run *run, const accuracy_options *options)
+{
+    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    if (layout < 0) {
+        cli_error("accuracy", "kernel '%s' has no particle layout", run->kernel->name);
+        return CLI_EXIT_RUNTIME;
+    }
+    fk_status status;
+    if (options->in) {
+        char message[1024] = "";
+        status = fk_io_read_particles(options->in, options->file_format, (fk_layout)layout,
+                                      &run->particles, message, sizeof message);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", message);
+            return cli_exit_code(status);
+        }
+    } else {
+        status = fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
+                                     &run->particles);
+        if (status != FK_OK) {
+            cli_error("accuracy", "cannot generate %lld particles: %s", options->n,
+                      fk_status_string(status));
+            return cli_exit_code(status);
+        }
+    }
+    if (run->particles.count < 2) {
+        cli_error("accuracy", "%s: %zu particle; the error needs at least 2",
+                  options->in ? options->in : "system", run->particles.count);
+        return CLI_EXIT_USAGE;
+    }
+    /* The device stores single precision: the reference gets the same numbers, so that what is
+     * measured is the arithmetic, not the rounding of the input. */
+    fk_particle_set *set = &run->particles;
+    for (size_t i = 0; i < set->count; ++i) {
+        /* Converting a double beyond the float range is undefined behaviour in C. */
+        int representable = 1;
+        for (size_t k = 0; k < 3; ++k)
+            representable &= fabs(set->position[3 * i + k]) <= FLT_MAX;
+        if (set->mass)
+            representable &= fabs(set->mass[i]) <= FLT_MAX;
+        for (size_t k = 0; set->velocity && k < 3; ++k)
+            representable &= fabs(set->velocity[3 * i + k]) <= FLT_MAX;
+        if (!representable) {
+            cli_error(fk_status_string(FK_ERR_INVALID_INPUT),
+                      "particle %zu: a value is beyond the single-precision range", i);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < 3 * set->count; ++i)
+        set->position[i] = (double)(float)set->position[i];
+    for (size_t i = 0; set->mass && i < set->count; ++i)
+        set->mass[i] = (double)(float)set->mass[i];
+    for (size_t i = 0; set->velocity && i < 3 * set->count; ++i)
+        set->velocity[i] = (double)(float)set->velocity[i];
+    return CLI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Measurement */
+
+static fk_status compute_reference(accuracy_run *run, double eps)
+{
+    const size_t count = run->particles.count;
+    const unsigned components = run->kernel->force_components;
+    double *values = malloc(count * components * sizeof *values);
+    if (!values)
+        return FK_ERR_HOST_MEMORY;
+    const fk_particles view = fk_particle_set_view(&run->particles);
+    const fk_physics physics = {.eps = eps};
+    fk_status status = fk_reference_forces(run->kernel->name, &view, &physics, values, NULL);
+    if (status == FK_OK) {
+        forces_from_output(run, values, run->reference_forces);
+        run->reference_offset = force_offset(run->reference_forces, count);
+    }
+    free(values);
+    return status;
+}
+
+static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *accum, double eps,
+                                     long long reps, accuracy_result *result)
+{
+    fk_eval_config config = {.kernel = run->kernel->name, .accum = accum->name, .eps = eps};
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(run->context, &config, &eval);
+    const fk_particles view = fk_particle_set_view(&run->particles);
+    if (status == FK_OK)
+        status = fk_eval_set_particles(eval, &view);
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL); /* warm-up */
+    for (long long rep = 0; status == FK_OK && rep < reps; ++rep) {
+        double seconds = NAN;
+        status = fk_eval_compute(eval, &seconds);
+        run->timings[rep] = seconds >= 0 ? seconds : NAN;
+    }
+    if (status == FK_OK)
+        status = fk_eval_read_forces(eval, run->method_values);
+    if (status == FK_OK)
+        fk_eval_get_variant(eval, &result->variant);
+    fk_eval_destroy(eval);
+    if (status != FK_OK)
+        return status;
+    result->accum = accum;
+    result->seconds_per_eval = cli_median(run->timings, (size_t)reps);
+    for (long long rep = 0; rep < reps; ++rep)
+        if (isnan(run->timings[rep]))
+            result->seconds_per_eval = NAN; /* no profiling information */
+    forces_from_output(run, run->method_values, run->method_forces);
+    result->error = force_error(run->method_forces, run->reference_forces, run->particles.count);
+    result->offset = force_offset(run->method_forces, run->particles.count);
+    return FK_OK;
+}
+
+static void skip_accumulator(accuracy_run *run, const fk_accum_info *accum, const char *reason)
+{
+    fprintf(stderr, "forcekit: accuracy: accumulator %s skipped: %s\n", accum->name, reason);
+    cJSON *skip = cJSON_CreateObject();
+    cJSON_AddStringToObject(skip, "accum", accum->name);
+    cJSON_AddStringToObject(skip, "reason", reason);
+    cJSON_AddItemToArray(run->skipped, skip);
+}
+
+/* Runs every requested accumulator; returns an exit code, having reported any failure. */
+static int measure_all(accuracy_run *run, const accuracy_options *options)
+{
+    const fk_accum_info *requested[ACCURACY_MAX_ACCUMULATORS];
+    size_t requested_count = 0;
+    const int all = strcmp(options->accum, "all") == 0;
+    if (all)
+        for (size_t i = 0; fk_accum_at(i) && requested_count < ACCURACY_MAX_ACCUMULATORS; ++i)
+            requested[requested_count++] = fk_accum_at(i);
+    else
+        requested[requested_count++] = fk_accum_find(options->accum); /* checked by the caller */
+
+    const fk_device_info *device = fk_context_device(run->context);
+    for (size_t i = 0; i < requested_count; ++i) {
+        const fk_accum_info *accum = requested[i];
+        /* With "all", what the device cannot do is a note; asked for by name, it is an error. */
+        if (all && accum->needs_fp64 && !device->fp64) {
+            skip_accumulator(run, accum, "needs double precision, which the device lacks");
+            continue;
+        }
+        accuracy_result *result = &run->results[run->result_count];
+        memset(result, 0, sizeof *result);
+        fk_status status = measure_accumulator(run, accum, options->eps, options->reps, result);
+        if (status == FK_ERR_UNSUPPORTED && all) {
+            skip_accumulator(run, accum, fk_context_last_error(run->context));
+            continue;
+        }
+        if (status != FK_OK)
+            return cli_report_status(status, run->context);
+        run->result_count++;
+    }
+    if (run->result_count == 0) {
+        cli_error("accuracy", "no accumulator could run on %s", device->name);
+        return CLI_EXIT_RUNTIME;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Output */
+
+static double float_seconds(const accuracy_run *run)
+{
+    for (size_t i = 0; i < run->result_count; ++i)
+        if (strcmp(run->results[i].accum->name, "float") == 0)
+            return run->results[i].seconds_per_eval;
+    return NAN; /* float did not run: there is nothing to be relative to */
+}
+
+static int print_json(const accuracy_run *run, const accuracy_options *options)
+{
+    const double baseline = float_seconds(run);
+    cJSON *document = cJSON_CreateObject();
+    cJSON_AddStringToObject(document, "kernel", run->kernel->name);
+    cJSON_AddNumberToObject(document, "n", (double)run->particles.count);
+    cJSON_AddStringToObject(document, "device", fk_context_device(run->context)->name);
+    if (options->in) {
+        cJSON_AddStringToObject(document, "input", options->in);
+    } else {
+        cJSON_AddStringToObject(document, "system", options->system);
+        cJSON_AddNumberToObject(document, "seed", (double)options->seed);
+    }
+    cli_json_number(document, "eps", options->eps);
+    cJSON_AddNumberToObject(document, "reps", (double)options->reps);
+    cli_json_number(document, "reference_offset", run->reference_offset);
+    cJSON *results = cJSON_AddArrayToObject(document, "results");
+    for (size_t i = 0; i < run->result_count; ++i) {
+        const accuracy_result *result = &run->results[i];
+        char unroll[CLI_UNROLL_NAME_SIZE];
+        cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
+        const char letter[2] = {result->accum->letter, '\0'};
+        cJSON *object = cJSON_CreateObject();
+        cJSON_AddStringToObject(object, "accum", result->accum->name);
+        cJSON_AddStringToObject(object, "letter", letter);
+        cli_json_number(object, "error", result->error);
+        cli_json_number(object, "offset", result->offset);
+        cli_json_number(object, "seconds_per_eval", result->seconds_per_eval);
+        cli_json_number(object, "relative_time", result->seconds_per_eval / baseline);
+        cJSON_AddStringToObject(object, "unroll", unroll);
+        cJSON_AddItemToArray(results, object);
+    }
+    cJSON_AddItemReferenceToObject(document, "skipped", run->skipped);
+    return cli_print_json(document);
+}
+
+static void print_table(const accuracy_run *run, const accuracy_options *options)
+{
+    const double baseline = float_seconds(run);
+    printf("%s, N = %zu, eps = %g, ", run->kernel->name, run->particles.count, options->eps);
+    if (options->in)
+        printf("%s", options->in);
+    else
+        printf("%s (seed %lld)", options->system, options->seed);
+    printf(", on %s\n", fk_context_device(run->context)->name);
+    printf("%-16s %-6s %12s %12s %12s %9s\n", "ACCUM", "LETTER", "ERROR", "OFFSET", "S/EVAL",
+           "REL TIME");
+    for (size_t i = 0; i < run->result_count; ++i) {
+        const accuracy_result *result = &run->results[i];
+        const double relative = result->seconds_per_eval / baseline;
+        char relative_text[32] = "-"; /* float did not run */
+        if (isfinite(relative))
+            snprintf(relative_text, sizeof relative_text, "%.3f", relative);
+        printf("%-16s %-6c %12.4e %12.4e %12.4e %9s\n", result->accum->name, result->accum->letter,
+               result->error, result->offset, result->seconds_per_eval, relative_text);
+    }
+    printf("reference offset (double host): %.4e\n", run->reference_offset);
+    fflush(stdout);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Checks the combinations of options; returns an exit code. */
+static int check_options(accuracy_run *run, accuracy_options *options, const cli_option *table,
+                         size_t count)
+{
+    if (!options->kernel)
+        return cli_usage_error("accuracy", "--kernel is required");
+    if (cli_find_kernel("accuracy", options->kernel, &run->kernel))
+        return CLI_EXIT_USAGE;
+    const fk_accum_info *accum = NULL;
+    if (strcmp(options->accum, "all") != 0 && cli_find_accum("accuracy", options->accum, &accum))
+        return CLI_EXIT_USAGE;
+    if (!options->in == !options->system)
+        return cli_usage_error("accuracy", "give exactly one of --in FILE and --system NAME");
+    if (options->system && strcmp(options->system, "plummer") != 0)
+        return cli_usage_error("accuracy", "--system '%s': unknown; available: plummer",
+                               options->system);
+    if (options->system && !cli_kernel_is_gravity(run->kernel->name))
+        return cli_usage_error("accuracy", "--system plummer is for the gravity kernels");
+    if (options->in && (cli_option_named(table, count, "n")->given ||
+                        cli_option_named(table, count, "seed")->given))
+        return cli_usage_error("accuracy", "--n and --seed apply to --system only");
+    if (!cli_parse_format(options->format, &options->file_format))
+        return cli_usage_error("accuracy", "--format '%s': expected auto, text or tipsy",
+                               options->format);
+    return CLI_EXIT_OK;
+}
+
+int cmd_accuracy(int argc, char **argv)
+{
+    accuracy_options options = {.accum = "all", .n = 16384, .seed = 1, .reps = 5, .eps = 0.01};
+    cli_option table[] = {
+        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
+        {.name = "in", .kind = CLI_STRING, .value = &options.in},
+        {.name = "system", .kind = CLI_STRING, .value = &options.system},
+        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 2, .max = 1 << 30},
+        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
+        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
+        {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
+        {.name = "format", .kind = CLI_STRING, .value = &options.format},
+        {.name = "device", .kind = CLI_STRING, .value = &options.device},
+        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
+        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+    };
+    const size_t table_count = sizeof table / sizeof table[0];
+    if (cli_parse_options("accuracy", argc, argv, table, table_count))
+        return CLI_EXIT_USAGE;
+    if (options.help) {
+        fputs(accuracy_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    accuracy_run run = {0};
+    int code = check_options(&run, &options, table, table_count);
+    if (code == CLI_EXIT_OK)
+        code = cli_open_context(options.device, &run.context);
+    if (code == CLI_EXIT_OK && options.system)
+        code = cli_check_fits_device(run.context, (size_t)options.n);
+    if (code == CLI_EXIT_OK)
+        code = load_particles(&run, &options);
+    if (code != CLI_EXIT_OK) {
+        accuracy_run_free(&run);
+        return code;
+    }
+    const size_t count = run.particles.count;
+    run.reference_forces = malloc(3 * count * sizeof *run.reference_forces);
+    run.method_forces = malloc(3 * count * sizeof *run.method_forces);
+    run.method_values = malloc(count * run.kernel->force_components * sizeof *run.method_values);
+    run.timings = malloc((size_t)options.reps * sizeof *run.timings);
+    run.skipped = cJSON_CreateArray();
+    if (!run.reference_forces || !run.method_forces || !run.method_values || !run.timings ||
+        !run.skipped) {
+        accuracy_run_free(&run);
+        return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
+    }
+    fk_status status = compute_reference(&run, options.eps);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "the host reference failed%s",
+                  status == FK_ERR_INVALID_INPUT ? ": coincident particles with eps = 0 (use --eps)"
+                                                 : "");
+        code = cli_exit_code(status);
+    }
+    if (code == CLI_EXIT_OK)
+        code = measure_all(&run, &options);
+    if (code == CLI_EXIT_OK) {
+        if (options.json)
+            code = print_json(&run, &options);
+        else
+            print_table(&run, &options);
+        for (size_t i = 0; i < run.result_count; ++i)
+            if (!isfinite(run.results[i].error)) {
+                cli_error("accuracy", "accumulator %s: the error is not finite",
+                          run.results[i].accum->name);
+                code = CLI_EXIT_RUNTIME;
+            }
+    }
+    accuracy_run_free(&run);
+    return code;
+}

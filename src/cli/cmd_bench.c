@@ -1,0 +1,372 @@
+/* `forcekit bench`: cold and warm start, then the median of R timed evaluations of a synthetic
+ * system, for one unrolling variant or all of them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "generate.h"
+#include "io.h"
+
+static const char bench_usage[] =
+    "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
+    "                      [--eps E] [--seed S] [--splits S] [--wg W] [--tiling on|off]\n"
+    "                      [--device SEL] [--json]\n\n"
+    "Times force evaluations of N synthetic particles (gravity: a Plummer sphere; molecular\n"
+    "kernels: a jittered lattice at density 0.8). Per variant: cold start (compile from source),\n"
+    "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
+    "event profiling. Interactions are N^2 per evaluation.\n\n"
+    "  --kernel K      force law (ga)\n"
+    "  --n N           number of particles\n"
+    "  --accum A       accumulator (default float)\n"
+    "  --unroll V      IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all\n"
+    "  --reps R        timed evaluations per variant (default 10)\n"
+    "  --eps E         softening of the gravity kernels (default 0.01)\n"
+    "  --seed S        seed of the synthetic system (default 1)\n"
+    "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
+    "  --wg W          work-group size (default: automatic)\n"
+    "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
+    "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
+    "  --json          print the results as one JSON document on standard output\n";
+
+enum { BENCH_MAX_VARIANTS = 16 };
+static const int unroll_factors[] = {1, 2, 4, 8};
+
+typedef struct bench_options {
+    const char *kernel, *accum, *unroll, *tiling, *device;
+    long long n, reps, seed, splits, work_group_size;
+    double eps;
+    int json, help;
+} bench_options;
+
+typedef struct bench_result {
+    fk_variant variant; /* what ran, after automatic choices and set_particles */
+    double median_seconds, min_seconds, max_seconds;
+    double cold_start_seconds, warm_start_seconds;
+    int warm_from_cache;
+    int forces_finite; /* 0: the variant is broken and its timing must not be reported */
+} bench_result;
+
+typedef struct bench_run {
+    const fk_kernel_info *kernel;
+    const fk_accum_info *accum;
+    fk_particle_set particles;
+    fk_context *context;
+    fk_eval_config base; /* everything but the unrolling */
+    int requested[BENCH_MAX_VARIANTS][2];
+    size_t requested_count;
+    bench_result results[BENCH_MAX_VARIANTS];
+    size_t result_count;
+    cJSON *skipped;
+    double *timings;
+    double *forces;
+} bench_run;
+
+static void bench_run_free(bench_run *run)
+{
+    free(run->timings);
+    free(run->forces);
+    cJSON_Delete(run->skipped);
+    fk_context_destroy(run->context);
+    fk_particle_set_free(&run->particles);
+}
+
+static double interactions_per_second(size_t n, double seconds)
+{
+    return seconds > 0 ? (double)n * (double)n / seconds : NAN;
+}
+
+static fk_status check_forces_finite(bench_run *run, fk_eval *eval, int *finite)
+{
+    fk_status status = fk_eval_read_forces(eval, run->forces);
+    *finite = 1;
+    const size_t values = run->particles.count * run->kernel->force_components;
+    for (size_t i = 0; status == FK_OK && i < values; ++i)
+        if (!isfinite(run->forces[i])) {
+            *finite = 0;
+            break;
+        }
+    return status;
+}
+
+/* Cold start, warm start, warm-up and the timed evaluations of one variant. */
+static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, long long reps,
+                                 bench_result *result)
+{
+    fk_eval_config config = run->base;
+    config.unroll_i = unroll_i;
+    config.unroll_j = unroll_j;
+    config.refresh_cache = 1;
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(run->context, &config, &eval);
+    if (status != FK_OK)
+        return status;
+    fk_eval_get_variant(eval, &result->variant);
+    result->cold_start_seconds = result->variant.build_seconds;
+    fk_eval_destroy(eval);
+    eval = NULL;
+
+    config.refresh_cache = 0;
+    status = fk_eval_create(run->context, &config, &eval);
+    if (status != FK_OK)
+        return status;
+    fk_eval_get_variant(eval, &result->variant);
+    result->warm_start_seconds = result->variant.build_seconds;
+    result->warm_from_cache = result->variant.program_from_cache;
+
+    const fk_particles view = fk_particle_set_view(&run->particles);
+    status = fk_eval_set_particles(eval, &view);
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL); /* warm-up: first-launch costs are not measured */
+    for (long long rep = 0; status == FK_OK && rep < reps; ++rep) {
+        double seconds = NAN;
+        status = fk_eval_compute(eval, &seconds);
+        /* A negative time means the profiling information was unavailable. */
+        run->timings[rep] = seconds >= 0 ? seconds : NAN;
+    }
+    if (status == FK_OK)
+        status = check_forces_finite(run, eval, &result->forces_finite);
+    if (status == FK_OK)
+        fk_eval_get_variant(eval, &result->variant); /* j_splits is set with the particles */
+    fk_eval_destroy(eval);
+    if (status != FK_OK)
+        return status;
+    result->median_seconds = result->min_seconds = result->max_seconds = NAN;
+    for (long long rep = 0; rep < reps; ++rep)
+        if (isnan(run->timings[rep]))
+            return FK_OK; /* no profiling information: report no times rather than wrong ones */
+    result->median_seconds = cli_median(run->timings, (size_t)reps); /* sorts the timings */
+    result->min_seconds = run->timings[0];
+    result->max_seconds = run->timings[reps - 1];
+    return FK_OK;
+}
+
+static void print_table_header(const bench_run *run, const bench_options *options)
+{
+    printf("%s (%s), N = %lld, %lld reps, on %s\n", run->kernel->name, run->accum->name, options->n,
+           options->reps, fk_context_device(run->context)->name);
+    printf("%-6s %11s %11s %11s %15s %9s %6s %5s %6s %9s %9s %6s\n", "UNROLL", "S/EVAL", "MIN",
+           "MAX", "INTERACTIONS/S", "GFLOP/S", "SPLITS", "WG", "TILING", "COLD S", "WARM S",
+           "CACHED");
+}
+
+static void print_table_row(const bench_run *run, const bench_result *result)
+{
+    const double rate = interactions_per_second(run->particles.count, result->median_seconds);
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
+    printf("%-6s %11.4e %11.4e %11.4e %15.4e %9.2f %6d %5d %6s %9.3f %9.3f %6s\n", unroll,
+           result->median_seconds, result->min_seconds, result->max_seconds, rate,
+           rate * run->kernel->flops_per_interaction / 1e9, result->variant.j_splits,
+           result->variant.work_group_size, result->variant.local_tiling ? "on" : "off",
+           result->cold_start_seconds, result->warm_start_seconds,
+           result->warm_from_cache ? "yes" : "no");
+    fflush(stdout);
+}
+
+static cJSON *result_json(const bench_run *run, const bench_result *result)
+{
+    const double rate = interactions_per_second(run->particles.count, result->median_seconds);
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
+    cJSON *object = cJSON_CreateObject();
+    cJSON_AddStringToObject(object, "unroll", unroll);
+    cli_json_number(object, "seconds_per_eval", result->median_seconds);
+    cli_json_number(object, "interactions_per_second", rate);
+    cli_json_number(object, "gflops", rate * run->kernel->flops_per_interaction / 1e9);
+    cli_json_number(object, "min_seconds", result->min_seconds);
+    cli_json_number(object, "max_seconds", result->max_seconds);
+    cJSON_AddNumberToObject(object, "j_splits", result->variant.j_splits);
+    cJSON_AddNumberToObject(object, "work_group_size", result->variant.work_group_size);
+    cJSON_AddBoolToObject(object, "local_tiling", result->variant.local_tiling != 0);
+    cJSON_AddStringToObject(object, "variant_source",
+                            cli_variant_source_token(result->variant.source));
+    cli_json_number(object, "cold_start_seconds", result->cold_start_seconds);
+    cli_json_number(object, "warm_start_seconds", result->warm_start_seconds);
+    cJSON_AddBoolToObject(object, "warm_from_cache", result->warm_from_cache != 0);
+    return object;
+}
+
+static int print_json(const bench_run *run, const bench_options *options)
+{
+    const fk_device_info *device = fk_context_device(run->context);
+    char date[CLI_TIMESTAMP_SIZE];
+    cli_utc_timestamp(date);
+    cJSON *document = cJSON_CreateObject();
+    cJSON_AddStringToObject(document, "kernel", run->kernel->name);
+    cJSON_AddStringToObject(document, "accum", run->accum->name);
+    cJSON_AddNumberToObject(document, "n", (double)options->n);
+    cJSON_AddStringToObject(document, "device", device->name);
+    cJSON_AddStringToObject(document, "device_type", fk_device_type_name(device->type));
+    cJSON_AddStringToObject(document, "driver_version", device->driver_version);
+    cJSON_AddStringToObject(document, "platform", device->platform_name);
+    cJSON_AddNumberToObject(document, "reps", (double)options->reps);
+    cJSON_AddStringToObject(document, "date", date);
+    cli_json_number(document, "eps", run->base.eps);
+    cJSON_AddNumberToObject(document, "seed", (double)options->seed);
+    cJSON_AddNumberToObject(document, "flops_per_interaction", run->kernel->flops_per_interaction);
+    cJSON *results = cJSON_AddArrayToObject(document, "results");
+    for (size_t i = 0; i < run->result_count; ++i)
+        cJSON_AddItemToArray(results, result_json(run, &run->results[i]));
+    cJSON_AddItemReferenceToObject(document, "skipped", run->skipped);
+    return cli_print_json(document);
+}
+
+/* Parses the options that are not plain numbers into run; returns an exit code. */
+static int prepare(bench_run *run, bench_options *options)
+{
+    if (!options->kernel)
+        return cli_usage_error("bench", "--kernel is required");
+    if (!options->n)
+        return cli_usage_error("bench", "--n is required");
+    if (cli_find_kernel("bench", options->kernel, &run->kernel) ||
+        cli_find_accum("bench", options->accum, &run->accum))
+        return CLI_EXIT_USAGE;
+    if (strcmp(options->unroll, "all") == 0) {
+        for (size_t i = 0; i < 4; ++i)
+            for (size_t j = 0; j < 4; ++j) {
+                run->requested[run->requested_count][0] = unroll_factors[i];
+                run->requested[run->requested_count++][1] = unroll_factors[j];
+            }
+    } else if (cli_parse_unroll(options->unroll, &run->requested[0][0], &run->requested[0][1])) {
+        run->requested_count = 1;
+    } else {
+        return cli_usage_error("bench",
+                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, auto or all",
+                               options->unroll);
+    }
+    int tiling = 0;
+    if (options->tiling && strcmp(options->tiling, "on") == 0)
+        tiling = 1;
+    else if (options->tiling && strcmp(options->tiling, "off") == 0)
+        tiling = -1;
+    else if (options->tiling)
+        return cli_usage_error("bench", "--tiling '%s': expected on or off", options->tiling);
+    const int gravity = cli_kernel_is_gravity(run->kernel->name);
+    run->base = (fk_eval_config){.kernel = run->kernel->name,
+                                 .accum = run->accum->name,
+                                 .work_group_size = (int)options->work_group_size,
+                                 .local_tiling = tiling,
+                                 .j_splits = (int)options->splits,
+                                 .eps = gravity ? options->eps : 0.0};
+    return CLI_EXIT_OK;
+}
+
+static fk_status generate_system(bench_run *run, const bench_options *options)
+{
+    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    if (layout < 0)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (cli_kernel_is_gravity(run->kernel->name))
+        return fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
+                                   &run->particles);
+    return fk_generate_lattice((size_t)options->n, 0.8, 0.1, (uint64_t)options->seed,
+                               (fk_layout)layout, &run->particles);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_options options = {
+        .accum = "float", .unroll = "auto", .reps = 10, .seed = 1, .eps = 0.01};
+    cli_option table[] = {
+        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
+        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
+        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
+        {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
+        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
+        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
+        {.name = "splits", .kind = CLI_INT, .value = &options.splits, .min = 1, .max = 1 << 20},
+        {.name = "wg",
+         .kind = CLI_INT,
+         .value = &options.work_group_size,
+         .min = 1,
+         .max = 1 << 20},
+        {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
+        {.name = "device", .kind = CLI_STRING, .value = &options.device},
+        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
+        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+    };
+    if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
+        return CLI_EXIT_USAGE;
+    if (options.help) {
+        fputs(bench_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    bench_run run = {0};
+    int code = prepare(&run, &options);
+    if (code != CLI_EXIT_OK)
+        return code;
+
+    code = cli_open_context(options.device, &run.context);
+    if (code == CLI_EXIT_OK)
+        code = cli_check_fits_device(run.context, (size_t)options.n);
+    if (code != CLI_EXIT_OK) {
+        bench_run_free(&run);
+        return code;
+    }
+    fk_status status = generate_system(&run, &options);
+    run.timings = malloc((size_t)options.reps * sizeof *run.timings);
+    run.skipped = cJSON_CreateArray();
+    if (status == FK_OK && (!run.timings || !run.skipped))
+        status = FK_ERR_HOST_MEMORY;
+    if (status == FK_OK) {
+        run.forces =
+            malloc(run.particles.count * run.kernel->force_components * sizeof *run.forces);
+        if (!run.forces)
+            status = FK_ERR_HOST_MEMORY;
+    }
+    if (status != FK_OK) {
+        cli_error("bench", "cannot generate %lld particles: %s", options.n,
+                  fk_status_string(status));
+        bench_run_free(&run);
+        return cli_exit_code(status);
+    }
+
+    if (!options.json)
+        print_table_header(&run, &options);
+    for (size_t v = 0; v < run.requested_count; ++v) {
+        const int unroll_i = run.requested[v][0], unroll_j = run.requested[v][1];
+        bench_result *result = &run.results[run.result_count];
+        memset(result, 0, sizeof *result);
+        char name[CLI_UNROLL_NAME_SIZE] = "auto";
+        if (unroll_i)
+            cli_unroll_name(unroll_i, unroll_j, name);
+        status = measure_variant(&run, unroll_i, unroll_j, options.reps, result);
+        if (status == FK_ERR_UNSUPPORTED) {
+            /* One variant the device cannot run (registers, local memory) is a finding of the
+             * benchmark, not a failure of it. */
+            const char *reason = fk_context_last_error(run.context);
+            fprintf(stderr, "forcekit: bench: variant %s skipped: %s\n", name, reason);
+            cJSON *skip = cJSON_CreateObject();
+            cJSON_AddStringToObject(skip, "unroll", name);
+            cJSON_AddStringToObject(skip, "reason", reason);
+            cJSON_AddItemToArray(run.skipped, skip);
+            continue;
+        }
+        if (status == FK_OK && !result->forces_finite) {
+            cli_error("bench", "variant %s produced non-finite forces; not reporting its timing",
+                      name);
+            bench_run_free(&run);
+            return CLI_EXIT_RUNTIME;
+        }
+        if (status != FK_OK) {
+            code = cli_report_status(status, run.context);
+            bench_run_free(&run);
+            return code;
+        }
+        run.result_count++;
+        if (!options.json)
+            print_table_row(&run, result);
+    }
+    if (run.result_count == 0) {
+        cli_error("bench", "no variant could run on %s", fk_context_device(run.context)->name);
+        code = CLI_EXIT_RUNTIME;
+    } else if (options.json) {
+        code = print_json(&run, &options);
+    }
+    bench_run_free(&run);
+    return code;
+}

@@ -1,0 +1,187 @@
+/* `forcekit forces`: read particles, evaluate the forces once on the device, write them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "io.h"
+
+static const char forces_usage[] =
+    "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
+    "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
+    "                       [--json]\n\n"
+    "Computes the forces on the particles of FILE once and writes one line per particle (%.17g):\n"
+    "ga: ax ay az. Without --out they go to standard output. Outputs are written to a temporary\n"
+    "file and renamed, so a failure never leaves a partial file.\n\n"
+    "  --kernel K     force law (ga)\n"
+    "  --in FILE      particles: text (ga: x y z m per line, # comments) or TIPSY (.bin, .tipsy)\n"
+    "  --out FILE     write the forces here instead of standard output\n"
+    "  --accum A      accumulator (default float)\n"
+    "  --unroll IxJ   i and j unrolling, each 1, 2, 4 or 8; auto (default) takes the tuned choice\n"
+    "  --eps E        gravitational softening (default 0)\n"
+    "  --potential    append each particle's potential as a last column\n"
+    "  --format F     input format: auto (by file name, default), text or tipsy\n"
+    "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
+    "  --json         print a summary as JSON on standard output (needs --out)\n";
+
+typedef struct forces_options {
+    const char *kernel, *in, *out, *accum, *unroll, *format, *device;
+    double eps;
+    int potential, json, help;
+} forces_options;
+
+typedef struct forces_run {
+    fk_particle_set particles;
+    fk_context *context;
+    fk_eval *eval;
+    double *forces, *potentials;
+} forces_run;
+
+static void forces_run_free(forces_run *run)
+{
+    free(run->forces);
+    free(run->potentials);
+    fk_eval_destroy(run->eval);
+    fk_context_destroy(run->context);
+    fk_particle_set_free(&run->particles);
+}
+
+static void print_json_summary(const forces_options *options, const forces_run *run,
+                               const fk_variant *variant, double seconds, int *code)
+{
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(variant->unroll_i, variant->unroll_j, unroll);
+    cJSON *document = cJSON_CreateObject();
+    cJSON_AddStringToObject(document, "kernel", options->kernel);
+    cJSON_AddStringToObject(document, "accum", options->accum);
+    cJSON_AddNumberToObject(document, "n", (double)run->particles.count);
+    cJSON_AddStringToObject(document, "device", fk_context_device(run->context)->name);
+    cJSON_AddStringToObject(document, "unroll", unroll);
+    cJSON_AddStringToObject(document, "variant_source", cli_variant_source_token(variant->source));
+    cJSON_AddNumberToObject(document, "work_group_size", variant->work_group_size);
+    cJSON_AddNumberToObject(document, "j_splits", variant->j_splits);
+    cJSON_AddBoolToObject(document, "local_tiling", variant->local_tiling != 0);
+    cli_json_number(document, "eps", options->eps);
+    cJSON_AddBoolToObject(document, "potential", options->potential != 0);
+    cli_json_number(document, "seconds", seconds);
+    cJSON_AddStringToObject(document, "out", options->out);
+    *code = cli_print_json(document);
+}
+
+int cmd_forces(int argc, char **argv)
+{
+    forces_options options = {.accum = "float"};
+    cli_option table[] = {
+        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
+        {.name = "in", .kind = CLI_STRING, .value = &options.in},
+        {.name = "out", .kind = CLI_STRING, .value = &options.out},
+        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
+        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
+        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
+        {.name = "format", .kind = CLI_STRING, .value = &options.format},
+        {.name = "device", .kind = CLI_STRING, .value = &options.device},
+        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
+        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+    };
+    if (cli_parse_options("forces", argc, argv, table, sizeof table / sizeof table[0]))
+        return CLI_EXIT_USAGE;
+    if (options.help) {
+        fputs(forces_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!options.kernel)
+        return cli_usage_error("forces", "--kernel is required");
+    if (!options.in)
+        return cli_usage_error("forces", "--in is required");
+    if (options.out && !*options.out)
+        return cli_usage_error("forces", "--out needs a file name");
+    if (options.json && (!options.out || strcmp(options.out, "-") == 0))
+        return cli_usage_error("forces", "--json needs --out FILE: standard output carries the "
+                                         "JSON document");
+    const fk_kernel_info *kernel = NULL;
+    const fk_accum_info *accum = NULL;
+    if (cli_find_kernel("forces", options.kernel, &kernel) ||
+        cli_find_accum("forces", options.accum, &accum))
+        return CLI_EXIT_USAGE;
+    int unroll_i = 0, unroll_j = 0;
+    if (options.unroll && !cli_parse_unroll(options.unroll, &unroll_i, &unroll_j))
+        return cli_usage_error("forces",
+                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
+                               options.unroll);
+    fk_file_format format;
+    if (!cli_parse_format(options.format, &format))
+        return cli_usage_error("forces", "--format '%s': expected auto, text or tipsy",
+                               options.format);
+    const int layout = fk_io_layout_for_kernel(kernel->name);
+    if (layout < 0) {
+        cli_error("forces", "kernel '%s' has no particle file layout", kernel->name);
+        return CLI_EXIT_RUNTIME;
+    }
+
+    forces_run run = {0};
+    char message[1024] = "";
+    fk_status status = fk_io_read_particles(options.in, format, (fk_layout)layout, &run.particles,
+                                            message, sizeof message);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        return cli_exit_code(status);
+    }
+    int code = cli_open_context(options.device, &run.context);
+    if (code != CLI_EXIT_OK) {
+        forces_run_free(&run);
+        return code;
+    }
+
+    fk_eval_config config = {.kernel = kernel->name,
+                             .accum = accum->name,
+                             .unroll_i = unroll_i,
+                             .unroll_j = unroll_j,
+                             .potential = options.potential,
+                             .eps = options.eps};
+    const fk_particles view = fk_particle_set_view(&run.particles);
+    const size_t count = run.particles.count;
+    double seconds = NAN;
+    status = fk_eval_create(run.context, &config, &run.eval);
+    if (status == FK_OK)
+        status = fk_eval_set_particles(run.eval, &view);
+    if (status == FK_OK)
+        status = fk_eval_compute(run.eval, &seconds);
+    if (status == FK_OK) {
+        run.forces = calloc(count, kernel->force_components * sizeof *run.forces);
+        run.potentials = options.potential ? calloc(count, sizeof *run.potentials) : NULL;
+        if (!run.forces || (options.potential && !run.potentials))
+            status = FK_ERR_HOST_MEMORY;
+    }
+    if (status == FK_OK)
+        status = fk_eval_read_forces(run.eval, run.forces);
+    if (status == FK_OK && options.potential)
+        status = fk_eval_read_potentials(run.eval, run.potentials);
+    if (status != FK_OK) {
+        code = cli_report_status(status, run.context);
+        forces_run_free(&run);
+        return code;
+    }
+
+    fk_variant variant = {0};
+    fk_eval_get_variant(run.eval, &variant);
+    fprintf(stderr,
+            "%s (%s), N = %zu: variant %dx%d (%s), work-group %d, %d j-split%s, on %s: "
+            "%.3g s on the device\n",
+            kernel->name, accum->name, count, variant.unroll_i, variant.unroll_j,
+            cli_variant_source_text(variant.source), variant.work_group_size, variant.j_splits,
+            variant.j_splits == 1 ? "" : "s", fk_context_device(run.context)->name, seconds);
+
+    status = fk_io_write_forces(options.out, count, kernel->force_components, run.forces,
+                                run.potentials, message, sizeof message);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        code = cli_exit_code(status);
+    } else if (options.json) {
+        print_json_summary(&options, &run, &variant, seconds, &code);
+    }
+    forces_run_free(&run);
+    return code;
+}

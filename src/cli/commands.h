@@ -1,0 +1,11 @@
+/* The subcommands of `forcekit`. Each takes its own argv (argv[0] is the command name) and returns
+ * the process exit code. */
+#ifndef FK_CLI_COMMANDS_H
+#define FK_CLI_COMMANDS_H
+
+int cmd_devices(int argc, char **argv);
+int cmd_forces(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_accuracy(int argc, char **argv);
+
+#endif

@@ -1,0 +1,221 @@
+#include "common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_exit_code(fk_status status)
+{
+    switch (status) {
+    case FK_OK:
+        return CLI_EXIT_OK;
+    case FK_ERR_INVALID_ARGUMENT:
+    case FK_ERR_INVALID_INPUT:
+    case FK_ERR_DEVICE_NOT_FOUND:
+    case FK_ERR_IO:
+    case FK_ERR_PARSE:
+        return CLI_EXIT_USAGE;
+    case FK_ERR_HOST_MEMORY:
+    case FK_ERR_NO_DEVICE:
+    case FK_ERR_UNSUPPORTED:
+    case FK_ERR_KERNEL_SOURCE: /* an installation problem, not the user's input */
+    case FK_ERR_BUILD:
+    case FK_ERR_DEVICE_MEMORY:
+    case FK_ERR_OPENCL:
+    case FK_ERR_STATE:
+        return CLI_EXIT_RUNTIME;
+    }
+    return CLI_EXIT_RUNTIME;
+}
+
+void cli_error(const char *what, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "forcekit: %s: ", what);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+}
+
+int cli_report_status(fk_status status, const fk_context *context)
+{
+    const char *detail = context ? fk_context_last_error(context) : "";
+    if (detail && *detail)
+        cli_error(fk_status_string(status), "%s", detail);
+    else
+        fprintf(stderr, "forcekit: %s\n", fk_status_string(status));
+    return cli_exit_code(status);
+}
+
+int cli_open_context(const char *device, fk_context **context)
+{
+    fk_context_config config = {0};
+    config.device = device;
+    *context = NULL;
+    fk_context *created = NULL;
+    fk_status status = fk_context_create(&config, &created);
+    if (status != FK_OK) {
+        int code = cli_report_status(status, created);
+        fk_context_destroy(created);
+        return code;
+    }
+    *context = created;
+    return CLI_EXIT_OK;
+}
+
+int cli_check_fits_device(const fk_context *context, size_t count)
+{
+    const fk_device_info *device = fk_context_device(context);
+    const uint64_t bytes = (uint64_t)count * 16u;
+    if (bytes <= device->max_allocation_bytes && bytes <= device->global_memory_bytes)
+        return CLI_EXIT_OK;
+    cli_error(fk_status_string(FK_ERR_DEVICE_MEMORY),
+              "N = %zu needs %llu bytes of particle data; %s allows %llu per buffer", count,
+              (unsigned long long)bytes, device->name,
+              (unsigned long long)device->max_allocation_bytes);
+    return CLI_EXIT_RUNTIME;
+}
+
+int cli_find_kernel(const char *command, const char *name, const fk_kernel_info **kernel)
+{
+    *kernel = fk_kernel_find(name);
+    if (*kernel)
+        return CLI_EXIT_OK;
+    fprintf(stderr, "forcekit: %s: unknown kernel '%s'; available:", command, name);
+    for (size_t i = 0; fk_kernel_at(i); ++i)
+        fprintf(stderr, " %s", fk_kernel_at(i)->name);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_find_accum(const char *command, const char *name, const fk_accum_info **accum)
+{
+    *accum = fk_accum_find(name);
+    if (*accum)
+        return CLI_EXIT_OK;
+    fprintf(stderr, "forcekit: %s: unknown accumulator '%s'; available:", command, name);
+    for (size_t i = 0; fk_accum_at(i); ++i)
+        fprintf(stderr, " %s", fk_accum_at(i)->name);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_kernel_is_gravity(const char *kernel)
+{
+    int layout = fk_io_layout_for_kernel(kernel);
+    return layout == FK_LAYOUT_XYZM || layout == FK_LAYOUT_XYZM_VEL;
+}
+
+int cli_parse_format(const char *text, fk_file_format *format)
+{
+    if (!text || strcmp(text, "auto") == 0)
+        *format = FK_FORMAT_AUTO;
+    else if (strcmp(text, "text") == 0)
+        *format = FK_FORMAT_TEXT;
+    else if (strcmp(text, "tipsy") == 0)
+        *format = FK_FORMAT_TIPSY;
+    else
+        return 0;
+    return 1;
+}
+
+static int unroll_factor(char digit)
+{
+    return digit == '1' || digit == '2' || digit == '4' || digit == '8' ? digit - '0' : 0;
+}
+
+int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
+{
+    if (strcmp(text, "auto") == 0) {
+        *unroll_i = *unroll_j = 0;
+        return 1;
+    }
+    /* Exactly "IxJ": each factor a single digit, so "04x4" or "+4x4" are not variant names. */
+    if (strlen(text) != 3 || text[1] != 'x' || !unroll_factor(text[0]) || !unroll_factor(text[2]))
+        return 0;
+    *unroll_i = unroll_factor(text[0]);
+    *unroll_j = unroll_factor(text[2]);
+    return 1;
+}
+
+void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE])
+{
+    snprintf(name, CLI_UNROLL_NAME_SIZE, "%dx%d", unroll_i, unroll_j);
+}
+
+const char *cli_variant_source_token(fk_variant_source source)
+{
+    switch (source) {
+    case FK_VARIANT_EXPLICIT:
+        return "explicit";
+    case FK_VARIANT_DEFAULT:
+        return "default";
+    }
+    return "unknown";
+}
+
+const char *cli_variant_source_text(fk_variant_source source)
+{
+    switch (source) {
+    case FK_VARIANT_EXPLICIT:
+        return "explicit";
+    case FK_VARIANT_DEFAULT:
+        return "built-in default";
+    }
+    return "unknown source";
+}
+
+int cli_print_json(cJSON *document)
+{
+    char *text = document ? cJSON_Print(document) : NULL;
+    cJSON_Delete(document);
+    if (!text) {
+        cli_error("json", "out of memory while building the JSON document");
+        return CLI_EXIT_RUNTIME;
+    }
+    int failed = fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0;
+    cJSON_free(text);
+    if (failed) {
+        cli_error("json", "cannot write standard output");
+        return CLI_EXIT_RUNTIME;
+    }
+    return CLI_EXIT_OK;
+}
+
+void cli_json_number(cJSON *object, const char *key, double value)
+{
+    if (isfinite(value))
+        cJSON_AddNumberToObject(object, key, value);
+    else
+        cJSON_AddNullToObject(object, key);
+}
+
+void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE])
+{
+    time_t now = time(NULL);
+    struct tm utc;
+    if (now == (time_t)-1 || !gmtime_r(&now, &utc) ||
+        strftime(text, CLI_TIMESTAMP_SIZE, "%Y-%m-%dT%H:%M:%SZ", &utc) == 0)
+        snprintf(text, CLI_TIMESTAMP_SIZE, "unknown");
+}
+
+/* NaN sorts last, so the order stays consistent for qsort. */
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x) || isnan(y))
+        return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
+}
+
+double cli_median(double *values, size_t count)
+{
+    if (count == 0)
+        return NAN;
+    qsort(values, count, sizeof *values, compare_doubles);
+    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}

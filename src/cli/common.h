@@ -1,0 +1,82 @@
+/* What the commands share: exit codes, error reports, opening the device, names of kernels,
+ * accumulators and variants, JSON output, small statistics. */
+#ifndef FK_CLI_COMMON_H
+#define FK_CLI_COMMON_H
+
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "forcekit/forcekit.h"
+#include "io.h"
+#include "options.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define CLI_PRINTF(fmt, args)
+#endif
+
+/* The largest seed: JSON numbers are doubles, and seeds above 2^53 would be reported inexactly. */
+#define CLI_MAX_SEED 9007199254740992.0
+
+/* SPEC "Exit codes". */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2 };
+
+/* The one place a library status becomes an exit code: bad input and bad usage are 2, everything
+ * the user cannot fix by changing the command line (OpenCL, build, memory, installation) is 1. */
+int cli_exit_code(fk_status status);
+
+/* Prints `forcekit: WHAT: DETAIL` on stderr. */
+void cli_error(const char *what, const char *format, ...) CLI_PRINTF(2, 3);
+
+/* Reports a library failure as `forcekit: STATUS: DETAIL`, the detail being context's last error
+ * (a build log, the OpenCL call, the devices there are) when there is one, and returns the exit
+ * code. context may be NULL. */
+int cli_report_status(fk_status status, const fk_context *context);
+
+/* Creates a context on the device selector (NULL: $FORCEKIT_DEVICE, else the default device).
+ * On failure reports it and returns the exit code with *context NULL. */
+int cli_open_context(const char *device, fk_context **context);
+
+/* A synthetic system of count particles must fit the device (a float4 per particle) before it is
+ * generated, so that an absurd --n fails at once instead of exhausting host memory. Reports and
+ * returns 1 when it does not fit, else 0. */
+int cli_check_fits_device(const fk_context *context, size_t count);
+
+/* Looks a kernel or an accumulator name up in the library's registry. An unknown name is reported
+ * with the names there are and gives 2. */
+int cli_find_kernel(const char *command, const char *name, const fk_kernel_info **kernel);
+int cli_find_accum(const char *command, const char *name, const fk_accum_info **accum);
+
+/* Gravity kernels (positions and masses, F = m a) as opposed to the molecular ones. */
+int cli_kernel_is_gravity(const char *kernel);
+
+/* --format: "auto" (or NULL), "text" or "tipsy". Returns 1 when valid. */
+int cli_parse_format(const char *text, fk_file_format *format);
+
+/* "IxJ" with I, J in {1, 2, 4, 8}, or "auto" (0x0). Returns 1 when valid. */
+int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
+#define CLI_UNROLL_NAME_SIZE 16
+void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
+
+/* Where a variant came from: a stable token for JSON ("default") and words for people
+ * ("built-in default"). */
+const char *cli_variant_source_token(fk_variant_source source);
+const char *cli_variant_source_text(fk_variant_source source);
+
+/* Prints a JSON document on stdout followed by a newline, then deletes it. Returns 0, or 1 when
+ * it could not be printed. A NULL document (cJSON out of memory) is reported too. */
+int cli_print_json(cJSON *document);
+
+/* Adds a number, or null when it is not finite (JSON has no NaN). */
+void cli_json_number(cJSON *object, const char *key, double value);
+
+/* The current time as UTC ISO-8601, "2024-05-01T12:00:00Z". */
+#define CLI_TIMESTAMP_SIZE 32
+void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE]);
+
+/* Median of values[0..count-1] (sorts them); NaN for count 0. */
+double cli_median(double *values, size_t count);
+
+#endif

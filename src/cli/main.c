@@ -1,0 +1,64 @@
+/* `forcekit`: dispatch to the subcommands, top-level usage and version. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, "list the OpenCL devices and their selectors"},
+    {"forces", cmd_forces, "compute the forces on the particles of a file once"},
+    {"bench", cmd_bench, "time force evaluations of a synthetic system"},
+    {"accuracy", cmd_accuracy, "compare accumulators with the double-precision host reference"},
+};
+
+static void print_usage(FILE *stream)
+{
+    fprintf(stream, "usage: forcekit COMMAND [OPTIONS]\n"
+                    "       forcekit COMMAND --help\n"
+                    "       forcekit --version\n\n"
+                    "Pairwise force kernels (N-body gravity, molecular dynamics) on OpenCL "
+                    "devices.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        fprintf(stream, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(stream,
+            "\noptions every command takes:\n"
+            "  --device SEL  P:D, a substring of the device name, cpu or gpu\n"
+            "                (default: $FORCEKIT_DEVICE, else the first GPU, else the first CPU)\n"
+            "  --json        print one JSON document on standard output (messages go to stderr)\n"
+            "\nenvironment: FORCEKIT_DEVICE, FORCEKIT_KERNEL_DIR, FORCEKIT_CACHE_DIR (off "
+            "disables the\nprogram cache)\n"
+            "exit codes: 0 success, 1 runtime failure (OpenCL, build, memory), 2 bad usage or "
+            "input\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("forcekit %d.%d.%d\n", FK_VERSION_MAJOR, FK_VERSION_MINOR, FK_VERSION_PATCH);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    if (name[0] == '-')
+        cli_error("usage", "unknown option '%s' (see 'forcekit --help')", name);
+    else
+        cli_error("usage", "unknown command '%s' (see 'forcekit --help')", name);
+    return CLI_EXIT_USAGE;
+}

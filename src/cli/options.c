@@ -1,0 +1,144 @@
+#include "options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_parse_long(const char *text, long long *value)
+{
+    /* strtoll skips leading white space and accepts an empty string as 0: reject both. */
+    if (!text || !*text || isspace((unsigned char)*text))
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long parsed = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0')
+        return 0;
+    *value = parsed;
+    return 1;
+}
+
+int cli_parse_finite_double(const char *text, double *value)
+{
+    if (!text || !*text || isspace((unsigned char)*text))
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    double parsed = strtod(text, &end);
+    /* ERANGE on underflow still gives a usable (tiny) value; only overflow and junk are errors. */
+    if (end == text || *end != '\0' || !isfinite(parsed))
+        return 0;
+    *value = parsed;
+    return 1;
+}
+
+static cli_option *find_option(cli_option *options, size_t count, const char *name,
+                               size_t name_length)
+{
+    for (size_t i = 0; i < count; ++i)
+        if (strlen(options[i].name) == name_length &&
+            strncmp(options[i].name, name, name_length) == 0)
+            return &options[i];
+    return NULL;
+}
+
+const cli_option *cli_option_named(const cli_option *options, size_t count, const char *name)
+{
+    for (size_t i = 0; i < count; ++i)
+        if (strcmp(options[i].name, name) == 0)
+            return &options[i];
+    return NULL;
+}
+
+int cli_usage_error(const char *command, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "forcekit: %s: ", command);
+    vfprintf(stderr, format, args);
+    fprintf(stderr, " (see 'forcekit %s --help')\n", command);
+    va_end(args);
+    return 2;
+}
+
+static int store_value(const char *command, cli_option *option, const char *text)
+{
+    switch (option->kind) {
+    case CLI_FLAG:
+        break;
+    case CLI_STRING:
+        *(const char **)option->value = text;
+        return 0;
+    case CLI_INT: {
+        long long parsed = 0;
+        if (!cli_parse_long(text, &parsed))
+            return cli_usage_error(command, "--%s: '%s' is not an integer", option->name, text);
+        if ((double)parsed < option->min || (double)parsed > option->max)
+            return cli_usage_error(command, "--%s %s: must be from %.0f to %.0f", option->name,
+                                   text, option->min, option->max);
+        *(long long *)option->value = parsed;
+        return 0;
+    }
+    case CLI_DOUBLE: {
+        double parsed = 0;
+        if (!cli_parse_finite_double(text, &parsed))
+            return cli_usage_error(command, "--%s: '%s' is not a finite number", option->name,
+                                   text);
+        if (parsed < option->min || parsed > option->max) {
+            if (isinf(option->max))
+                return cli_usage_error(command, "--%s %s: must be at least %g", option->name, text,
+                                       option->min);
+            return cli_usage_error(command, "--%s %s: must be from %g to %g", option->name, text,
+                                   option->min, option->max);
+        }
+        *(double *)option->value = parsed;
+        return 0;
+    }
+    }
+    return cli_usage_error(command, "--%s: internal error: unknown option kind", option->name);
+}
+
+int cli_parse_options(const char *command, int argc, char **argv, cli_option *options, size_t count)
+{
+    for (int index = 1; index < argc; ++index) {
+        const char *argument = argv[index];
+        if (strcmp(argument, "-h") == 0 && find_option(options, count, "help", 4))
+            argument = "--help";
+        if (strncmp(argument, "--", 2) != 0 || argument[2] == '\0')
+            return cli_usage_error(command, "unexpected argument '%s'", argument);
+        const char *name = argument + 2;
+        const char *equals = strchr(name, '=');
+        size_t name_length = equals ? (size_t)(equals - name) : strlen(name);
+        cli_option *option = find_option(options, count, name, name_length);
+        if (!option) {
+            /* Print only the name part, so a long --name=value stays readable. */
+            char shown[64];
+            snprintf(shown, sizeof shown, "%.*s", (int)(name_length < 60 ? name_length : 60), name);
+            return cli_usage_error(command, "unknown option '--%s'", shown);
+        }
+        option->given = 1;
+        if (option->kind == CLI_FLAG) {
+            if (equals)
+                return cli_usage_error(command, "option --%s takes no value", option->name);
+            *(int *)option->value = 1;
+            continue;
+        }
+        const char *text = NULL;
+        if (equals) {
+            text = equals + 1;
+        } else {
+            /* A following "--option" is a forgotten value, not a value: no legitimate value
+             * starts with "--" (a file so named can be given as ./--name or --in=--name). */
+            if (index + 1 >= argc || strncmp(argv[index + 1], "--", 2) == 0)
+                return cli_usage_error(command, "option --%s needs a value", option->name);
+            text = argv[++index];
+        }
+        if (store_value(command, option, text) != 0)
+            return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* A small command-line option parser: `--name value`, `--name=value` and flags. Every option is
+ * long; there are no positional arguments. Numbers are validated in full (no trailing text, no
+ * overflow, within the option's range). */
+#ifndef FK_CLI_OPTIONS_H
+#define FK_CLI_OPTIONS_H
+
+#include <stddef.h>
+
+typedef enum cli_option_kind {
+    CLI_FLAG,   /* int *: set to 1 */
+    CLI_STRING, /* const char **: points into argv */
+    CLI_INT,    /* long long *: an integer within [min, max] */
+    CLI_DOUBLE  /* double *: a finite number within [min, max] */
+} cli_option_kind;
+
+typedef struct cli_option {
+    const char *name; /* without the leading "--" */
+    cli_option_kind kind;
+    void *value;
+    double min, max; /* range of CLI_INT and CLI_DOUBLE values */
+    int given;       /* set by the parser when the option appears */
+} cli_option;
+
+/* Parses argv[1..argc-1] (argv[0] is the command name). On a usage error prints
+ * `forcekit: COMMAND: ...` on stderr and returns 2; returns 0 otherwise. "-h" is read as "--help"
+ * when the table has a "help" flag. */
+int cli_parse_options(const char *command, int argc, char **argv, cli_option *options,
+                      size_t count);
+
+/* Prints `forcekit: COMMAND: MESSAGE (see 'forcekit COMMAND --help')` on stderr; returns 2. */
+int cli_usage_error(const char *command, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The entry of name in the table, to read `given` after parsing. */
+const cli_option *cli_option_named(const cli_option *options, size_t count, const char *name);
+
+/* Full-string number parsers for values that are not simple options (parts of "4x4"). Return 1 on
+ * success. */
+int cli_parse_long(const char *text, long long *value);
+int cli_parse_finite_double(const char *text, double *value);
+
+#endif
