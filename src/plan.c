@@ -38,11 +38,11 @@ static void default_variant(const fk_device_info *device, fk_variant *variant)
 {
     if (device->type == FK_DEVICE_GPU) {
         variant->unroll_i = 4;
-        variant->unroll_j = 4;
-        variant->work_group_size = 128;
+        variant->unroll_j = 8;
+        variant->work_group_size = 256;
     } else {
-        variant->unroll_i = 1;
-        variant->unroll_j = 4;
+        variant->unroll_i = 4;
+        variant->unroll_j = 1;
         variant->work_group_size = 64;
     }
     variant->local_tiling = 1;
