@@ -15,11 +15,12 @@ done
 libdir=$(dirname "$(find "$work/prefix" -name 'libforcekit.so' | head -n1)")
 [ -e "$libdir/libforcekit.a" ] || { echo "missing static library"; exit 1; }
 
+consumer_cflags=${FK_CONSUMER_CFLAGS:-}
 cmake -S "$source/tests/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" \
-      -DEMBED_SOURCE="$source/examples/embed.c" >/dev/null
+      -DCMAKE_C_FLAGS="$consumer_cflags" -DEMBED_SOURCE="$source/examples/embed.c" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-cc -std=c11 "$source/examples/embed.c" $(pkg-config --cflags --libs forcekit) -lm -o "$work/embed_pc"
+cc -std=c11 $consumer_cflags "$source/examples/embed.c" $(pkg-config --cflags --libs forcekit) -lm -o "$work/embed_pc"
 
 # The installed library was configured for the real prefix, not this temporary one, so point it at
 # the installed copy of the kernels explicitly; the build-tree fallback must not be what is used.
