@@ -147,9 +147,9 @@ static void print_table_header(const bench_run *run, const bench_options *option
 {
     printf("%s (%s), N = %lld, %lld reps, on %s\n", run->kernel->name, run->accum->name, options->n,
            options->reps, fk_context_device(run->context)->name);
-    printf("%-6s %11s %11s %11s %15s %9s %6s %5s %6s %9s %9s %6s\n", "UNROLL", "S/EVAL", "MIN",
+    printf("%-6s %11s %11s %11s %15s %9s %6s %5s %6s %9s %9s %6s  %s\n", "UNROLL", "S/EVAL", "MIN",
            "MAX", "INTERACTIONS/S", "GFLOP/S", "SPLITS", "WG", "TILING", "COLD S", "WARM S",
-           "CACHED");
+           "CACHED", "VARIANT FROM");
 }
 
 static void print_table_row(const bench_run *run, const bench_result *result)
@@ -157,12 +157,12 @@ static void print_table_row(const bench_run *run, const bench_result *result)
     const double rate = interactions_per_second(run->particles.count, result->median_seconds);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
-    printf("%-6s %11.4e %11.4e %11.4e %15.4e %9.2f %6d %5d %6s %9.3f %9.3f %6s\n", unroll,
+    printf("%-6s %11.4e %11.4e %11.4e %15.4e %9.2f %6d %5d %6s %9.3f %9.3f %6s  %s\n", unroll,
            result->median_seconds, result->min_seconds, result->max_seconds, rate,
            rate * run->kernel->flops_per_interaction / 1e9, result->variant.j_splits,
            result->variant.work_group_size, result->variant.local_tiling ? "on" : "off",
            result->cold_start_seconds, result->warm_start_seconds,
-           result->warm_from_cache ? "yes" : "no");
+           result->warm_from_cache ? "yes" : "no", cli_variant_source_text(result->variant.source));
     fflush(stdout);
 }
 
