@@ -15,10 +15,11 @@
  *   FK_FORCE_COMPONENTS   output values per particle, potential excluded
  *   fk_phys, fk_phys_load(__constant float *)       physics options, loaded once per work-item
  *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
- *   fk_interact(&ibody, &jbody, same_particle, &phys, acc[])   adds one pair's terms
+ *   fk_interact(&ibody, &jbody, same_particle, &phys, &env, acc[])   adds one pair's terms
  * The accumulator header provides:
- *   fk_acc, fk_real, fk_acc_zero(), fk_acc_add(&acc, fk_real), fk_acc_merge(a, b),
- *   fk_acc_pack(acc) -> uint2, fk_acc_unpack(uint2), FK_ACC_ALLOW_CONTRACT
+ *   fk_acc, fk_real, fk_acc_env (per-launch settings such as a fixed-point scale, loaded once per
+ *   work-item by fk_acc_env_load(acc_param)), fk_acc_zero(), fk_acc_add(&acc, fk_real, &env),
+ *   fk_acc_merge(a, b), fk_acc_pack(acc) -> uint2, fk_acc_unpack(uint2), FK_ACC_ALLOW_CONTRACT
  * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
  * the host decodes them to double, so fp64-less devices need no double arithmetic.
  */
@@ -68,7 +69,7 @@
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
     do {                                                                                           \
         _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)                                       \
-            fk_interact(&ibody[u], &(jbody), i_index[u] == (j_index), &phys, acc[u]);              \
+            fk_interact(&ibody[u], &(jbody), i_index[u] == (j_index), &phys, &env, acc[u]);        \
     } while (0)
 
 /*
@@ -87,7 +88,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
     const int split = (int)get_group_id(1);
     const fk_phys phys = fk_phys_load(physics);
-    (void)acc_param;
+    const fk_acc_env env = fk_acc_env_load(acc_param);
     (void)table;
     (void)body_aux;
 
