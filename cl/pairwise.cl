@@ -10,10 +10,13 @@
  *   WG_SIZE               work-group size (fixed at compile time: the tile size)
  *   LOCAL_TILING          1: j-particles staged through local memory; 0: read from global (cache)
  *   POTENTIAL             1: also accumulate the potential as one more output component
+ *   REPRODUCIBLE          1: pair arithmetic only in correctly rounded operations (sqrt and divide,
+ *                         not rsqrt), for results bit-identical across devices (--reproducible)
  *
  * The force-law header provides:
  *   FK_FORCE_COMPONENTS   output values per particle, potential excluded
- *   fk_phys, fk_phys_load(__constant float *)       physics options, loaded once per work-item
+ *   fk_phys, fk_phys_load(__constant float *, __global const float *table)
+ *                         physics options and the typed pair table, loaded once per work-item
  *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
  *   fk_interact(&ibody, &jbody, same_particle, &phys, &env, acc[])   adds one pair's terms
  * The accumulator header provides:
@@ -49,6 +52,9 @@
 #endif
 #ifndef POTENTIAL
 #define POTENTIAL 0
+#endif
+#ifndef REPRODUCIBLE
+#define REPRODUCIBLE 0
 #endif
 
 #include ACCUM_HEADER
@@ -87,9 +93,8 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     const int lid = (int)get_local_id(0);
     const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
     const int split = (int)get_group_id(1);
-    const fk_phys phys = fk_phys_load(physics);
+    const fk_phys phys = fk_phys_load(physics, table);
     const fk_acc_env env = fk_acc_env_load(acc_param);
-    (void)table;
     (void)body_aux;
 
     fk_ibody ibody[UNROLL_I];

@@ -6,6 +6,7 @@
 
 #include "cache.h"
 #include "internal.h"
+#include "tune.h"
 
 static int has_template(const char *dir)
 {
@@ -107,6 +108,9 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     /* A cache directory that cannot be created only costs speed: run without it. */
     if (fk_cache_dir_resolve(config->cache_dir, &context->cache_dir) != 0)
         context->cache_dir = NULL;
+    /* The tuning databases are small; reading them once here lets every fk_eval_create use them,
+     * and a corrupt one is reported (fk_context_warnings) before anything runs. */
+    fk__tuning_context_load(context);
     fk__clear_error(context);
     return FK_OK;
 }
@@ -122,6 +126,8 @@ void fk_context_destroy(fk_context *context)
     free(context->kernel_dir);
     free(context->cache_dir);
     free(context->last_error);
+    fk__tuning_db_free(context->tuning);
+    free(context->warnings);
     free(context);
 }
 

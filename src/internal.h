@@ -27,6 +27,8 @@ struct fk_context {
     char *cache_dir; /* NULL: cache off */
     char *last_error;
     size_t last_error_capacity;
+    struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
+    char *warnings;              /* fk_context_warnings: not errors, never cleared */
 };
 
 /* Records the detail of a failure and returns status (so callers can `return fk__fail(...)`). */
@@ -51,21 +53,44 @@ fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
 fk_status fk__device_open(const char *selector, cl_platform_id *platform, cl_device_id *device,
                           fk_device_info *info, char *message, size_t message_size);
 
+/* Force laws, for the host code that validates their options, packs their data and evaluates the
+ * reference (forcelaw.c, reference*.c). */
+typedef enum fk_law {
+    FK_LAW_GA = 0,
+    FK_LAW_GAJ,
+    FK_LAW_LJC_CONSTANT,
+    FK_LAW_LJC_LINEAR,
+    FK_LAW_LJC_SIGMOIDAL,
+    FK_LAW_LJ,
+    FK_LAW_BUCK
+} fk_law;
+
 /* Kernel and accumulator registry (registry.c). */
 typedef struct fk_kernel_desc {
     fk_kernel_info info;
     int uses_aux;   /* body_aux carries a second float4 per particle (velocity, type) */
-    int uses_table; /* typed pair table */
+    int uses_table; /* typed pair table: the molecular kernels (ljc_*, lj, buck) */
     unsigned physics_floats;
+    fk_law law;
+    unsigned table_stride; /* floats per type pair in the device table (FK_TABLE_STRIDE) */
     /* Host reference: forces (components per particle) and optional potentials. */
     fk_status (*reference)(const fk_particles *particles, const fk_physics *physics, double *forces,
                            double *potentials);
 } fk_kernel_desc;
 
+struct fk_accum_bound; /* accum.h */
+struct fk_accum_params;
 typedef struct fk_accum_desc {
     fk_accum_info info;
     /* Decodes one packed 8-byte result (lo, hi words) to double. */
     double (*decode)(uint32_t lo, uint32_t hi, double scale);
+    /* NULL: no per-launch parameters. Otherwise the evaluation runs the bound pre-pass
+     * (cl/accum/bound.clh) on new particles and this sets acc_param and the decode scale from it
+     * (accum.c); it returns 0 when the data cannot be represented. */
+    int (*choose_parameters)(const struct fk_accum_bound *bound, struct fk_accum_params *params);
+    /* NULL: the representation cannot overflow. Else 1 when a packed result is the overflow
+     * sentinel, which the evaluation reports as FK_ERR_OVERFLOW. */
+    int (*overflowed)(uint32_t lo, uint32_t hi);
 } fk_accum_desc;
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
@@ -88,14 +113,123 @@ typedef struct fk_program_result {
 
 fk_status fk__program_build(fk_context *context, const fk_program_request *request,
                             fk_program_result *result);
+/* Builds another .cl file of the kernel directory (the Taufer suite, device unit tests) with the
+ * same include expansion and program cache; options may be NULL. */
+fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
+                                 fk_program_result *result);
+
+/* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
+ * per component, force components then the potential) and the decode scale in use. */
+fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words);
+double fk__eval_accum_scale(const fk_eval *eval);
+/* Overrides one per-launch accumulator parameter until the next set_particles (overflow tests). */
+void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value);
 
 /* Reads a whole file; NULL on failure (errno set). */
 char *fk__read_file(const char *path, size_t *size);
 /* Monotonic wall-clock seconds. */
 double fk__now(void);
 
-/* Reference implementations (reference.c). */
+/* Reference implementations (reference.c, reference_molecular.c). */
 fk_status fk__reference_ga(const fk_particles *particles, const fk_physics *physics, double *forces,
                            double *potentials);
+fk_status fk__reference_gaj(const fk_particles *particles, const fk_physics *physics,
+                            double *forces, double *potentials);
+fk_status fk__reference_ljc_constant(const fk_particles *particles, const fk_physics *physics,
+                                     double *forces, double *potentials);
+fk_status fk__reference_ljc_linear(const fk_particles *particles, const fk_physics *physics,
+                                   double *forces, double *potentials);
+fk_status fk__reference_ljc_sigmoidal(const fk_particles *particles, const fk_physics *physics,
+                                      double *forces, double *potentials);
+fk_status fk__reference_lj(const fk_particles *particles, const fk_physics *physics, double *forces,
+                           double *potentials);
+fk_status fk__reference_buck(const fk_particles *particles, const fk_physics *physics,
+                             double *forces, double *potentials);
+/* The molecular reference, with the reason for a failure in message. */
+fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
+                                  const fk_physics *physics, double *forces, double *potentials,
+                                  char *message, size_t message_size);
+
+/* Force-law options with the defaults applied (forcelaw.c). */
+typedef struct fk__physics {
+    double eps;           /* gravity */
+    double cutoff;        /* 0: none */
+    double coulomb;       /* k */
+    double dielectric[4]; /* D0 | s | alpha, beta, gamma, delta */
+    double box[3];
+    int periodic, shifted;
+} fk__physics;
+
+/* A validated pair table in double: parameters per pair as in fk_kernel_info.pair_format. */
+typedef struct fk__pair_params {
+    size_t types;
+    unsigned parameters;
+    double *values;         /* types * types * parameters */
+    unsigned char *present; /* types * types */
+} fk__pair_params;
+
+/* Validates physics options for a kernel and applies defaults. Writes why into message on
+ * failure (FK_ERR_INVALID_ARGUMENT). */
+fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in, fk__physics *out,
+                              char *message, size_t message_size);
+/* Copies and validates a pair table (NULL: the kernel's default, one type). FK_ERR_INVALID_INPUT
+ * for bad values (NaN, negative sigma, asymmetric), naming the type pair. */
+fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table *table,
+                               fk__pair_params *out, char *message, size_t message_size);
+void fk__pair_params_free(fk__pair_params *params);
+/* Checks particle types against the table: in range, and every type pair the particles use has
+ * parameters. FK_ERR_INVALID_INPUT naming the particles otherwise. */
+fk_status fk__pair_params_check_types(const fk__pair_params *params, const fk_particles *particles,
+                                      char *message, size_t message_size);
+/* The pair function of a molecular law in double, unshifted: f(r) = -dU/dr and U(r), at distance
+ * r for type-pair parameters pair (fk__pair_params values of the pair) and charges q_i q_j. */
+void fk__pair_function(const fk_kernel_desc *kernel, const fk__physics *physics, const double *pair,
+                       double qq, double r, double *force, double *energy);
+/* The same with the cutoff and force shift applied (0 at and beyond the cutoff). */
+void fk__pair_function_shifted(const fk_kernel_desc *kernel, const fk__physics *physics,
+                               const double *pair, double qq, double r, double *force,
+                               double *energy);
+/* Minimum image of d in the periodic box (no-op for open boundaries). */
+void fk__minimum_image(const fk__physics *physics, double d[3]);
+/* Exclusions: pairs (2 per exclusion) normalized to i < j, sorted, duplicates removed. Returns a
+ * malloc'ed copy (NULL with *unique 0 for count 0), FK_ERR_INVALID_INPUT for i == j. */
+fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **normalized,
+                                   size_t *unique, char *message, size_t message_size);
+
+/* What an evaluation of a molecular law keeps on the host (forcelaw.c). */
+typedef struct fk__forcelaw_state {
+    fk__physics physics;
+    fk__pair_params pairs; /* types 0 until a table is set: the default is used */
+    size_t *exclusions;    /* normalized pairs */
+    size_t exclusion_count;
+    int exclusion_mode;       /* fk_exclusion_mode */
+    unsigned exclusion_slots; /* on the fly: slots per particle compiled into the kernel */
+    /* Exclude afterwards: the particles as the device sees them, in double. */
+    size_t count;
+    double *positions, *charges;
+    int *types;
+} fk__forcelaw_state;
+
+#define FK__PHYSICS_FLOATS 16
+/* Validates the config's physics for the kernel, fills the physics constants for the device and
+ * the extra build options (-D FK_PERIODIC=1 ...). */
+fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
+                               const fk_eval_config *config, fk__forcelaw_state *state,
+                               float physics[FK__PHYSICS_FLOATS], char *options,
+                               size_t options_size);
+void fk__forcelaw_state_free(fk__forcelaw_state *state);
+/* The device pair table (malloc'ed floats) from the current or default parameters. */
+fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
+                             fk__forcelaw_state *state, float **table, size_t *bytes);
+/* Per-particle data for a new particle set: sets body[4 i + 3] for the law (charge or 0), checks
+ * types, pairs, exclusions and (molecular) coincident particles, and builds body_aux (malloc'ed,
+ * NULL when the kernel has none). */
+fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
+                                 fk__forcelaw_state *state, const fk_particles *particles,
+                                 float *body, void **aux, size_t *aux_bytes);
+/* Exclude afterwards: subtracts the excluded pairs (in double) from forces (3 per particle) and
+ * potentials; either may be NULL. */
+void fk__forcelaw_subtract_exclusions(const fk_kernel_desc *kernel, const fk__forcelaw_state *state,
+                                      double *forces, double *potentials);
 
 #endif

@@ -53,4 +53,26 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
                              const double *forces, const double *potentials, char *error,
                              size_t error_size);
 
+/* Pair parameters (--params, SPEC "Files"): lines `a b p1 p2 ...` with `parameters` numbers
+ * (fk_kernel_info.pair_parameters; format names them for messages, "a b epsilon sigma").
+ * Symmetric: (a, b) also sets (b, a); a pair given twice with other values is an error naming
+ * both lines. The table has max(at_least_types, largest type + 1) types, so that particle types
+ * the file lacks show up as missing pairs (the library names them); unlisted pairs are absent. */
+typedef struct fk_pair_table_set {
+    size_t types;
+    unsigned parameters;
+    double *values;         /* types * types * parameters */
+    unsigned char *present; /* types * types */
+} fk_pair_table_set;
+fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const char *format,
+                                size_t at_least_types, fk_pair_table_set *set, char *error,
+                                size_t error_size);
+void fk_pair_table_set_free(fk_pair_table_set *set);
+fk_pair_table fk_pair_table_set_view(const fk_pair_table_set *set);
+
+/* Exclusions (--exclude): lines `i j`, 0-based particle indices, '#' comments. particle_count
+ * (0: unchecked) bounds the indices. *pairs (2 per exclusion, malloc'ed) and *count. */
+fk_status fk_io_read_exclusions(const char *path, size_t particle_count, size_t **pairs,
+                                size_t *count, char *error, size_t error_size);
+
 #endif

@@ -2,12 +2,16 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "accum.h"
 #include "internal.h"
+#include "tune.h"
 
 #define FK_MAX_PHYSICS 16
+_Static_assert(FK_MAX_PHYSICS >= FK__PHYSICS_FLOATS, "physics buffer too small for the force laws");
 
 struct fk_eval {
     fk_context *context;
@@ -23,17 +27,30 @@ struct fk_eval {
     int j_chunk;
     cl_mem body, body_aux, table, physics, partial, result;
     float physics_values[FK_MAX_PHYSICS];
+    fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;
+    float acc_param[4];       /* the accumulator's per-launch parameters (accum.c) */
+    cl_program bound_program; /* the bound pre-pass of fixed64, narumi, nitadori_large */
+    cl_kernel bound_pairwise, bound_reduce;
+    int reproducible;                /* -1 not asked, 0 asked but the device falls short, 1 yes */
+    const char *reproducible_reason; /* what the device lacks */
     int computed;
+    int tuned_j_splits;  /* from the tuning database entry, 0: none */
+    size_t tuned_bucket; /* the entry's N bucket: its split applies only there */
 };
+
+/* Precision (at the end of this file): the bound pre-pass and reproducible mode. */
+static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request);
+static fk_status choose_accum_parameters(fk_eval *eval);
+static const char *reproducible_options(fk_eval *eval);
 
 static int valid_unroll(int value)
 {
     return value == 1 || value == 2 || value == 4 || value == 8;
 }
 
-/* Built-in defaults until the tuner's database exists: measured on POCL (x86, AVX-512) and an
- * NVIDIA H100/H200; see bench/results/. */
+/* Built-in defaults, the last fallback when no tuning database has an entry for the device:
+ * measured on POCL (x86, AVX-512) and an NVIDIA H100/H200; see bench/results/. */
 static void default_variant(const fk_device_info *device, fk_variant *variant)
 {
     if (device->type == FK_DEVICE_GPU) {
@@ -48,10 +65,16 @@ static void default_variant(const fk_device_info *device, fk_variant *variant)
     variant->local_tiling = 1;
 }
 
+void fk__builtin_variant(const fk_device_info *device, fk_variant *variant)
+{
+    default_variant(device, variant);
+}
+
 static void release_buffers(fk_eval *eval)
 {
-    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->table,
-                         &eval->physics, &eval->partial,  &eval->result};
+    /* Not the pair table: it is uploaded once, by fk_eval_set_pair_table or the first particles. */
+    cl_mem *buffers[] = {&eval->body, &eval->body_aux, &eval->physics, &eval->partial,
+                         &eval->result};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
         if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
             clReleaseMemObject(*buffers[i]);
@@ -66,12 +89,21 @@ void fk_eval_destroy(fk_eval *eval)
     if (eval->partial == eval->result)
         eval->partial = NULL;
     release_buffers(eval);
+    if (eval->table)
+        clReleaseMemObject(eval->table);
+    fk__forcelaw_state_free(&eval->law);
     if (eval->pairwise)
         clReleaseKernel(eval->pairwise);
     if (eval->reduce)
         clReleaseKernel(eval->reduce);
     if (eval->program)
         clReleaseProgram(eval->program);
+    if (eval->bound_pairwise)
+        clReleaseKernel(eval->bound_pairwise);
+    if (eval->bound_reduce)
+        clReleaseKernel(eval->bound_reduce);
+    if (eval->bound_program)
+        clReleaseProgram(eval->bound_program);
     free(eval);
 }
 
@@ -88,10 +120,17 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     const fk_kernel_desc *kernel = fk__kernel_desc(config->kernel);
     if (!kernel)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", config->kernel);
-    const char *accum_name = config->accum ? config->accum : "float";
+    const char *accum_name = config->accum          ? config->accum
+                             : config->reproducible ? "fixed64"
+                                                    : "float";
     const fk_accum_desc *accum = fk__accum_desc(accum_name);
     if (!accum)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", accum_name);
+    if (config->reproducible && strcmp(accum_name, "fixed64") != 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "reproducible mode sums in fixed64 (order-independent); accumulator '%s' "
+                        "is not",
+                        accum_name);
     if (accum->info.needs_fp64 && !context->info.fp64)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "accumulator '%s' needs double precision (cl_khr_fp64), which %s lacks; "
@@ -103,6 +142,21 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     fk_variant variant = {0};
     default_variant(&context->info, &variant);
     variant.source = FK_VARIANT_DEFAULT;
+    /* Automatic unrolling takes the tuning database's entry (user, then shipped) for this device,
+     * kernel, accumulator and N bucket; explicit work-group size, tiling and split still win. */
+    const fk_tuning_entry *tuned =
+        config->unroll_i || config->unroll_j
+            ? NULL
+            : fk__tuning_lookup(context->tuning, kernel->info.name, accum->info.name,
+                                config->expected_count);
+    if (tuned) {
+        variant.unroll_i = tuned->unroll_i;
+        variant.unroll_j = tuned->unroll_j;
+        variant.work_group_size = tuned->work_group_size;
+        variant.local_tiling = tuned->local_tiling;
+        variant.source = tuned->origin;
+        variant.tuned_count = tuned->n;
+    }
     if (config->unroll_i || config->unroll_j) {
         if (!valid_unroll(config->unroll_i) || !valid_unroll(config->unroll_j))
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -139,6 +193,17 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
     eval->accum_scale = 1.0;
     eval->physics_values[0] = (float)(config->eps * config->eps);
+    char law_options[256];
+    fk_status law_status = fk__forcelaw_prepare(
+        context, kernel, config, &eval->law, eval->physics_values, law_options, sizeof law_options);
+    if (law_status != FK_OK) {
+        fk_eval_destroy(eval);
+        return law_status;
+    }
+    if (tuned) {
+        eval->tuned_j_splits = tuned->j_splits;
+        eval->tuned_bucket = fk_tune_bucket_for(tuned->n);
+    }
 
     fk_program_request request = {.force = kernel->info.name,
                                   .accum = accum->info.name,
@@ -148,6 +213,16 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
                                   .local_tiling = variant.local_tiling,
                                   .potential = config->potential != 0,
                                   .refresh_cache = config->refresh_cache};
+    if (config->reproducible)
+        request.extra_options = reproducible_options(eval);
+    else
+        eval->reproducible = -1;
+    char options[512];
+    if (law_options[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
+        snprintf(options, sizeof options, "%s %s", law_options,
+                 request.extra_options ? request.extra_options : "");
+        request.extra_options = options;
+    }
     fk_program_result built;
     fk_status status = fk__program_build(context, &request, &built);
     if (status != FK_OK) {
@@ -188,6 +263,11 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
                         (unsigned long long)local_bytes, context->info.name,
                         (unsigned long long)context->info.local_memory_bytes);
     }
+    status = create_bound_pass(eval, &request);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
+        return status;
+    }
     eval->variant = variant;
     *out = eval;
     return FK_OK;
@@ -202,6 +282,10 @@ static int choose_splits(const fk_eval *eval, size_t count)
     size_t splits;
     if (eval->config.j_splits > 0) {
         splits = (size_t)eval->config.j_splits;
+    } else if (eval->tuned_j_splits > 0 && fk_tune_bucket_for(count) == eval->tuned_bucket) {
+        /* A tuned split is a count of work-groups for that bucket's N; elsewhere it could
+         * multiply the partial-sum memory, so other N get the automatic split. */
+        splits = (size_t)eval->tuned_j_splits;
     } else {
         /* Enough work-groups to fill the device: GPUs need several resident groups per compute
          * unit to hide latency; a CPU runs one group per core thread at a time. */
@@ -259,7 +343,8 @@ static int compare_positions(const void *a, const void *b)
  * error that must be reported, not turned into NaN. O(N log N). */
 static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
 {
-    if (eval->config.eps > 0 || n < 2)
+    /* The molecular kernels check in fk__forcelaw_particles (modulo their periodic box). */
+    if (eval->config.eps > 0 || n < 2 || eval->kernel->uses_table)
         return FK_OK;
     uint32_t *order = malloc(n * sizeof *order);
     if (!order)
@@ -316,8 +401,18 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         body[4 * i + 3] = particles->mass ? (float)particles->mass[i] : 1.0f;
     }
     status = check_coincident(eval, body, n);
+    void *aux = NULL;
+    size_t aux_bytes = 0;
+    if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
+        status = fk__forcelaw_particles(context, eval->kernel, &eval->law, particles, body, &aux,
+                                        &aux_bytes);
+    float *table = NULL;
+    size_t table_bytes = 0;
+    if (status == FK_OK && !eval->table && eval->kernel->uses_table)
+        status = fk__forcelaw_table(context, eval->kernel, &eval->law, &table, &table_bytes);
     if (status != FK_OK) {
         free(body);
+        free(aux);
         return status;
     }
 
@@ -340,6 +435,8 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         largest = body_bytes;
     if (total > device->global_memory_bytes || largest > device->max_allocation_bytes) {
         free(body);
+        free(aux);
+        free(table);
         return fk__fail(context, FK_ERR_DEVICE_MEMORY,
                         "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
                         "%llu (largest allocation %llu)",
@@ -356,10 +453,18 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
     status = create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
     free(body);
-    if (status == FK_OK) /* unused by ga: a small placeholder keeps the argument list fixed */
+    /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
+     * list fixed. */
+    if (status == FK_OK && aux)
+        status = create_buffer(eval, &eval->body_aux, read_only, aux_bytes, aux, "aux");
+    else if (status == FK_OK)
         status = create_buffer(eval, &eval->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
-    if (status == FK_OK)
+    free(aux);
+    if (status == FK_OK && table)
+        status = create_buffer(eval, &eval->table, read_only, table_bytes, table, "pair table");
+    else if (status == FK_OK && !eval->table)
         status = create_buffer(eval, &eval->table, CL_MEM_READ_ONLY, 16, NULL, "table");
+    free(table);
     if (status == FK_OK)
         status = create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
                                eval->physics_values, "physics");
@@ -394,7 +499,10 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->count = n;
     eval->j_chunk = (int)chunk;
     eval->variant.j_splits = effective_splits;
-    return FK_OK;
+    status = choose_accum_parameters(eval);
+    if (status != FK_OK)
+        eval->count = 0;
+    return status;
 }
 
 static double event_seconds(cl_event first, cl_event last)
@@ -418,7 +526,8 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
         return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
     const cl_int n = (cl_int)eval->count;
     const cl_int chunk = eval->j_chunk;
-    const cl_float4 acc_param = {{(cl_float)eval->accum_scale, 0.0f, 0.0f, 0.0f}};
+    const cl_float4 acc_param = {
+        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
     cl_int err = CL_SUCCESS;
     cl_uint a = 0;
     err |= clSetKernelArg(eval->pairwise, a++, sizeof n, &n);
@@ -501,6 +610,15 @@ static fk_status read_components(fk_eval *eval, unsigned first, unsigned count, 
     for (size_t i = 0; i < eval->count; ++i)
         for (unsigned k = 0; k < count; ++k) {
             size_t word = 2 * (i * eval->components + first + k);
+            if (eval->accum->overflowed &&
+                eval->accum->overflowed(packed[word], packed[word + 1])) {
+                free(packed);
+                return fk__fail(context, FK_ERR_OVERFLOW,
+                                "particle %zu, component %u: a pair term or sum left the range of "
+                                "the %s accumulator at scale %g (a term above its limit or not "
+                                "finite)",
+                                i, first + k, eval->accum->info.name, eval->accum_scale);
+            }
             out[i * count + k] =
                 eval->accum->decode(packed[word], packed[word + 1], eval->accum_scale);
         }
@@ -512,7 +630,10 @@ fk_status fk_eval_read_forces(fk_eval *eval, double *forces)
 {
     if (!eval || !forces)
         return FK_ERR_INVALID_ARGUMENT;
-    return read_components(eval, 0, eval->kernel->info.force_components, forces);
+    fk_status status = read_components(eval, 0, eval->kernel->info.force_components, forces);
+    if (status == FK_OK) /* exclude afterwards */
+        fk__forcelaw_subtract_exclusions(eval->kernel, &eval->law, forces, NULL);
+    return status;
 }
 
 fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
@@ -522,7 +643,15 @@ fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
     if (!eval->config.potential)
         return fk__fail(eval->context, FK_ERR_STATE,
                         "potentials were not requested (fk_eval_config.potential)");
-    return read_components(eval, eval->kernel->info.force_components, 1, potentials);
+    fk_status status = read_components(eval, eval->kernel->info.force_components, 1, potentials);
+    if (status == FK_OK) /* exclude afterwards */
+        fk__forcelaw_subtract_exclusions(eval->kernel, &eval->law, NULL, potentials);
+    return status;
+}
+
+void fk__eval_set_j_splits(fk_eval *eval, int j_splits)
+{
+    eval->config.j_splits = j_splits > 0 ? j_splits : 0;
 }
 
 fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
@@ -536,4 +665,201 @@ fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
 size_t fk_eval_force_components(const fk_eval *eval)
 {
     return eval ? eval->kernel->info.force_components : 0;
+}
+
+/* Both invalidate the particles: types and exclusion indices are checked, and exclusions built
+ * into body_aux, by the next fk_eval_set_particles. */
+fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
+{
+    if (!eval || !table)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    char message[512] = "";
+    fk__pair_params params;
+    fk_status status = fk__pair_params_copy(eval->kernel, table, &params, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+    fk__pair_params_free(&eval->law.pairs);
+    eval->law.pairs = params;
+    float *values = NULL;
+    size_t bytes = 0;
+    status = fk__forcelaw_table(context, eval->kernel, &eval->law, &values, &bytes);
+    cl_mem buffer = NULL;
+    if (status == FK_OK)
+        status = create_buffer(eval, &buffer, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
+                               values, "pair table");
+    free(values);
+    if (status != FK_OK)
+        return status;
+    if (eval->table)
+        clReleaseMemObject(eval->table);
+    eval->table = buffer;
+    eval->count = 0;
+    eval->computed = 0;
+    return FK_OK;
+}
+
+fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t count)
+{
+    if (!eval || (count && !pairs))
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (count && !eval->kernel->uses_table)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "exclusions apply to the molecular kernels, not to %s",
+                        eval->kernel->info.name);
+    char message[256] = "";
+    size_t *normalized = NULL, unique = 0;
+    fk_status status =
+        fk__exclusions_normalize(pairs, count, &normalized, &unique, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+    free(eval->law.exclusions);
+    eval->law.exclusions = normalized;
+    eval->law.exclusion_count = unique;
+    eval->count = 0;
+    eval->computed = 0;
+    return FK_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Precision: the bound pre-pass of the data-scaled accumulators, reproducible mode, packed
+ * results */
+
+static fk_status read_packed(fk_eval *eval, uint32_t *words)
+{
+    const size_t bytes = eval->count * eval->components * 2 * sizeof *words;
+    cl_int err = clEnqueueReadBuffer(eval->context->queue, eval->result, CL_TRUE, 0, bytes, words,
+                                     0, NULL, NULL);
+    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clEnqueueReadBuffer", err);
+}
+
+/* fixed64, narumi and nitadori_large take their scale or LARGE from the data: a program of the
+ * same variant with the `bound` accumulator measures the pair terms. */
+static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request)
+{
+    eval->acc_param[0] = 1.0f;
+    if (!eval->accum->choose_parameters)
+        return FK_OK;
+    fk_program_request bound = *request;
+    bound.accum = "bound";
+    fk_program_result built;
+    fk_status status = fk__program_build(eval->context, &bound, &built);
+    if (status != FK_OK)
+        return status;
+    eval->bound_program = built.program;
+    cl_int err = CL_SUCCESS;
+    eval->bound_pairwise = clCreateKernel(eval->bound_program, "fk_pairwise", &err);
+    if (err == CL_SUCCESS)
+        eval->bound_reduce = clCreateKernel(eval->bound_program, "fk_reduce_splits", &err);
+    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clCreateKernel (bound)", err);
+}
+
+/* Runs the pre-pass on the particles just uploaded (one extra evaluation per set_particles) and
+ * sets acc_param and the decode scale. The largest |term| is exact and independent of the variant
+ * and the order, so fixed64's scale, and hence its results, are too. */
+static fk_status choose_accum_parameters(fk_eval *eval)
+{
+    if (!eval->bound_pairwise)
+        return FK_OK;
+    fk_context *context = eval->context;
+    cl_kernel pairwise = eval->pairwise, reduce = eval->reduce;
+    eval->pairwise = eval->bound_pairwise;
+    eval->reduce = eval->bound_reduce;
+    fk_status status = fk_eval_compute(eval, NULL);
+    eval->pairwise = pairwise;
+    eval->reduce = reduce;
+    eval->computed = 0;
+    const size_t values = eval->count * eval->components;
+    uint32_t *packed = status == FK_OK ? malloc(values * 2 * sizeof *packed) : NULL;
+    if (status == FK_OK && !packed)
+        status = FK_ERR_HOST_MEMORY;
+    if (status == FK_OK)
+        status = read_packed(eval, packed);
+    if (status == FK_OK) { /* poison again: the main pass must be seen to write every result */
+        const cl_uchar poison = 0xff;
+        cl_int err = clEnqueueFillBuffer(context->queue, eval->result, &poison, 1, 0, values * 8, 0,
+                                         NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clFinish(context->queue);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
+    }
+    if (status != FK_OK) {
+        free(packed);
+        return status;
+    }
+    struct fk_accum_bound bound = {.max_term = 0, .max_sum = 0, .count = eval->count};
+    for (size_t v = 0; v < values; ++v) {
+        float max_term, sum;
+        memcpy(&max_term, &packed[2 * v], sizeof max_term);
+        memcpy(&sum, &packed[2 * v + 1], sizeof sum);
+        if (!(max_term <= bound.max_term)) /* NaN sticks */
+            bound.max_term = isnan(bound.max_term) ? bound.max_term : (double)max_term;
+        if (!(sum <= bound.max_sum))
+            bound.max_sum = isnan(bound.max_sum) ? bound.max_sum : (double)sum;
+    }
+    free(packed);
+    struct fk_accum_params params;
+    if (!eval->accum->choose_parameters(&bound, &params))
+        return fk__fail(context, FK_ERR_OVERFLOW,
+                        "the %s accumulator cannot represent these forces: the largest pair term "
+                        "is %g (sum of magnitudes %g)",
+                        eval->accum->info.name, bound.max_term, bound.max_sum);
+    memcpy(eval->acc_param, params.acc_param, sizeof eval->acc_param);
+    eval->accum_scale = params.scale;
+    return FK_OK;
+}
+
+/* Correctly rounded divide and sqrt where the device has them (the flag is only valid there),
+ * REPRODUCIBLE=1 so that force laws use them instead of rsqrt. Denormals are kept: no
+ * -cl-denorms-are-zero, and a device that flushes them is reported. */
+static const char *reproducible_options(fk_eval *eval)
+{
+    cl_device_fp_config config = 0;
+    if (clGetDeviceInfo(eval->context->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config,
+                        NULL) != CL_SUCCESS)
+        config = 0;
+    eval->reproducible = 1;
+    if (!(config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)) {
+        eval->reproducible = 0;
+        eval->reproducible_reason = "the device has no correctly rounded single-precision divide "
+                                    "and sqrt (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)";
+        return "-D REPRODUCIBLE=1";
+    }
+    if (!(config & CL_FP_DENORM)) {
+        eval->reproducible = 0;
+        eval->reproducible_reason = "the device flushes single-precision denormals to zero";
+    }
+    return "-D REPRODUCIBLE=1 -cl-fp32-correctly-rounded-divide-sqrt";
+}
+
+int fk_eval_reproducible(const fk_eval *eval, const char **reason)
+{
+    if (reason)
+        *reason = eval ? eval->reproducible_reason : NULL;
+    return eval ? eval->reproducible : -1;
+}
+
+fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words)
+{
+    if (!eval || !words)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(eval->context);
+    if (!eval->computed)
+        return fk__fail(eval->context, FK_ERR_STATE, "read before compute");
+    return read_packed(eval, words);
+}
+
+double fk__eval_accum_scale(const fk_eval *eval)
+{
+    return eval ? eval->accum_scale : 0.0;
+}
+
+void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value)
+{
+    if (eval && index < 4)
+        eval->acc_param[index] = value;
 }

@@ -283,3 +283,51 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
     result->seconds = fk__now() - start;
     return FK_OK;
 }
+
+fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
+                                 fk_program_result *result)
+{
+    double start = fk__now();
+    memset(result, 0, sizeof *result);
+    expander e = {.context = context, .status = FK_OK};
+    expand_file(&e, file, 0);
+    if (e.status == FK_OK && e.out.failed)
+        e.status = FK_ERR_HOST_MEMORY;
+    if (e.status != FK_OK) {
+        free(e.out.data);
+        return e.status;
+    }
+    text full_options = {0};
+    text_printf(&full_options, "-cl-std=CL1.2%s%s", options && *options ? " " : "",
+                options ? options : "");
+    if (full_options.failed) {
+        free(e.out.data);
+        free(full_options.data);
+        return FK_ERR_HOST_MEMORY;
+    }
+    fk_cache_key key;
+    fk_cache_key_parts parts = {.source = e.out.data,
+                                .source_length = e.out.length,
+                                .options = full_options.data,
+                                .platform_version = context->info.platform_version,
+                                .device_name = context->info.name,
+                                .device_version = context->info.device_version,
+                                .driver_version = context->info.driver_version};
+    fk_cache_key_compute(&parts, &key);
+    fk_status status = FK_OK;
+    cl_program program = NULL;
+    if (context->cache_dir && load_binary(context, &key, full_options.data, &program)) {
+        result->from_cache = 1;
+    } else {
+        status = build_from_source(context, e.out.data, full_options.data, &program);
+        if (status == FK_OK && context->cache_dir)
+            store_binary(context, program, &key);
+    }
+    free(e.out.data);
+    free(full_options.data);
+    if (status != FK_OK)
+        return status;
+    result->program = program;
+    result->seconds = fk__now() - start;
+    return FK_OK;
+}

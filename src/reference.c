@@ -39,6 +39,43 @@ fk_status fk__reference_ga(const fk_particles *particles, const fk_physics *phys
     return FK_OK;
 }
 
+fk_status fk__reference_gaj(const fk_particles *particles, const fk_physics *physics,
+                            double *forces, double *potentials)
+{
+    const size_t n = particles->count;
+    const double eps2 = physics ? physics->eps * physics->eps : 0.0;
+    const double *x = particles->position, *v = particles->velocity;
+    if (!v)
+        return FK_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; ++i) {
+        double acc[6] = {0, 0, 0, 0, 0, 0}, phi = 0;
+        for (size_t j = 0; j < n; ++j) {
+            if (j == i)
+                continue;
+            double r[3], w[3];
+            for (int k = 0; k < 3; ++k) {
+                r[k] = x[3 * j + (size_t)k] - x[3 * i + (size_t)k];
+                w[k] = v[3 * j + (size_t)k] - v[3 * i + (size_t)k];
+            }
+            const double s2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + eps2;
+            if (s2 == 0.0)
+                return FK_ERR_INVALID_INPUT;
+            const double m = particles->mass ? particles->mass[j] : 1.0;
+            const double s = sqrt(s2);
+            const double rv = r[0] * w[0] + r[1] * w[1] + r[2] * w[2];
+            for (int k = 0; k < 3; ++k) {
+                acc[k] += m * r[k] / (s2 * s);
+                acc[3 + k] += m * (w[k] / (s2 * s) - 3.0 * rv * r[k] / (s2 * s2 * s));
+            }
+            phi -= m / s;
+        }
+        memcpy(forces + 6 * i, acc, sizeof acc);
+        if (potentials)
+            potentials[i] = phi;
+    }
+    return FK_OK;
+}
+
 fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
                               const fk_physics *physics, double *forces, double *potentials)
 {

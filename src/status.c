@@ -37,6 +37,8 @@ const char *fk_status_string(fk_status status)
         return "malformed file";
     case FK_ERR_STATE:
         return "call out of order";
+    case FK_ERR_OVERFLOW:
+        return "fixed-point range exceeded";
     }
     return "unknown status";
 }

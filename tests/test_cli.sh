@@ -159,7 +159,7 @@ expect_exit "no arguments exit 2" 2 "$FK"
 expect_stderr "no arguments print usage" "usage: forcekit"
 expect_exit "--version exits 0" 0 "$FK" --version
 expect_exit "unknown command exits 2" 2 "$FK" frobnicate
-for command in devices forces bench accuracy; do
+for command in devices forces bench accuracy sumtest doundo; do
     expect_exit "$command --help exits 0" 0 "$FK" "$command" --help
 done
 
@@ -172,7 +172,8 @@ expect_json "devices --json is a list with the SPEC keys" "$WORK/out" \
 expect_exit "devices --device nosuchdevice exits 2" 2 "$FK" devices --device nosuchdevice
 
 # ---- forces: results -----------------------------------------------------------------------------
-expect_exit "forces on two bodies exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt"
+# Without a tuning database the built-in default runs (the "tune" section covers the databases).
+expect_exit "forces on two bodies exits 0" 0 env FORCEKIT_SHIPPED_TUNING_DB=off "$FK" forces --kernel ga --in "$WORK/two.txt"
 expect_values "forces on two bodies: a = (1, -0.25)" "$WORK/out" "1 0 0/-0.25 0 0"
 expect_stderr "forces names the variant's origin" "(built-in default)"
 expect_exit "forces --unroll 2x4 exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --unroll 2x4
@@ -286,6 +287,127 @@ expect_exit "accuracy --in exits 0" 0 "$FK" accuracy --kernel ga --in "$WORK/two
 expect_exit "accuracy needs --in or --system" 2 "$FK" accuracy --kernel ga
 expect_exit "accuracy unknown system exits 2" 2 "$FK" accuracy --kernel ga --system nosuchsystem
 expect_exit "accuracy unknown accumulator exits 2" 2 "$FK" accuracy --kernel ga --system plummer --n 100 --accum nosuchaccum
+expect_exit "accuracy --accum all --json exits 0" 0 "$FK" accuracy --kernel ga --system plummer --n 1024 --reps 1 --json
+expect_json "accuracy: all nine accumulators (those the device can run), with checksums" "$WORK/out" \
+    'set(r["accum"] for r in d["results"]) | set(s["accum"] for s in d["skipped"]) == {"float", "double", "ti", "nitadori", "nitadori_large", "narumi", "ref", "composite", "fixed64"} and all(len(r["checksum"]) == 16 for r in d["results"])'
+expect_json "accuracy: fixed64 and narumi offsets are exactly 0 (equal masses), float's is not" "$WORK/out" \
+    'all(r["offset"] == 0 for r in d["results"] if r["accum"] in ("fixed64", "narumi")) and [r for r in d["results"] if r["accum"] == "float"][0]["offset"] > 0'
+expect_json "accuracy: compensated errors at most 1e-6, below float's" "$WORK/out" \
+    'all(r["error"] <= 1e-6 and r["error"] < [f for f in d["results"] if f["accum"] == "float"][0]["error"] for r in d["results"] if r["accum"] in ("ti", "composite", "narumi", "fixed64"))'
+expect_exit "accuracy --system protein is not yet available (exit 2)" 2 "$FK" accuracy --kernel ga --system protein
+expect_stderr "accuracy --system protein says so" "not yet available"
+expect_exit "accuracy --system lj65536 is not yet available (exit 2)" 2 "$FK" accuracy --kernel ga --system lj65536
+
+# ---- reproducible mode, sumtest, doundo ----------------------------------------------------------
+printf '0 0 0 1\n1 0 0 0.5\n0 2 0 2\n0.3 0.1 -0.7 1\n' >"$WORK/four.txt"
+expect_exit "forces --reproducible --json exits 0" 0 "$FK" forces --kernel ga --in "$WORK/four.txt" --reproducible --out "$WORK/r1.txt" --json
+expect_json "forces --reproducible: fixed64 and a checksum" "$WORK/out" 'd["accum"] == "fixed64" and d["reproducible"] is True and len(d["checksum"]) == 16'
+cp "$WORK/out" "$WORK/r1.json"
+expect_exit "forces --reproducible with another variant exits 0" 0 "$FK" forces --kernel ga --in "$WORK/four.txt" --reproducible --unroll 1x1 --out "$WORK/r2.txt" --json
+expect_json "forces --reproducible: the same checksum for another variant" "$WORK/out" \
+    'd["checksum"] == json.load(open(sys.argv[1][:-3] + "r1.json"))["checksum"]'
+expect_exit "forces --reproducible with --accum float exits 2" 2 "$FK" forces --kernel ga --in "$WORK/four.txt" --reproducible --accum float
+expect_exit "sumtest --json exits 0" 0 "$FK" sumtest --json
+expect_json "sumtest: 24 rows (4 thread counts x 6 orders) with SPEC's keys" "$WORK/out" \
+    'len(d["results"]) == 24 and all(all(k in r for k in ("threads", "order", "float", "double", "composite", "ti", "fixed64")) for r in d["results"]) and sorted(set(r["threads"] for r in d["results"])) == [1, 10, 100, 1000]'
+expect_json "sumtest: fixed64 sums are exactly 0, float's are not all 0" "$WORK/out" \
+    'all(r["fixed64"] == 0 for r in d["results"]) and any(r["float"] != 0 for r in d["results"])'
+expect_exit "sumtest odd --count exits 2" 2 "$FK" sumtest --count 7
+expect_exit "doundo --json exits 0" 0 "$FK" doundo --iterations 100000 --json
+expect_json "doundo: 3 ranges x 2 orders x each representation, float drifts" "$WORK/out" \
+    'len(d["results"]) in (12, 18) and all(r["seconds"] >= 0 for r in d["results"]) and any(abs(r["drift"]) > 1e-7 for r in d["results"] if r["representation"] == "float")'
+
+# ---- tune and the tuning databases ---------------------------------------------------------------
+DB="$WORK/tuning.json"
+expect_exit "tune --help exits 0" 0 "$FK" tune --help
+expect_exit "tune without --kernel exits 2" 2 "$FK" tune --n 1024
+expect_exit "tune unknown kernel exits 2" 2 "$FK" tune --kernel nosuchkernel
+expect_exit "tune --budget 0 exits 2" 2 "$FK" tune --kernel ga --budget 0
+expect_exit "tune --budget abc exits 2" 2 "$FK" tune --kernel ga --budget abc
+started=$(date +%s.%N)
+expect_exit "tune --budget 2 exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" tune --kernel ga --n 1024 --budget 2 --json
+finished=$(date +%s.%N)
+if awk -v a="$started" -v b="$finished" 'BEGIN { exit (b - a < 6) ? 0 : 1 }'; then
+    pass "tune --budget 2 finishes within 3x the budget"
+else
+    fail "tune --budget 2 finishes within 3x the budget (took $(awk -v a="$started" -v b="$finished" 'BEGIN { print b - a }') s)"
+fi
+expect_json "tune --json has the SPEC keys and says it sampled" "$WORK/out" \
+    'all(k in d for k in ("kernel", "accum", "n", "device", "best", "tried")) and d["n"] == 1024 and d["search"] == "sampled" and d["buckets"][0]["search"] == "sampled" and d["best"]["unroll"] != "auto" and d["best"]["seconds_per_eval"] > 0 and len(d["tried"]) >= 1 and all("outcome" in t for t in d["tried"])'
+expect_json "tune stored its best in FORCEKIT_TUNING_DB" "$DB" \
+    'len(d["entries"]) == 1 and d["entries"][0]["kernel"] == "ga" and d["entries"][0]["n"] == 1024'
+expect_exit "bench after tune exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" bench --kernel ga --n 1000 --reps 2 --json
+expect_json "bench takes the user database's entry" "$WORK/out" \
+    'd["results"][0]["variant_source"] == "user_db"'
+expect_exit "forces after tune exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" forces --kernel ga --in "$WORK/two.txt"
+expect_stderr "forces names the user database" "(user tuning database)"
+printf '{"entries": [{"kernel": "ga", "accum": "float", "n": 1024, "unroll": "2x2", "work_group_size": 16}]}\n' >"$WORK/shipped.json"
+expect_exit "forces with a shipped default entry exits 0" 0 env FORCEKIT_TUNING_DB=off FORCEKIT_SHIPPED_TUNING_DB="$WORK/shipped.json" "$FK" forces --kernel ga --in "$WORK/two.txt"
+expect_stderr "forces names the shipped database" "variant 2x2 (shipped tuning database)"
+expect_values "the shipped variant gives the same values" "$WORK/out" "1 0 0/-0.25 0 0"
+printf '{"entries": [ oops\n' >"$WORK/corrupt.json"
+expect_exit "a corrupt tuning database is not fatal" 0 env FORCEKIT_TUNING_DB="$WORK/corrupt.json" FORCEKIT_SHIPPED_TUNING_DB=off "$FK" forces --kernel ga --in "$WORK/two.txt"
+expect_stderr "a corrupt tuning database is named in a warning" "warning: tuning database $WORK/corrupt.json (user) ignored"
+expect_stderr "a corrupt tuning database falls back to the built-in default" "(built-in default)"
+expect_exit "tune with FORCEKIT_TUNING_DB=off exits 0" 0 env FORCEKIT_TUNING_DB=off "$FK" tune --kernel ga --n 300 --budget 1
+expect_stderr "tune with FORCEKIT_TUNING_DB=off says it stored nothing" "not stored"
+no_temporary_files "tune leaves no temporary file" "$WORK"
+
+# ---- molecular kernels ---------------------------------------------------------------------------
+# Two LJ particles 1 apart (epsilon = sigma = 1, rc = 2.5, force-shifted): f_s(1) = 24.0389994774528,
+# 1/2 U_s(1) = 0.0374080536576 each; at 1.5 (another pair table): f_s = -1.1190293535933555.
+printf '0 0 0 0\n1 0 0 0\n' >"$WORK/lj2.txt"
+expect_exit "lj on two particles exits 0" 0 "$FK" forces --kernel lj --in "$WORK/lj2.txt" --potential
+expect_values "lj two particles: the shifted force and potential" "$WORK/out" \
+    "-24.0389994774528 0 0 0.0374080536576/24.0389994774528 0 0 0.0374080536576"
+printf '0 0 0 0\n2.5 0 0 0\n' >"$WORK/lj-rc.txt"
+expect_exit "lj at the cutoff exits 0" 0 "$FK" forces --kernel lj --in "$WORK/lj-rc.txt" --potential
+expect_values "lj at the cutoff: exactly zero" "$WORK/out" "0 0 0 0/0 0 0 0"
+printf '0 0 0 1\n1.5 0 0 1\n' >"$WORK/lj-typed.txt"
+printf '# a b epsilon sigma\n1 1 1 1\n' >"$WORK/params-lj.txt"
+expect_exit "lj --params exits 0" 0 "$FK" forces --kernel lj --in "$WORK/lj-typed.txt" --params "$WORK/params-lj.txt"
+expect_values "lj --params at r = 1.5" "$WORK/out" "1.1190293535933555 0 0/-1.1190293535933555 0 0"
+printf '0 0 0 0\n1.5 0 0 1\n' >"$WORK/lj-mixed.txt"
+expect_exit "a missing type pair exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-mixed.txt" --params "$WORK/params-lj.txt"
+expect_stderr "a missing type pair is named" "types (0, 1)"
+expect_exit "a type without --params exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-typed.txt"
+printf '0 0 1 1\n0 0 2 1\n' >"$WORK/params-bad.txt"
+expect_exit "conflicting pair parameters exit 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-typed.txt" --params "$WORK/params-bad.txt"
+printf '1 1 1\n' >"$WORK/params-columns.txt"
+expect_exit "a params line with too few columns exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-typed.txt" --params "$WORK/params-columns.txt"
+expect_stderr "a bad params file names file:line" "params-columns.txt:1"
+printf '0 0 -1 1\n' >"$WORK/params-negative.txt"
+expect_exit "negative epsilon exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj2.txt" --params "$WORK/params-negative.txt"
+
+printf '0 0 0 1 0\n1 0 0 -1 0\n2 0 0 1 0\n' >"$WORK/ljc3.txt"
+printf '0 1\n' >"$WORK/exclude.txt"
+expect_exit "ljc_constant --exclude afterwards exits 0" 0 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --exclude "$WORK/exclude.txt" --out "$WORK/after.txt"
+expect_exit "ljc_constant --exclude onthefly exits 0" 0 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --exclude "$WORK/exclude.txt" --exclude-mode onthefly --out "$WORK/fly.txt"
+expect_values "exclusion modes agree" "$WORK/fly.txt" "$(tr '\n' '/' <"$WORK/after.txt" | sed 's:/$::')"
+printf '0 3\n' >"$WORK/exclude-range.txt"
+expect_exit "an exclusion out of range exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --exclude "$WORK/exclude-range.txt"
+expect_stderr "an exclusion out of range names file:line" "exclude-range.txt:1"
+expect_exit "--exclude-mode sideways exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --exclude "$WORK/exclude.txt" --exclude-mode sideways
+expect_exit "ljc_sigmoidal --dielectric exits 0" 0 "$FK" forces --kernel ljc_sigmoidal --in "$WORK/ljc3.txt" --dielectric 0.01,-0.05,0.3,0.1 --potential
+expect_lines "ljc_sigmoidal gives 3 lines of 4 numbers" "$WORK/out" 3 4
+expect_exit "ljc_sigmoidal with one dielectric number exits 2" 2 "$FK" forces --kernel ljc_sigmoidal --in "$WORK/ljc3.txt" --dielectric 2
+expect_exit "ljc_linear --cutoff --box exits 0" 0 "$FK" forces --kernel ljc_linear --in "$WORK/ljc3.txt" --cutoff 2 --box 5,5,5
+expect_exit "--box without a cutoff exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --box 5
+expect_exit "a cutoff above half the box exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj2.txt" --box 4,6,6
+expect_stderr "a cutoff above half the box is explained" "half the shortest"
+expect_exit "--coulomb 0 exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --coulomb 0
+expect_exit "--cutoff for ga exits 2" 2 "$FK" forces --kernel ga --in "$WORK/two.txt" --cutoff 2
+printf '0 0 0 0\n0 0 0 0\n' >"$WORK/lj-coincident.txt"
+expect_exit "coincident lj particles exit 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-coincident.txt"
+expect_stderr "coincident lj particles are named" "particles 0 and 1"
+printf '0 0 0 1 0 0 0\n1 0 0 1 0 1 0\n' >"$WORK/gaj2.txt"
+expect_exit "gaj exits 0" 0 "$FK" forces --kernel gaj --in "$WORK/gaj2.txt"
+expect_values "gaj: acceleration and jerk" "$WORK/out" "1 0 0 0 1 0/-1 0 0 0 -1 0"
+expect_exit "buck bench exits 0" 0 "$FK" bench --kernel buck --n 500 --reps 2 --unroll 2x4 --json
+expect_json "buck bench reports 40 flops per interaction" "$WORK/out" \
+    'd["flops_per_interaction"] == 40 and d["results"][0]["gflops"] > 0'
+expect_exit "lj bench with a box exits 0" 0 "$FK" bench --kernel lj --n 1000 --reps 2 --box 10.77
+expect_exit "bench --params for ga exits 2" 2 "$FK" bench --kernel ga --n 100 --params "$WORK/params-lj.txt"
 
 # ---- installation problems -----------------------------------------------------------------------
 expect_exit "missing kernel directory exits 1" 1 env FORCEKIT_KERNEL_DIR=/nonexistent "$FK" forces --kernel ga --in "$WORK/two.txt"

@@ -135,7 +135,7 @@ static void test_environment_selector(void **state)
 static void test_status_strings(void **state)
 {
     (void)state;
-    for (int s = FK_OK; s <= FK_ERR_STATE; ++s) {
+    for (int s = FK_OK; s <= FK_ERR_OVERFLOW; ++s) {
         const char *text = fk_status_string((fk_status)s);
         assert_non_null(text);
         assert_string_not_equal(text, "unknown status");

@@ -9,7 +9,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fk-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 for f in include/forcekit/forcekit.h share/forcekit/cl/pairwise.cl share/forcekit/cl/forces/ga.clh \
-         share/forcekit/cl/accum/float.clh bin/forcekit; do
+         share/forcekit/cl/accum/float.clh share/forcekit/tuning/shipped.json bin/forcekit; do
     [ -e "$work/prefix/$f" ] || { echo "missing after install: $f"; exit 1; }
 done
 libdir=$(dirname "$(find "$work/prefix" -name 'libforcekit.so' | head -n1)")

@@ -24,7 +24,6 @@ const char *fk_test_source_dir(void);
 /* $FK_TEST_DATA_DIR (../shared/data) or NULL when absent. */
 const char *fk_test_data_dir(void);
 
-
 /* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
 #define FK_ASSERT_NEAR(a, b, tolerance)                                                            \
     do {                                                                                           \

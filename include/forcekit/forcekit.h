@@ -36,7 +36,8 @@ typedef enum fk_status {
     FK_ERR_OPENCL,        /* any other OpenCL failure; the failing call is kept */
     FK_ERR_IO,            /* a file could not be read or written */
     FK_ERR_PARSE,         /* a file is malformed */
-    FK_ERR_STATE          /* calls in the wrong order (compute before set_particles) */
+    FK_ERR_STATE,         /* calls in the wrong order (compute before set_particles) */
+    FK_ERR_OVERFLOW       /* a fixed-point accumulator (fixed64) went out of its range */
 } fk_status;
 
 /* A short, static, human-readable name of a status ("device memory exhausted"). */
@@ -107,6 +108,9 @@ void fk_context_destroy(fk_context *context);
  * paths searched. Empty when the last call succeeded. Valid until the next call on the context. */
 const char *fk_context_last_error(const fk_context *context);
 const fk_device_info *fk_context_device(const fk_context *context);
+/* Problems that were not errors, one per line: a corrupt tuning database that was ignored. Empty
+ * when there were none. Valid for the life of the context. */
+const char *fk_context_warnings(const fk_context *context);
 /* The kernel directory in use, and the cache directory (NULL when the cache is off). */
 const char *fk_context_kernel_dir(const fk_context *context);
 const char *fk_context_cache_dir(const fk_context *context);
@@ -121,6 +125,10 @@ typedef struct fk_kernel_info {
     unsigned input_columns;    /* columns per particle in the text format */
     const char *input_format;  /* "x y z m" */
     double flops_per_interaction;
+    /* Typed kernels (ljc_*, lj, buck): parameters per type pair in fk_pair_table.values and their
+     * names as in the --params file ("epsilon sigma"); 0 and NULL for the gravity kernels. */
+    unsigned pair_parameters;
+    const char *pair_format;
 } fk_kernel_info;
 
 typedef struct fk_accum_info {
@@ -143,7 +151,12 @@ const fk_accum_info *fk_accum_at(size_t index);
 typedef struct fk_eval fk_eval;
 
 /* Where the variant that runs came from. */
-typedef enum fk_variant_source { FK_VARIANT_EXPLICIT = 0, FK_VARIANT_DEFAULT } fk_variant_source;
+typedef enum fk_variant_source {
+    FK_VARIANT_EXPLICIT = 0,
+    FK_VARIANT_DEFAULT,   /* the built-in default for the device type */
+    FK_VARIANT_USER_DB,   /* the user's tuning database (FORCEKIT_TUNING_DB or the XDG data dir) */
+    FK_VARIANT_SHIPPED_DB /* the tuning database installed with forcekit */
+} fk_variant_source;
 
 typedef struct fk_eval_config {
     const char *kernel;     /* "ga"; required */
@@ -155,7 +168,47 @@ typedef struct fk_eval_config {
     int potential;          /* nonzero: also compute the potential of each particle */
     double eps;             /* gravitational softening */
     int refresh_cache;      /* nonzero: compile from source even on a cache hit (and refresh it) */
+    /* The N that set_particles will get, so that automatic unrolling can take the tuning database's
+     * entry for that N bucket: the program (unroll, work-group size, tiling) is compiled here,
+     * before the particles are known. 0: unknown; the entry tuned for the largest N is taken. */
+    size_t expected_count;
+    /* nonzero: results bit-identical across devices: the fixed64 accumulator (NULL accum means it;
+     * another one is an error), correctly rounded divide and sqrt in the pair arithmetic, no
+     * contraction, denormals kept. fk_eval_reproducible() says whether the device can. */
+    int reproducible;
+    /* Molecular kernels (ljc_*, lj, buck; SPEC "Physics"); zero means the default named. Gravity
+     * kernels reject nonzero values here. */
+    double cutoff;        /* rc, an absolute distance: pairs at r >= rc contribute nothing and the
+                           * pair function is force-shifted (f(r) - f(rc)); lj: 0 means 2.5;
+                           * ljc_*, buck: 0 means no cutoff (plain all-pairs) */
+    double coulomb;       /* Coulomb constant k; 0 means 1 (zero charges switch Coulomb off) */
+    double dielectric[4]; /* ljc_constant: D0 (0: 1); ljc_linear: s in D = s r (0: 1);
+                           * ljc_sigmoidal: alpha, beta, gamma, delta (all 0: zeta = 1) */
+    double box[3];        /* periodic box Lx, Ly, Lz, minimum image; all 0: open boundaries.
+                           * Needs a cutoff of at most half the shortest side */
+    int exclusion_mode;   /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out */
+    int max_exclusions;   /* on the fly: excluded partners per particle the kernel checks (its
+                           * cost per pair); 0: 4. More for one particle is an error */
 } fk_eval_config;
+
+/* Narumi et al., sec. 4.1. Afterwards: the device computes every pair and the host subtracts the
+ * excluded pairs in double (no kernel cost; with the float accumulator, large excluded terms leave
+ * their rounding behind). On the fly: the kernel masks them (a compare per slot per pair). */
+typedef enum fk_exclusion_mode {
+    FK_EXCLUDE_AFTERWARDS = 0,
+    FK_EXCLUDE_ON_THE_FLY
+} fk_exclusion_mode;
+
+/* Typed pair parameters (SPEC --params): types T (particle types are 0..T-1), values[(a * T + b) *
+ * P + p] the P = fk_kernel_info.pair_parameters parameters of pair (a, b) (lj, ljc_*: epsilon,
+ * sigma; buck: A, rho, C), symmetric. present (NULL: all) flags the pairs that have parameters; a
+ * pair the particles use without them is an error naming it. */
+#define FK_MAX_PAIR_TYPES 1024
+typedef struct fk_pair_table {
+    size_t types;
+    const double *values;
+    const unsigned char *present;
+} fk_pair_table;
 
 /* What actually runs, after automatic choices. */
 typedef struct fk_variant {
@@ -166,6 +219,7 @@ typedef struct fk_variant {
     fk_variant_source source;
     int program_from_cache; /* 1 when the binary came from the disk cache */
     double build_seconds;   /* time to obtain the program (compile or cache load), in seconds */
+    size_t tuned_count;     /* N bucket of the tuning database entry used; 0 when none was */
 } fk_variant;
 
 /* Particle data, in double on the host; the device stores single precision. */
@@ -195,11 +249,136 @@ fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials);
 fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
 size_t fk_eval_force_components(const fk_eval *eval);
 
+/* Molecular kernels. The pair table is validated (NaN, negative epsilon or sigma, rho <= 0,
+ * asymmetry: FK_ERR_INVALID_INPUT naming the pair) and uploaded once; without one, one type with
+ * epsilon = sigma = 1 (buck: A = rho = C = 1). Exclusions are pairs[2 k], pairs[2 k + 1] (0-based
+ * particle indices, either order, duplicates ignored), left out as config.exclusion_mode says;
+ * count 0 clears them. Both take effect with the next fk_eval_set_particles, which checks types
+ * and indices against the particles: call them first. */
+fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table);
+fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t count);
+
+/* For config.reproducible: 1 when the device has what cross-device bit-identity needs (correctly
+ * rounded single-precision divide and sqrt, denormals), 0 when it lacks something (why goes to
+ * *reason when not NULL: a static string), -1 when reproducibility was not asked for. */
+int fk_eval_reproducible(const fk_eval *eval, const char **reason);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Autotuning and the tuning database                                                             */
+/*
+ * fk_tune_run searches unroll factors, work-group size, local tiling and the j-split for one kernel
+ * and accumulator on the context's device, per N bucket (powers of 4 from 1,024 to 1,048,576),
+ * checks every candidate against the double-precision host reference before timing it, and writes
+ * the best of each bucket to the user's tuning database. fk_eval_create takes entries from there
+ * (and from the shipped database) when the unrolling is automatic.
+ */
+
+#define FK_TUNE_BUCKET_COUNT 6
+
+/* The N buckets: 1024 * 4^k, k < FK_TUNE_BUCKET_COUNT. */
+size_t fk_tune_bucket_at(size_t index);
+/* The bucket holding n: the nearest one on a logarithmic scale (n = 0 gives the largest). */
+size_t fk_tune_bucket_for(size_t n);
+
+typedef enum fk_tune_outcome {
+    FK_TUNE_MEASURED = 0,
+    FK_TUNE_UNSUPPORTED,  /* breaks a device limit (local memory, work-group size): skipped */
+    FK_TUNE_BUILD_FAILED, /* the compiler rejected it: skipped with a note */
+    FK_TUNE_WRONG_RESULT, /* disagreed with the host reference: never timed */
+    FK_TUNE_FAILED        /* any other failure at run time */
+} fk_tune_outcome;
+
+typedef enum fk_tune_search {
+    FK_TUNE_EXHAUSTIVE = 0, /* every candidate fitted in the budget */
+    FK_TUNE_SAMPLED,        /* a random sample, then local refinement around the best */
+    FK_TUNE_SKIPPED         /* not even a few candidates fit in the budget */
+} fk_tune_search;
+
+typedef struct fk_tune_point {
+    int unroll_i, unroll_j;
+    int work_group_size;
+    int local_tiling; /* 1 on, 0 off */
+    int j_splits;     /* requested: 0 automatic */
+    int effective_j_splits;
+    fk_tune_outcome outcome;
+    double seconds;           /* median device seconds per evaluation (measured points) */
+    double confirmed_seconds; /* the confirmation round's median, NaN unless re-timed there */
+    double error;             /* worst scaled error against the host reference */
+    double tolerance;         /* the bound it was held to */
+    int resumed;              /* measured by an earlier, interrupted run */
+    char note[384];           /* why it was skipped or rejected */
+} fk_tune_point;
+
+typedef struct fk_tune_bucket_result {
+    size_t bucket; /* the bucket's N */
+    size_t n;      /* the N measured (the bucket's, or the one asked for) */
+    fk_tune_search search;
+    size_t space_size; /* candidates in the search space */
+    size_t tried_count;
+    fk_tune_point *tried; /* in the order they were tried */
+    int has_best;
+    fk_tune_point best;
+    double untuned_seconds; /* the built-in default variant here; NaN when it did not run */
+    double seconds;         /* wall time spent on this bucket */
+    char note[256];
+} fk_tune_bucket_result;
+
+typedef struct fk_tune_progress {
+    size_t bucket_index, bucket_count;
+    size_t n;
+    size_t done, planned; /* candidates of this bucket; planned grows when sampling refines */
+    fk_tune_search search;
+    double elapsed, budget;     /* seconds, whole run */
+    double best_seconds;        /* NaN before the first measured candidate */
+    const fk_tune_point *point; /* the candidate just finished; NULL at a bucket's start and end */
+    const fk_tune_bucket_result *finished; /* at a bucket's end, else NULL */
+} fk_tune_progress;
+
+/* Return nonzero to stop after the current candidate (the points measured so far stay in the
+ * resume file, and the next run with the same arguments continues from them). */
+typedef int (*fk_tune_progress_fn)(const fk_tune_progress *progress, void *user);
+
+typedef struct fk_tune_config {
+    const char *kernel;    /* required */
+    const char *accum;     /* NULL: "float" */
+    size_t n;              /* 0: every bucket; else only the bucket holding n, measured at n */
+    double budget_seconds; /* whole run; 0: 600 */
+    const char *database;  /* NULL: $FORCEKIT_TUNING_DB, else $XDG_DATA_HOME/forcekit/tuning.json */
+    uint64_t seed;         /* order of the sampled search; 0: a fixed default */
+    /* Narrow the search space (0: search the dimension). local_tiling 1 on, -1 off; j_splits -1
+     * automatic only. */
+    int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
+    fk_tune_progress_fn progress;
+    void *user;
+} fk_tune_config;
+
+typedef struct fk_tune_result {
+    char kernel[64], accum[64];
+    /* The database keys of this device (see README "Autotuning"). */
+    char device_type[16], vendor[128], architecture[128], device[256];
+    char database[1024]; /* where the entries were written; empty when nothing was written */
+    char resume[1024];   /* the resume file */
+    int interrupted;     /* the progress callback stopped the run */
+    double seconds;
+    size_t bucket_count;
+    fk_tune_bucket_result *buckets;
+} fk_tune_result;
+
+/* Runs the search. On FK_OK *result holds what was tried (free it with fk_tune_result_free) even
+ * when no candidate could run. Warnings (an ignored corrupt database) go to fk_context_warnings. */
+fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune_result **result);
+void fk_tune_result_free(fk_tune_result *result);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Host reference: double precision, O(N^2), for tests and accuracy checks */
 
 typedef struct fk_physics {
     double eps; /* softening (gravity) */
+    /* Molecular kernels: as in fk_eval_config (zero means default). */
+    double cutoff, coulomb, dielectric[4], box[3];
+    const fk_pair_table *pair_table; /* NULL: the default single type */
+    const size_t *exclusions;        /* pairs left out, 2 indices each */
+    size_t exclusion_count;
 } fk_physics;
 
 /* forces: force_components values per particle; potentials may be NULL. */

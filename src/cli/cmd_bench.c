@@ -9,16 +9,18 @@
 #include "common.h"
 #include "generate.h"
 #include "io.h"
+#include "physics.h"
 
 static const char bench_usage[] =
     "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
     "                      [--eps E] [--seed S] [--splits S] [--wg W] [--tiling on|off]\n"
     "                      [--device SEL] [--json]\n\n"
     "Times force evaluations of N synthetic particles (gravity: a Plummer sphere; molecular\n"
-    "kernels: a jittered lattice at density 0.8). Per variant: cold start (compile from source),\n"
+    "kernels: a jittered lattice at density 0.8, one type, epsilon = sigma = 1, charges +-0.5).\n"
+    "Per variant: cold start (compile from source),\n"
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
     "event profiling. Interactions are N^2 per evaluation.\n\n"
-    "  --kernel K      force law (ga)\n"
+    "  --kernel K      force law: ga, gaj, ljc_constant, ljc_linear, ljc_sigmoidal, lj, buck\n"
     "  --n N           number of particles\n"
     "  --accum A       accumulator (default float)\n"
     "  --unroll V      IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all\n"
@@ -28,6 +30,7 @@ static const char bench_usage[] =
     "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
     "  --wg W          work-group size (default: automatic)\n"
     "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
+    "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n";
 
@@ -38,7 +41,8 @@ typedef struct bench_options {
     const char *kernel, *accum, *unroll, *tiling, *device;
     long long n, reps, seed, splits, work_group_size;
     double eps;
-    int json, help;
+    int json, help, reproducible;
+    cli_physics_options physics;
 } bench_options;
 
 typedef struct bench_result {
@@ -53,6 +57,7 @@ typedef struct bench_run {
     const fk_kernel_info *kernel;
     const fk_accum_info *accum;
     fk_particle_set particles;
+    cli_physics_data physics;
     fk_context *context;
     fk_eval_config base; /* everything but the unrolling */
     int requested[BENCH_MAX_VARIANTS][2];
@@ -71,6 +76,7 @@ static void bench_run_free(bench_run *run)
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
     fk_particle_set_free(&run->particles);
+    cli_physics_data_free(&run->physics);
 }
 
 static double interactions_per_second(size_t n, double seconds)
@@ -110,8 +116,12 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
 
     config.refresh_cache = 0;
     status = fk_eval_create(run->context, &config, &eval);
-    if (status != FK_OK)
+    if (status == FK_OK)
+        status = cli_physics_apply(eval, &run->physics);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
         return status;
+    }
     fk_eval_get_variant(eval, &result->variant);
     result->warm_start_seconds = result->variant.build_seconds;
     result->warm_from_cache = result->variant.program_from_cache;
@@ -203,6 +213,7 @@ static int print_json(const bench_run *run, const bench_options *options)
     cJSON_AddStringToObject(document, "driver_version", device->driver_version);
     cJSON_AddStringToObject(document, "platform", device->platform_name);
     cJSON_AddNumberToObject(document, "reps", (double)options->reps);
+    cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "date", date);
     cli_json_number(document, "eps", run->base.eps);
     cJSON_AddNumberToObject(document, "seed", (double)options->seed);
@@ -251,7 +262,10 @@ static int prepare(bench_run *run, bench_options *options)
                                  .local_tiling = tiling,
                                  .j_splits = (int)options->splits,
                                  .eps = gravity ? options->eps : 0.0};
-    return CLI_EXIT_OK;
+    /* N is known before the eval is created: the tuning database's entry for its bucket applies. */
+    run->base.expected_count = (size_t)options->n;
+    run->base.reproducible = options->reproducible;
+    return cli_physics_config("bench", run->kernel, &options->physics, &run->base);
 }
 
 static fk_status generate_system(bench_run *run, const bench_options *options)
@@ -268,8 +282,12 @@ static fk_status generate_system(bench_run *run, const bench_options *options)
 
 int cmd_bench(int argc, char **argv)
 {
-    bench_options options = {
-        .accum = "float", .unroll = "auto", .reps = 10, .seed = 1, .eps = 0.01};
+    bench_options options = {.accum = "float",
+                             .unroll = "auto",
+                             .reps = 10,
+                             .seed = 1,
+                             .eps = 0.01,
+                             .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
@@ -285,6 +303,8 @@ int cmd_bench(int argc, char **argv)
          .min = 1,
          .max = 1 << 20},
         {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
+        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
@@ -293,7 +313,15 @@ int cmd_bench(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(bench_usage, stdout);
+        fputs(cli_physics_usage, stdout);
         return CLI_EXIT_OK;
+    }
+    if (options.reproducible) { /* reproducible mode sums in fixed64 */
+        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
+            options.accum = "fixed64";
+        else if (strcmp(options.accum, "fixed64") != 0)
+            return cli_usage_error("bench", "--reproducible uses the fixed64 accumulator, not %s",
+                                   options.accum);
     }
     bench_run run = {0};
     int code = prepare(&run, &options);
@@ -308,6 +336,14 @@ int cmd_bench(int argc, char **argv)
         return code;
     }
     fk_status status = generate_system(&run, &options);
+    if (status == FK_OK) {
+        code = cli_physics_load("bench", run.kernel, &options.physics, &run.particles, &run.base,
+                                &run.physics);
+        if (code != CLI_EXIT_OK) {
+            bench_run_free(&run);
+            return code;
+        }
+    }
     run.timings = malloc((size_t)options.reps * sizeof *run.timings);
     run.skipped = cJSON_CreateArray();
     if (status == FK_OK && (!run.timings || !run.skipped))

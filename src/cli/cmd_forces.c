@@ -7,21 +7,26 @@
 #include "commands.h"
 #include "common.h"
 #include "io.h"
+#include "physics.h"
 
 static const char forces_usage[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
     "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
     "                       [--json]\n\n"
     "Computes the forces on the particles of FILE once and writes one line per particle (%.17g):\n"
-    "ga: ax ay az. Without --out they go to standard output. Outputs are written to a temporary\n"
+    "ga: ax ay az; gaj: ax ay az jx jy jz; ljc_*, lj, buck: fx fy fz. Without --out they go to\n"
+    "standard output. Outputs are written to a temporary\n"
     "file and renamed, so a failure never leaves a partial file.\n\n"
-    "  --kernel K     force law (ga)\n"
-    "  --in FILE      particles: text (ga: x y z m per line, # comments) or TIPSY (.bin, .tipsy)\n"
+    "  --kernel K     force law: ga, gaj, ljc_constant, ljc_linear, ljc_sigmoidal, lj, buck\n"
+    "  --in FILE      particles, text (# comments), a line each: ga: x y z m; gaj: x y z m vx\n"
+    "                 vy vz; ljc_*, buck: x y z q type; lj: x y z type; or TIPSY (.bin, .tipsy)\n"
     "  --out FILE     write the forces here instead of standard output\n"
     "  --accum A      accumulator (default float)\n"
     "  --unroll IxJ   i and j unrolling, each 1, 2, 4 or 8; auto (default) takes the tuned choice\n"
     "  --eps E        gravitational softening (default 0)\n"
     "  --potential    append each particle's potential as a last column\n"
+    "  --reproducible bit-identical results across devices: fixed64, correctly rounded divide\n"
+    "                 and sqrt, no contraction, denormals kept (says so where the device cannot)\n"
     "  --format F     input format: auto (by file name, default), text or tipsy\n"
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
     "  --json         print a summary as JSON on standard output (needs --out)\n";
@@ -29,11 +34,13 @@ static const char forces_usage[] =
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *unroll, *format, *device;
     double eps;
-    int potential, json, help;
+    int potential, json, help, reproducible;
+    cli_physics_options physics;
 } forces_options;
 
 typedef struct forces_run {
     fk_particle_set particles;
+    cli_physics_data physics;
     fk_context *context;
     fk_eval *eval;
     double *forces, *potentials;
@@ -46,6 +53,7 @@ static void forces_run_free(forces_run *run)
     fk_eval_destroy(run->eval);
     fk_context_destroy(run->context);
     fk_particle_set_free(&run->particles);
+    cli_physics_data_free(&run->physics);
 }
 
 static void print_json_summary(const forces_options *options, const forces_run *run,
@@ -67,12 +75,17 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cJSON_AddBoolToObject(document, "potential", options->potential != 0);
     cli_json_number(document, "seconds", seconds);
     cJSON_AddStringToObject(document, "out", options->out);
+    /* XXH3-64 of the forces as doubles: equal checksums across devices, equal bits */
+    char checksum[CLI_CHECKSUM_SIZE];
+    cli_checksum(run->forces, run->particles.count * fk_eval_force_components(run->eval), checksum);
+    cJSON_AddStringToObject(document, "checksum", checksum);
+    cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     *code = cli_print_json(document);
 }
 
 int cmd_forces(int argc, char **argv)
 {
-    forces_options options = {.accum = "float"};
+    forces_options options = {.accum = "float", .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
@@ -81,6 +94,8 @@ int cmd_forces(int argc, char **argv)
         {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
+        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
@@ -90,10 +105,18 @@ int cmd_forces(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(forces_usage, stdout);
+        fputs(cli_physics_usage, stdout);
         return CLI_EXIT_OK;
     }
     if (!options.kernel)
         return cli_usage_error("forces", "--kernel is required");
+    if (options.reproducible) { /* reproducible mode sums in fixed64 */
+        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
+            options.accum = "fixed64";
+        else if (strcmp(options.accum, "fixed64") != 0)
+            return cli_usage_error("forces", "--reproducible uses the fixed64 accumulator, not %s",
+                                   options.accum);
+    }
     if (!options.in)
         return cli_usage_error("forces", "--in is required");
     if (options.out && !*options.out)
@@ -111,6 +134,10 @@ int cmd_forces(int argc, char **argv)
         return cli_usage_error("forces",
                                "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
                                options.unroll);
+    fk_eval_config physics = {0}; /* the molecular kernels' options */
+    int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
+    if (physics_code != CLI_EXIT_OK)
+        return physics_code;
     fk_file_format format;
     if (!cli_parse_format(options.format, &format))
         return cli_usage_error("forces", "--format '%s': expected auto, text or tipsy",
@@ -129,7 +156,10 @@ int cmd_forces(int argc, char **argv)
         cli_error(fk_status_string(status), "%s", message);
         return cli_exit_code(status);
     }
-    int code = cli_open_context(options.device, &run.context);
+    int code = cli_physics_load("forces", kernel, &options.physics, &run.particles, &physics,
+                                &run.physics);
+    if (code == CLI_EXIT_OK)
+        code = cli_open_context(options.device, &run.context);
     if (code != CLI_EXIT_OK) {
         forces_run_free(&run);
         return code;
@@ -141,10 +171,20 @@ int cmd_forces(int argc, char **argv)
                              .unroll_j = unroll_j,
                              .potential = options.potential,
                              .eps = options.eps};
+    config.expected_count = run.particles.count; /* picks the tuning database's N bucket */
+    config.reproducible = options.reproducible;
+    config.cutoff = physics.cutoff;
+    config.coulomb = physics.coulomb;
+    memcpy(config.dielectric, physics.dielectric, sizeof config.dielectric);
+    memcpy(config.box, physics.box, sizeof config.box);
+    config.exclusion_mode = physics.exclusion_mode;
+    config.max_exclusions = physics.max_exclusions;
     const fk_particles view = fk_particle_set_view(&run.particles);
     const size_t count = run.particles.count;
     double seconds = NAN;
     status = fk_eval_create(run.context, &config, &run.eval);
+    if (status == FK_OK)
+        status = cli_physics_apply(run.eval, &run.physics);
     if (status == FK_OK)
         status = fk_eval_set_particles(run.eval, &view);
     if (status == FK_OK)
@@ -167,6 +207,8 @@ int cmd_forces(int argc, char **argv)
 
     fk_variant variant = {0};
     fk_eval_get_variant(run.eval, &variant);
+    if (options.reproducible)
+        cli_note_reproducible(run.eval, fk_context_device(run.context)->name);
     fprintf(stderr,
             "%s (%s), N = %zu: variant %dx%d (%s), work-group %d, %d j-split%s, on %s: "
             "%.3g s on the device\n",

@@ -7,5 +7,8 @@ int cmd_devices(int argc, char **argv);
 int cmd_forces(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_accuracy(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_sumtest(int argc, char **argv);
+int cmd_doundo(int argc, char **argv);
 
 #endif

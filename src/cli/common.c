@@ -7,6 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 int cli_exit_code(fk_status status)
 {
     switch (status) {
@@ -26,6 +29,7 @@ int cli_exit_code(fk_status status)
     case FK_ERR_DEVICE_MEMORY:
     case FK_ERR_OPENCL:
     case FK_ERR_STATE:
+    case FK_ERR_OVERFLOW: /* the scale chosen from the data was wrong: not the user's to fix */
         return CLI_EXIT_RUNTIME;
     }
     return CLI_EXIT_RUNTIME;
@@ -62,6 +66,13 @@ int cli_open_context(const char *device, fk_context **context)
         int code = cli_report_status(status, created);
         fk_context_destroy(created);
         return code;
+    }
+    /* A corrupt tuning database was ignored: say so once, before anything runs. */
+    const char *warnings = fk_context_warnings(created);
+    for (const char *line = warnings; *line;) {
+        size_t length = strcspn(line, "\n");
+        fprintf(stderr, "forcekit: warning: %.*s\n", (int)length, line);
+        line += length + (line[length] == '\n');
     }
     *context = created;
     return CLI_EXIT_OK;
@@ -154,6 +165,10 @@ const char *cli_variant_source_token(fk_variant_source source)
         return "explicit";
     case FK_VARIANT_DEFAULT:
         return "default";
+    case FK_VARIANT_USER_DB:
+        return "user_db";
+    case FK_VARIANT_SHIPPED_DB:
+        return "shipped_db";
     }
     return "unknown";
 }
@@ -165,6 +180,10 @@ const char *cli_variant_source_text(fk_variant_source source)
         return "explicit";
     case FK_VARIANT_DEFAULT:
         return "built-in default";
+    case FK_VARIANT_USER_DB:
+        return "user tuning database";
+    case FK_VARIANT_SHIPPED_DB:
+        return "shipped tuning database";
     }
     return "unknown source";
 }
@@ -218,4 +237,24 @@ double cli_median(double *values, size_t count)
         return NAN;
     qsort(values, count, sizeof *values, compare_doubles);
     return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
+void cli_checksum(const double *values, size_t count, char text[CLI_CHECKSUM_SIZE])
+{
+    const unsigned long long hash = (unsigned long long)XXH3_64bits(values, count * sizeof *values);
+    snprintf(text, CLI_CHECKSUM_SIZE, "%016llx", hash);
+}
+
+void cli_note_reproducible(const fk_eval *eval, const char *device_name)
+{
+    const char *reason = NULL;
+    const int capable = fk_eval_reproducible(eval, &reason);
+    if (capable == 1)
+        fprintf(stderr, "reproducible: fixed64, correctly rounded divide and sqrt, no contraction, "
+                        "denormals kept: bit-identical on every capable device\n");
+    else if (capable == 0)
+        fprintf(stderr,
+                "forcekit: warning: %s cannot give cross-device bit-identical results: %s; they "
+                "are still deterministic on this device\n",
+                device_name, reason ? reason : "unknown");
 }

@@ -35,8 +35,9 @@ void cli_error(const char *what, const char *format, ...) CLI_PRINTF(2, 3);
  * code. context may be NULL. */
 int cli_report_status(fk_status status, const fk_context *context);
 
-/* Creates a context on the device selector (NULL: $FORCEKIT_DEVICE, else the default device).
- * On failure reports it and returns the exit code with *context NULL. */
+/* Creates a context on the device selector (NULL: $FORCEKIT_DEVICE, else the default device) and
+ * prints its warnings (an ignored corrupt tuning database) on stderr. On failure reports it and
+ * returns the exit code with *context NULL. */
 int cli_open_context(const char *device, fk_context **context);
 
 /* A synthetic system of count particles must fit the device (a float4 per particle) before it is
@@ -60,8 +61,8 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
 #define CLI_UNROLL_NAME_SIZE 16
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
 
-/* Where a variant came from: a stable token for JSON ("default") and words for people
- * ("built-in default"). */
+/* Where a variant came from: a stable token for JSON ("default", "user_db", "shipped_db") and
+ * words for people ("built-in default", "user tuning database"). */
 const char *cli_variant_source_token(fk_variant_source source);
 const char *cli_variant_source_text(fk_variant_source source);
 
@@ -78,5 +79,14 @@ void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE]);
 
 /* Median of values[0..count-1] (sorts them); NaN for count 0. */
 double cli_median(double *values, size_t count);
+
+/* XXH3-64 of the bytes of count doubles, as 16 lowercase hex digits: a fingerprint of results that
+ * must be bit-identical (reproducible mode, across devices). */
+#define CLI_CHECKSUM_SIZE 17
+void cli_checksum(const double *values, size_t count, char text[CLI_CHECKSUM_SIZE]);
+
+/* For an evaluation created with config.reproducible: prints on stderr whether its results can be
+ * bit-identical across devices, and why not. */
+void cli_note_reproducible(const fk_eval *eval, const char *device_name);
 
 #endif

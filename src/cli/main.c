@@ -15,7 +15,10 @@ static const command commands[] = {
     {"devices", cmd_devices, "list the OpenCL devices and their selectors"},
     {"forces", cmd_forces, "compute the forces on the particles of a file once"},
     {"bench", cmd_bench, "time force evaluations of a synthetic system"},
-    {"accuracy", cmd_accuracy, "compare accumulators with the double-precision host reference"},
+    {"accuracy", cmd_accuracy, "compare the accumulators' force error and offset with ref (G)"},
+    {"tune", cmd_tune, "autotune a kernel on the device and store the best in the tuning database"},
+    {"sumtest", cmd_sumtest, "Taufer et al.'s global summation in five representations"},
+    {"doundo", cmd_doundo, "Taufer et al.'s do/undo drift in float, double and composite"},
 };
 
 static void print_usage(FILE *stream)
@@ -33,7 +36,8 @@ static void print_usage(FILE *stream)
             "                (default: $FORCEKIT_DEVICE, else the first GPU, else the first CPU)\n"
             "  --json        print one JSON document on standard output (messages go to stderr)\n"
             "\nenvironment: FORCEKIT_DEVICE, FORCEKIT_KERNEL_DIR, FORCEKIT_CACHE_DIR (off "
-            "disables the\nprogram cache)\n"
+            "disables the\nprogram cache), FORCEKIT_TUNING_DB (the user's tuning database; off "
+            "ignores it)\n"
             "exit codes: 0 success, 1 runtime failure (OpenCL, build, memory), 2 bad usage or "
             "input\n");
 }

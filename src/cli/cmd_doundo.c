@@ -1,0 +1,121 @@
+/* `forcekit doundo`: Taufer et al.'s do/undo programs (Fig. 7-8, Table VI) on the device: one
+ * work-item repeats x = (x * y) / y or x = (x / y) * y with a fresh random y, in float, double and
+ * composite precision, and the drift of x from its start and the time are reported. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "suite.h"
+
+static const char doundo_usage[] =
+    "usage: forcekit doundo [--iterations N] [--seed S] [--device SEL] [--json]\n\n"
+    "Taufer et al.'s do/undo programs on the device: one work-item sets x to a random start, then\n"
+    "N times (default 1000000) draws y and computes x = (x * y) / y (\"mul-div\") or\n"
+    "x = (x / y) * y (\"div-mul\"), in float, double (where the device has fp64) and composite\n"
+    "precision, for the paper's three ranges: x, y in (1, 100); x in (1e5, 1e6), y in (1e-6,\n"
+    "1e-5); x in (1e-6, 1e-5), y in (1e5, 1e6). Exact arithmetic would leave x unchanged: the\n"
+    "drift (x_end - x_start) / x_start is the accumulated rounding. Also the device time.\n\n"
+    "  --iterations N  iterations per run (default 1000000)\n"
+    "  --seed S        seed of the start values and the y sequence (default 1)\n"
+    "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
+    "  --json          print the results as one JSON document on standard output\n";
+
+typedef struct trial {
+    const char *name;
+    float x_low, x_high, y_low, y_high;
+} trial;
+
+static const trial trials[] = {
+    {"x (1, 100), y (1, 100)", 1.0f, 100.0f, 1.0f, 100.0f},
+    {"x (1e5, 1e6), y (1e-6, 1e-5)", 1e5f, 1e6f, 1e-6f, 1e-5f},
+    {"x (1e-6, 1e-5), y (1e5, 1e6)", 1e-6f, 1e-5f, 1e5f, 1e6f},
+};
+
+int cmd_doundo(int argc, char **argv)
+{
+    long long iterations = 1000000, seed = 1;
+    const char *device = NULL;
+    int json = 0, help = 0;
+    cli_option table[] = {
+        {.name = "iterations", .kind = CLI_INT, .value = &iterations, .min = 1, .max = 1e9},
+        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = 4294967295.0},
+        {.name = "device", .kind = CLI_STRING, .value = &device},
+        {.name = "json", .kind = CLI_FLAG, .value = &json},
+        {.name = "help", .kind = CLI_FLAG, .value = &help},
+    };
+    if (cli_parse_options("doundo", argc, argv, table, sizeof table / sizeof table[0]))
+        return CLI_EXIT_USAGE;
+    if (help) {
+        fputs(doundo_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    fk_context *context = NULL;
+    fk_suite *suite = NULL;
+    int code = cli_open_context(device, &context);
+    fk_status status = FK_OK;
+    if (code == CLI_EXIT_OK) {
+        status = fk__suite_open(context, &suite);
+        if (status != FK_OK)
+            code = cli_report_status(status, context);
+    }
+    if (code != CLI_EXIT_OK) {
+        fk_context_destroy(context);
+        return code;
+    }
+    cJSON *document = json ? cJSON_CreateObject() : NULL;
+    cJSON *results = json ? cJSON_AddArrayToObject(document, "results") : NULL;
+    if (json) {
+        cJSON_AddStringToObject(document, "device", fk_context_device(context)->name);
+        cJSON_AddNumberToObject(document, "iterations", (double)iterations);
+        cJSON_AddNumberToObject(document, "seed", (double)seed);
+    } else {
+        printf("do/undo, %lld iterations, seed %lld, on %s\n%-30s %-8s %-10s %14s %12s\n",
+               iterations, seed, fk_context_device(context)->name, "RANGE", "OPS", "REPR", "DRIFT",
+               "SECONDS");
+    }
+    for (size_t t = 0; t < sizeof trials / sizeof trials[0] && status == FK_OK; ++t) {
+        /* the start: a fixed fraction of the range from the seed (the y come from the device) */
+        const double fraction = fmod((double)seed * 0.6180339887498949 + 0.25, 1.0);
+        const float x0 = trials[t].x_low + (float)fraction * (trials[t].x_high - trials[t].x_low);
+        for (int divide_first = 0; divide_first < 2 && status == FK_OK; ++divide_first)
+            for (int r = 0; r < FK_DOUNDO_COUNT && status == FK_OK; ++r) {
+                if (r == FK_DOUNDO_DOUBLE && !fk__suite_has_double(suite))
+                    continue;
+                double final = NAN, seconds = NAN;
+                status = fk__suite_doundo(suite, (fk_doundo_representation)r, x0, trials[t].y_low,
+                                          trials[t].y_high, (uint32_t)seed + (uint32_t)t,
+                                          (int)iterations, divide_first, &final, &seconds);
+                if (status != FK_OK)
+                    break;
+                const double drift = (final - (double)x0) / (double)x0;
+                const char *ops = divide_first ? "div-mul" : "mul-div";
+                const char *name = fk__doundo_name((fk_doundo_representation)r);
+                if (json) {
+                    cJSON *row = cJSON_CreateObject();
+                    cJSON_AddStringToObject(row, "range", trials[t].name);
+                    cJSON_AddStringToObject(row, "ops", ops);
+                    cJSON_AddStringToObject(row, "representation", name);
+                    cli_json_number(row, "x_start", x0);
+                    cli_json_number(row, "x_end", final);
+                    cli_json_number(row, "drift", drift);
+                    cli_json_number(row, "seconds", seconds);
+                    cJSON_AddItemToArray(results, row);
+                } else {
+                    printf("%-30s %-8s %-10s %14.4e %12.4e\n", trials[t].name, ops, name, drift,
+                           seconds);
+                }
+            }
+    }
+    if (status != FK_OK) {
+        code = cli_report_status(status, context);
+        cJSON_Delete(document);
+    } else if (json) {
+        code = cli_print_json(document);
+    }
+    fk__suite_close(suite);
+    fk_context_destroy(context);
+    return code;
+}

@@ -1,0 +1,177 @@
+/* `forcekit sumtest`: Taufer et al.'s global summation (Tables II-V) on the device. 1,000 values of
+ * O(1e6) and O(1e-6) in +/- pairs (the exact sum is 0), summed in six orders by 1, 10, 100 and
+ * 1,000 work-items (each a contiguous slice; the host adds the partial sums in the same
+ * representation), in float, double, composite, ti and fixed64. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "suite.h"
+
+static const char sumtest_usage[] =
+    "usage: forcekit sumtest [--count N] [--seed S] [--device SEL] [--json]\n\n"
+    "Taufer et al.'s global summation on the device: N values (default 1000), half of them\n"
+    "uniform in [1, 1e6), half in [1e-7, 1e-5), each followed by its negative, so the exact sum "
+    "is\n"
+    "0. Six orders (four shuffles, ascending, descending) are summed by 1, 10, 100 and 1000\n"
+    "work-items, each summing a contiguous slice, the host adding the partial sums in the same\n"
+    "representation: float, double (where the device has fp64), composite (Taufer's float2), ti\n"
+    "(Takahashi-Iitaka pair) and fixed64 (64-bit fixed point at a scale from the data).\n"
+    "A printed value is the computed sum; anything but 0 is rounding error.\n\n"
+    "  --count N     values, even, from 2 to 1000000 (default 1000)\n"
+    "  --seed S      seed of the values and shuffles (default 1)\n"
+    "  --device SEL  P:D, a substring of the device name, cpu or gpu\n"
+    "  --json        print the results as one JSON document on standard output\n";
+
+/* splitmix64: a small, seedable generator; the values only need to be reproducible. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double next_uniform(uint64_t *state)
+{
+    return (double)(next_random(state) >> 11) * 0x1p-53;
+}
+
+static int compare_floats(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+enum { SUMTEST_ORDERS = 6, SUMTEST_THREAD_COUNTS = 4 };
+static const char *const order_names[SUMTEST_ORDERS] = {
+    "shuffled (1)", "shuffled (2)", "shuffled (3)", "shuffled (4)", "ascending", "descending"};
+static const size_t thread_counts[SUMTEST_THREAD_COUNTS] = {1, 10, 100, 1000};
+
+/* values in order `order` of the base set (pairs v, -v). */
+static void arrange(const float *base, float *values, size_t count, int order, uint64_t seed)
+{
+    memcpy(values, base, count * sizeof *values);
+    if (order < 4) { /* Fisher-Yates with a seed per shuffle */
+        uint64_t state = seed * 1000003u + (uint64_t)order + 1;
+        for (size_t i = count - 1; i > 0; --i) {
+            const size_t j = (size_t)(next_uniform(&state) * (double)(i + 1));
+            const float t = values[i];
+            values[i] = values[j];
+            values[j] = t;
+        }
+        return;
+    }
+    qsort(values, count, sizeof *values, compare_floats);
+    if (order == 5)
+        for (size_t i = 0; i < count / 2; ++i) {
+            const float t = values[i];
+            values[i] = values[count - 1 - i];
+            values[count - 1 - i] = t;
+        }
+}
+
+int cmd_sumtest(int argc, char **argv)
+{
+    long long count = 1000, seed = 1;
+    const char *device = NULL;
+    int json = 0, help = 0;
+    cli_option table[] = {
+        {.name = "count", .kind = CLI_INT, .value = &count, .min = 2, .max = 1000000},
+        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = CLI_MAX_SEED},
+        {.name = "device", .kind = CLI_STRING, .value = &device},
+        {.name = "json", .kind = CLI_FLAG, .value = &json},
+        {.name = "help", .kind = CLI_FLAG, .value = &help},
+    };
+    if (cli_parse_options("sumtest", argc, argv, table, sizeof table / sizeof table[0]))
+        return CLI_EXIT_USAGE;
+    if (help) {
+        fputs(sumtest_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (count % 2)
+        return cli_usage_error("sumtest", "--count %lld: must be even (values come in +/- pairs)",
+                               count);
+    const size_t n = (size_t)count;
+    float *base = malloc(n * sizeof *base), *values = malloc(n * sizeof *values);
+    fk_context *context = NULL;
+    fk_suite *suite = NULL;
+    int code = base && values ? cli_open_context(device, &context)
+                              : cli_report_status(FK_ERR_HOST_MEMORY, NULL);
+    fk_status status = FK_OK;
+    if (code == CLI_EXIT_OK) {
+        status = fk__suite_open(context, &suite);
+        if (status != FK_OK)
+            code = cli_report_status(status, context);
+    }
+    if (code != CLI_EXIT_OK) {
+        fk_context_destroy(context);
+        free(base);
+        free(values);
+        return code;
+    }
+    uint64_t state = (uint64_t)seed;
+    for (size_t i = 0; i < n; i += 2) {
+        const double u = next_uniform(&state);
+        const float v =
+            (float)(next_uniform(&state) < 0.5 ? 1.0 + u * (1e6 - 1.0) : 1e-7 + u * (1e-5 - 1e-7));
+        base[i] = v;
+        base[i + 1] = -v;
+    }
+
+    cJSON *document = json ? cJSON_CreateObject() : NULL;
+    cJSON *results = json ? cJSON_AddArrayToObject(document, "results") : NULL;
+    if (json) {
+        cJSON_AddStringToObject(document, "device", fk_context_device(context)->name);
+        cJSON_AddNumberToObject(document, "count", (double)n);
+        cJSON_AddNumberToObject(document, "seed", (double)seed);
+        cJSON_AddNumberToObject(document, "exact", 0);
+    } else {
+        printf("global summation of %zu values (+/- pairs, exact sum 0), seed %lld, on %s\n", n,
+               seed, fk_context_device(context)->name);
+    }
+    for (size_t t = 0; t < SUMTEST_THREAD_COUNTS && status == FK_OK; ++t) {
+        const size_t threads = thread_counts[t] < n ? thread_counts[t] : n;
+        if (!json)
+            printf("\n%zu work-item%s\n%-14s %14s %14s %14s %14s %14s\n", threads,
+                   threads == 1 ? "" : "s", "ORDER", "FLOAT", "DOUBLE", "COMPOSITE", "TI",
+                   "FIXED64");
+        for (int order = 0; order < SUMTEST_ORDERS && status == FK_OK; ++order) {
+            arrange(base, values, n, order, (uint64_t)seed);
+            double sums[FK_SUM_COUNT];
+            status = fk__suite_sum(suite, values, n, threads, sums);
+            if (status != FK_OK)
+                break;
+            if (json) {
+                cJSON *row = cJSON_CreateObject();
+                cJSON_AddNumberToObject(row, "threads", (double)threads);
+                cJSON_AddStringToObject(row, "order", order_names[order]);
+                for (int r = 0; r < FK_SUM_COUNT; ++r)
+                    cli_json_number(row, fk__sum_name((fk_sum_representation)r), sums[r]);
+                cJSON_AddItemToArray(results, row);
+            } else {
+                printf("%-14s", order_names[order]);
+                for (int r = 0; r < FK_SUM_COUNT; ++r)
+                    if (isnan(sums[r]))
+                        printf(" %14s", "n/a");
+                    else
+                        printf(" %14.4e", sums[r]);
+                printf("\n");
+            }
+        }
+    }
+    if (status != FK_OK) {
+        code = cli_report_status(status, context);
+        cJSON_Delete(document);
+    } else if (json) {
+        code = cli_print_json(document);
+    }
+    fk__suite_close(suite);
+    fk_context_destroy(context);
+    free(base);
+    free(values);
+    return code;
+}

@@ -1,0 +1,65 @@
+/* The molecular kernels' options shared by `forces` and `bench`: --params, --exclude,
+ * --exclude-mode, --cutoff, --coulomb, --dielectric, --box (SPEC "Physics", "Files"). */
+#ifndef FK_CLI_PHYSICS_H
+#define FK_CLI_PHYSICS_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "forcekit/forcekit.h"
+#include "io.h"
+#include "options.h"
+
+typedef struct cli_physics_options {
+    const char *params, *exclude, *exclude_mode, *dielectric, *box;
+    double cutoff, coulomb; /* NaN when not given (CLI_PHYSICS_OPTIONS_INIT) */
+} cli_physics_options;
+#define CLI_PHYSICS_OPTIONS_INIT                                                                   \
+    {                                                                                              \
+        .cutoff = NAN, .coulomb = NAN                                                              \
+    }
+
+/* Entries for a command's option table. */
+#define CLI_PHYSICS_OPTION_ENTRIES(o)                                                              \
+    {.name = "params", .kind = CLI_STRING, .value = &(o).params},                                  \
+        {.name = "exclude", .kind = CLI_STRING, .value = &(o).exclude},                            \
+        {.name = "exclude-mode", .kind = CLI_STRING, .value = &(o).exclude_mode},                  \
+        {.name = "cutoff", .kind = CLI_DOUBLE, .value = &(o).cutoff, .min = 0, .max = HUGE_VAL},   \
+        {.name = "coulomb",                                                                        \
+         .kind = CLI_DOUBLE,                                                                       \
+         .value = &(o).coulomb,                                                                    \
+         .min = -HUGE_VAL,                                                                         \
+         .max = HUGE_VAL},                                                                         \
+        {.name = "dielectric", .kind = CLI_STRING, .value = &(o).dielectric},                      \
+    {                                                                                              \
+        .name = "box", .kind = CLI_STRING, .value = &(o).box                                       \
+    }
+
+/* Usage text of the options, for --help. */
+extern const char cli_physics_usage[];
+
+/* What the files held, to hand to the evaluation. */
+typedef struct cli_physics_data {
+    fk_pair_table_set table;
+    int has_table;
+    size_t *exclusions;
+    size_t exclusion_count;
+} cli_physics_data;
+
+/* Checks the options against the kernel and fills config's physics fields. Reports usage errors
+ * and returns the exit code (0 when fine). */
+int cli_physics_config(const char *command, const fk_kernel_info *kernel,
+                       const cli_physics_options *options, fk_eval_config *config);
+
+/* Reads --params and --exclude for these particles; sets config->max_exclusions for exclusions
+ * on the fly. Reports errors and returns the exit code. */
+int cli_physics_load(const char *command, const fk_kernel_info *kernel,
+                     const cli_physics_options *options, const fk_particle_set *particles,
+                     fk_eval_config *config, cli_physics_data *data);
+
+/* Hands the table and exclusions to the evaluation. */
+fk_status cli_physics_apply(fk_eval *eval, const cli_physics_data *data);
+
+void cli_physics_data_free(cli_physics_data *data);
+
+#endif

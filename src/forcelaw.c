@@ -1,0 +1,781 @@
+/* The host side of the force laws: their options (validated, defaults applied, packed for the
+ * device), typed pair tables, per-particle auxiliary data, exclusions on the fly (slots in
+ * body_aux) and afterwards (subtracted here in double). The device side is cl/forces/; the data
+ * layout is described in cl/forces/molecular.clh. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Indices of the physics buffer of the molecular laws (cl/forces/molecular.clh FK_PHYS_*). */
+enum {
+    PHYS_CUTOFF2 = 1,
+    PHYS_COULOMB = 2,
+    PHYS_COULOMB_F_RC = 3,
+    PHYS_COULOMB_U_OFFSET = 4,
+    PHYS_BOX = 5,
+    PHYS_INV_BOX = 8,
+    PHYS_SIGMOID = 11
+};
+
+enum { MAX_EXCLUSION_SLOTS = 64, DEFAULT_EXCLUSION_SLOTS = 4 };
+
+static const double default_lj_cutoff = 2.5;
+
+static void say(char *message, size_t size, const char *format, ...) FK_PRINTF(3, 4);
+static void say(char *message, size_t size, const char *format, ...)
+{
+    if (!message || size == 0)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, size, format, args);
+    va_end(args);
+}
+
+static int is_molecular(const fk_kernel_desc *kernel)
+{
+    return kernel->uses_table;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Options */
+
+fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in, fk__physics *out,
+                              char *message, size_t message_size)
+{
+    static const fk_physics none = {0};
+    if (!in)
+        in = &none;
+    memset(out, 0, sizeof *out);
+    const char *name = kernel->info.name;
+    if (!isfinite(in->eps) || in->eps < 0) {
+        say(message, message_size, "softening eps must be finite and >= 0");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(in->cutoff) || in->cutoff < 0) {
+        say(message, message_size, "cutoff must be finite and >= 0 (0: the default)");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(in->coulomb)) {
+        say(message, message_size, "the Coulomb constant must be finite");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    int boxed = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (!isfinite(in->box[k]) || in->box[k] < 0) {
+            say(message, message_size, "box sides must be finite and > 0");
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+        boxed |= in->box[k] > 0;
+    }
+    for (int k = 0; k < 4; ++k)
+        if (!isfinite(in->dielectric[k])) {
+            say(message, message_size, "dielectric parameters must be finite");
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+
+    if (!is_molecular(kernel)) {
+        int dielectric = 0;
+        for (int k = 0; k < 4; ++k)
+            dielectric |= in->dielectric[k] != 0;
+        if (in->cutoff != 0 || in->coulomb != 0 || boxed || dielectric) {
+            say(message, message_size,
+                "%s is a gravity kernel: cutoff, Coulomb, dielectric and box options apply to the "
+                "molecular kernels (ljc_*, lj, buck)",
+                name);
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+        out->eps = in->eps;
+        return FK_OK;
+    }
+
+    if (in->eps != 0) {
+        say(message, message_size, "softening eps applies to the gravity kernels, not to %s", name);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    out->cutoff = in->cutoff;
+    if (kernel->law == FK_LAW_LJ && out->cutoff == 0)
+        out->cutoff = default_lj_cutoff;
+    out->shifted = out->cutoff > 0;
+    out->coulomb = in->coulomb != 0 ? in->coulomb : 1.0;
+    switch (kernel->law) {
+    case FK_LAW_LJC_CONSTANT:
+    case FK_LAW_LJC_LINEAR:
+        if (in->dielectric[0] < 0 || in->dielectric[1] != 0 || in->dielectric[2] != 0 ||
+            in->dielectric[3] != 0) {
+            say(message, message_size, "%s takes one dielectric parameter (%s), > 0", name,
+                kernel->law == FK_LAW_LJC_CONSTANT ? "D0" : "s in D = s r");
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+        out->dielectric[0] = in->dielectric[0] != 0 ? in->dielectric[0] : 1.0;
+        break;
+    case FK_LAW_LJC_SIGMOIDAL:
+        memcpy(out->dielectric, in->dielectric, sizeof out->dielectric);
+        break;
+    default:
+        for (int k = 0; k < 4; ++k)
+            if (in->dielectric[k] != 0) {
+                say(message, message_size, "%s has no dielectric parameters", name);
+                return FK_ERR_INVALID_ARGUMENT;
+            }
+        break;
+    }
+    if (boxed) {
+        for (int k = 0; k < 3; ++k)
+            if (!(in->box[k] > 0)) {
+                say(message, message_size, "a periodic box needs three sides > 0");
+                return FK_ERR_INVALID_ARGUMENT;
+            }
+        double shortest = fmin(in->box[0], fmin(in->box[1], in->box[2]));
+        if (!out->shifted) {
+            say(message, message_size,
+                "a periodic box needs a cutoff for %s (at most half the shortest side, %g)", name,
+                0.5 * shortest);
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+        if (out->cutoff > 0.5 * shortest) {
+            say(message, message_size,
+                "cutoff %g exceeds half the shortest box side (%g): the minimum image would "
+                "miss pairs",
+                out->cutoff, 0.5 * shortest);
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+        memcpy(out->box, in->box, sizeof out->box);
+        out->periodic = 1;
+    }
+    return FK_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Pair parameters */
+
+static fk_status check_pair_values(const fk_kernel_desc *kernel, const double *v, size_t a,
+                                   size_t b, char *message, size_t size)
+{
+    for (unsigned p = 0; p < kernel->info.pair_parameters; ++p)
+        if (!isfinite(v[p])) {
+            say(message, size, "pair table: type pair (%zu, %zu): parameter %u is %g", a, b, p + 1,
+                v[p]);
+            return FK_ERR_INVALID_INPUT;
+        }
+    if (kernel->law == FK_LAW_BUCK) {
+        if (v[0] < 0 || !(v[1] > 0) || v[2] < 0) {
+            say(message, size,
+                "pair table: type pair (%zu, %zu): A = %g, rho = %g, C = %g; need A >= 0, "
+                "rho > 0, C >= 0",
+                a, b, v[0], v[1], v[2]);
+            return FK_ERR_INVALID_INPUT;
+        }
+        if (v[0] > FLT_MAX || 1.0 / v[1] > FLT_MAX || v[2] > FLT_MAX) {
+            say(message, size, "pair table: type pair (%zu, %zu): parameters out of float range", a,
+                b);
+            return FK_ERR_INVALID_INPUT;
+        }
+        return FK_OK;
+    }
+    if (v[0] < 0 || v[1] < 0) {
+        say(message, size,
+            "pair table: type pair (%zu, %zu): epsilon = %g, sigma = %g; both must be >= 0", a, b,
+            v[0], v[1]);
+        return FK_ERR_INVALID_INPUT;
+    }
+    if (4.0 * v[0] * pow(v[1], 12) > FLT_MAX) {
+        say(message, size,
+            "pair table: type pair (%zu, %zu): 4 epsilon sigma^12 = %g exceeds single precision", a,
+            b, 4.0 * v[0] * pow(v[1], 12));
+        return FK_ERR_INVALID_INPUT;
+    }
+    return FK_OK;
+}
+
+fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table *table,
+                               fk__pair_params *out, char *message, size_t message_size)
+{
+    memset(out, 0, sizeof *out);
+    const unsigned parameters = kernel->info.pair_parameters;
+    if (!is_molecular(kernel) || parameters == 0) {
+        say(message, message_size, "%s takes no pair table", kernel->info.name);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    static const double default_lj[2] = {1.0, 1.0};        /* epsilon, sigma (SPEC) */
+    static const double default_buck[3] = {1.0, 1.0, 1.0}; /* A, rho, C */
+    fk_pair_table fallback = {.types = 1,
+                              .values = kernel->law == FK_LAW_BUCK ? default_buck : default_lj};
+    if (!table)
+        table = &fallback;
+    const size_t types = table->types;
+    if (types == 0 || types > FK_MAX_PAIR_TYPES || !table->values) {
+        say(message, message_size, "pair table: %zu types (1 to %d, with values)", types,
+            FK_MAX_PAIR_TYPES);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    const size_t pairs = types * types;
+    out->values = malloc(pairs * parameters * sizeof *out->values);
+    out->present = malloc(pairs);
+    if (!out->values || !out->present) {
+        fk__pair_params_free(out);
+        return FK_ERR_HOST_MEMORY;
+    }
+    out->types = types;
+    out->parameters = parameters;
+    for (size_t a = 0; a < types; ++a)
+        for (size_t b = 0; b < types; ++b) {
+            const size_t ab = a * types + b, ba = b * types + a;
+            const int present = table->present ? table->present[ab] != 0 : 1;
+            out->present[ab] = (unsigned char)present;
+            const double *v = table->values + ab * parameters;
+            memcpy(out->values + ab * parameters, v, parameters * sizeof *v);
+            if (!present)
+                continue;
+            fk_status status = check_pair_values(kernel, v, a, b, message, message_size);
+            if (status == FK_OK && b < a &&
+                ((table->present && !table->present[ba]) ||
+                 memcmp(v, table->values + ba * parameters, parameters * sizeof *v) != 0)) {
+                say(message, message_size,
+                    "pair table: type pair (%zu, %zu) differs from (%zu, %zu); pairs are "
+                    "symmetric",
+                    a, b, b, a);
+                status = FK_ERR_INVALID_INPUT;
+            }
+            if (status != FK_OK) {
+                fk__pair_params_free(out);
+                return status;
+            }
+        }
+    return FK_OK;
+}
+
+void fk__pair_params_free(fk__pair_params *params)
+{
+    free(params->values);
+    free(params->present);
+    memset(params, 0, sizeof *params);
+}
+
+fk_status fk__pair_params_check_types(const fk__pair_params *params, const fk_particles *particles,
+                                      char *message, size_t message_size)
+{
+    const size_t types = params->types, n = particles->count;
+    size_t *first = malloc(types * sizeof *first); /* a particle of each type, or n */
+    size_t *second = malloc(types * sizeof *second);
+    if (!first || !second) {
+        free(first);
+        free(second);
+        return FK_ERR_HOST_MEMORY;
+    }
+    for (size_t t = 0; t < types; ++t)
+        first[t] = second[t] = n;
+    fk_status status = FK_OK;
+    for (size_t i = 0; i < n && status == FK_OK; ++i) {
+        const int type = particles->type ? particles->type[i] : 0;
+        if (type < 0 || (size_t)type >= types) {
+            say(message, message_size,
+                "particle %zu has type %d; the pair table has types 0 to %zu (without one: "
+                "type 0 only)",
+                i, type, types - 1);
+            status = FK_ERR_INVALID_INPUT;
+        } else if (first[type] == n) {
+            first[type] = i;
+        } else if (second[type] == n) {
+            second[type] = i;
+        }
+    }
+    /* A pair (a, b) is used when particles of both types exist (two of them for a == b). */
+    for (size_t a = 0; a < types && status == FK_OK; ++a)
+        for (size_t b = a; b < types && status == FK_OK; ++b) {
+            const size_t other = a == b ? second[a] : first[b];
+            if (first[a] == n || other == n || params->present[a * types + b])
+                continue;
+            say(message, message_size,
+                "no pair parameters for types (%zu, %zu), which particles %zu and %zu have", a, b,
+                first[a] < other ? first[a] : other, first[a] < other ? other : first[a]);
+            status = FK_ERR_INVALID_INPUT;
+        }
+    free(first);
+    free(second);
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The pair functions in double */
+
+void fk__pair_function(const fk_kernel_desc *kernel, const fk__physics *physics, const double *pair,
+                       double qq, double r, double *force, double *energy)
+{
+    double f = 0, u = 0;
+    const double k = physics->coulomb;
+    if (kernel->law == FK_LAW_BUCK) {
+        const double born_mayer = pair[0] * exp(-r / pair[1]);
+        const double r6 = r * r * r * r * r * r;
+        f = born_mayer / pair[1] - 6.0 * pair[2] / (r6 * r) + k * qq / (r * r);
+        u = born_mayer - pair[2] / r6 + k * qq / r;
+    } else {
+        const double sr = pair[1] / r, sr2 = sr * sr, sr6 = sr2 * sr2 * sr2;
+        f = 4.0 * pair[0] * (12.0 * sr6 * sr6 - 6.0 * sr6) / r;
+        u = 4.0 * pair[0] * (sr6 * sr6 - sr6);
+        switch (kernel->law) {
+        case FK_LAW_LJC_CONSTANT:
+            u += k * qq / (physics->dielectric[0] * r);
+            f += k * qq / (physics->dielectric[0] * r * r);
+            break;
+        case FK_LAW_LJC_LINEAR: /* U = k q q / (s r^2) */
+            u += k * qq / (physics->dielectric[0] * r * r);
+            f += 2.0 * k * qq / (physics->dielectric[0] * r * r * r);
+            break;
+        case FK_LAW_LJC_SIGMOIDAL: { /* U = k q q / (zeta(r) r), zeta = exp(P(r)) */
+            const double *s = physics->dielectric;
+            const double p = s[0] * r * r * r + s[1] * r * r + s[2] * r + s[3];
+            const double dp = 3.0 * s[0] * r * r + 2.0 * s[1] * r + s[2];
+            const double coulomb = k * qq * exp(-p) / r;
+            u += coulomb;
+            f += coulomb * (1.0 / r + dp);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    *force = f;
+    *energy = u;
+}
+
+void fk__pair_function_shifted(const fk_kernel_desc *kernel, const fk__physics *physics,
+                               const double *pair, double qq, double r, double *force,
+                               double *energy)
+{
+    if (!physics->shifted) {
+        fk__pair_function(kernel, physics, pair, qq, r, force, energy);
+        return;
+    }
+    if (r >= physics->cutoff) {
+        *force = *energy = 0;
+        return;
+    }
+    /* van Meel et al. eq. 3, and the potential it is the gradient of. */
+    const double rc = physics->cutoff;
+    double f, u, f_rc, u_rc;
+    fk__pair_function(kernel, physics, pair, qq, r, &f, &u);
+    fk__pair_function(kernel, physics, pair, qq, rc, &f_rc, &u_rc);
+    *force = f - f_rc;
+    *energy = u - u_rc + (r - rc) * f_rc;
+}
+
+void fk__minimum_image(const fk__physics *physics, double d[3])
+{
+    if (!physics->periodic)
+        return;
+    for (int k = 0; k < 3; ++k)
+        d[k] -= physics->box[k] * nearbyint(d[k] / physics->box[k]);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Exclusions */
+
+static int compare_pairs(const void *a, const void *b)
+{
+    const size_t *p = a, *q = b;
+    if (p[0] != q[0])
+        return p[0] < q[0] ? -1 : 1;
+    if (p[1] != q[1])
+        return p[1] < q[1] ? -1 : 1;
+    return 0;
+}
+
+fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **normalized,
+                                   size_t *unique, char *message, size_t message_size)
+{
+    *normalized = NULL;
+    *unique = 0;
+    if (count == 0)
+        return FK_OK;
+    if (!pairs || count > SIZE_MAX / (2 * sizeof(size_t)))
+        return FK_ERR_INVALID_ARGUMENT;
+    size_t *sorted = malloc(2 * count * sizeof *sorted);
+    if (!sorted)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t e = 0; e < count; ++e) {
+        size_t i = pairs[2 * e], j = pairs[2 * e + 1];
+        if (i == j) {
+            say(message, message_size, "exclusion %zu excludes particle %zu from itself", e, i);
+            free(sorted);
+            return FK_ERR_INVALID_INPUT;
+        }
+        sorted[2 * e] = i < j ? i : j;
+        sorted[2 * e + 1] = i < j ? j : i;
+    }
+    qsort(sorted, count, 2 * sizeof *sorted, compare_pairs);
+    size_t kept = 0;
+    for (size_t e = 0; e < count; ++e)
+        if (kept == 0 || compare_pairs(sorted + 2 * e, sorted + 2 * (kept - 1)) != 0) {
+            sorted[2 * kept] = sorted[2 * e];
+            sorted[2 * kept + 1] = sorted[2 * e + 1];
+            ++kept;
+        }
+    *normalized = sorted;
+    *unique = kept;
+    return FK_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Evaluations */
+
+fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
+                               const fk_eval_config *config, fk__forcelaw_state *state,
+                               float physics[FK__PHYSICS_FLOATS], char *options,
+                               size_t options_size)
+{
+    memset(state, 0, sizeof *state);
+    options[0] = '\0';
+    char message[512] = "";
+    fk_physics in = {.eps = config->eps, .cutoff = config->cutoff, .coulomb = config->coulomb};
+    memcpy(in.dielectric, config->dielectric, sizeof in.dielectric);
+    memcpy(in.box, config->box, sizeof in.box);
+    fk_status status = fk__physics_resolve(kernel, &in, &state->physics, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+    if (config->exclusion_mode != FK_EXCLUDE_AFTERWARDS &&
+        config->exclusion_mode != FK_EXCLUDE_ON_THE_FLY)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown exclusion mode %d",
+                        config->exclusion_mode);
+    if (config->max_exclusions < 0 || config->max_exclusions > MAX_EXCLUSION_SLOTS)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "max_exclusions %d is outside 0..%d",
+                        config->max_exclusions, MAX_EXCLUSION_SLOTS);
+    state->exclusion_mode = config->exclusion_mode;
+    if (!is_molecular(kernel)) {
+        physics[0] = (float)(config->eps * config->eps);
+        return FK_OK;
+    }
+    if (config->exclusion_mode == FK_EXCLUDE_ON_THE_FLY) {
+        unsigned slots =
+            config->max_exclusions ? (unsigned)config->max_exclusions : DEFAULT_EXCLUSION_SLOTS;
+        state->exclusion_slots = (slots + 3u) / 4u * 4u; /* read as int4 */
+    }
+
+    const fk__physics *p = &state->physics;
+    for (int k = 0; k < FK__PHYSICS_FLOATS; ++k)
+        physics[k] = 0.0f;
+    physics[PHYS_CUTOFF2] = p->shifted ? (float)(p->cutoff * p->cutoff) : FLT_MAX;
+    switch (kernel->law) {
+    case FK_LAW_LJC_CONSTANT:
+    case FK_LAW_LJC_LINEAR:
+        physics[PHYS_COULOMB] = (float)(p->coulomb / p->dielectric[0]);
+        break;
+    case FK_LAW_LJC_SIGMOIDAL:
+        for (int k = 0; k < 4; ++k)
+            physics[PHYS_SIGMOID + k] = (float)p->dielectric[k];
+        physics[PHYS_COULOMB] = (float)p->coulomb;
+        break;
+    default:
+        physics[PHYS_COULOMB] = (float)p->coulomb;
+        break;
+    }
+    if (p->shifted && kernel->law != FK_LAW_LJ) {
+        /* The Coulomb part's shift per unit q_i q_j: the pair function without its short-range
+         * part (zero LJ / Born-Mayer parameters) at rc. */
+        static const double no_short_range[3] = {0.0, 1.0, 0.0};
+        static const double no_lj[2] = {0.0, 0.0};
+        const double *zero = kernel->law == FK_LAW_BUCK ? no_short_range : no_lj;
+        double f_rc, u_rc;
+        fk__pair_function(kernel, p, zero, 1.0, p->cutoff, &f_rc, &u_rc);
+        physics[PHYS_COULOMB_F_RC] = (float)f_rc;
+        physics[PHYS_COULOMB_U_OFFSET] = (float)(u_rc + p->cutoff * f_rc);
+    }
+    if (p->periodic)
+        for (int k = 0; k < 3; ++k) {
+            physics[PHYS_BOX + k] = (float)p->box[k];
+            physics[PHYS_INV_BOX + k] = (float)(1.0 / p->box[k]);
+        }
+    snprintf(options, options_size, "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u",
+             p->periodic, p->shifted, state->exclusion_slots);
+    return FK_OK;
+}
+
+void fk__forcelaw_state_free(fk__forcelaw_state *state)
+{
+    fk__pair_params_free(&state->pairs);
+    free(state->exclusions);
+    free(state->positions);
+    free(state->charges);
+    free(state->types);
+    memset(state, 0, sizeof *state);
+}
+
+fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
+                             fk__forcelaw_state *state, float **table, size_t *bytes)
+{
+    *table = NULL;
+    *bytes = 0;
+    if (state->pairs.types == 0) {
+        char message[256] = "";
+        fk_status status =
+            fk__pair_params_copy(kernel, NULL, &state->pairs, message, sizeof message);
+        if (status != FK_OK)
+            return fk__fail(context, status, "%s", message);
+    }
+    const fk__pair_params *params = &state->pairs;
+    const size_t pairs = params->types * params->types, stride = kernel->table_stride;
+    float *values = calloc(pairs * stride, sizeof *values);
+    if (!values)
+        return FK_ERR_HOST_MEMORY;
+    /* The short-range part alone (no charges) gives the table's shift entries. */
+    fk__physics short_range = state->physics;
+    for (size_t ab = 0; ab < pairs; ++ab) {
+        if (!params->present[ab])
+            continue; /* never used: fk__pair_params_check_types rejects such particles */
+        const double *v = params->values + ab * params->parameters;
+        float *entry = values + ab * stride;
+        size_t shift = 2;
+        if (kernel->law == FK_LAW_BUCK) {
+            entry[0] = (float)v[0];
+            entry[1] = (float)(1.0 / v[1]);
+            entry[2] = (float)v[2];
+            shift = 3;
+        } else {
+            entry[0] = (float)(4.0 * v[0] * pow(v[1], 12));
+            entry[1] = (float)(4.0 * v[0] * pow(v[1], 6));
+        }
+        if (short_range.shifted) {
+            double f_rc, u_rc;
+            fk__pair_function(kernel, &short_range, v, 0.0, short_range.cutoff, &f_rc, &u_rc);
+            entry[shift] = (float)f_rc;
+            entry[shift + 1] = (float)(u_rc + short_range.cutoff * f_rc);
+        }
+    }
+    *table = values;
+    *bytes = pairs * stride * sizeof *values;
+    return FK_OK;
+}
+
+/* Lexicographic order of (wrapped) float positions: coincident particles become neighbours. */
+static const float *sort_keys;
+static int compare_keys(const void *a, const void *b)
+{
+    const float *p = sort_keys + 3 * (size_t)(*(const size_t *)a);
+    const float *q = sort_keys + 3 * (size_t)(*(const size_t *)b);
+    for (int k = 0; k < 3; ++k)
+        if (p[k] != q[k])
+            return p[k] < q[k] ? -1 : 1;
+    return 0;
+}
+
+/* Two particles at the same single-precision position (in a periodic box: the same position
+ * modulo the box) have an infinite pair force: a user error, named. O(N log N). */
+static fk_status check_coincident(fk_context *context, const fk__physics *physics,
+                                  const float *body, size_t n)
+{
+    if (n < 2)
+        return FK_OK;
+    float *keys = malloc(3 * n * sizeof *keys);
+    size_t *order = malloc(n * sizeof *order);
+    if (!keys || !order) {
+        free(keys);
+        free(order);
+        return FK_ERR_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        order[i] = i;
+        for (int k = 0; k < 3; ++k) {
+            double x = (double)body[4 * i + (size_t)k];
+            if (physics->periodic) {
+                const double side = (double)(float)physics->box[k];
+                x -= side * floor(x / side);
+                if (x >= side)
+                    x -= side;
+            }
+            keys[3 * i + (size_t)k] = (float)x;
+        }
+    }
+    sort_keys = keys;
+    qsort(order, n, sizeof *order, compare_keys);
+    fk_status status = FK_OK;
+    for (size_t k = 1; k < n; ++k)
+        if (compare_keys(&order[k - 1], &order[k]) == 0) {
+            const size_t a = order[k - 1] < order[k] ? order[k - 1] : order[k];
+            const size_t b = order[k - 1] < order[k] ? order[k] : order[k - 1];
+            status = fk__fail(context, FK_ERR_INVALID_INPUT,
+                              "particles %zu and %zu are at the same position (%g, %g, %g)%s: "
+                              "their pair force is infinite",
+                              a, b, (double)body[4 * a], (double)body[4 * a + 1],
+                              (double)body[4 * a + 2], physics->periodic ? " modulo the box" : "");
+            break;
+        }
+    free(keys);
+    free(order);
+    return status;
+}
+
+/* body_aux of the molecular laws: an int4 record per particle (cl/forces/molecular.clh), then with
+ * exclusions on the fly exclusion_slots partner indices per particle, -1 where unused. */
+static fk_status molecular_aux(fk_context *context, const fk_kernel_desc *kernel,
+                               const fk__forcelaw_state *state, const fk_particles *particles,
+                               void **aux, size_t *aux_bytes)
+{
+    const size_t n = particles->count, slots = state->exclusion_slots;
+    const size_t records = n + n * slots / 4;
+    int32_t *data = malloc(records * 4 * sizeof *data);
+    if (!data)
+        return FK_ERR_HOST_MEMORY;
+    const size_t stride = kernel->table_stride, types = state->pairs.types;
+    for (size_t i = 0; i < n; ++i) {
+        const size_t type = particles->type ? (size_t)particles->type[i] : 0;
+        data[4 * i] = (int32_t)(type * stride);
+        data[4 * i + 1] = (int32_t)(type * types * stride);
+        data[4 * i + 2] = (int32_t)(n + i * slots / 4);
+        data[4 * i + 3] = 0;
+    }
+    if (slots) {
+        int32_t *partners = data + 4 * n;
+        for (size_t s = 0; s < n * slots; ++s)
+            partners[s] = -1;
+        size_t *used = calloc(n, sizeof *used);
+        if (!used) {
+            free(data);
+            return FK_ERR_HOST_MEMORY;
+        }
+        for (size_t e = 0; e < state->exclusion_count; ++e)
+            for (int side = 0; side < 2; ++side) {
+                const size_t i = state->exclusions[2 * e + (size_t)side];
+                const size_t j = state->exclusions[2 * e + 1 - (size_t)side];
+                if (used[i] == slots) {
+                    free(used);
+                    free(data);
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "particle %zu has more than %zu exclusions, the most the "
+                                    "on-the-fly kernel was built for "
+                                    "(fk_eval_config.max_exclusions)",
+                                    i, slots);
+                }
+                partners[i * slots + used[i]++] = (int32_t)j;
+            }
+        free(used);
+    }
+    *aux = data;
+    *aux_bytes = records * 4 * sizeof *data;
+    return FK_OK;
+}
+
+fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
+                                 fk__forcelaw_state *state, const fk_particles *particles,
+                                 float *body, void **aux, size_t *aux_bytes)
+{
+    *aux = NULL;
+    *aux_bytes = 0;
+    const size_t n = particles->count;
+    if (kernel->law == FK_LAW_GAJ) {
+        if (!particles->velocity)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
+        float *velocity = malloc(4 * n * sizeof *velocity);
+        if (!velocity)
+            return FK_ERR_HOST_MEMORY;
+        for (size_t i = 0; i < n; ++i) {
+            for (int k = 0; k < 3; ++k) {
+                const double v = particles->velocity[3 * i + (size_t)k];
+                if (!isfinite(v) || fabs(v) > FLT_MAX) {
+                    free(velocity);
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "particle %zu: velocity %d is %g (not a finite float)", i, k,
+                                    v);
+                }
+                velocity[4 * i + (size_t)k] = (float)v;
+            }
+            velocity[4 * i + 3] = 0.0f;
+        }
+        *aux = velocity;
+        *aux_bytes = 4 * n * sizeof *velocity;
+        return FK_OK;
+    }
+    if (!is_molecular(kernel)) {
+        if (state->exclusion_count)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "exclusions apply to the molecular kernels");
+        return FK_OK;
+    }
+
+    char message[512] = "";
+    if (state->pairs.types == 0) {
+        fk_status status =
+            fk__pair_params_copy(kernel, NULL, &state->pairs, message, sizeof message);
+        if (status != FK_OK)
+            return fk__fail(context, status, "%s", message);
+    }
+    fk_status status =
+        fk__pair_params_check_types(&state->pairs, particles, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+    for (size_t e = 0; e < state->exclusion_count; ++e)
+        if (state->exclusions[2 * e + 1] >= n)
+            return fk__fail(context, FK_ERR_INVALID_INPUT,
+                            "exclusion (%zu, %zu): particle %zu does not exist (N = %zu)",
+                            state->exclusions[2 * e], state->exclusions[2 * e + 1],
+                            state->exclusions[2 * e + 1], n);
+    if (kernel->law == FK_LAW_LJ)
+        for (size_t i = 0; i < n; ++i)
+            body[4 * i + 3] = 0.0f; /* no charges: the lane is unused */
+    status = check_coincident(context, &state->physics, body, n);
+    if (status != FK_OK)
+        return status;
+    status = molecular_aux(context, kernel, state, particles, aux, aux_bytes);
+    if (status != FK_OK)
+        return status;
+
+    /* Exclude afterwards needs the particles as the device has them. */
+    free(state->positions);
+    free(state->charges);
+    free(state->types);
+    state->positions = state->charges = NULL;
+    state->types = NULL;
+    state->count = 0;
+    if (state->exclusion_mode == FK_EXCLUDE_AFTERWARDS && state->exclusion_count) {
+        state->positions = malloc(3 * n * sizeof *state->positions);
+        state->charges = malloc(n * sizeof *state->charges);
+        state->types = malloc(n * sizeof *state->types);
+        if (!state->positions || !state->charges || !state->types) {
+            free(*aux);
+            *aux = NULL;
+            return FK_ERR_HOST_MEMORY;
+        }
+        for (size_t i = 0; i < n; ++i) {
+            for (int k = 0; k < 3; ++k)
+                state->positions[3 * i + (size_t)k] = (double)body[4 * i + (size_t)k];
+            state->charges[i] = (double)body[4 * i + 3];
+            state->types[i] = particles->type ? particles->type[i] : 0;
+        }
+        state->count = n;
+    }
+    return FK_OK;
+}
+
+void fk__forcelaw_subtract_exclusions(const fk_kernel_desc *kernel, const fk__forcelaw_state *state,
+                                      double *forces, double *potentials)
+{
+    if (state->exclusion_mode != FK_EXCLUDE_AFTERWARDS || !state->positions)
+        return;
+    const fk__pair_params *params = &state->pairs;
+    for (size_t e = 0; e < state->exclusion_count; ++e) {
+        const size_t i = state->exclusions[2 * e], j = state->exclusions[2 * e + 1];
+        double d[3];
+        for (int k = 0; k < 3; ++k)
+            d[k] = state->positions[3 * i + (size_t)k] - state->positions[3 * j + (size_t)k];
+        fk__minimum_image(&state->physics, d);
+        const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        const size_t pair = (size_t)state->types[i] * params->types + (size_t)state->types[j];
+        double f, u;
+        fk__pair_function_shifted(kernel, &state->physics,
+                                  params->values + pair * params->parameters,
+                                  state->charges[i] * state->charges[j], r, &f, &u);
+        if (forces)
+            for (int k = 0; k < 3; ++k) {
+                forces[3 * i + (size_t)k] -= f / r * d[k];
+                forces[3 * j + (size_t)k] += f / r * d[k];
+            }
+        if (potentials) {
+            potentials[i] -= 0.5 * u;
+            potentials[j] -= 0.5 * u;
+        }
+    }
+}

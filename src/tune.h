@@ -1,0 +1,100 @@
+/* The tuning database (tune_db.c) and the autotuner (tune.c): what the rest of the library and the
+ * tests see. Not installed. */
+#ifndef FK_TUNE_H
+#define FK_TUNE_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+/* Database keys of one device, after normalisation (CLBlast's hierarchy: vendor, architecture,
+ * device name; each level of an entry may be "default"). */
+typedef struct fk_tuning_identity {
+    char type[16];          /* "cpu", "gpu", "accelerator", "other" */
+    char vendor[128];       /* aliases folded: "NVIDIA", "AMD", "Intel", else as the device says */
+    char architecture[128]; /* "SM9.0", "gfx90a", POCL's LLVM CPU ("skylake-avx512"); "" unknown */
+    char device[256];       /* the name with POCL's "pthread-"/"cpu-" prefix stripped */
+} fk_tuning_identity;
+
+/* What an identity is computed from, so that tests need no device. nv_major < 0: no
+ * cl_nv_device_attribute_query. board_name: CL_DEVICE_BOARD_NAME_AMD or NULL. */
+typedef struct fk_tuning_device_facts {
+    const char *vendor, *name, *platform_name, *board_name;
+    fk_device_type type;
+    int nv_major, nv_minor;
+} fk_tuning_device_facts;
+
+void fk__tuning_identity_from(const fk_tuning_device_facts *facts, fk_tuning_identity *identity);
+/* Queries the device's extensions and computes its identity. */
+void fk__tuning_identity_query(cl_platform_id platform, cl_device_id device,
+                               const fk_device_info *info, fk_tuning_identity *identity);
+/* Strips POCL's prefixes and folds runs of white space: "pthread-skylake-avx512-AMD EPYC" and
+ * "cpu-skylake-avx512-AMD EPYC" are one device. */
+void fk__tuning_normalise_name(const char *name, char *out, size_t size);
+const char *fk__tuning_normalise_vendor(const char *vendor);
+
+/* One entry: a tuned (or measured) variant for a device, kernel, accumulator and N bucket. */
+typedef struct fk_tuning_entry {
+    char type[16], vendor[128], architecture[128], device[256];
+    char kernel[64], accum[64];
+    size_t n;
+    int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
+    fk_variant_source origin; /* FK_VARIANT_USER_DB or FK_VARIANT_SHIPPED_DB */
+} fk_tuning_entry;
+
+/* The databases a context reads, loaded once at context creation. */
+typedef struct fk_tuning_db {
+    fk_tuning_identity identity;
+    fk_tuning_entry *entries; /* user entries first; shipped ones with the same key are dropped */
+    size_t count;
+    char *user_path;    /* NULL when off or no home directory */
+    char *shipped_path; /* NULL when off or not found */
+} fk_tuning_db;
+
+/* Resolves the database paths (configured, then the environment, then the defaults). Returns a
+ * malloc'ed path, or NULL when the database is switched off ("off") or cannot be placed. */
+char *fk__tuning_user_path(const char *configured);
+char *fk__tuning_shipped_path(void);
+
+/* Loads both databases for a device. A missing file is no entry; a corrupt one is ignored with a
+ * line appended to *warnings (malloc'ed text, may be NULL on entry). Never fails but for memory. */
+fk_status fk__tuning_db_load(const fk_tuning_identity *identity, const char *user_path,
+                             const char *shipped_path, fk_tuning_db **db, char **warnings);
+void fk__tuning_db_free(fk_tuning_db *db);
+/* Loads the context's databases (fk_context_create calls it; the tuner again after writing). */
+void fk__tuning_context_load(fk_context *context);
+
+/* The best entry for kernel, accumulator and N (0: unknown, the largest N is preferred): the most
+ * specific device match first (vendor, then architecture, then device name; "default" matches
+ * anything), then the nearest N bucket. NULL when nothing matches. */
+const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *kernel,
+                                         const char *accum, size_t n);
+
+/* Adds or replaces (same device keys, kernel, accumulator and n) entries in the database file at
+ * path, written to a temporary file and renamed. extra holds one JSON object per entry with more
+ * keys to store (timings, provenance); NULL for none. A corrupt file is moved aside to path.bad
+ * (with a warning) rather than overwritten. Returns FK_OK or FK_ERR_IO with message filled. */
+fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
+                              const char *const *extra_json, size_t count, char **warnings,
+                              char *message, size_t message_size);
+
+/* Appends a line to a malloc'ed warnings text. */
+void fk__warn(char **warnings, const char *format, ...) FK_PRINTF(2, 3);
+
+/* Writes text to path through a temporary file in the same directory and a rename, creating the
+ * directory; 0 on success. */
+int fk__write_file_atomic(const char *path, const char *text);
+
+/* The resume file of the tuner: the user database's path + ".resume". */
+char *fk__tuning_resume_path(const char *database_path);
+/* Its key for one run: device keys, kernel, accumulator and bucket. */
+void fk__tuning_resume_key(const fk_tuning_identity *identity, const char *kernel,
+                           const char *accum, size_t bucket, char *key, size_t size);
+
+/* Used by plan.c: sets the j-split the next set_particles applies (tuner), and the tuned split of
+ * a database entry, applied only while N stays in the entry's bucket. */
+void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
+/* The built-in default variant for a device (plan.c): the tuner's untuned baseline. */
+void fk__builtin_variant(const fk_device_info *device, fk_variant *variant);
+
+#endif

@@ -1,0 +1,717 @@
+/*
+ * The tuning database and the autotuner: device keys and their normalisation, lookup fallbacks at
+ * each level, the nearest N bucket, user entries over shipped ones, corrupt files (a warning, never
+ * an error), fk_eval_create taking its variant from the database, a variant with a deliberately
+ * wrong result rejected before it is timed, resuming an interrupted run, and a tiny budget.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "forcekit/forcekit.h"
+#include "test_support.h"
+#include "tune.h"
+
+static char *work_dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    work_dir = fk_test_make_temp_dir("fk-tune");
+    return work_dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fk_test_remove_tree(work_dir);
+    free(work_dir);
+    return 0;
+}
+
+static char *path_in_work(const char *name)
+{
+    size_t size = strlen(work_dir) + strlen(name) + 2;
+    char *path = malloc(size);
+    assert_non_null(path);
+    snprintf(path, size, "%s/%s", work_dir, name);
+    return path;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    assert_int_equal(fk_test_write_file(path, text, strlen(text)), 0);
+}
+
+/* ---- device keys ----------------------------------------------------------------------------- */
+
+static void test_name_normalisation(void **state)
+{
+    (void)state;
+    char a[256], b[256];
+    fk__tuning_normalise_name("pthread-skylake-avx512-AMD EPYC", a, sizeof a);
+    fk__tuning_normalise_name("cpu-skylake-avx512-AMD EPYC", b, sizeof b);
+    assert_string_equal(a, "skylake-avx512-AMD EPYC");
+    assert_string_equal(a, b);
+    fk__tuning_normalise_name("  NVIDIA   H200 \t", a, sizeof a);
+    assert_string_equal(a, "NVIDIA H200");
+    assert_string_equal(fk__tuning_normalise_vendor("NVIDIA Corporation"), "NVIDIA");
+    assert_string_equal(fk__tuning_normalise_vendor("Advanced Micro Devices, Inc."), "AMD");
+    assert_string_equal(fk__tuning_normalise_vendor("AuthenticAMD"), "AMD");
+    assert_string_equal(fk__tuning_normalise_vendor("GenuineIntel"), "Intel");
+    assert_string_equal(fk__tuning_normalise_vendor("Intel(R) Corporation"), "Intel");
+    assert_string_equal(fk__tuning_normalise_vendor("Imagination"), "Imagination");
+}
+
+static void test_identity(void **state)
+{
+    (void)state;
+    fk_tuning_identity id;
+    fk_tuning_device_facts nvidia = {.vendor = "NVIDIA Corporation",
+                                     .name = "NVIDIA H200",
+                                     .platform_name = "NVIDIA CUDA",
+                                     .type = FK_DEVICE_GPU,
+                                     .nv_major = 9,
+                                     .nv_minor = 0};
+    fk__tuning_identity_from(&nvidia, &id);
+    assert_string_equal(id.type, "gpu");
+    assert_string_equal(id.vendor, "NVIDIA");
+    assert_string_equal(id.architecture, "SM9.0");
+    assert_string_equal(id.device, "NVIDIA H200");
+
+    fk_tuning_device_facts amd = {.vendor = "Advanced Micro Devices, Inc.",
+                                  .name = "gfx90a:sramecc+:xnack-",
+                                  .platform_name = "AMD Accelerated Parallel Processing",
+                                  .board_name = "AMD Instinct MI210",
+                                  .type = FK_DEVICE_GPU,
+                                  .nv_major = -1};
+    fk__tuning_identity_from(&amd, &id);
+    assert_string_equal(id.vendor, "AMD");
+    assert_string_equal(id.architecture, "gfx90a");
+    assert_string_equal(id.device, "AMD Instinct MI210");
+
+    fk_tuning_device_facts pocl = {.vendor = "AuthenticAMD",
+                                   .name = "pthread-skylake-avx512-AMD EPYC",
+                                   .platform_name = "Portable Computing Language",
+                                   .type = FK_DEVICE_CPU,
+                                   .nv_major = -1};
+    fk__tuning_identity_from(&pocl, &id);
+    assert_string_equal(id.type, "cpu");
+    assert_string_equal(id.vendor, "AMD");
+    assert_string_equal(id.architecture, "skylake-avx512");
+    assert_string_equal(id.device, "skylake-avx512-AMD EPYC");
+    pocl.name = "cpu-x86-64-v3-Intel(R) Xeon(R) Processor";
+    fk__tuning_identity_from(&pocl, &id);
+    assert_string_equal(id.architecture, "x86-64-v3");
+
+    fk_tuning_device_facts other = {.vendor = "Someone",
+                                    .name = "Accelerator 3000",
+                                    .platform_name = "Vendor CL",
+                                    .type = FK_DEVICE_ACCELERATOR,
+                                    .nv_major = -1};
+    fk__tuning_identity_from(&other, &id);
+    assert_string_equal(id.architecture, ""); /* only "default" entries match that level */
+}
+
+static void test_buckets(void **state)
+{
+    (void)state;
+    assert_int_equal(fk_tune_bucket_at(0), 1024);
+    assert_int_equal(fk_tune_bucket_at(FK_TUNE_BUCKET_COUNT - 1), 1048576);
+    assert_int_equal(fk_tune_bucket_for(1), 1024);
+    assert_int_equal(fk_tune_bucket_for(2000), 1024);
+    assert_int_equal(fk_tune_bucket_for(2100), 4096);
+    assert_int_equal(fk_tune_bucket_for(20000), 16384);
+    assert_int_equal(fk_tune_bucket_for(300000), 262144);
+    assert_int_equal(fk_tune_bucket_for(0), 1048576);
+    assert_int_equal(fk_tune_bucket_for((size_t)1 << 30), 1048576);
+}
+
+/* ---- lookup ---------------------------------------------------------------------------------- */
+
+#define ENTRY(type, vendor, arch, device, accum, n, unroll)                                        \
+    "{\"type\": \"" type "\", \"vendor\": \"" vendor "\", \"architecture\": \"" arch               \
+    "\", \"device\": \"" device "\", \"kernel\": \"ga\", \"accum\": \"" accum "\", \"n\": " #n     \
+    ", \"unroll\": \"" unroll "\", \"work_group_size\": 64}"
+
+static fk_tuning_identity h200(void)
+{
+    fk_tuning_identity id = {
+        .type = "gpu", .vendor = "NVIDIA", .architecture = "SM9.0", .device = "NVIDIA H200"};
+    return id;
+}
+
+static const fk_tuning_entry *lookup_in(const char *user_text, const char *shipped_text,
+                                        const fk_tuning_identity *id, const char *accum, size_t n,
+                                        fk_tuning_db **db, char **warnings)
+{
+    char *user = path_in_work("user.json"), *shipped = path_in_work("shipped.json");
+    remove(user);
+    remove(shipped);
+    if (user_text)
+        write_text(user, user_text);
+    if (shipped_text)
+        write_text(shipped, shipped_text);
+    assert_int_equal(fk__tuning_db_load(id, user, shipped, db, warnings), FK_OK);
+    free(user);
+    free(shipped);
+    return fk__tuning_lookup(*db, "ga", accum, n);
+}
+
+static void expect_unroll(const fk_tuning_entry *entry, int unroll_i, int unroll_j)
+{
+    assert_non_null(entry);
+    if (entry->unroll_i != unroll_i || entry->unroll_j != unroll_j)
+        fail_msg("got %dx%d, expected %dx%d", entry->unroll_i, entry->unroll_j, unroll_i, unroll_j);
+}
+
+static void test_lookup_fallbacks(void **state)
+{
+    (void)state;
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    const char *levels = "{\"entries\": [" ENTRY(
+        "default", "default", "default", "default", "float", 1024,
+        "1x1") "," ENTRY("gpu", "NVIDIA", "default", "default", "float", 1024,
+                         "2x2") "," ENTRY("gpu", "NVIDIA", "SM9.0", "default", "float", 1024,
+                                          "4x4") "," ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200",
+                                                           "float", 1024,
+                                                           "8x8") "," ENTRY("gpu", "NVIDIA",
+                                                                            "SM8.0", "NVIDIA A100",
+                                                                            "float", 1024,
+                                                                            "1x2") "," ENTRY("cpu",
+                                                                                             "NVIDI"
+                                                                                             "A",
+                                                                                             "SM9."
+                                                                                             "0",
+                                                                                             "NVIDI"
+                                                                                             "A "
+                                                                                             "H200",
+                                                                                             "doubl"
+                                                                                             "e",
+                                                                                             1024,
+                                                                                             "1x4") "]}";
+    /* The most specific level wins: the device, */
+    expect_unroll(lookup_in(levels, NULL, &id, "float", 1024, &db, &warnings), 8, 8);
+    fk__tuning_db_free(db);
+    /* then the architecture's default, the vendor's default, the global default. */
+    fk_tuning_identity other = id;
+    snprintf(other.device, sizeof other.device, "NVIDIA H100");
+    expect_unroll(lookup_in(levels, NULL, &other, "float", 1024, &db, &warnings), 4, 4);
+    fk__tuning_db_free(db);
+    snprintf(other.architecture, sizeof other.architecture, "SM10.0");
+    expect_unroll(lookup_in(levels, NULL, &other, "float", 1024, &db, &warnings), 2, 2);
+    fk__tuning_db_free(db);
+    snprintf(other.vendor, sizeof other.vendor, "AMD");
+    expect_unroll(lookup_in(levels, NULL, &other, "float", 1024, &db, &warnings), 1, 1);
+    fk__tuning_db_free(db);
+    /* An entry for another device type never matches; nothing for double on a GPU. */
+    assert_null(lookup_in(levels, NULL, &id, "double", 1024, &db, &warnings));
+    assert_null(fk__tuning_lookup(db, "gaj", "float", 1024));
+    fk__tuning_db_free(db);
+    assert_null(warnings);
+}
+
+static void test_nearest_bucket(void **state)
+{
+    (void)state;
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    const char *buckets = "{\"entries\": [" ENTRY(
+        "gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 1024,
+        "1x1") "," ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 16384,
+                         "2x2") "," ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 262144,
+                                          "8x8") "]}";
+    expect_unroll(lookup_in(buckets, NULL, &id, "float", 16000, &db, &warnings), 2, 2); /* exact */
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", 1500), 1, 1);
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", 3000), 2, 2);  /* tie: the larger */
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", 65536), 8, 8); /* tie: the larger */
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", (size_t)1 << 20), 8, 8);
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", 0), 8, 8); /* unknown N: the largest */
+    /* A device entry at a far bucket beats a default entry at the exact one. */
+    fk__tuning_db_free(db);
+    const char *levels = "{\"entries\": [" ENTRY(
+        "gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 262144,
+        "8x8") "," ENTRY("gpu", "NVIDIA", "default", "default", "float", 1024, "1x1") "]}";
+    expect_unroll(lookup_in(levels, NULL, &id, "float", 1024, &db, &warnings), 8, 8);
+    fk__tuning_db_free(db);
+    assert_null(warnings);
+}
+
+static void test_user_overrides_shipped(void **state)
+{
+    (void)state;
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    const char *shipped = "{\"format\": \"forcekit-tuning\", \"version\": 1, \"entries\": [" ENTRY(
+        "gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 262144,
+        "8x8") "," ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 1024, "4x8") "]}";
+    const char *user = "{\"entries\": [" ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float",
+                                               262144, "2x4") "]}";
+    const fk_tuning_entry *entry = lookup_in(user, shipped, &id, "float", 262144, &db, &warnings);
+    expect_unroll(entry, 2, 4);
+    assert_int_equal(entry->origin, FK_VARIANT_USER_DB);
+    entry = fk__tuning_lookup(db, "ga", "float", 1024); /* the user has no entry for this N */
+    expect_unroll(entry, 4, 8);
+    assert_int_equal(entry->origin, FK_VARIANT_SHIPPED_DB);
+    fk__tuning_db_free(db);
+    assert_null(warnings);
+}
+
+static void test_corrupt_database(void **state)
+{
+    (void)state;
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    const char *shipped =
+        "{\"entries\": [" ENTRY("gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 1024, "4x8") "]}";
+    /* Not JSON: ignored with a warning that names the file; the shipped entries still serve. */
+    const fk_tuning_entry *entry =
+        lookup_in("{\"entries\": [ {\"kernel\": ", shipped, &id, "float", 1024, &db, &warnings);
+    expect_unroll(entry, 4, 8);
+    assert_non_null(warnings);
+    assert_non_null(strstr(warnings, "user.json"));
+    assert_non_null(strstr(warnings, "ignored"));
+    fk__tuning_db_free(db);
+    free(warnings);
+    warnings = NULL;
+    /* JSON, but not a database; then a database version from the future. */
+    assert_non_null(lookup_in("[1, 2, 3]", shipped, &id, "float", 1024, &db, &warnings));
+    assert_non_null(strstr(warnings, "not a tuning database"));
+    fk__tuning_db_free(db);
+    free(warnings);
+    warnings = NULL;
+    assert_non_null(lookup_in("{\"version\": 99, \"entries\": []}", shipped, &id, "float", 1024,
+                              &db, &warnings));
+    assert_non_null(strstr(warnings, "version"));
+    fk__tuning_db_free(db);
+    free(warnings);
+    warnings = NULL;
+    /* One bad entry is skipped; the rest of the file is used. */
+    const char *one_bad = "{\"entries\": [{\"kernel\": \"ga\", \"accum\": \"float\", \"n\": 1024, "
+                          "\"unroll\": \"3x3\","
+                          " \"work_group_size\": 64}, " ENTRY(
+                              "gpu", "NVIDIA", "SM9.0", "NVIDIA H200", "float", 1024, "2x8") "]}";
+    expect_unroll(lookup_in(one_bad, NULL, &id, "float", 1024, &db, &warnings), 2, 8);
+    assert_non_null(strstr(warnings, "entry 0 ignored"));
+    fk__tuning_db_free(db);
+    free(warnings);
+    warnings = NULL;
+
+    /* Storing into a corrupt file keeps it aside instead of destroying it. */
+    char *user = path_in_work("store.json"), *aside = path_in_work("store.json.bad");
+    write_text(user, "not json");
+    fk_tuning_entry fresh = {.type = "gpu",
+                             .vendor = "NVIDIA",
+                             .architecture = "SM9.0",
+                             .device = "NVIDIA H200",
+                             .kernel = "ga",
+                             .accum = "float",
+                             .n = 4096,
+                             .unroll_i = 8,
+                             .unroll_j = 4,
+                             .work_group_size = 128,
+                             .local_tiling = 1};
+    char message[256];
+    assert_int_equal(fk__tuning_db_store(user, &fresh, NULL, 1, &warnings, message, sizeof message),
+                     FK_OK);
+    struct stat st;
+    assert_int_equal(stat(aside, &st), 0);
+    assert_non_null(strstr(warnings, "moved to"));
+    free(warnings);
+    warnings = NULL;
+    assert_int_equal(fk__tuning_db_load(&id, user, NULL, &db, &warnings), FK_OK);
+    expect_unroll(fk__tuning_lookup(db, "ga", "float", 4096), 8, 4);
+    assert_null(warnings);
+    fk__tuning_db_free(db);
+    free(user);
+    free(aside);
+
+    /* Through a context: the warning reaches fk_context_warnings, and evaluations still run. */
+    char *corrupt = path_in_work("corrupt.json");
+    write_text(corrupt, "\x01\x02 garbage");
+    setenv("FORCEKIT_TUNING_DB", corrupt, 1);
+    fk_context *context = NULL;
+    assert_int_equal(fk_context_create(NULL, &context), FK_OK);
+    assert_non_null(strstr(fk_context_warnings(context), "corrupt.json"));
+    fk_eval_config config = {.kernel = "ga"};
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    fk_eval_destroy(eval);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    free(corrupt);
+}
+
+/* ---- fk_eval_create and the database --------------------------------------------------------- */
+
+static fk_context *context_with_databases(const char *user, const char *shipped)
+{
+    setenv("FORCEKIT_TUNING_DB", user ? user : "off", 1);
+    setenv("FORCEKIT_SHIPPED_TUNING_DB", shipped ? shipped : "off", 1);
+    fk_context *context = NULL;
+    fk_status status = fk_context_create(NULL, &context);
+    if (status != FK_OK)
+        fail_msg("context: %s", fk_context_last_error(context));
+    return context;
+}
+
+/* An entry for this very device, in the keys the library computes for it. */
+static void write_entry_for(fk_context *context, const char *path, size_t n, const char *unroll,
+                            int group, const char *tiling, int splits)
+{
+    const fk_tuning_identity *id = &context->tuning->identity;
+    char text[2048];
+    snprintf(
+        text, sizeof text,
+        "{\"entries\": [{\"type\": \"%s\", \"vendor\": \"%s\", \"architecture\": \"%s\", "
+        "\"device\": \"%s\", \"kernel\": \"ga\", \"accum\": \"float\", \"n\": %zu, "
+        "\"unroll\": \"%s\", \"work_group_size\": %d, \"local_tiling\": %s, \"j_splits\": %d}]}",
+        id->type, id->vendor, id->architecture[0] ? id->architecture : "default", id->device, n,
+        unroll, group, tiling, splits);
+    write_text(path, text);
+}
+
+static void test_eval_uses_database(void **state)
+{
+    (void)state;
+    char *user = path_in_work("eval.json");
+    fk_context *context = context_with_databases(NULL, NULL);
+    write_entry_for(context, user, 4096, "2x4", 32, "false", 3);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    assert_string_equal(fk_context_warnings(context), "");
+
+    fk_eval_config config = {.kernel = "ga", .eps = 0.01, .expected_count = 4000};
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    fk_variant variant;
+    assert_int_equal(fk_eval_get_variant(eval, &variant), FK_OK);
+    assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    assert_int_equal(variant.unroll_i, 2);
+    assert_int_equal(variant.unroll_j, 4);
+    assert_int_equal(variant.work_group_size, 32);
+    assert_int_equal(variant.local_tiling, 0);
+    assert_int_equal(variant.tuned_count, 4096);
+    /* The tuned split applies in the entry's bucket, the automatic one elsewhere. */
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, 7);
+    double *position = malloc(3 * 4000 * sizeof *position);
+    assert_non_null(position);
+    for (size_t i = 0; i < 3 * 4000; ++i)
+        position[i] = fk_test_rng_uniform(&rng);
+    fk_particles particles = {.count = 4000, .position = position};
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    fk_eval_get_variant(eval, &variant);
+    assert_int_equal(variant.j_splits, 3);
+    particles.count = 100;
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    fk_eval_get_variant(eval, &variant);
+    assert_int_not_equal(variant.j_splits, 3);
+    fk_eval_destroy(eval);
+
+    /* Explicit unrolling ignores the database; an explicit work-group size overrides the entry's.
+     */
+    config.unroll_i = 1;
+    config.unroll_j = 1;
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    fk_eval_get_variant(eval, &variant);
+    assert_int_equal(variant.source, FK_VARIANT_EXPLICIT);
+    fk_eval_destroy(eval);
+    config = (fk_eval_config){.kernel = "ga", .work_group_size = 16};
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    fk_eval_get_variant(eval, &variant);
+    assert_int_equal(variant.source, FK_VARIANT_USER_DB); /* N unknown: the largest entry */
+    assert_int_equal(variant.work_group_size, 16);
+    fk_eval_destroy(eval);
+    /* Another accumulator has no entry: the built-in default. */
+    if (fk_context_device(context)->fp64) {
+        config = (fk_eval_config){.kernel = "ga", .accum = "double", .expected_count = 4096};
+        assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+        fk_eval_get_variant(eval, &variant);
+        assert_int_equal(variant.source, FK_VARIANT_DEFAULT);
+        fk_eval_destroy(eval);
+    }
+    fk_context_destroy(context);
+    free(position);
+    free(user);
+}
+
+/* ---- the tuner ------------------------------------------------------------------------------- */
+
+static void copy_tree(const char *from, const char *to)
+{
+    assert_true(mkdir(to, 0755) == 0);
+    DIR *dir = opendir(from);
+    assert_non_null(dir);
+    for (struct dirent *item; (item = readdir(dir));) {
+        if (item->d_name[0] == '.')
+            continue;
+        char source[4096], target[4096];
+        snprintf(source, sizeof source, "%s/%s", from, item->d_name);
+        snprintf(target, sizeof target, "%s/%s", to, item->d_name);
+        struct stat st;
+        assert_int_equal(stat(source, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            copy_tree(source, target);
+            continue;
+        }
+        size_t size = 0;
+        char *data = fk__read_file(source, &size);
+        assert_non_null(data);
+        assert_int_equal(fk_test_write_file(target, data, size), 0);
+        free(data);
+    }
+    closedir(dir);
+}
+
+/* The four candidates 1x1, 1x2, 1x4, 1x8 with 64 work-items, tiling on, automatic split. */
+static fk_tune_config narrow_config(size_t n, const char *database)
+{
+    fk_tune_config config = {.kernel = "ga",
+                             .accum = "float",
+                             .n = n,
+                             .budget_seconds = 120,
+                             .database = database,
+                             .unroll_i = 1,
+                             .work_group_size = 64,
+                             .local_tiling = 1,
+                             .j_splits = -1};
+    return config;
+}
+
+static const fk_tune_point *find_point(const fk_tune_bucket_result *b, int unroll_i, int unroll_j)
+{
+    for (size_t i = 0; i < b->tried_count; ++i)
+        if (b->tried[i].unroll_i == unroll_i && b->tried[i].unroll_j == unroll_j)
+            return &b->tried[i];
+    return NULL;
+}
+
+/* A kernel directory whose gravity is 1.5 times too strong when UNROLL_J is 2: the j-particles'
+ * masses are scaled as they are loaded (the self-referential macro calls the real fk_load_j). */
+static void test_wrong_variant_rejected(void **state)
+{
+    (void)state;
+    char *kernels = path_in_work("wrong-cl");
+    char source[4096];
+    snprintf(source, sizeof source, "%s/cl", fk_test_source_dir());
+    copy_tree(source, kernels);
+    char header[4096];
+    snprintf(header, sizeof header, "%s/forces/ga.clh", kernels);
+    size_t size = 0;
+    char *text = fk__read_file(header, &size);
+    assert_non_null(text);
+    const char *fault = "\n#if UNROLL_J == 2\n"
+                        "static inline float4 fk_test_heavier(float4 body)\n"
+                        "{\n    body.w *= 1.5f;\n    return body;\n}\n"
+                        "#define fk_load_j(...) fk_test_heavier(fk_load_j(__VA_ARGS__))\n"
+                        "#endif\n";
+    char *patched = malloc(size + strlen(fault) + 1);
+    assert_non_null(patched);
+    memcpy(patched, text, size);
+    memcpy(patched + size, fault, strlen(fault) + 1);
+    write_text(header, patched);
+    free(text);
+    free(patched);
+
+    char *database = path_in_work("wrong.json");
+    setenv("FORCEKIT_TUNING_DB", database, 1); /* the context reads it; the tuner writes it */
+    setenv("FORCEKIT_SHIPPED_TUNING_DB", "off", 1);
+    fk_context_config context_config = {.kernel_dir = kernels};
+    fk_context *context = NULL;
+    assert_int_equal(fk_context_create(&context_config, &context), FK_OK);
+    fk_tune_config config = narrow_config(1000, NULL);
+    fk_tune_result *result = NULL;
+    fk_status status = fk_tune_run(context, &config, &result);
+    if (status != FK_OK)
+        fail_msg("tune: %s", fk_context_last_error(context));
+    assert_int_equal(result->bucket_count, 1);
+    const fk_tune_bucket_result *b = &result->buckets[0];
+    assert_int_equal(b->bucket, 1024);
+    assert_int_equal(b->space_size, 4);
+    assert_int_equal(b->tried_count, 4);
+    assert_int_equal(b->search, FK_TUNE_EXHAUSTIVE);
+    const fk_tune_point *wrong = find_point(b, 1, 2);
+    assert_non_null(wrong);
+    assert_int_equal(wrong->outcome, FK_TUNE_WRONG_RESULT);
+    assert_true(isnan(wrong->seconds)); /* never timed */
+    assert_true(wrong->error > wrong->tolerance);
+    assert_non_null(strstr(wrong->note, "rejected"));
+    for (int j = 1; j <= 8; j *= 2)
+        if (j != 2) {
+            const fk_tune_point *right = find_point(b, 1, j);
+            assert_non_null(right);
+            assert_int_equal(right->outcome, FK_TUNE_MEASURED);
+            assert_true(right->seconds > 0 && right->error <= right->tolerance);
+        }
+    assert_true(b->has_best);
+    assert_int_not_equal(b->best.unroll_j, 2);
+    /* The three measured candidates were timed twice more; the best is judged by that median. */
+    assert_true(isfinite(b->best.confirmed_seconds));
+    assert_true(b->best.seconds == b->best.confirmed_seconds);
+    assert_true(isnan(wrong->confirmed_seconds));
+    assert_string_equal(result->database, database);
+    fk_tune_result_free(result);
+
+    /* The stored best is what automatic unrolling now takes (the context reloaded it). */
+    fk_eval_config eval_config = {.kernel = "ga", .expected_count = 1000};
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(context, &eval_config, &eval), FK_OK);
+    fk_variant variant;
+    fk_eval_get_variant(eval, &variant);
+    assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    assert_int_equal(variant.unroll_i, 1);
+    assert_int_not_equal(variant.unroll_j, 2);
+    fk_eval_destroy(eval);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(database);
+    free(kernels);
+}
+
+typedef struct stop_after {
+    size_t measured, limit;
+} stop_after;
+
+static int stop_after_points(const fk_tune_progress *progress, void *user)
+{
+    stop_after *stop = user;
+    if (progress->point && progress->point->outcome == FK_TUNE_MEASURED)
+        ++stop->measured;
+    return stop->measured >= stop->limit;
+}
+
+static void test_resume_after_interruption(void **state)
+{
+    (void)state;
+    char *database = path_in_work("resume.json");
+    char *resume = path_in_work("resume.json.resume");
+    fk_context *context = context_with_databases(database, NULL);
+
+    /* First run: stopped (as by Ctrl-C) after two measured points. */
+    stop_after stop = {.limit = 2};
+    fk_tune_config config = narrow_config(1500, NULL);
+    config.progress = stop_after_points;
+    config.user = &stop;
+    fk_tune_result *first = NULL;
+    assert_int_equal(fk_tune_run(context, &config, &first), FK_OK);
+    assert_true(first->interrupted);
+    assert_int_equal(first->buckets[0].tried_count, 2);
+    assert_string_equal(first->database, ""); /* nothing stored for an unfinished bucket */
+    assert_string_equal(first->resume, resume);
+    struct stat st;
+    assert_int_equal(stat(resume, &st), 0);
+    assert_int_not_equal(stat(database, &st), 0);
+
+    /* Second run: the two points come from the resume file, unmeasured again (same seconds). */
+    config.progress = NULL;
+    config.user = NULL;
+    fk_tune_result *second = NULL;
+    assert_int_equal(fk_tune_run(context, &config, &second), FK_OK);
+    assert_false(second->interrupted);
+    const fk_tune_bucket_result *b = &second->buckets[0];
+    assert_int_equal(b->tried_count, 4);
+    size_t resumed = 0;
+    for (size_t i = 0; i < b->tried_count; ++i)
+        if (b->tried[i].resumed) {
+            ++resumed;
+            const fk_tune_point *p = &b->tried[i];
+            const fk_tune_point *before = find_point(&first->buckets[0], p->unroll_i, p->unroll_j);
+            assert_non_null(before);
+            /* cJSON prints 15 significant digits; a new measurement would differ far more. */
+            if (!(fabs(before->seconds - p->seconds) <= 1e-12 * before->seconds))
+                fail_msg("resumed %dx%d: %.17g s, measured before as %.17g s", p->unroll_i,
+                         p->unroll_j, p->seconds, before->seconds);
+        }
+    assert_int_equal(resumed, 2);
+    assert_int_equal(b->search, FK_TUNE_EXHAUSTIVE);
+    assert_string_equal(second->database, database);
+    assert_int_not_equal(stat(resume, &st), 0); /* finished: the resume file is gone */
+    assert_int_equal(stat(database, &st), 0);
+
+    /* A resume file that is not one is ignored with a warning. */
+    write_text(resume, "{broken");
+    fk_tune_result *third = NULL;
+    config.budget_seconds = 60;
+    assert_int_equal(fk_tune_run(context, &config, &third), FK_OK);
+    assert_non_null(strstr(fk_context_warnings(context), "resume"));
+    assert_int_equal(third->buckets[0].tried_count, 4);
+    fk_tune_result_free(first);
+    fk_tune_result_free(second);
+    fk_tune_result_free(third);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(database);
+    free(resume);
+}
+
+static void test_tiny_budget(void **state)
+{
+    (void)state;
+    char *database = path_in_work("budget.json");
+    fk_context *context = context_with_databases(database, NULL);
+    fk_tune_config config = {.kernel = "ga", .n = 1024, .budget_seconds = 1.5};
+    fk_tune_result *result = NULL;
+    const double start = fk__now();
+    assert_int_equal(fk_tune_run(context, &config, &result), FK_OK);
+    const double seconds = fk__now() - start;
+    fprintf(stderr, "tiny budget: %.2f s, %zu of %zu candidates\n", seconds,
+            result->buckets[0].tried_count, result->buckets[0].space_size);
+    assert_int_equal(result->buckets[0].search, FK_TUNE_SAMPLED);
+    assert_true(result->buckets[0].tried_count >= 1);
+    assert_true(result->buckets[0].tried_count < result->buckets[0].space_size);
+    assert_true(result->buckets[0].has_best);
+    assert_true(seconds < 3 * config.budget_seconds);
+    /* The built-in default runs first: the untuned baseline is always known. */
+    assert_true(isfinite(result->buckets[0].untuned_seconds));
+    fk_tune_result_free(result);
+
+    /* Bad arguments. */
+    config.kernel = "nosuch";
+    assert_int_equal(fk_tune_run(context, &config, &result), FK_ERR_INVALID_ARGUMENT);
+    assert_null(result);
+    config.kernel = "ga";
+    config.accum = "nosuch";
+    assert_int_equal(fk_tune_run(context, &config, &result), FK_ERR_INVALID_ARGUMENT);
+    config.accum = NULL;
+    config.budget_seconds = NAN;
+    assert_int_equal(fk_tune_run(context, &config, &result), FK_ERR_INVALID_ARGUMENT);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(database);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_name_normalisation),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_lookup_fallbacks),
+        cmocka_unit_test(test_nearest_bucket),
+        cmocka_unit_test(test_user_overrides_shipped),
+        cmocka_unit_test(test_corrupt_database),
+        cmocka_unit_test(test_eval_uses_database),
+        cmocka_unit_test(test_wrong_variant_rejected),
+        cmocka_unit_test(test_resume_after_interruption),
+        cmocka_unit_test(test_tiny_budget),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
