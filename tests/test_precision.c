@@ -133,7 +133,7 @@ static fk_status evaluate(const char *accum, const test_system *s, variant v, in
     if (scale)
         *scale = fk__eval_accum_scale(eval);
     if (status != FK_OK)
-        fail_msg("%s on %s: %s: %s", accum, s->name, fk_status_string(status),
+        fail_msg("%s on %s: %s: %s", accum ? accum : "(default)", s->name, fk_status_string(status),
                  fk_context_last_error(context));
     for (size_t i = 0; forces && i < s->n; ++i)
         for (int k = 0; k < 3; ++k)
@@ -290,8 +290,9 @@ static void check_bit_identical(const char *accum, const variant *variants, size
                 ++w;
             fail_msg("%s %dx%d wg %d tiling %d splits %d reproducible %d: word %zu differs from "
                      "the first variant's",
-                     accum, variants[v].unroll_i, variants[v].unroll_j, variants[v].work_group_size,
-                     variants[v].tiling, variants[v].splits, variants[v].reproducible, w);
+                     accum ? accum : "(default)", variants[v].unroll_i, variants[v].unroll_j,
+                     variants[v].work_group_size, variants[v].tiling, variants[v].splits,
+                     variants[v].reproducible, w);
         }
     }
     free(first);
