@@ -217,6 +217,34 @@ static int load_binary(fk_context *context, const fk_cache_key *key, const char 
     return 1;
 }
 
+/* The cache around a build: key over the expanded source, options and device identity; a hit
+ * loads the binary, a miss (or refresh) compiles from source and stores the result. */
+static fk_status build_cached(fk_context *context, const text *source, const char *options,
+                              int refresh_cache, fk_program_result *result)
+{
+    fk_cache_key key;
+    fk_cache_key_parts parts = {.source = source->data,
+                                .source_length = source->length,
+                                .options = options,
+                                .platform_version = context->info.platform_version,
+                                .device_name = context->info.name,
+                                .device_version = context->info.device_version,
+                                .driver_version = context->info.driver_version};
+    fk_cache_key_compute(&parts, &key);
+    cl_program program = NULL;
+    if (context->cache_dir && !refresh_cache && load_binary(context, &key, options, &program)) {
+        result->from_cache = 1;
+    } else {
+        fk_status status = build_from_source(context, source->data, options, &program);
+        if (status != FK_OK)
+            return status;
+        if (context->cache_dir)
+            store_binary(context, program, &key);
+    }
+    result->program = program;
+    return FK_OK;
+}
+
 fk_status fk__program_build(fk_context *context, const fk_program_request *request,
                             fk_program_result *result)
 {
@@ -255,31 +283,11 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
         return FK_ERR_HOST_MEMORY;
     }
 
-    fk_cache_key key;
-    fk_cache_key_parts parts = {.source = e.out.data,
-                                .source_length = e.out.length,
-                                .options = options.data,
-                                .platform_version = context->info.platform_version,
-                                .device_name = context->info.name,
-                                .device_version = context->info.device_version,
-                                .driver_version = context->info.driver_version};
-    fk_cache_key_compute(&parts, &key);
-
-    fk_status status = FK_OK;
-    cl_program program = NULL;
-    if (context->cache_dir && !request->refresh_cache &&
-        load_binary(context, &key, options.data, &program)) {
-        result->from_cache = 1;
-    } else {
-        status = build_from_source(context, e.out.data, options.data, &program);
-        if (status == FK_OK && context->cache_dir)
-            store_binary(context, program, &key);
-    }
+    fk_status status = build_cached(context, &e.out, options.data, request->refresh_cache, result);
     free(e.out.data);
     free(options.data);
     if (status != FK_OK)
         return status;
-    result->program = program;
     result->seconds = fk__now() - start;
     return FK_OK;
 }
@@ -305,29 +313,11 @@ fk_status fk__program_build_file(fk_context *context, const char *file, const ch
         free(full_options.data);
         return FK_ERR_HOST_MEMORY;
     }
-    fk_cache_key key;
-    fk_cache_key_parts parts = {.source = e.out.data,
-                                .source_length = e.out.length,
-                                .options = full_options.data,
-                                .platform_version = context->info.platform_version,
-                                .device_name = context->info.name,
-                                .device_version = context->info.device_version,
-                                .driver_version = context->info.driver_version};
-    fk_cache_key_compute(&parts, &key);
-    fk_status status = FK_OK;
-    cl_program program = NULL;
-    if (context->cache_dir && load_binary(context, &key, full_options.data, &program)) {
-        result->from_cache = 1;
-    } else {
-        status = build_from_source(context, e.out.data, full_options.data, &program);
-        if (status == FK_OK && context->cache_dir)
-            store_binary(context, program, &key);
-    }
+    fk_status status = build_cached(context, &e.out, full_options.data, 0, result);
     free(e.out.data);
     free(full_options.data);
     if (status != FK_OK)
         return status;
-    result->program = program;
     result->seconds = fk__now() - start;
     return FK_OK;
 }
