@@ -95,6 +95,10 @@ typedef struct fk_accum_desc {
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
 const fk_accum_desc *fk__accum_desc(const char *name);
+/* Both names exist and the device can run the accumulator; otherwise records why (plan.c). */
+fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name,
+                                    const char *accum_name, const fk_kernel_desc **kernel,
+                                    const fk_accum_desc **accum);
 
 /* Programs (program.c). */
 typedef struct fk_program_request {

@@ -107,6 +107,28 @@ void fk_eval_destroy(fk_eval *eval)
     free(eval);
 }
 
+/* The checks every entry point that names a kernel and an accumulator needs: both exist, and the
+ * device can run the accumulator. */
+fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name,
+                                    const char *accum_name, const fk_kernel_desc **kernel,
+                                    const fk_accum_desc **accum)
+{
+    if (!kernel_name)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    *kernel = fk__kernel_desc(kernel_name);
+    if (!*kernel)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", kernel_name);
+    *accum = fk__accum_desc(accum_name);
+    if (!*accum)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", accum_name);
+    if ((*accum)->info.needs_fp64 && !context->info.fp64)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "accumulator '%s' needs double precision (cl_khr_fp64), which %s lacks; "
+                        "use float or a compensated accumulator",
+                        (*accum)->info.name, context->info.name);
+    return FK_OK;
+}
+
 fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
 {
     if (!out)
@@ -115,27 +137,22 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     if (!context || !context->device)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
-    if (!config || !config->kernel)
+    if (!config)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
-    const fk_kernel_desc *kernel = fk__kernel_desc(config->kernel);
-    if (!kernel)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", config->kernel);
     const char *accum_name = config->accum          ? config->accum
                              : config->reproducible ? "fixed64"
                                                     : "float";
-    const fk_accum_desc *accum = fk__accum_desc(accum_name);
-    if (!accum)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", accum_name);
+    const fk_kernel_desc *kernel = NULL;
+    const fk_accum_desc *accum = NULL;
+    fk_status found =
+        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
+    if (found != FK_OK)
+        return found;
     if (config->reproducible && strcmp(accum_name, "fixed64") != 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "reproducible mode sums in fixed64 (order-independent); accumulator '%s' "
                         "is not",
                         accum_name);
-    if (accum->info.needs_fp64 && !context->info.fp64)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "accumulator '%s' needs double precision (cl_khr_fp64), which %s lacks; "
-                        "use float or a compensated accumulator",
-                        accum->info.name, context->info.name);
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
 

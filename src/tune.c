@@ -962,19 +962,17 @@ fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune
     if (!context || !context->device)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
-    if (!config || !config->kernel)
+    if (!config)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
-    const fk_kernel_info *kernel = fk_kernel_find(config->kernel);
-    if (!kernel)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", config->kernel);
-    const fk_accum_info *accum = fk_accum_find(config->accum ? config->accum : "float");
-    if (!accum)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'",
-                        config->accum);
-    if (accum->needs_fp64 && !context->info.fp64)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "accumulator '%s' needs double precision, which %s lacks", accum->name,
-                        context->info.name);
+    const fk_kernel_desc *kernel_desc = NULL;
+    const fk_accum_desc *accum_desc = NULL;
+    fk_status found =
+        fk__find_kernel_and_accum(context, config->kernel, config->accum ? config->accum : "float",
+                                  &kernel_desc, &accum_desc);
+    if (found != FK_OK)
+        return found;
+    const fk_kernel_info *kernel = &kernel_desc->info;
+    const fk_accum_info *accum = &accum_desc->info;
     if (!(config->budget_seconds >= 0) || !isfinite(config->budget_seconds))
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "the budget must be finite and >= 0");
     if (config->n > (size_t)1 << 30)
