@@ -7,37 +7,9 @@
 #include <string.h>
 
 #include "accum.h"
+#include "eval.h"
 #include "internal.h"
 #include "tune.h"
-
-#define FK_MAX_PHYSICS 16
-_Static_assert(FK_MAX_PHYSICS >= FK__PHYSICS_FLOATS, "physics buffer too small for the force laws");
-
-struct fk_eval {
-    fk_context *context;
-    const fk_kernel_desc *kernel;
-    const fk_accum_desc *accum;
-    fk_eval_config config;
-    fk_variant variant;
-    unsigned components; /* per particle on the device: force components + potential */
-    cl_program program;
-    cl_kernel pairwise;
-    cl_kernel reduce;
-    size_t count;
-    int j_chunk;
-    cl_mem body, body_aux, table, physics, partial, result;
-    float physics_values[FK_MAX_PHYSICS];
-    fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
-    double accum_scale;
-    float acc_param[4];       /* the accumulator's per-launch parameters (accum.c) */
-    cl_program bound_program; /* the bound pre-pass of fixed64, narumi, nitadori_large */
-    cl_kernel bound_pairwise, bound_reduce;
-    int reproducible;                /* -1 not asked, 0 asked but the device falls short, 1 yes */
-    const char *reproducible_reason; /* what the device lacks */
-    int computed;
-    int tuned_j_splits;  /* from the tuning database entry, 0: none */
-    size_t tuned_bucket; /* the entry's N bucket: its split applies only there */
-};
 
 /* Precision (at the end of this file): the bound pre-pass and reproducible mode. */
 static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request);
@@ -92,6 +64,8 @@ void fk_eval_destroy(fk_eval *eval)
     if (eval->table)
         clReleaseMemObject(eval->table);
     fk__forcelaw_state_free(&eval->law);
+    fk__symmetric_destroy(eval);
+    fk__cells_destroy(eval);
     if (eval->pairwise)
         clReleaseKernel(eval->pairwise);
     if (eval->reduce)
@@ -197,6 +171,9 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
         variant.local_tiling = config->local_tiling > 0;
     if (config->j_splits < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "j_splits must be >= 0");
+    if (config->algorithm < FK_ALGORITHM_ALL_PAIRS || config->algorithm > FK_ALGORITHM_CELLS)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d",
+                        config->algorithm);
 
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)
@@ -286,6 +263,14 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
         return status;
     }
     eval->variant = variant;
+    if (config->algorithm == FK_ALGORITHM_SYMMETRIC)
+        status = fk__symmetric_create(eval, &request);
+    else if (config->algorithm == FK_ALGORITHM_CELLS)
+        status = fk__cells_create(eval, &request);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
+        return status;
+    }
     *out = eval;
     return FK_OK;
 }
@@ -517,12 +502,16 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->j_chunk = (int)chunk;
     eval->variant.j_splits = effective_splits;
     status = choose_accum_parameters(eval);
+    if (status == FK_OK && eval->symmetric)
+        status = fk__symmetric_set_particles(eval);
+    else if (status == FK_OK && eval->cells)
+        status = fk__cells_set_particles(eval);
     if (status != FK_OK)
         eval->count = 0;
     return status;
 }
 
-static double event_seconds(cl_event first, cl_event last)
+double fk__event_seconds(cl_event first, cl_event last)
 {
     cl_ulong start = 0, end = 0;
     if (clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
@@ -541,6 +530,12 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
     fk__clear_error(context);
     if (eval->count == 0)
         return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
+    if (eval->symmetric || eval->cells) {
+        fk_status status = eval->symmetric ? fk__symmetric_compute(eval, seconds)
+                                           : fk__cells_compute(eval, seconds);
+        eval->computed = status == FK_OK;
+        return status;
+    }
     const cl_int n = (cl_int)eval->count;
     const cl_int chunk = eval->j_chunk;
     const cl_float4 acc_param = {
@@ -598,7 +593,7 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
     }
     if (status == FK_OK) {
         if (seconds)
-            *seconds = event_seconds(first, last ? last : first);
+            *seconds = fk__event_seconds(first, last ? last : first);
         eval->computed = 1;
     }
     clReleaseEvent(first);

@@ -232,3 +232,25 @@ const fk_accum_info *fk_accum_at(size_t index)
 {
     return index < COUNT_OF(accumulators) ? &accumulators[index].info : NULL;
 }
+
+static const char *const algorithm_names[] = {"all-pairs", "symmetric", "cells"};
+
+const char *fk_algorithm_name(fk_algorithm algorithm)
+{
+    if ((int)algorithm < 0 ||
+        (size_t)algorithm >= sizeof algorithm_names / sizeof algorithm_names[0])
+        return NULL;
+    return algorithm_names[algorithm];
+}
+
+fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm)
+{
+    if (!name || !algorithm)
+        return FK_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < sizeof algorithm_names / sizeof algorithm_names[0]; ++i)
+        if (strcmp(name, algorithm_names[i]) == 0) {
+            *algorithm = (fk_algorithm)i;
+            return FK_OK;
+        }
+    return FK_ERR_INVALID_ARGUMENT;
+}

@@ -158,6 +158,21 @@ typedef enum fk_variant_source {
     FK_VARIANT_SHIPPED_DB /* the tuning database installed with forcekit */
 } fk_variant_source;
 
+/* The pair loop. All-pairs visits every (i, j) once per i (N^2 pair evaluations). Symmetric
+ * evaluates each unordered pair once and applies Newton's third law (Boyarchenkov sec. 6.4).
+ * Cells bins the particles into a grid of cells on the device and visits only the neighbouring
+ * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. */
+typedef enum fk_algorithm {
+    FK_ALGORITHM_ALL_PAIRS = 0,
+    FK_ALGORITHM_SYMMETRIC,
+    FK_ALGORITHM_CELLS
+} fk_algorithm;
+
+/* "all-pairs", "symmetric", "cells"; NULL for an unknown value. */
+const char *fk_algorithm_name(fk_algorithm algorithm);
+/* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
+fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
+
 typedef struct fk_eval_config {
     const char *kernel;     /* "ga"; required */
     const char *accum;      /* NULL: "float" */
@@ -189,6 +204,7 @@ typedef struct fk_eval_config {
     int exclusion_mode;   /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out */
     int max_exclusions;   /* on the fly: excluded partners per particle the kernel checks (its
                            * cost per pair); 0: 4. More for one particle is an error */
+    int algorithm;        /* fk_algorithm; 0: all-pairs */
 } fk_eval_config;
 
 /* Narumi et al., sec. 4.1. Afterwards: the device computes every pair and the host subtracts the

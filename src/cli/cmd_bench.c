@@ -31,6 +31,7 @@ static const char bench_usage[] =
     "  --wg W          work-group size (default: automatic)\n"
     "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
     "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
+    "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n";
 
@@ -38,9 +39,9 @@ enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
 
 typedef struct bench_options {
-    const char *kernel, *accum, *unroll, *tiling, *device;
+    const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
     long long n, reps, seed, splits, work_group_size;
-    double eps;
+    double eps, density;
     int json, help, reproducible;
     cli_physics_options physics;
 } bench_options;
@@ -214,6 +215,10 @@ static int print_json(const bench_run *run, const bench_options *options)
     cJSON_AddStringToObject(document, "platform", device->platform_name);
     cJSON_AddNumberToObject(document, "reps", (double)options->reps);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+    cJSON_AddStringToObject(document, "algorithm",
+                            fk_algorithm_name((fk_algorithm)run->base.algorithm));
+    if (!cli_kernel_is_gravity(run->kernel->name))
+        cJSON_AddNumberToObject(document, "density", options->density);
     cJSON_AddStringToObject(document, "date", date);
     cli_json_number(document, "eps", run->base.eps);
     cJSON_AddNumberToObject(document, "seed", (double)options->seed);
@@ -265,6 +270,10 @@ static int prepare(bench_run *run, bench_options *options)
     /* N is known before the eval is created: the tuning database's entry for its bucket applies. */
     run->base.expected_count = (size_t)options->n;
     run->base.reproducible = options->reproducible;
+    fk_algorithm algorithm;
+    if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
+        return CLI_EXIT_USAGE;
+    run->base.algorithm = (int)algorithm;
     return cli_physics_config("bench", run->kernel, &options->physics, &run->base);
 }
 
@@ -276,7 +285,7 @@ static fk_status generate_system(bench_run *run, const bench_options *options)
     if (cli_kernel_is_gravity(run->kernel->name))
         return fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
                                    &run->particles);
-    return fk_generate_lattice((size_t)options->n, 0.8, 0.1, (uint64_t)options->seed,
+    return fk_generate_lattice((size_t)options->n, options->density, 0.1, (uint64_t)options->seed,
                                (fk_layout)layout, &run->particles);
 }
 
@@ -287,6 +296,7 @@ int cmd_bench(int argc, char **argv)
                              .reps = 10,
                              .seed = 1,
                              .eps = 0.01,
+                             .density = 0.8,
                              .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
@@ -304,6 +314,8 @@ int cmd_bench(int argc, char **argv)
          .max = 1 << 20},
         {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
+        {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
@@ -313,6 +325,7 @@ int cmd_bench(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(bench_usage, stdout);
+        fputs(cli_algorithm_usage, stdout);
         fputs(cli_physics_usage, stdout);
         return CLI_EXIT_OK;
     }

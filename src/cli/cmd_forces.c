@@ -32,7 +32,7 @@ static const char forces_usage[] =
     "  --json         print a summary as JSON on standard output (needs --out)\n";
 
 typedef struct forces_options {
-    const char *kernel, *in, *out, *accum, *unroll, *format, *device;
+    const char *kernel, *in, *out, *accum, *unroll, *format, *device, *algorithm;
     double eps;
     int potential, json, help, reproducible;
     cli_physics_options physics;
@@ -80,6 +80,8 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cli_checksum(run->forces, run->particles.count * fk_eval_force_components(run->eval), checksum);
     cJSON_AddStringToObject(document, "checksum", checksum);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+    cJSON_AddStringToObject(document, "algorithm",
+                            options->algorithm ? options->algorithm : "all-pairs");
     *code = cli_print_json(document);
 }
 
@@ -97,6 +99,7 @@ int cmd_forces(int argc, char **argv)
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
+        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
@@ -105,6 +108,7 @@ int cmd_forces(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(forces_usage, stdout);
+        fputs(cli_algorithm_usage, stdout);
         fputs(cli_physics_usage, stdout);
         return CLI_EXIT_OK;
     }
@@ -134,6 +138,9 @@ int cmd_forces(int argc, char **argv)
         return cli_usage_error("forces",
                                "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
                                options.unroll);
+    fk_algorithm algorithm;
+    if (cli_parse_algorithm("forces", options.algorithm, &algorithm))
+        return CLI_EXIT_USAGE;
     fk_eval_config physics = {0}; /* the molecular kernels' options */
     int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
     if (physics_code != CLI_EXIT_OK)
@@ -173,6 +180,7 @@ int cmd_forces(int argc, char **argv)
                              .eps = options.eps};
     config.expected_count = run.particles.count; /* picks the tuning database's N bucket */
     config.reproducible = options.reproducible;
+    config.algorithm = (int)algorithm;
     config.cutoff = physics.cutoff;
     config.coulomb = physics.coulomb;
     memcpy(config.dielectric, physics.dielectric, sizeof config.dielectric);

@@ -10,5 +10,8 @@ int cmd_accuracy(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_sumtest(int argc, char **argv);
 int cmd_doundo(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_rand48(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 #endif

@@ -153,6 +153,21 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
     return 1;
 }
 
+const char cli_algorithm_usage[] =
+    "  --algorithm A   pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
+    "                  law) or cells (cell lists; short-range kernels with a cutoff)\n";
+
+int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
+{
+    *algorithm = FK_ALGORITHM_ALL_PAIRS;
+    if (!text)
+        return CLI_EXIT_OK;
+    if (fk_algorithm_find(text, algorithm) != FK_OK)
+        return cli_usage_error(command, "--algorithm '%s': expected all-pairs, symmetric or cells",
+                               text);
+    return CLI_EXIT_OK;
+}
+
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE])
 {
     snprintf(name, CLI_UNROLL_NAME_SIZE, "%dx%d", unroll_i, unroll_j);

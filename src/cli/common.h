@@ -59,6 +59,11 @@ int cli_parse_format(const char *text, fk_file_format *format);
 /* "IxJ" with I, J in {1, 2, 4, 8}, or "auto" (0x0). Returns 1 when valid. */
 int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
 #define CLI_UNROLL_NAME_SIZE 16
+
+/* --algorithm: "all-pairs" (or NULL), "symmetric" or "cells". Reports a usage error naming the
+ * command and returns 2 when unknown, else 0. */
+int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm);
+extern const char cli_algorithm_usage[];
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
 
 /* Where a variant came from: a stable token for JSON ("default", "user_db", "shipped_db") and

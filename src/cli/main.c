@@ -19,6 +19,10 @@ static const command commands[] = {
     {"tune", cmd_tune, "autotune a kernel on the device and store the best in the tuning database"},
     {"sumtest", cmd_sumtest, "Taufer et al.'s global summation in five representations"},
     {"doundo", cmd_doundo, "Taufer et al.'s do/undo drift in float, double and composite"},
+    {"generate", cmd_generate,
+     "write an initial condition (plummer, lj-fluid, fcc, fluorite, protein)"},
+    {"rand48", cmd_rand48, "van Meel's parallel lrand48 on the device, one value a line"},
+    {"simulate", cmd_simulate, "NVE molecular dynamics or N-body integration with energy drift"},
 };
 
 static void print_usage(FILE *stream)
