@@ -448,6 +448,9 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
     state->exclusion_mode = config->exclusion_mode;
     if (!is_molecular(kernel)) {
         physics[0] = (float)(config->eps * config->eps);
+        /* Softened in float too (eps^2 can underflow): the kernel may drop its floor on s^2. */
+        if (physics[0] > 0.0f)
+            snprintf(options, options_size, "-D FK_SOFTENED=1");
         return FK_OK;
     }
     if (config->exclusion_mode == FK_EXCLUDE_ON_THE_FLY) {

@@ -212,8 +212,10 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     else
         eval->reproducible = -1;
     char options[512];
-    if (law_options[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
-        snprintf(options, sizeof options, "%s %s", law_options,
+    const char *flush =
+        !config->reproducible && accum->flush_denormals ? "-cl-denorms-are-zero" : "";
+    if (law_options[0] || flush[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
+        snprintf(options, sizeof options, "%s %s %s", law_options, flush,
                  request.extra_options ? request.extra_options : "");
         request.extra_options = options;
     }
