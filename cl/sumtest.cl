@@ -59,10 +59,10 @@ __kernel void fk_sum_fixed64(__global const float *values, const int count, cons
                              const float2 scale_limit, __global uint2 *partial)
 {
     const int t = (int)get_global_id(0);
-    long sum = 0;
+    fk_fixed64 sum = fk_fixed64_zero();
     for (int i = FK_SLICE_BEGIN(t); i < FK_SLICE_BEGIN(t + 1); ++i)
         sum = fk_fixed64_add(sum, values[i], scale_limit.x, scale_limit.y);
-    partial[t] = as_uint2(sum);
+    partial[t] = as_uint2(fk_fixed64_value(sum));
 }
 
 #if FK_FP64

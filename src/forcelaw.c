@@ -184,10 +184,10 @@ static fk_status check_pair_values(const fk_kernel_desc *kernel, const double *v
             v[0], v[1]);
         return FK_ERR_INVALID_INPUT;
     }
-    if (4.0 * v[0] * pow(v[1], 12) > FLT_MAX) {
+    if (48.0 * v[0] * pow(v[1], 12) > FLT_MAX) {
         say(message, size,
-            "pair table: type pair (%zu, %zu): 4 epsilon sigma^12 = %g exceeds single precision", a,
-            b, 4.0 * v[0] * pow(v[1], 12));
+            "pair table: type pair (%zu, %zu): 48 epsilon sigma^12 = %g exceeds single precision",
+            a, b, 48.0 * v[0] * pow(v[1], 12));
         return FK_ERR_INVALID_INPUT;
     }
     return FK_OK;
@@ -539,8 +539,9 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
             entry[2] = (float)v[2];
             shift = 3;
         } else {
-            entry[0] = (float)(4.0 * v[0] * pow(v[1], 12));
-            entry[1] = (float)(4.0 * v[0] * pow(v[1], 6));
+            /* the force's coefficients 12 c12 and 6 c6 (cl/forces/molecular.clh) */
+            entry[0] = (float)(48.0 * v[0] * pow(v[1], 12));
+            entry[1] = (float)(24.0 * v[0] * pow(v[1], 6));
         }
         if (short_range.shifted) {
             double f_rc, u_rc;

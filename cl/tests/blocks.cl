@@ -65,7 +65,7 @@ __kernel void test_fixed64_sequence(__global const float *terms, const int count
                                     const float2 scale_limit, const float poison,
                                     __global long *out)
 {
-    long whole = 0, first = 0, second = 0;
+    fk_fixed64 whole = fk_fixed64_zero(), first = fk_fixed64_zero(), second = fk_fixed64_zero();
     for (int k = 0; k < count; ++k) {
         whole = fk_fixed64_add(whole, terms[k], scale_limit.x, scale_limit.y);
         if (k < count / 2)
@@ -73,11 +73,13 @@ __kernel void test_fixed64_sequence(__global const float *terms, const int count
         else
             second = fk_fixed64_add(second, terms[k], scale_limit.x, scale_limit.y);
     }
-    out[0] = whole;
-    out[1] = fk_fixed64_merge(first, second);
-    long poisoned = fk_fixed64_add(whole, poison, scale_limit.x, scale_limit.y);
+    out[0] = fk_fixed64_value(whole);
+    out[1] = fk_fixed64_value(fk_fixed64_merge(first, second));
+    fk_fixed64 poisoned = fk_fixed64_add(whole, poison, scale_limit.x, scale_limit.y);
     for (int k = 0; k < count; ++k)
         poisoned = fk_fixed64_add(poisoned, -terms[k], scale_limit.x, scale_limit.y);
-    out[2] = poisoned;
-    out[3] = fk_fixed64_merge(first, poisoned);
+    out[2] = fk_fixed64_value(poisoned);
+    /* the flag survives a round trip through the packed value, then a merge */
+    out[3] = fk_fixed64_value(
+        fk_fixed64_merge(first, fk_fixed64_from_value(fk_fixed64_value(poisoned))));
 }
