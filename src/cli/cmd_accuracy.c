@@ -1,6 +1,8 @@
 /* `forcekit accuracy`: per accumulator, the force error and offset of Narumi et al. (eqs. 10 and
  * 11) against the device's `ref` accumulator (G; the double-precision host reference where the
- * device has no fp64, and always as a second column), and the time relative to float. */
+ * device has no fp64, and always as a second column), and the time relative to float. On systems
+ * with exclusions (the protein) every accumulator runs in both of Narumi's sec. 4.1 modes,
+ * "exclude on the fly" and "exclude afterwards". */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,11 +13,15 @@
 #include "common.h"
 #include "generate.h"
 #include "io.h"
+#include "physics.h"
+#include "systems.h"
 
 static const char accuracy_usage[] =
-    "usage: forcekit accuracy --kernel K (--in FILE | --system plummer) [--n N] [--seed S]\n"
-    "                         [--accum A|all] [--eps E] [--reps R] [--format auto|text|tipsy]\n"
-    "                         [--reproducible] [--device SEL] [--json]\n\n"
+    "usage: forcekit accuracy (--in FILE --kernel K | --system plummer|protein|lj65536 [--kernel "
+    "K])\n"
+    "                         [--n N] [--seed S] [--accum A[,B...]|all] [--eps E] [--reps R]\n"
+    "                         [--format auto|text|tipsy] [--reproducible] [physics options]\n"
+    "                         [--device SEL] [--json]\n\n"
     "Compares each accumulator's forces with the reference: the device's ref accumulator (G:\n"
     "pair forces and sums in double) where the device has fp64, else the double-precision host\n"
     "reference, which is always reported too (ERR HOST). Both see the single-precision positions\n"
@@ -23,21 +29,42 @@ static const char accuracy_usage[] =
     "F_i = m_i a_i.\n"
     "  error  = sum_i |F_i - F_ref,i| / sum_i |F_ref,i|   (Narumi et al., eq. 10)\n"
     "  offset = |sum_i F_i| / sum_i |F_i|                  (eq. 11, the sum taken exactly)\n"
-    "The checksum is XXH3-64 of the forces as doubles: equal checksums, equal bits.\n\n"
-    "  --kernel K     force law (ga)\n"
+    "The checksum is XXH3-64 of the forces as doubles: equal checksums, equal bits.\n"
+    "With exclusions (the protein, or --exclude) every accumulator runs in both of Narumi's\n"
+    "modes, on the fly and afterwards (sec. 4.1; --exclude-mode picks one), against a reference\n"
+    "that leaves the pairs out exactly.\n\n"
+    "Systems (see forcekit generate --help):\n"
+    "  plummer   a Plummer sphere of N bodies (gravity kernels; default ga, N 16384)\n"
+    "  protein   Narumi's System 1 analogue, 3,339 atoms with exclusions, kcal/mol and Angstrom\n"
+    "            (ljc_* with Coulomb k = 332.0637, default ljc_constant; or lj, LJ only)\n"
+    "  lj65536   Narumi's System 2, 65,536 LJ particles of 16 types (default lj; or ljc_*);\n"
+    "            --n shrinks it (same recipe, for tests); default --reps 1\n"
+    "  With lj the cutoff defaults to beyond the system's diameter: every pair counts, as in\n"
+    "  Narumi's runs without cutoff.\n\n"
+    "  --kernel K     force law (required with --in)\n"
     "  --in FILE      particles from a file (text or TIPSY)\n"
-    "  --system NAME  a synthetic system: plummer (protein and lj65536: not yet available)\n"
-    "  --n N          particles of the synthetic system (default 16384)\n"
+    "  --system NAME  a synthetic system, as above\n"
+    "  --n N          particles of plummer (default 16384) or lj65536 (default 65536)\n"
     "  --seed S       seed of the synthetic system (default 1)\n"
-    "  --accum A      one accumulator, or all (default) that the device supports\n"
-    "  --eps E        gravitational softening (default 0.01)\n"
+    "  --accum A      accumulators, separated by commas, or all (default) that the device "
+    "supports\n"
+    "  --eps E        gravitational softening (gravity only; default 0.01)\n"
     "  --reps R       timed evaluations per accumulator, median reported (default 5)\n"
     "  --format F     input format: auto (by file name, default), text or tipsy\n"
     "  --reproducible run fixed64 in reproducible mode (correctly rounded divide and sqrt)\n"
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
-    "  --json         print the results as one JSON document on standard output\n";
+    "  --json         print the results as one JSON document on standard output\n"
+    "Physics options (molecular kernels; with --system only --cutoff, --coulomb, --dielectric\n"
+    "and --exclude-mode, the system bringing its parameters and exclusions):\n";
 
 enum { ACCURACY_MAX_ACCUMULATORS = 32 };
+
+typedef enum accuracy_system {
+    SYSTEM_NONE,
+    SYSTEM_PLUMMER,
+    SYSTEM_PROTEIN,
+    SYSTEM_LJ65536
+} accuracy_system;
 
 typedef struct accuracy_options {
     const char *kernel, *in, *system, *accum, *format, *device;
@@ -45,6 +72,8 @@ typedef struct accuracy_options {
     double eps;
     int json, help, reproducible;
     fk_file_format file_format; /* parsed from format */
+    accuracy_system system_kind;
+    cli_physics_options physics;
 } accuracy_options;
 
 typedef struct accuracy_result {
@@ -55,6 +84,7 @@ typedef struct accuracy_result {
     double offset;     /* Narumi eq. 11 */
     double seconds_per_eval;
     char checksum[CLI_CHECKSUM_SIZE];
+    int exclusion_mode; /* fk_exclusion_mode it ran with (molecular kernels) */
 } accuracy_result;
 
 typedef struct accuracy_run {
@@ -69,7 +99,13 @@ typedef struct accuracy_run {
     double reference_offset;
     accuracy_result results[ACCURACY_MAX_ACCUMULATORS];
     size_t result_count;
+    /* With exclusions and both modes: each accumulator in the other mode, same index. */
+    accuracy_result other_mode[ACCURACY_MAX_ACCUMULATORS];
+    int compare_exclusions;
     cJSON *skipped;
+    fk_eval_config physics; /* the physics fields, exclusion mode and slots for every eval */
+    cli_physics_data data;  /* pair table and exclusions */
+    const char *units;      /* of a molecular system, NULL otherwise */
 } accuracy_run;
 
 static void accuracy_run_free(accuracy_run *run)
@@ -82,6 +118,7 @@ static void accuracy_run_free(accuracy_run *run)
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
     fk_particle_set_free(&run->particles);
+    cli_physics_data_free(&run->data);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -167,6 +204,67 @@ static double force_offset(const double *forces, size_t count)
 /* ---------------------------------------------------------------------------------------------- */
 /* Input */
 
+/* The protein or lj65536: particles, their pair table and exclusions (moved into run->data),
+ * Coulomb constant and, for lj, a cutoff beyond the system's diameter (Narumi runs without one).
+ * Options given on the command line win. Returns an exit code. */
+static int generate_molecular(accuracy_run *run, const accuracy_options *options, fk_layout layout)
+{
+    fk_system system;
+    fk_status status = options->system_kind == SYSTEM_PROTEIN
+                           ? fk_generate_protein((uint64_t)options->seed, &system)
+                           : fk_generate_lj65536((size_t)options->n, FK_LJ65536_DENSITY,
+                                                 (uint64_t)options->seed, layout, &system);
+    if (status != FK_OK) {
+        cli_error("accuracy", "cannot generate the %s system: %s", options->system,
+                  fk_status_string(status));
+        return cli_exit_code(status);
+    }
+    run->particles = system.particles;
+    memset(&system.particles, 0, sizeof system.particles);
+    if (layout == FK_LAYOUT_XYZ_TYPE) { /* lj: no charges */
+        free(run->particles.mass);
+        run->particles.mass = NULL;
+    }
+    run->data.table = system.params;
+    run->data.has_table = 1;
+    memset(&system.params, 0, sizeof system.params);
+    run->data.exclusions = system.exclusions;
+    run->data.exclusion_count = system.exclusion_count;
+    system.exclusions = NULL;
+    run->units = system.units;
+    if (isnan(options->physics.coulomb) && layout == FK_LAYOUT_XYZQ_TYPE)
+        run->physics.coulomb = system.coulomb;
+    if (isnan(options->physics.cutoff) && strcmp(run->kernel->name, "lj") == 0) {
+        double low[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, high[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+        for (size_t i = 0; i < run->particles.count; ++i)
+            for (int d = 0; d < 3; ++d) {
+                low[d] = fmin(low[d], run->particles.position[3 * i + (size_t)d]);
+                high[d] = fmax(high[d], run->particles.position[3 * i + (size_t)d]);
+            }
+        double diameter2 = 0.0;
+        for (int d = 0; d < 3; ++d)
+            diameter2 += (high[d] - low[d]) * (high[d] - low[d]);
+        run->physics.cutoff = 2.0 * sqrt(diameter2) + 1.0;
+    }
+    fk_system_free(&system);
+    return CLI_EXIT_OK;
+}
+
+/* The on-the-fly kernel checks as many slots as the busiest particle needs. */
+static int exclusion_slots(const accuracy_run *run)
+{
+    size_t *per_particle = calloc(run->particles.count, sizeof *per_particle);
+    if (!per_particle)
+        return -1;
+    size_t most = 0;
+    for (size_t e = 0; e < 2 * run->data.exclusion_count; ++e) {
+        size_t count = ++per_particle[run->data.exclusions[e]];
+        most = count > most ? count : most;
+    }
+    free(per_particle);
+    return most > 64 ? 64 : (int)most;
+}
+
 /* Loads or generates the particles; returns an exit code, having reported any failure. */
 static int load_particles(accuracy_run *run, const accuracy_options *options)
 {
@@ -184,7 +282,7 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
             cli_error(fk_status_string(status), "%s", message);
             return cli_exit_code(status);
         }
-    } else {
+    } else if (options->system_kind == SYSTEM_PLUMMER) {
         status = fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
                                      &run->particles);
         if (status != FK_OK) {
@@ -192,6 +290,10 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
                       fk_status_string(status));
             return cli_exit_code(status);
         }
+    } else {
+        int code = generate_molecular(run, options, (fk_layout)layout);
+        if (code != CLI_EXIT_OK)
+            return code;
     }
     if (run->particles.count < 2) {
         cli_error("accuracy", "%s: %zu particle; the error needs at least 2",
@@ -236,7 +338,15 @@ static fk_status compute_reference(accuracy_run *run, double eps)
     if (!values)
         return FK_ERR_HOST_MEMORY;
     const fk_particles view = fk_particle_set_view(&run->particles);
-    const fk_physics physics = {.eps = eps};
+    const fk_pair_table table = fk_pair_table_set_view(&run->data.table);
+    fk_physics physics = {.eps = eps,
+                          .cutoff = run->physics.cutoff,
+                          .coulomb = run->physics.coulomb,
+                          .pair_table = run->data.has_table ? &table : NULL,
+                          .exclusions = run->data.exclusions,
+                          .exclusion_count = run->data.exclusion_count};
+    memcpy(physics.dielectric, run->physics.dielectric, sizeof physics.dielectric);
+    memcpy(physics.box, run->physics.box, sizeof physics.box);
     fk_status status = fk_reference_forces(run->kernel->name, &view, &physics, values, NULL);
     if (status == FK_OK) {
         forces_from_output(run, values, run->reference_forces);
@@ -247,11 +357,16 @@ static fk_status compute_reference(accuracy_run *run, double eps)
 }
 
 static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *accum,
-                                     const accuracy_options *options, accuracy_result *result)
+                                     const accuracy_options *options, int exclusion_mode,
+                                     accuracy_result *result)
 {
     const long long reps = options->reps;
-    fk_eval_config config = {
-        .kernel = run->kernel->name, .accum = accum->name, .eps = options->eps};
+    fk_eval_config config = run->physics;
+    config.kernel = run->kernel->name;
+    config.accum = accum->name;
+    config.eps = options->eps;
+    config.exclusion_mode = exclusion_mode;
+    result->exclusion_mode = exclusion_mode;
     config.reproducible = options->reproducible && strcmp(accum->name, "fixed64") == 0;
     config.expected_count = run->particles.count;
     fk_eval *eval = NULL;
@@ -259,6 +374,8 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     if (status == FK_OK && config.reproducible)
         cli_note_reproducible(eval, fk_context_device(run->context)->name);
     const fk_particles view = fk_particle_set_view(&run->particles);
+    if (status == FK_OK)
+        status = cli_physics_apply(eval, &run->data);
     if (status == FK_OK)
         status = fk_eval_set_particles(eval, &view);
     if (status == FK_OK)
@@ -300,6 +417,30 @@ static void skip_accumulator(accuracy_run *run, const fk_accum_info *accum, cons
     cJSON_AddItemToArray(run->skipped, skip);
 }
 
+/* "a,b,c": accumulator names into out (at most ACCURACY_MAX_ACCUMULATORS); returns how many, or 0
+ * when the list is malformed or names an unknown accumulator (cli_find_accum reports that). */
+static size_t parse_accum_list(const char *text, const fk_accum_info **out)
+{
+    size_t count = 0;
+    const char *start = text;
+    for (;;) {
+        const char *comma = strchr(start, ',');
+        size_t length = comma ? (size_t)(comma - start) : strlen(start);
+        char name[64];
+        if (length == 0 || length >= sizeof name || count == ACCURACY_MAX_ACCUMULATORS)
+            return 0;
+        memcpy(name, start, length);
+        name[length] = '\0';
+        const fk_accum_info *accum = NULL;
+        if (cli_find_accum("accuracy", name, &accum))
+            return 0;
+        out[count++] = accum;
+        if (!comma)
+            return count;
+        start = comma + 1;
+    }
+}
+
 /* Runs every requested accumulator; returns an exit code, having reported any failure. */
 static int measure_all(accuracy_run *run, const accuracy_options *options)
 {
@@ -310,14 +451,18 @@ static int measure_all(accuracy_run *run, const accuracy_options *options)
         for (size_t i = 0; fk_accum_at(i) && requested_count < ACCURACY_MAX_ACCUMULATORS; ++i)
             requested[requested_count++] = fk_accum_at(i);
     else
-        requested[requested_count++] = fk_accum_find(options->accum); /* checked by the caller */
+        requested_count = parse_accum_list(options->accum, requested); /* checked by the caller */
 
     const fk_device_info *device = fk_context_device(run->context);
     /* The reference is G itself where the device can run it (Narumi measures against G). */
     if (device->fp64) {
         accuracy_result reference;
         memset(&reference, 0, sizeof reference);
-        fk_status status = measure_accumulator(run, fk_accum_find("ref"), options, &reference);
+        /* With exclusions the reference leaves them out on the fly: no large terms subtracted. */
+        fk_status status = measure_accumulator(
+            run, fk_accum_find("ref"), options,
+            run->data.exclusion_count ? FK_EXCLUDE_ON_THE_FLY : run->physics.exclusion_mode,
+            &reference);
         if (status != FK_OK)
             return cli_report_status(status, run->context);
         run->ref_forces = malloc(3 * run->particles.count * sizeof *run->ref_forces);
@@ -339,10 +484,20 @@ static int measure_all(accuracy_run *run, const accuracy_options *options)
         }
         accuracy_result *result = &run->results[run->result_count];
         memset(result, 0, sizeof *result);
-        fk_status status = measure_accumulator(run, accum, options, result);
+        fk_status status =
+            measure_accumulator(run, accum, options, run->physics.exclusion_mode, result);
         if (status == FK_ERR_UNSUPPORTED && all) {
             skip_accumulator(run, accum, fk_context_last_error(run->context));
             continue;
+        }
+        if (status == FK_OK && run->compare_exclusions) {
+            accuracy_result *other = &run->other_mode[run->result_count];
+            memset(other, 0, sizeof *other);
+            status = measure_accumulator(run, accum, options,
+                                         run->physics.exclusion_mode == FK_EXCLUDE_AFTERWARDS
+                                             ? FK_EXCLUDE_ON_THE_FLY
+                                             : FK_EXCLUDE_AFTERWARDS,
+                                         other);
         }
         if (status != FK_OK)
             return cli_report_status(status, run->context);
@@ -366,6 +521,11 @@ static double float_seconds(const accuracy_run *run)
     return NAN; /* float did not run: there is nothing to be relative to */
 }
 
+static const char *exclusion_mode_name(int mode)
+{
+    return mode == FK_EXCLUDE_ON_THE_FLY ? "onthefly" : "afterwards";
+}
+
 static int print_json(const accuracy_run *run, const accuracy_options *options)
 {
     const double baseline = float_seconds(run);
@@ -380,6 +540,15 @@ static int print_json(const accuracy_run *run, const accuracy_options *options)
         cJSON_AddNumberToObject(document, "seed", (double)options->seed);
     }
     cli_json_number(document, "eps", options->eps);
+    const int molecular = run->kernel->pair_parameters > 0;
+    if (molecular) {
+        cJSON_AddStringToObject(document, "units", run->units ? run->units : "as given");
+        cli_json_number(document, "coulomb", run->physics.coulomb ? run->physics.coulomb : 1.0);
+        cli_json_number(document, "cutoff", run->physics.cutoff);
+        cJSON_AddNumberToObject(document, "exclusions", (double)run->data.exclusion_count);
+        cJSON_AddStringToObject(document, "exclusion_mode",
+                                exclusion_mode_name(run->physics.exclusion_mode));
+    }
     cJSON_AddNumberToObject(document, "reps", (double)options->reps);
     cli_json_number(document, "reference_offset", run->reference_offset);
     cJSON_AddStringToObject(document, "reference", run->ref_forces ? "ref" : "host");
@@ -400,7 +569,28 @@ static int print_json(const accuracy_run *run, const accuracy_options *options)
         cli_json_number(object, "relative_time", result->seconds_per_eval / baseline);
         cJSON_AddStringToObject(object, "unroll", unroll);
         cJSON_AddStringToObject(object, "checksum", result->checksum);
+        if (molecular)
+            cJSON_AddStringToObject(object, "exclusion_mode",
+                                    exclusion_mode_name(result->exclusion_mode));
         cJSON_AddItemToArray(results, object);
+    }
+    if (run->compare_exclusions) {
+        /* Narumi et al., sec. 4.1 (Figs. 10 and 11): each accumulator in both modes. */
+        cJSON *comparison = cJSON_AddArrayToObject(document, "exclusion_comparison");
+        for (size_t i = 0; i < run->result_count; ++i) {
+            cJSON *object = cJSON_CreateObject();
+            cJSON_AddStringToObject(object, "accum", run->results[i].accum->name);
+            const accuracy_result *both[2] = {&run->results[i], &run->other_mode[i]};
+            for (int k = 0; k < 2; ++k) {
+                cJSON *mode =
+                    cJSON_AddObjectToObject(object, exclusion_mode_name(both[k]->exclusion_mode));
+                cli_json_number(mode, "error", both[k]->error);
+                cli_json_number(mode, "error_host", both[k]->error_host);
+                cli_json_number(mode, "offset", both[k]->offset);
+                cli_json_number(mode, "seconds_per_eval", both[k]->seconds_per_eval);
+            }
+            cJSON_AddItemToArray(comparison, object);
+        }
     }
     cJSON_AddItemReferenceToObject(document, "skipped", run->skipped);
     return cli_print_json(document);
@@ -409,7 +599,14 @@ static int print_json(const accuracy_run *run, const accuracy_options *options)
 static void print_table(const accuracy_run *run, const accuracy_options *options)
 {
     const double baseline = float_seconds(run);
-    printf("%s, N = %zu, eps = %g, ", run->kernel->name, run->particles.count, options->eps);
+    printf("%s, N = %zu, ", run->kernel->name, run->particles.count);
+    if (run->kernel->pair_parameters > 0 && run->data.exclusion_count)
+        printf("%zu exclusions (results: %s), ", run->data.exclusion_count,
+               exclusion_mode_name(run->physics.exclusion_mode));
+    else if (run->kernel->pair_parameters > 0)
+        printf("no exclusions, ");
+    else
+        printf("eps = %g, ", options->eps);
     if (options->in)
         printf("%s", options->in);
     else
@@ -429,6 +626,22 @@ static void print_table(const accuracy_run *run, const accuracy_options *options
                result->accum->letter, result->error, result->error_host, result->offset,
                result->seconds_per_eval, relative_text, result->checksum);
     }
+    if (run->compare_exclusions) {
+        printf(
+            "\nexclusions (%zu pairs), Narumi et al. sec. 4.1: exclude on the fly vs afterwards\n",
+            run->data.exclusion_count);
+        printf("%-16s %12s %12s %12s %12s\n", "ACCUM", "ERR FLY", "ERR AFTER", "OFFSET FLY",
+               "OFFSET AFTER");
+        for (size_t i = 0; i < run->result_count; ++i) {
+            const accuracy_result *fly = run->results[i].exclusion_mode == FK_EXCLUDE_ON_THE_FLY
+                                             ? &run->results[i]
+                                             : &run->other_mode[i];
+            const accuracy_result *after =
+                fly == &run->results[i] ? &run->other_mode[i] : &run->results[i];
+            printf("%-16s %12.4e %12.4e %12.4e %12.4e\n", run->results[i].accum->name, fly->error,
+                   after->error, fly->offset, after->offset);
+        }
+    }
     printf("reference offset (double host): %.4e\n", run->reference_offset);
     fflush(stdout);
 }
@@ -439,31 +652,70 @@ static void print_table(const accuracy_run *run, const accuracy_options *options
 static int check_options(accuracy_run *run, accuracy_options *options, const cli_option *table,
                          size_t count)
 {
-    if (!options->kernel)
-        return cli_usage_error("accuracy", "--kernel is required");
-    if (cli_find_kernel("accuracy", options->kernel, &run->kernel))
-        return CLI_EXIT_USAGE;
-    const fk_accum_info *accum = NULL;
-    if (strcmp(options->accum, "all") != 0 && cli_find_accum("accuracy", options->accum, &accum))
-        return CLI_EXIT_USAGE;
     if (!options->in == !options->system)
         return cli_usage_error("accuracy", "give exactly one of --in FILE and --system NAME");
-    if (options->system &&
-        (strcmp(options->system, "protein") == 0 || strcmp(options->system, "lj65536") == 0)) {
-        cli_error("accuracy",
-                  "--system %s: not yet available (it needs the molecular force laws); use "
-                  "--system plummer or --in FILE",
-                  options->system);
-        return CLI_EXIT_USAGE;
+    if (options->system) {
+        if (strcmp(options->system, "plummer") == 0)
+            options->system_kind = SYSTEM_PLUMMER;
+        else if (strcmp(options->system, "protein") == 0)
+            options->system_kind = SYSTEM_PROTEIN;
+        else if (strcmp(options->system, "lj65536") == 0)
+            options->system_kind = SYSTEM_LJ65536;
+        else
+            return cli_usage_error("accuracy",
+                                   "--system '%s': unknown; available: plummer, protein, lj65536",
+                                   options->system);
     }
-    if (options->system && strcmp(options->system, "plummer") != 0)
-        return cli_usage_error("accuracy", "--system '%s': unknown; available: plummer",
-                               options->system);
-    if (options->system && !cli_kernel_is_gravity(run->kernel->name))
+    if (!options->kernel) {
+        if (!options->system)
+            return cli_usage_error("accuracy", "--kernel is required with --in");
+        options->kernel = options->system_kind == SYSTEM_PLUMMER   ? "ga"
+                          : options->system_kind == SYSTEM_PROTEIN ? "ljc_constant"
+                                                                   : "lj";
+    }
+    if (cli_find_kernel("accuracy", options->kernel, &run->kernel))
+        return CLI_EXIT_USAGE;
+    const fk_accum_info *accums[ACCURACY_MAX_ACCUMULATORS];
+    if (strcmp(options->accum, "all") != 0 && parse_accum_list(options->accum, accums) == 0)
+        return cli_usage_error("accuracy",
+                               "--accum '%s': expected all, or accumulator names "
+                               "separated by commas",
+                               options->accum);
+    const int gravity = cli_kernel_is_gravity(run->kernel->name);
+    const int lj_family =
+        strcmp(run->kernel->name, "lj") == 0 || strncmp(run->kernel->name, "ljc_", 4) == 0;
+    if (options->system_kind == SYSTEM_PLUMMER && !gravity)
         return cli_usage_error("accuracy", "--system plummer is for the gravity kernels");
-    if (options->in && (cli_option_named(table, count, "n")->given ||
-                        cli_option_named(table, count, "seed")->given))
+    if ((options->system_kind == SYSTEM_PROTEIN || options->system_kind == SYSTEM_LJ65536) &&
+        !lj_family)
+        return cli_usage_error("accuracy", "--system %s is for the lj and ljc_* kernels, not %s",
+                               options->system, run->kernel->name);
+    const int n_given = cli_option_named(table, count, "n")->given;
+    if (options->in && (n_given || cli_option_named(table, count, "seed")->given))
         return cli_usage_error("accuracy", "--n and --seed apply to --system only");
+    if (options->system_kind == SYSTEM_PROTEIN) {
+        if (n_given && options->n != FK_PROTEIN_ATOMS)
+            return cli_usage_error("accuracy", "--n %lld: the protein system has %d atoms",
+                                   options->n, FK_PROTEIN_ATOMS);
+        options->n = FK_PROTEIN_ATOMS;
+    }
+    if (options->system_kind == SYSTEM_LJ65536) {
+        if (!n_given)
+            options->n = FK_LJ65536_ATOMS;
+        if (!cli_option_named(table, count, "reps")->given)
+            options->reps = 1; /* N^2 = 4.3e9 pairs an evaluation */
+    }
+    if (!gravity) {
+        if (cli_option_named(table, count, "eps")->given)
+            return cli_usage_error("accuracy", "--eps applies to the gravity kernels");
+        options->eps = 0.0;
+    }
+    if (options->system_kind != SYSTEM_NONE &&
+        (options->physics.params || options->physics.exclude || options->physics.box))
+        return cli_usage_error("accuracy", "--params, --exclude and --box apply to --in; the "
+                                           "systems bring their own");
+    if (cli_physics_config("accuracy", run->kernel, &options->physics, &run->physics))
+        return CLI_EXIT_USAGE;
     if (!cli_parse_format(options->format, &options->file_format))
         return cli_usage_error("accuracy", "--format '%s': expected auto, text or tipsy",
                                options->format);
@@ -472,7 +724,12 @@ static int check_options(accuracy_run *run, accuracy_options *options, const cli
 
 int cmd_accuracy(int argc, char **argv)
 {
-    accuracy_options options = {.accum = "all", .n = 16384, .seed = 1, .reps = 5, .eps = 0.01};
+    accuracy_options options = {.accum = "all",
+                                .n = 16384,
+                                .seed = 1,
+                                .reps = 5,
+                                .eps = 0.01,
+                                .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
@@ -487,12 +744,14 @@ int cmd_accuracy(int argc, char **argv)
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
     };
     const size_t table_count = sizeof table / sizeof table[0];
     if (cli_parse_options("accuracy", argc, argv, table, table_count))
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(accuracy_usage, stdout);
+        fputs(cli_physics_usage, stdout);
         return CLI_EXIT_OK;
     }
     accuracy_run run = {0};
@@ -503,6 +762,17 @@ int cmd_accuracy(int argc, char **argv)
         code = cli_check_fits_device(run.context, (size_t)options.n);
     if (code == CLI_EXIT_OK)
         code = load_particles(&run, &options);
+    if (code == CLI_EXIT_OK && options.in)
+        code = cli_physics_load("accuracy", run.kernel, &options.physics, &run.particles,
+                                &run.physics, &run.data);
+    if (code == CLI_EXIT_OK && run.data.exclusion_count) {
+        const int slots = exclusion_slots(&run);
+        if (slots < 0)
+            code = cli_report_status(FK_ERR_HOST_MEMORY, NULL);
+        run.physics.max_exclusions = slots;
+        /* Narumi's comparison, unless one mode was asked for. */
+        run.compare_exclusions = options.physics.exclude_mode == NULL;
+    }
     if (code != CLI_EXIT_OK) {
         accuracy_run_free(&run);
         return code;
