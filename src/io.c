@@ -714,6 +714,19 @@ static int write_force_lines(FILE *file, size_t count, unsigned components, cons
     return 0;
 }
 
+typedef struct force_lines {
+    size_t count;
+    unsigned components;
+    const double *forces, *potentials;
+} force_lines;
+
+static int write_force_lines_to(FILE *file, const void *context)
+{
+    const force_lines *lines = context;
+    return write_force_lines(file, lines->count, lines->components, lines->forces,
+                             lines->potentials);
+}
+
 /* The mode a newly created file would get, since mkstemp always uses 0600. umask() is read by
  * setting and restoring it; the tools that call this are single-threaded. */
 static mode_t default_file_mode(void)
@@ -746,6 +759,13 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
         return FK_ERR_INVALID_ARGUMENT;
     }
 
+    const force_lines lines = {count, components, forces, potentials};
+    return fk_io_write_atomic(path, write_force_lines_to, &lines, error, error_size);
+}
+
+fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
+                             const void *context, char *error, size_t error_size)
+{
     static const char suffix[] = ".tmpXXXXXX";
     size_t temp_size = strlen(path) + sizeof suffix;
     char *temp = malloc(temp_size);
@@ -774,8 +794,7 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
         close(fd);
     } else {
         errno = 0;
-        if (write_force_lines(file, count, components, forces, potentials) != 0 ||
-            fflush(file) != 0 || ferror(file))
+        if (write_body(file, context) != 0 || fflush(file) != 0 || ferror(file))
             failed = "cannot write";
         else if (fsync(fileno(file)) != 0)
             failed = "cannot sync";

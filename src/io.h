@@ -3,6 +3,7 @@
 #define FK_IO_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "forcekit/forcekit.h"
 
 /* Column layouts of the text particle format, one per family of kernels. */
@@ -52,6 +53,13 @@ fk_particles fk_particle_set_view(const fk_particle_set *set);
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
                              size_t error_size);
+
+/* Writes path atomically: write_body(file, context) fills a temporary file in the same directory
+ * (returning 0, or nonzero with errno set), which is synced and renamed onto path, so no partial
+ * file is ever left; the new file gets the mode the umask gives. On failure the temporary file is
+ * removed and error names the step that failed. */
+fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
+                             const void *context, char *error, size_t error_size);
 
 /* Pair parameters (--params, SPEC "Files"): lines `a b p1 p2 ...` with `parameters` numbers
  * (fk_kernel_info.pair_parameters; format names them for messages, "a b epsilon sigma").

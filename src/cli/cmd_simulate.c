@@ -1,11 +1,842 @@
-/* `forcekit simulate`: not implemented yet. */
+/* `forcekit simulate`: NVE integration (velocity Verlet, or Hermite for gaj) with the forces from
+ * the device, the energy series and its drift, checkpoints and bit-identical restarts. */
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "commands.h"
 #include "common.h"
+#include "generate.h"
+#include "io.h"
+#include "physics.h"
+#include "simulate.h"
+#include "systems.h"
+
+static const char simulate_usage[] =
+    "usage: forcekit simulate --kernel K (--system NAME --n N | --in FILE) --steps S [--dt DT]\n"
+    "                         [--accum A] [--integrator verlet|hermite] [--sample K] [--json]\n"
+    "                         [--checkpoint FILE [--checkpoint-every K]] [--restart FILE] ...\n\n"
+    "Integrates Newton's equations at constant energy (NVE) with positions and velocities in\n"
+    "double on the host and the forces from the device with the chosen accumulator, and reports\n"
+    "the total energy (kinetic + potential) every K steps, its relative drift and the slope of a\n"
+    "linear fit. Progress goes to stderr when it is a terminal.\n\n"
+    "  --kernel K        lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj "
+    "(Hermite)\n"
+    "  --system NAME     lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
+    "                    periodic cubic box) or plummer (ga, gaj; N-body units); default lj-fluid\n"
+    "                    for the molecular kernels, plummer for gravity\n"
+    "  --n N             particles of the system\n"
+    "  --in FILE         start from a particle file instead (gaj files carry velocities; for the\n"
+    "                    others they are drawn at --temperature; add --box for a periodic box)\n"
+    "  --steps S         the step to integrate to (a restart continues up to S)\n"
+    "  --dt DT           time step (default 0.005 molecular, 0.001 gravity)\n"
+    "  --accum A         accumulator of the forces and potentials (default float)\n"
+    "  --integrator I    verlet (default; kick-drift-kick) or hermite (4th order, gaj only;\n"
+    "                    the default for gaj)\n"
+    "  --density D       lj-fluid number density (default 0.8)\n"
+    "  --temperature T   lj-fluid initial temperature (default 1.0); for files without\n"
+    "                    velocities (default 1.0 molecular, 0 gravity: at rest)\n"
+    "  --seed S          seed of the system and of drawn velocities (default 1)\n"
+    "  --eps E           gravitational softening (default 0.01)\n"
+    "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
+    "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
+    "                    and keep the fastest), all-pairs, symmetric or cells\n"
+    "  --unroll IxJ      kernel variant (default auto: the tuned choice)\n"
+    "  --skin S          cells: keep the cell assignment until a particle moved S/2 (default:\n"
+    "                    rebuild every step, so a restart is bit-identical; with a skin the\n"
+    "                    rounding depends on when the cells were built and it is not)\n"
+    "  --checkpoint FILE write the state here every --checkpoint-every steps (default steps/10),\n"
+    "                    at the end and on SIGINT/SIGTERM (then exit 130/143), atomically\n"
+    "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
+    "                    uninterrupted run on the same device); a mismatch exits 2\n"
+    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n"
+    "  --json            print the result as one JSON document on standard output\n"
+    "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
+
+typedef struct simulate_options {
+    const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *unroll, *device;
+    const char *checkpoint, *restart;
+    long long n, steps, seed, sample, checkpoint_every;
+    double dt, density, temperature, eps, skin;
+    int json, help;
+    cli_physics_options physics;
+} simulate_options;
+
+/* SIGINT / SIGTERM: finish the step, write the checkpoint, exit 128 + signal. */
+static volatile sig_atomic_t interrupted_by = 0;
+static void on_signal(int signal_number)
+{
+    interrupted_by = signal_number;
+    signal(signal_number, SIG_DFL); /* a second one stops at once */
+}
+
+typedef struct option_list {
+    fk_sim_option items[FK_SIM_MAX_OPTIONS];
+    size_t count;
+} option_list;
+
+static void add_option(option_list *list, const char *key, const char *format, ...)
+    CLI_PRINTF(3, 4);
+static void add_option(option_list *list, const char *key, const char *format, ...)
+{
+    if (list->count == FK_SIM_MAX_OPTIONS)
+        return;
+    fk_sim_option *option = &list->items[list->count++];
+    snprintf(option->key, sizeof option->key, "%s", key);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(option->value, sizeof option->value, format, args);
+    va_end(args);
+}
+
+static const char *find_option(const option_list *list, const char *key)
+{
+    for (size_t o = 0; o < list->count; ++o)
+        if (strcmp(list->items[o].key, key) == 0)
+            return list->items[o].value;
+    return NULL;
+}
+
+/* What a checkpoint must share with the run that continues it. */
+static const char *const must_match[] = {
+    "kernel",  "accum",      "integrator",   "dt",     "system", "n",
+    "seed",    "density",    "temperature",  "eps",    "cutoff", "box",
+    "coulomb", "dielectric", "exclude_mode", "sample", "skin",   "initial_state"};
+
+typedef struct simulate_run {
+    const fk_kernel_info *kernel;
+    const fk_accum_info *accum;
+    fk_particle_set particles;
+    cli_physics_data physics;
+    double box[3];
+    fk_context *context;
+    fk_sim *sim;
+    fk_sim_checkpoint checkpoint;
+    int restarting;
+    fk_sim_sample *samples;
+    size_t sample_count, sample_capacity;
+    option_list options;
+} simulate_run;
+
+static void simulate_run_free(simulate_run *run)
+{
+    fk_sim_destroy(run->sim);
+    fk_context_destroy(run->context);
+    fk_particle_set_free(&run->particles);
+    cli_physics_data_free(&run->physics);
+    fk_sim_checkpoint_free(&run->checkpoint);
+    free(run->samples);
+}
+
+static int add_sample(simulate_run *run, fk_sim_sample sample)
+{
+    if (run->sample_count && run->samples[run->sample_count - 1].step == sample.step)
+        return 0;
+    if (run->sample_count == run->sample_capacity) {
+        size_t capacity = run->sample_capacity ? 2 * run->sample_capacity : 1024;
+        fk_sim_sample *grown = realloc(run->samples, capacity * sizeof *grown);
+        if (!grown)
+            return -1;
+        run->samples = grown;
+        run->sample_capacity = capacity;
+    }
+    run->samples[run->sample_count++] = sample;
+    return 0;
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+static double total_energy(const fk_sim_sample *sample)
+{
+    return sample->kinetic + sample->potential;
+}
+
+/* The initial particles with velocities, the periodic box (0 when open). */
+static int build_initial(const simulate_options *options, simulate_run *run, double temperature)
+{
+    char message[1024] = "";
+    fk_status status = FK_OK;
+    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    if (options->in) {
+        fk_file_format format;
+        if (!cli_parse_format(options->format, &format))
+            return cli_usage_error("simulate", "--format '%s': expected auto, text or tipsy",
+                                   options->format);
+        status = fk_io_read_particles(options->in, format, (fk_layout)layout, &run->particles,
+                                      message, sizeof message);
+        if (status == FK_OK && !run->particles.velocity) {
+            status = fk_generate_velocities(&run->particles, temperature, (uint64_t)options->seed);
+            if (status != FK_OK)
+                snprintf(message, sizeof message, "cannot draw velocities");
+        }
+    } else if (strcmp(options->system, "plummer") == 0) {
+        status = fk_generate_plummer((size_t)options->n, (uint64_t)options->seed,
+                                     FK_LAYOUT_XYZM_VEL, &run->particles);
+        if (status != FK_OK)
+            snprintf(message, sizeof message, "cannot generate a Plummer sphere of %lld bodies",
+                     options->n);
+    } else {
+        status = fk_generate_lj_fluid((size_t)options->n, options->density, temperature,
+                                      (uint64_t)options->seed, (fk_layout)layout, &run->particles,
+                                      run->box);
+        if (status != FK_OK)
+            snprintf(message, sizeof message,
+                     "cannot generate an LJ fluid of %lld particles at density %g", options->n,
+                     options->density);
+    }
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        return cli_exit_code(status);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Compares the checkpoint's options with this run's; pins the variant it ran with. Reports and
+ * returns 2 on a mismatch. */
+static int check_restart(const simulate_options *options, simulate_run *run, fk_sim_config *config,
+                         int *auto_algorithm, int unroll_given)
+{
+    const fk_sim_checkpoint *checkpoint = &run->checkpoint;
+    for (size_t k = 0; k < sizeof must_match / sizeof must_match[0]; ++k) {
+        const char *here = find_option(&run->options, must_match[k]);
+        const char *there = fk_sim_checkpoint_option(checkpoint, must_match[k]);
+        if (!there || !here || strcmp(here, there) != 0) {
+            cli_error("simulate",
+                      "checkpoint %s does not match this run: %s is '%s' there and '%s' here "
+                      "(restart with the options of the run that wrote it)",
+                      options->restart, must_match[k], there ? there : "(missing)",
+                      here ? here : "(missing)");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (checkpoint->n != run->particles.count ||
+        checkpoint->has_jerk != (config->integrator == FK_INTEGRATOR_HERMITE)) {
+        cli_error("simulate", "checkpoint %s holds %zu particles%s; this run has %zu%s",
+                  options->restart, checkpoint->n, checkpoint->has_jerk ? " with jerks" : "",
+                  run->particles.count,
+                  config->integrator == FK_INTEGRATOR_HERMITE ? " with jerks" : "");
+        return CLI_EXIT_USAGE;
+    }
+    if (checkpoint->step > (uint64_t)options->steps) {
+        cli_error("simulate", "checkpoint %s is at step %" PRIu64 ", beyond --steps %lld",
+                  options->restart, checkpoint->step, options->steps);
+        return CLI_EXIT_USAGE;
+    }
+    /* The pair loop and the kernel variant change the rounding: run what the checkpoint ran. */
+    const char *algorithm = fk_sim_checkpoint_option(checkpoint, "algorithm");
+    fk_algorithm stored;
+    if (!algorithm || fk_algorithm_find(algorithm, &stored) != FK_OK) {
+        cli_error("simulate", "checkpoint %s names no known algorithm", options->restart);
+        return CLI_EXIT_USAGE;
+    }
+    if (!*auto_algorithm && (fk_algorithm)config->eval.algorithm != stored) {
+        cli_error("simulate",
+                  "checkpoint %s does not match this run: algorithm is '%s' there and "
+                  "'%s' here",
+                  options->restart, algorithm, fk_algorithm_name(config->eval.algorithm));
+        return CLI_EXIT_USAGE;
+    }
+    *auto_algorithm = 0;
+    config->eval.algorithm = (int)stored;
+    const char *unroll = fk_sim_checkpoint_option(checkpoint, "unroll");
+    int unroll_i = 0, unroll_j = 0;
+    if (!unroll || !cli_parse_unroll(unroll, &unroll_i, &unroll_j) || !unroll_i) {
+        cli_error("simulate", "checkpoint %s names no kernel variant", options->restart);
+        return CLI_EXIT_USAGE;
+    }
+    if (unroll_given && (config->eval.unroll_i != unroll_i || config->eval.unroll_j != unroll_j)) {
+        cli_error("simulate",
+                  "checkpoint %s does not match this run: unroll is %s there and %dx%d "
+                  "here",
+                  options->restart, unroll, config->eval.unroll_i, config->eval.unroll_j);
+        return CLI_EXIT_USAGE;
+    }
+    config->eval.unroll_i = unroll_i;
+    config->eval.unroll_j = unroll_j;
+    long long value = 0;
+    const char *text = fk_sim_checkpoint_option(checkpoint, "work_group_size");
+    if (text && cli_parse_long(text, &value) && value > 0 && value <= 4096)
+        config->eval.work_group_size = (int)value;
+    text = fk_sim_checkpoint_option(checkpoint, "local_tiling");
+    if (text && cli_parse_long(text, &value))
+        config->eval.local_tiling = value ? 1 : -1;
+    text = fk_sim_checkpoint_option(checkpoint, "j_splits");
+    if (text && cli_parse_long(text, &value) && value > 0 && value <= (1 << 20))
+        config->eval.j_splits = (int)value;
+    return CLI_EXIT_OK;
+}
+
+static void note_device(const simulate_options *options, simulate_run *run)
+{
+    const char *device = fk_sim_checkpoint_option(&run->checkpoint, "device");
+    const char *here = fk_context_device(run->context)->name;
+    if (device && strcmp(device, here) != 0)
+        fprintf(stderr,
+                "forcekit: warning: checkpoint %s was written on %s; continuing on %s (the "
+                "run goes on, but bit-identity with an uninterrupted run holds only on one "
+                "device)\n",
+                options->restart, device, here);
+}
+
+static void progress(const simulate_run *run, uint64_t target, uint64_t first, double started,
+                     int final)
+{
+    const double elapsed = monotonic_seconds() - started;
+    const uint64_t step = run->sim->step, done = step - first;
+    const double rate = elapsed > 0 ? (double)done / elapsed : 0;
+    const double e0 = total_energy(&run->samples[0]);
+    const double last = total_energy(&run->samples[run->sample_count - 1]);
+    fprintf(stderr,
+            "\rsimulate: step %" PRIu64 " of %" PRIu64 " (%3.0f%%), E/E0 - 1 = %+.3e, "
+            "%.0f steps/s, %.0f s left   %s",
+            step, target, target ? 100.0 * (double)step / (double)target : 100.0,
+            e0 != 0 ? last / e0 - 1 : NAN, rate, rate > 0 ? (double)(target - step) / rate : 0.0,
+            final ? "\n" : "");
+    fflush(stderr);
+}
+
+static int write_checkpoint(const simulate_options *options, simulate_run *run)
+{
+    char message[1024] = "";
+    fk_status status = fk_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
+                                               run->options.count, run->samples, run->sample_count,
+                                               message, sizeof message);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        return CLI_EXIT_RUNTIME;
+    }
+    return CLI_EXIT_OK;
+}
+
+static cJSON *number_array(const fk_sim_sample *samples, size_t count, int which, double dt)
+{
+    cJSON *array = cJSON_CreateArray();
+    for (size_t s = 0; array && s < count; ++s) {
+        double value = which == 0   ? (double)samples[s].step
+                       : which == 1 ? (double)samples[s].step * dt
+                       : which == 2 ? samples[s].kinetic
+                       : which == 3 ? samples[s].potential
+                                    : total_energy(&samples[s]);
+        cJSON_AddItemToArray(array,
+                             isfinite(value) ? cJSON_CreateNumber(value) : cJSON_CreateNull());
+    }
+    return array;
+}
+
+typedef struct loop_stats {
+    double seconds, device_seconds;
+    uint64_t first_step, steps_run;
+    fk_sim_timing timing;
+} loop_stats;
+
+static int print_json(const simulate_options *options, const simulate_run *run,
+                      const fk_sim_config *config, const loop_stats *stats)
+{
+    const fk_sim *sim = run->sim;
+    const double dt = config->dt;
+    const fk_sim_sample *first = &run->samples[0], *last = &run->samples[run->sample_count - 1];
+    const double e0 = total_energy(first), e_end = total_energy(last);
+    const double slope = fk_sim_energy_slope(run->samples, run->sample_count, dt);
+    double deviation = 0;
+    for (size_t s = 0; s < run->sample_count; ++s)
+        deviation = fmax(deviation, fabs(total_energy(&run->samples[s]) - e0));
+    fk_variant variant = {0};
+    fk_eval_get_variant(sim->eval, &variant);
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+
+    cJSON *document = cJSON_CreateObject();
+    cJSON_AddStringToObject(document, "kernel", run->kernel->name);
+    cJSON_AddStringToObject(document, "accum", run->accum->name);
+    cJSON_AddStringToObject(document, "integrator", fk_integrator_name(config->integrator));
+    cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fk_sim_algorithm(sim)));
+    cJSON_AddStringToObject(document, "system", find_option(&run->options, "system"));
+    cJSON_AddNumberToObject(document, "n", (double)sim->n);
+    cJSON_AddNumberToObject(document, "steps", (double)sim->step);
+    cJSON_AddNumberToObject(document, "steps_run", (double)stats->steps_run);
+    if (run->restarting)
+        cJSON_AddNumberToObject(document, "restarted_from_step", (double)stats->first_step);
+    else
+        cJSON_AddNullToObject(document, "restarted_from_step");
+    cli_json_number(document, "dt", dt);
+    cli_json_number(document, "time", (double)sim->step * dt);
+    cJSON_AddStringToObject(document, "device", fk_context_device(run->context)->name);
+    cJSON_AddStringToObject(document, "unroll", unroll);
+    cJSON_AddStringToObject(document, "variant_source", cli_variant_source_token(variant.source));
+    cJSON_AddNumberToObject(document, "work_group_size", variant.work_group_size);
+    cJSON_AddNumberToObject(document, "j_splits", variant.j_splits);
+    cJSON_AddNumberToObject(document, "seed", (double)options->seed);
+    if (sim->periodic) {
+        cJSON *box = cJSON_AddArrayToObject(document, "box");
+        for (int k = 0; k < 3; ++k)
+            cJSON_AddItemToArray(box, cJSON_CreateNumber(config->eval.box[k]));
+    } else {
+        cJSON_AddNullToObject(document, "box");
+    }
+    if (sim->gravity)
+        cli_json_number(document, "eps", config->eval.eps);
+    else
+        cli_json_number(document, "cutoff", config->eval.cutoff);
+    /* timing: wall seconds of the step loop (this invocation), and where they went */
+    cli_json_number(document, "seconds", stats->seconds);
+    cli_json_number(document, "steps_per_second",
+                    stats->seconds > 0 ? (double)stats->steps_run / stats->seconds : NAN);
+    const double per_step = stats->steps_run ? 1.0 / (double)stats->steps_run : NAN;
+    cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
+    cli_json_number(timing, "total", stats->seconds * per_step);
+    cli_json_number(timing, "device", stats->device_seconds * per_step);
+    cli_json_number(timing, "update", stats->timing.update * per_step);
+    cli_json_number(timing, "compute", stats->timing.compute * per_step);
+    cli_json_number(timing, "read", stats->timing.read * per_step);
+    cli_json_number(timing, "host_overhead", (stats->seconds - stats->device_seconds) * per_step);
+    /* energy */
+    cli_json_number(document, "initial_energy", e0);
+    cli_json_number(document, "final_energy", e_end);
+    cli_json_number(document, "relative_energy_drift", fabs(e_end - e0) / fabs(e0));
+    cli_json_number(document, "max_relative_energy_deviation", deviation / fabs(e0));
+    cli_json_number(document, "energy_slope_per_time", slope);
+    cli_json_number(document, "energy_slope_per_step", slope * dt);
+    cli_json_number(document, "relative_energy_slope_per_time", slope / fabs(e0));
+    cJSON_AddStringToObject(document, "energy",
+                            sim->gravity ? "kinetic 1/2 sum m v^2 + potential 1/2 sum m phi"
+                                         : "kinetic 1/2 sum v^2 (unit masses) + potential "
+                                           "sum_i 1/2 sum_j U_ij");
+    cJSON_AddNumberToObject(document, "sample_every", (double)options->sample);
+    cJSON *samples = cJSON_AddObjectToObject(document, "samples");
+    static const char *const names[] = {"step", "time", "kinetic", "potential", "energy"};
+    for (int w = 0; w < 5; ++w)
+        cJSON_AddItemToObject(samples, names[w],
+                              number_array(run->samples, run->sample_count, w, dt));
+    /* the final state: equal checksums, equal bits */
+    double *state = malloc(6 * sim->n * sizeof *state);
+    if (state) {
+        memcpy(state, sim->position, 3 * sim->n * sizeof *state);
+        memcpy(state + 3 * sim->n, sim->velocity, 3 * sim->n * sizeof *state);
+        char checksum[CLI_CHECKSUM_SIZE];
+        cli_checksum(state, 6 * sim->n, checksum);
+        cJSON_AddStringToObject(document, "state_checksum", checksum);
+        free(state);
+    }
+    if (sim->trial_count) {
+        cJSON *trials = cJSON_AddArrayToObject(document, "algorithm_trials");
+        for (size_t t = 0; t < sim->trial_count; ++t) {
+            cJSON *trial = cJSON_CreateObject();
+            cJSON_AddStringToObject(trial, "algorithm",
+                                    fk_algorithm_name(sim->trials[t].algorithm));
+            cli_json_number(trial, "seconds_per_step", sim->trials[t].seconds_per_step);
+            if (sim->trials[t].status != FK_OK)
+                cJSON_AddStringToObject(trial, "skipped", sim->trials[t].note);
+            cJSON_AddItemToArray(trials, trial);
+        }
+    }
+    if (options->checkpoint)
+        cJSON_AddStringToObject(document, "checkpoint", options->checkpoint);
+    return cli_print_json(document);
+}
 
 int cmd_simulate(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("simulate", "not yet available");
-    return CLI_EXIT_USAGE;
+    simulate_options options = {.accum = "float",
+                                .seed = 1,
+                                .density = 0.8,
+                                .temperature = NAN,
+                                .dt = NAN,
+                                .eps = NAN,
+                                .skin = NAN,
+                                .physics = CLI_PHYSICS_OPTIONS_INIT};
+    cli_option table[] = {
+        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
+        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        {.name = "system", .kind = CLI_STRING, .value = &options.system},
+        {.name = "in", .kind = CLI_STRING, .value = &options.in},
+        {.name = "format", .kind = CLI_STRING, .value = &options.format},
+        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
+        {.name = "steps", .kind = CLI_INT, .value = &options.steps, .min = 0, .max = 1e15},
+        {.name = "dt", .kind = CLI_DOUBLE, .value = &options.dt, .min = 0, .max = HUGE_VAL},
+        {.name = "integrator", .kind = CLI_STRING, .value = &options.integrator},
+        {.name = "density",
+         .kind = CLI_DOUBLE,
+         .value = &options.density,
+         .min = 0,
+         .max = HUGE_VAL},
+        {.name = "temperature",
+         .kind = CLI_DOUBLE,
+         .value = &options.temperature,
+         .min = 0,
+         .max = HUGE_VAL},
+        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
+        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
+        {.name = "sample", .kind = CLI_INT, .value = &options.sample, .min = 1, .max = 1e15},
+        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
+        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
+        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = HUGE_VAL},
+        {.name = "checkpoint", .kind = CLI_STRING, .value = &options.checkpoint},
+        {.name = "checkpoint-every",
+         .kind = CLI_INT,
+         .value = &options.checkpoint_every,
+         .min = 1,
+         .max = 1e15},
+        {.name = "restart", .kind = CLI_STRING, .value = &options.restart},
+        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
+        {.name = "device", .kind = CLI_STRING, .value = &options.device},
+        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
+        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+    };
+    const size_t table_size = sizeof table / sizeof table[0];
+    if (cli_parse_options("simulate", argc, argv, table, table_size))
+        return CLI_EXIT_USAGE;
+    if (options.help) {
+        fputs(simulate_usage, stdout);
+        fputs(cli_physics_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!options.kernel)
+        return cli_usage_error("simulate", "--kernel is required");
+    if (!cli_option_named(table, table_size, "steps")->given)
+        return cli_usage_error("simulate", "--steps is required");
+    simulate_run run = {0};
+    if (cli_find_kernel("simulate", options.kernel, &run.kernel) ||
+        cli_find_accum("simulate", options.accum, &run.accum))
+        return CLI_EXIT_USAGE;
+    const int gravity = cli_kernel_is_gravity(run.kernel->name);
+
+    fk_sim_config config = {0};
+    config.eval.kernel = run.kernel->name;
+    config.eval.accum = run.accum->name;
+    config.integrator =
+        strcmp(run.kernel->name, "gaj") == 0 ? FK_INTEGRATOR_HERMITE : FK_INTEGRATOR_VERLET;
+    if (options.integrator && !fk_integrator_find(options.integrator, &config.integrator))
+        return cli_usage_error("simulate", "--integrator '%s': expected verlet or hermite",
+                               options.integrator);
+    if (config.integrator == FK_INTEGRATOR_HERMITE && strcmp(run.kernel->name, "gaj") != 0)
+        return cli_usage_error("simulate", "--integrator hermite needs the jerk: --kernel gaj");
+
+    /* the system */
+    if (options.in && options.system)
+        return cli_usage_error("simulate", "--in and --system exclude each other");
+    if (!options.in && !options.system)
+        options.system = gravity ? "plummer" : "lj-fluid";
+    if (options.system && strcmp(options.system, "plummer") != 0 &&
+        strcmp(options.system, "lj-fluid") != 0)
+        return cli_usage_error("simulate", "--system '%s': expected lj-fluid or plummer",
+                               options.system);
+    if (options.system && (strcmp(options.system, "plummer") == 0) != gravity)
+        return cli_usage_error("simulate", "--system %s is for %s kernels, not %s", options.system,
+                               gravity ? "molecular" : "gravity", run.kernel->name);
+    const int fluid = options.system && strcmp(options.system, "lj-fluid") == 0;
+    if (options.system && !cli_option_named(table, table_size, "n")->given)
+        return cli_usage_error("simulate", "--system %s needs --n", options.system);
+    if (options.in && cli_option_named(table, table_size, "n")->given)
+        return cli_usage_error("simulate", "--n applies to --system (a file has its own count)");
+    if (cli_option_named(table, table_size, "density")->given && !fluid)
+        return cli_usage_error("simulate", "--density applies to --system lj-fluid");
+    if (fluid && !(options.density > 0))
+        return cli_usage_error("simulate", "--density must be > 0");
+    const int velocities_drawn = fluid || (options.in && strcmp(run.kernel->name, "gaj") != 0);
+    if (!isnan(options.temperature) && !velocities_drawn)
+        return cli_usage_error("simulate", "--temperature applies to lj-fluid and to files "
+                                           "without velocities");
+    const double temperature =
+        !isnan(options.temperature) ? options.temperature : (gravity ? 0.0 : 1.0);
+    if (!isnan(options.eps) && !gravity)
+        return cli_usage_error("simulate", "--eps applies to the gravity kernels");
+    config.eval.eps = gravity ? (isnan(options.eps) ? 0.01 : options.eps) : 0.0;
+    config.dt = isnan(options.dt) ? (gravity ? 0.001 : 0.005) : options.dt;
+    if (!(config.dt > 0))
+        return cli_usage_error("simulate", "--dt must be > 0");
+    if (options.physics.box && fluid)
+        return cli_usage_error("simulate", "--box: the lj-fluid box follows from --n and "
+                                           "--density");
+    int code = cli_physics_config("simulate", run.kernel, &options.physics, &config.eval);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if ((fluid || strcmp(run.kernel->name, "lj") == 0) && isnan(options.physics.cutoff))
+        config.eval.cutoff = 2.5; /* SPEC's lj default, also for ljc_* and buck in the fluid */
+
+    /* pair loop and variant */
+    int auto_algorithm = !options.algorithm || strcmp(options.algorithm, "auto") == 0;
+    if (!auto_algorithm) {
+        fk_algorithm algorithm;
+        if (fk_algorithm_find(options.algorithm, &algorithm) != FK_OK)
+            return cli_usage_error("simulate",
+                                   "--algorithm '%s': expected auto, all-pairs, symmetric or cells",
+                                   options.algorithm);
+        config.eval.algorithm = (int)algorithm;
+    }
+    if (options.unroll &&
+        !cli_parse_unroll(options.unroll, &config.eval.unroll_i, &config.eval.unroll_j))
+        return cli_usage_error("simulate",
+                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
+                               options.unroll);
+    const int unroll_given = config.eval.unroll_i != 0;
+    /* Cells keep a particle-to-cell assignment while no particle moved more than skin / 2, so with
+     * a skin the forces' rounding depends on when the cells were last built: a history a restart
+     * cannot reproduce. By default they are rebuilt at every step (a negative skin), so the forces
+     * are a function of the positions alone. */
+    if (!isnan(options.skin) && gravity)
+        return cli_usage_error("simulate", "--skin applies to the cells pair loop (molecular "
+                                           "kernels)");
+    config.eval.skin = isnan(options.skin) ? -1.0 : options.skin;
+
+    /* checkpoints */
+    if (options.checkpoint && !*options.checkpoint)
+        return cli_usage_error("simulate", "--checkpoint needs a file name");
+    if (options.restart && !*options.restart)
+        return cli_usage_error("simulate", "--restart needs a file name");
+    if (cli_option_named(table, table_size, "checkpoint-every")->given && !options.checkpoint)
+        return cli_usage_error("simulate", "--checkpoint-every needs --checkpoint FILE");
+    if (!options.checkpoint_every)
+        options.checkpoint_every = options.steps / 10 > 0 ? options.steps / 10 : 1;
+    char message[1024] = "";
+    if (options.restart) {
+        fk_status status =
+            fk_sim_checkpoint_read(options.restart, &run.checkpoint, message, sizeof message);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", message);
+            simulate_run_free(&run);
+            return CLI_EXIT_USAGE;
+        }
+        run.restarting = 1;
+        /* the sampling interval is the checkpoint's unless given (then it must match) */
+        const char *sample = fk_sim_checkpoint_option(&run.checkpoint, "sample");
+        long long value = 0;
+        if (!cli_option_named(table, table_size, "sample")->given && sample &&
+            cli_parse_long(sample, &value) && value > 0)
+            options.sample = value;
+    }
+    if (!options.sample)
+        options.sample = options.steps / 1000 > 0 ? options.steps / 1000 : 1;
+
+    code = build_initial(&options, &run, temperature);
+    if (code == CLI_EXIT_OK && fluid)
+        memcpy(config.eval.box, run.box, sizeof run.box);
+    if (code == CLI_EXIT_OK)
+        code = cli_physics_load("simulate", run.kernel, &options.physics, &run.particles,
+                                &config.eval, &run.physics);
+    if (code != CLI_EXIT_OK) {
+        simulate_run_free(&run);
+        return code;
+    }
+    fk_pair_table pair_table = {0};
+    if (run.physics.has_table) {
+        pair_table = fk_pair_table_set_view(&run.physics.table);
+        config.pair_table = &pair_table;
+    }
+    config.exclusions = run.physics.exclusions;
+    config.exclusion_count = run.physics.exclusion_count;
+
+    /* what a restart must match */
+    option_list *list = &run.options;
+    add_option(list, "kernel", "%s", run.kernel->name);
+    add_option(list, "accum", "%s", run.accum->name);
+    add_option(list, "integrator", "%s", fk_integrator_name(config.integrator));
+    add_option(list, "dt", "%.17g", config.dt);
+    add_option(list, "system", "%s", options.in ? "file" : options.system);
+    add_option(list, "input", "%s", options.in ? options.in : "-");
+    add_option(list, "n", "%zu", run.particles.count);
+    add_option(list, "seed", "%lld", options.seed);
+    add_option(list, "density", "%.17g", fluid ? options.density : 0.0);
+    add_option(list, "temperature", "%.17g", velocities_drawn ? temperature : 0.0);
+    add_option(list, "eps", "%.17g", config.eval.eps);
+    add_option(list, "cutoff", "%.17g", config.eval.cutoff);
+    add_option(list, "box", "%.17g,%.17g,%.17g", config.eval.box[0], config.eval.box[1],
+               config.eval.box[2]);
+    add_option(list, "coulomb", "%.17g", config.eval.coulomb);
+    add_option(list, "dielectric", "%.17g,%.17g,%.17g,%.17g", config.eval.dielectric[0],
+               config.eval.dielectric[1], config.eval.dielectric[2], config.eval.dielectric[3]);
+    add_option(list, "exclude_mode", "%d", config.eval.exclusion_mode);
+    add_option(list, "sample", "%lld", options.sample);
+    add_option(list, "skin", "%.17g", config.eval.skin);
+    add_option(list, "initial_state", "%016" PRIx64,
+               fk_sim_fingerprint(&run.particles, config.eval.box, config.pair_table,
+                                  run.kernel->pair_parameters, config.exclusions,
+                                  config.exclusion_count));
+    if (run.restarting) {
+        code = check_restart(&options, &run, &config, &auto_algorithm, unroll_given);
+        if (code != CLI_EXIT_OK) {
+            simulate_run_free(&run);
+            return code;
+        }
+    }
+    config.auto_algorithm = auto_algorithm;
+
+    code = cli_open_context(options.device, &run.context);
+    if (code == CLI_EXIT_OK && cli_check_fits_device(run.context, run.particles.count))
+        code = CLI_EXIT_RUNTIME;
+    if (code != CLI_EXIT_OK) {
+        simulate_run_free(&run);
+        return code;
+    }
+    if (run.restarting)
+        note_device(&options, &run);
+    fk_status status =
+        fk_sim_create(run.context, &config, &run.particles, &run.sim, message, sizeof message);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        simulate_run_free(&run);
+        return cli_exit_code(status);
+    }
+    fk_variant variant = {0};
+    fk_eval_get_variant(run.sim->eval, &variant);
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+    add_option(list, "algorithm", "%s", fk_algorithm_name(fk_sim_algorithm(run.sim)));
+    add_option(list, "unroll", "%s", unroll);
+    add_option(list, "work_group_size", "%d", variant.work_group_size);
+    add_option(list, "local_tiling", "%d", variant.local_tiling);
+    add_option(list, "j_splits", "%d", variant.j_splits);
+    add_option(list, "device", "%s", fk_context_device(run.context)->name);
+    add_option(list, "steps", "%lld", options.steps);
+
+    if (run.restarting) {
+        const fk_sim_checkpoint *checkpoint = &run.checkpoint;
+        fk_sim_restore(run.sim, checkpoint->step, checkpoint->position, checkpoint->velocity,
+                       checkpoint->acceleration, checkpoint->jerk);
+        /* The samples on the grid of --sample; a finished run's last one (at its --steps) is
+         * off the grid and would not be in an uninterrupted longer run's series. */
+        for (size_t s = 0; s < checkpoint->sample_count && code == CLI_EXIT_OK; ++s)
+            if (checkpoint->samples[s].step % (uint64_t)options.sample == 0 &&
+                add_sample(&run, checkpoint->samples[s]) != 0)
+                code = cli_exit_code(FK_ERR_HOST_MEMORY);
+        if (code == CLI_EXIT_OK && (run.sample_count == 0 || run.samples[0].step != 0)) {
+            cli_error("simulate", "checkpoint %s has no energy sample at step 0", options.restart);
+            code = CLI_EXIT_USAGE;
+        }
+    } else {
+        fk_sim_sample sample = {.step = 0};
+        status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", run.sim->message);
+            code = cli_exit_code(status);
+        } else if (add_sample(&run, sample) != 0) {
+            code = cli_exit_code(FK_ERR_HOST_MEMORY);
+        }
+    }
+    if (code != CLI_EXIT_OK) {
+        simulate_run_free(&run);
+        return code;
+    }
+    fprintf(stderr, "simulate: %s (%s), %s, N = %zu, dt = %g, %s, variant %s (%s), on %s%s\n",
+            run.kernel->name, run.accum->name, fk_integrator_name(config.integrator),
+            run.particles.count, config.dt, fk_algorithm_name(fk_sim_algorithm(run.sim)), unroll,
+            cli_variant_source_text(variant.source), fk_context_device(run.context)->name,
+            run.restarting ? ", restarted" : "");
+
+    /* the step loop */
+    const uint64_t target = (uint64_t)options.steps;
+    const uint64_t sample_every = (uint64_t)options.sample;
+    const uint64_t checkpoint_every = (uint64_t)options.checkpoint_every;
+    const int show_progress = isatty(fileno(stderr));
+    interrupted_by = 0;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    loop_stats stats = {.first_step = run.sim->step};
+    const double device_before = run.sim->device_seconds;
+    const fk_sim_timing timing_before = run.sim->timing;
+    const double started = monotonic_seconds();
+    double shown = started;
+    while (run.sim->step < target && !interrupted_by) {
+        status = fk_sim_step(run.sim);
+        if (status != FK_OK)
+            break;
+        const uint64_t step = run.sim->step;
+        if (step % sample_every == 0) {
+            fk_sim_sample sample = {.step = step};
+            status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+            if (status != FK_OK)
+                break;
+            if (add_sample(&run, sample) != 0) {
+                status = FK_ERR_HOST_MEMORY;
+                snprintf(run.sim->message, sizeof run.sim->message, "out of memory for samples");
+                break;
+            }
+        }
+        if (options.checkpoint && step % checkpoint_every == 0 && step != target) {
+            code = write_checkpoint(&options, &run);
+            if (code != CLI_EXIT_OK)
+                break;
+        }
+        if (show_progress && monotonic_seconds() - shown > 0.25) {
+            progress(&run, target, stats.first_step, started, 0);
+            shown = monotonic_seconds();
+        }
+    }
+    stats.seconds = monotonic_seconds() - started;
+    stats.steps_run = run.sim->step - stats.first_step;
+    stats.device_seconds = run.sim->device_seconds - device_before;
+    stats.timing.update = run.sim->timing.update - timing_before.update;
+    stats.timing.compute = run.sim->timing.compute - timing_before.compute;
+    stats.timing.read = run.sim->timing.read - timing_before.read;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (show_progress)
+        progress(&run, target, stats.first_step, started, 1);
+    if (code != CLI_EXIT_OK) { /* a checkpoint could not be written */
+        simulate_run_free(&run);
+        return code;
+    }
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", run.sim->message);
+        simulate_run_free(&run);
+        return cli_exit_code(status);
+    }
+    if (interrupted_by) {
+        const int signal_number = interrupted_by;
+        if (options.checkpoint) {
+            code = write_checkpoint(&options, &run);
+            if (code == CLI_EXIT_OK)
+                fprintf(stderr,
+                        "forcekit: simulate: interrupted at step %" PRIu64
+                        "; checkpoint written to %s (continue with --restart %s)\n",
+                        run.sim->step, options.checkpoint, options.checkpoint);
+        } else {
+            fprintf(stderr,
+                    "forcekit: simulate: interrupted at step %" PRIu64 " (no --checkpoint)\n",
+                    run.sim->step);
+        }
+        simulate_run_free(&run);
+        return 128 + signal_number;
+    }
+    /* the last step's energy, when it is off the sampling grid */
+    if (run.samples[run.sample_count - 1].step != run.sim->step) {
+        fk_sim_sample sample = {.step = run.sim->step};
+        status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+        if (status != FK_OK || add_sample(&run, sample) != 0) {
+            cli_error(fk_status_string(status ? status : FK_ERR_HOST_MEMORY), "%s",
+                      run.sim->message);
+            simulate_run_free(&run);
+            return cli_exit_code(status ? status : FK_ERR_HOST_MEMORY);
+        }
+    }
+    if (options.checkpoint) {
+        code = write_checkpoint(&options, &run);
+        if (code != CLI_EXIT_OK) {
+            simulate_run_free(&run);
+            return code;
+        }
+    }
+    const double e0 = total_energy(&run.samples[0]);
+    const double e_end = total_energy(&run.samples[run.sample_count - 1]);
+    fprintf(stderr,
+            "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %.3g s/step on the device); "
+            "E0 = %.10g, E = %.10g, relative drift %.3e\n",
+            stats.steps_run, stats.seconds,
+            stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0,
+            stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0, e0, e_end,
+            fabs(e_end - e0) / fabs(e0));
+    if (options.json)
+        code = print_json(&options, &run, &config, &stats);
+    simulate_run_free(&run);
+    return code;
 }

@@ -1,0 +1,843 @@
+/* Time integration on top of the force evaluation: velocity Verlet, 4th-order Hermite, energy
+ * bookkeeping and checkpoints (see simulate.h). */
+#include "simulate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+static void set_message(char *buffer, size_t size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_message(char *buffer, size_t size, const char *format, ...)
+{
+    if (!buffer || size == 0)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buffer, size, format, args);
+    va_end(args);
+}
+
+const char *fk_integrator_name(fk_integrator integrator)
+{
+    switch (integrator) {
+    case FK_INTEGRATOR_VERLET:
+        return "verlet";
+    case FK_INTEGRATOR_HERMITE:
+        return "hermite";
+    }
+    return NULL;
+}
+
+int fk_integrator_find(const char *name, fk_integrator *integrator)
+{
+    if (!name)
+        return 0;
+    if (strcmp(name, "verlet") == 0)
+        *integrator = FK_INTEGRATOR_VERLET;
+    else if (strcmp(name, "hermite") == 0)
+        *integrator = FK_INTEGRATOR_HERMITE;
+    else
+        return 0;
+    return 1;
+}
+
+static int is_gravity(const char *kernel)
+{
+    return strcmp(kernel, "ga") == 0 || strcmp(kernel, "gaj") == 0;
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+/* A library failure: what was being done and the context's detail (the caller prints the
+ * status's name). */
+static fk_status library_failure(fk_sim *sim, fk_status status, const char *what)
+{
+    const char *detail = fk_context_last_error(sim->context);
+    set_message(sim->message, sizeof sim->message, "%s: %s", what,
+                detail && *detail ? detail : fk_status_string(status));
+    return status;
+}
+
+/* Keeps a coordinate in [0, L): a multiple of L off, in double, so the dynamics is unchanged. */
+static double wrap(double x, double side)
+{
+    x -= side * floor(x / side);
+    if (x >= side)
+        x -= side;
+    if (x < 0)
+        x += side;
+    return x;
+}
+
+static void wrap_positions(const fk_sim *sim, double *position)
+{
+    if (!sim->periodic)
+        return;
+    for (size_t i = 0; i < sim->n; ++i)
+        for (int k = 0; k < 3; ++k)
+            position[3 * i + (size_t)k] =
+                wrap(position[3 * i + (size_t)k], sim->config.eval.box[k]);
+}
+
+/* Reads the last evaluation's output and splits it into accelerations (molecular: unit masses, so
+ * a = F) and jerks, checking that every value is finite: NaN or Inf means a collapsed pair (too
+ * large a time step) and must stop the run rather than poison it. */
+static fk_status read_output(fk_sim *sim, double *acceleration, double *jerk, const char *what)
+{
+    const double start = monotonic_seconds();
+    fk_status status = fk_eval_read_forces(sim->eval, sim->output);
+    sim->timing.read += monotonic_seconds() - start;
+    if (status != FK_OK)
+        return library_failure(sim, status, what);
+    const size_t components = sim->kernel->force_components;
+    for (size_t i = 0; i < sim->n; ++i)
+        for (size_t k = 0; k < components; ++k) {
+            const double value = sim->output[i * components + k];
+            if (!isfinite(value)) {
+                set_message(sim->message, sizeof sim->message,
+                            "%s: the %s of particle %zu is %g: two particles came (nearly) on top "
+                            "of each other; use a smaller --dt",
+                            what, k < 3 ? "force" : "jerk", i, value);
+                return FK_ERR_INVALID_INPUT; /* the step was too large for these particles */
+            }
+            if (k < 3)
+                acceleration[3 * i + k] = value;
+            else if (jerk && k < 6)
+                jerk[3 * i + k - 3] = value;
+        }
+    return FK_OK;
+}
+
+static fk_status compute(fk_sim *sim, const char *what)
+{
+    double seconds = 0;
+    const double start = monotonic_seconds();
+    fk_status status = fk_eval_compute(sim->eval, &seconds);
+    sim->timing.compute += monotonic_seconds() - start;
+    if (status != FK_OK)
+        return library_failure(sim, status, what);
+    if (seconds > 0)
+        sim->device_seconds += seconds;
+    sim->evaluations++;
+    return FK_OK;
+}
+
+/* Forces at new positions (and velocities, which gaj's jerk needs). */
+static fk_status evaluate(fk_sim *sim, const double *position, const double *velocity,
+                          double *acceleration, double *jerk, const char *what)
+{
+    const double start = monotonic_seconds();
+    fk_status status = fk_eval_update_positions(sim->eval, position, velocity);
+    sim->timing.update += monotonic_seconds() - start;
+    if (status == FK_ERR_OVERFLOW) {
+        /* The data-scaled accumulators' pre-pass saw a term that is not finite (the input was
+         * checked, so a collapsed pair): the same event as a NaN force below, the same status. */
+        library_failure(sim, status, what);
+        size_t used = strlen(sim->message);
+        set_message(sim->message + used, sizeof sim->message - used,
+                    " (two particles came (nearly) on top of each other: use a smaller --dt)");
+        return FK_ERR_INVALID_INPUT;
+    }
+    if (status != FK_OK)
+        return library_failure(sim, status, what);
+    status = compute(sim, what);
+    if (status == FK_OK)
+        status = read_output(sim, acceleration, jerk, what);
+    return status;
+}
+
+static void swap(double **a, double **b)
+{
+    double *t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Kick-drift-kick: v(t + dt/2) = v + a dt/2; x(t + dt) = x + v(t + dt/2) dt; a(t + dt);
+ * v(t + dt) = v(t + dt/2) + a(t + dt) dt/2. */
+static fk_status verlet_step(fk_sim *sim)
+{
+    const double dt = sim->config.dt, half = 0.5 * dt;
+    const size_t values = 3 * sim->n;
+    double *x = sim->next_position, *v = sim->next_velocity;
+    for (size_t m = 0; m < values; ++m) {
+        v[m] = sim->velocity[m] + half * sim->acceleration[m];
+        x[m] = sim->position[m] + dt * v[m];
+    }
+    wrap_positions(sim, x);
+    char what[64];
+    snprintf(what, sizeof what, "step %llu", (unsigned long long)(sim->step + 1));
+    fk_status status = evaluate(sim, x, v, sim->next_acceleration, NULL, what);
+    if (status != FK_OK)
+        return status;
+    const double *a = sim->next_acceleration;
+    for (size_t m = 0; m < values; ++m)
+        v[m] += half * a[m];
+    swap(&sim->position, &sim->next_position);
+    swap(&sim->velocity, &sim->next_velocity);
+    swap(&sim->acceleration, &sim->next_acceleration);
+    sim->potential_current = 1;
+    return FK_OK;
+}
+
+/* Hermite (Makino & Aarseth 1992), shared step, in the time-symmetric corrector form:
+ *   predict  x_p = x + v dt + a dt^2/2 + j dt^3/6,  v_p = v + a dt + j dt^2/2
+ *   evaluate a1, j1 at (x_p, v_p)
+ *   correct  v1 = v + (a + a1) dt/2 + (j - j1) dt^2/12,  x1 = x + (v + v1) dt/2 + (a - a1) dt^2/12
+ * which equals adding the interpolated snap and crackle terms to the prediction. The next step
+ * starts from a1 and j1, evaluated at the predicted positions (PEC: one evaluation per step). */
+static fk_status hermite_step(fk_sim *sim)
+{
+    const double dt = sim->config.dt;
+    const size_t values = 3 * sim->n;
+    const double *x = sim->position, *v = sim->velocity, *a = sim->acceleration, *j = sim->jerk;
+    double *xp = sim->next_position, *vp = sim->next_velocity;
+    for (size_t m = 0; m < values; ++m) {
+        xp[m] = x[m] + dt * (v[m] + dt * (0.5 * a[m] + dt * (j[m] / 6.0)));
+        vp[m] = v[m] + dt * (a[m] + dt * (0.5 * j[m]));
+    }
+    wrap_positions(sim, xp);
+    char what[64];
+    snprintf(what, sizeof what, "step %llu", (unsigned long long)(sim->step + 1));
+    fk_status status = evaluate(sim, xp, vp, sim->next_acceleration, sim->next_jerk, what);
+    if (status != FK_OK)
+        return status;
+    const double *a1 = sim->next_acceleration, *j1 = sim->next_jerk;
+    const double half = 0.5 * dt, twelfth = dt * dt / 12.0;
+    for (size_t m = 0; m < values; ++m) {
+        const double v1 = v[m] + half * (a[m] + a1[m]) + twelfth * (j[m] - j1[m]);
+        xp[m] = x[m] + half * (v[m] + v1) + twelfth * (a[m] - a1[m]);
+        vp[m] = v1;
+    }
+    wrap_positions(sim, xp);
+    swap(&sim->position, &sim->next_position);
+    swap(&sim->velocity, &sim->next_velocity);
+    swap(&sim->acceleration, &sim->next_acceleration);
+    swap(&sim->jerk, &sim->next_jerk);
+    sim->potential_current = 0; /* evaluated at the predicted positions */
+    return FK_OK;
+}
+
+fk_status fk_sim_step(fk_sim *sim)
+{
+    if (!sim)
+        return FK_ERR_INVALID_ARGUMENT;
+    sim->message[0] = '\0';
+    fk_status status =
+        sim->config.integrator == FK_INTEGRATOR_HERMITE ? hermite_step(sim) : verlet_step(sim);
+    if (status == FK_OK)
+        sim->step++;
+    return status;
+}
+
+fk_status fk_sim_energy(fk_sim *sim, double *kinetic, double *potential)
+{
+    if (!sim || !kinetic || !potential)
+        return FK_ERR_INVALID_ARGUMENT;
+    sim->message[0] = '\0';
+    fk_status status = FK_OK;
+    if (!sim->potential_current) {
+        status = fk_eval_update_positions(sim->eval, sim->position, sim->velocity);
+        if (status != FK_OK)
+            return library_failure(sim, status, "energy");
+        status = compute(sim, "energy");
+        if (status != FK_OK)
+            return status;
+        sim->potential_current = 1;
+    }
+    status = fk_eval_read_potentials(sim->eval, sim->potential);
+    if (status != FK_OK)
+        return library_failure(sim, status, "energy");
+    double k = 0, u = 0;
+    for (size_t i = 0; i < sim->n; ++i) {
+        const double *v = sim->velocity + 3 * i;
+        k += 0.5 * sim->mass[i] * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        /* gravity: phi_i is the potential per unit mass and counts each pair from both sides;
+         * the molecular kernels already give 1/2 sum_j U_ij */
+        u += sim->gravity ? 0.5 * sim->mass[i] * sim->potential[i] : sim->potential[i];
+    }
+    *kinetic = k;
+    *potential = u;
+    return FK_OK;
+}
+
+void fk_sim_restore(fk_sim *sim, uint64_t step, const double *position, const double *velocity,
+                    const double *acceleration, const double *jerk)
+{
+    const size_t bytes = 3 * sim->n * sizeof(double);
+    sim->step = step;
+    memcpy(sim->position, position, bytes);
+    memcpy(sim->velocity, velocity, bytes);
+    memcpy(sim->acceleration, acceleration, bytes);
+    if (sim->jerk && jerk)
+        memcpy(sim->jerk, jerk, bytes);
+    sim->potential_current = 0;
+}
+
+fk_algorithm fk_sim_algorithm(const fk_sim *sim)
+{
+    return (fk_algorithm)sim->config.eval.algorithm;
+}
+
+void fk_sim_destroy(fk_sim *sim)
+{
+    if (!sim)
+        return;
+    fk_eval_destroy(sim->eval);
+    double *arrays[] = {sim->position,          sim->velocity,      sim->mass,
+                        sim->acceleration,      sim->jerk,          sim->output,
+                        sim->potential,         sim->next_position, sim->next_velocity,
+                        sim->next_acceleration, sim->next_jerk};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i)
+        free(arrays[i]);
+    free(sim);
+}
+
+/* An evaluation of the configured kernel with the given algorithm, its particles uploaded. */
+static fk_status make_eval(fk_sim *sim, const fk_sim_config *config, fk_algorithm algorithm,
+                           const fk_particles *view, fk_eval **out)
+{
+    fk_eval_config eval_config = config->eval;
+    eval_config.algorithm = (int)algorithm;
+    eval_config.potential = 1;
+    eval_config.expected_count = view->count;
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(sim->context, &eval_config, &eval);
+    if (status == FK_OK && config->pair_table)
+        status = fk_eval_set_pair_table(eval, config->pair_table);
+    if (status == FK_OK && config->exclusion_count)
+        status = fk_eval_set_exclusions(eval, config->exclusions, config->exclusion_count);
+    if (status == FK_OK)
+        status = fk_eval_set_particles(eval, view);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
+        return status;
+    }
+    *out = eval;
+    return FK_OK;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seconds per step-like cycle (update, compute, read), the median of a few: what the step loop
+ * will pay per evaluation with this pair loop. */
+static fk_status time_eval(fk_sim *sim, fk_eval *eval, double *seconds)
+{
+    enum { REPS = 3 };
+    double times[REPS];
+    fk_status status = fk_eval_compute(eval, NULL); /* warm-up */
+    for (int r = 0; r < REPS && status == FK_OK; ++r) {
+        const double start = monotonic_seconds();
+        status = fk_eval_update_positions(eval, sim->position, sim->velocity);
+        if (status == FK_OK)
+            status = fk_eval_compute(eval, NULL);
+        if (status == FK_OK)
+            status = fk_eval_read_forces(eval, sim->output);
+        times[r] = monotonic_seconds() - start;
+    }
+    qsort(times, REPS, sizeof times[0], compare_doubles);
+    *seconds = times[REPS / 2];
+    return status;
+}
+
+/* auto_algorithm: all-pairs is the baseline (a failure there is the run's failure); the others
+ * are tried when the library has them for this kernel and skipped with a note otherwise. */
+static fk_status choose_algorithm(fk_sim *sim, const fk_particles *view)
+{
+    static const fk_algorithm candidates[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
+                                              FK_ALGORITHM_CELLS};
+    double best_seconds = HUGE_VAL;
+    for (size_t c = 0; c < sizeof candidates / sizeof candidates[0]; ++c) {
+        fk_sim_trial *trial = &sim->trials[sim->trial_count++];
+        memset(trial, 0, sizeof *trial);
+        trial->algorithm = candidates[c];
+        trial->seconds_per_step = NAN;
+        fk_eval *eval = NULL;
+        fk_status status = make_eval(sim, &sim->config, candidates[c], view, &eval);
+        double seconds = NAN;
+        if (status == FK_OK)
+            status = time_eval(sim, eval, &seconds);
+        trial->status = status;
+        if (status != FK_OK) {
+            snprintf(trial->note, sizeof trial->note, "%s", fk_context_last_error(sim->context));
+            fk_eval_destroy(eval);
+            if (candidates[c] == FK_ALGORITHM_ALL_PAIRS)
+                return library_failure(sim, status, "all-pairs evaluation");
+            continue;
+        }
+        trial->seconds_per_step = seconds;
+        if (seconds < best_seconds) {
+            best_seconds = seconds;
+            fk_eval_destroy(sim->eval);
+            sim->eval = eval;
+            sim->config.eval.algorithm = (int)candidates[c];
+        } else {
+            fk_eval_destroy(eval);
+        }
+    }
+    return FK_OK;
+}
+
+fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
+                        const fk_particle_set *particles, fk_sim **out, char *error,
+                        size_t error_size)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!context || !config || !particles || !config->eval.kernel) {
+        set_message(error, error_size, "invalid arguments to fk_sim_create");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    const fk_kernel_info *kernel = fk_kernel_find(config->eval.kernel);
+    if (!kernel) {
+        set_message(error, error_size, "unknown kernel '%s'", config->eval.kernel);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (!(config->dt > 0) || !isfinite(config->dt)) {
+        set_message(error, error_size, "the time step must be finite and > 0");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (config->integrator == FK_INTEGRATOR_HERMITE && strcmp(kernel->name, "gaj") != 0) {
+        set_message(error, error_size, "the Hermite integrator needs the jerk: kernel gaj, not %s",
+                    kernel->name);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    const size_t n = particles->count;
+    if (n == 0 || !particles->position || !particles->velocity) {
+        set_message(error, error_size, "%s", n ? "the particles have no velocities" : "N = 0");
+        return FK_ERR_INVALID_INPUT;
+    }
+    fk_sim *sim = calloc(1, sizeof *sim);
+    if (!sim)
+        return FK_ERR_HOST_MEMORY;
+    sim->context = context;
+    sim->config = *config;
+    sim->config.pair_table = NULL; /* not kept: the evaluation has copied them */
+    sim->config.exclusions = NULL;
+    sim->kernel = kernel;
+    sim->gravity = is_gravity(kernel->name);
+    sim->periodic = config->eval.box[0] > 0 && config->eval.box[1] > 0 && config->eval.box[2] > 0;
+    sim->n = n;
+    const size_t values = 3 * n;
+    const int hermite = config->integrator == FK_INTEGRATOR_HERMITE;
+    sim->position = malloc(values * sizeof(double));
+    sim->velocity = malloc(values * sizeof(double));
+    sim->mass = malloc(n * sizeof(double));
+    sim->acceleration = calloc(values, sizeof(double));
+    sim->output = calloc(n * kernel->force_components, sizeof(double));
+    sim->potential = calloc(n, sizeof(double));
+    sim->next_position = calloc(values, sizeof(double));
+    sim->next_velocity = calloc(values, sizeof(double));
+    sim->next_acceleration = calloc(values, sizeof(double));
+    if (hermite) {
+        sim->jerk = calloc(values, sizeof(double));
+        sim->next_jerk = calloc(values, sizeof(double));
+    }
+    if (!sim->position || !sim->velocity || !sim->mass || !sim->acceleration || !sim->output ||
+        !sim->potential || !sim->next_position || !sim->next_velocity || !sim->next_acceleration ||
+        (hermite && (!sim->jerk || !sim->next_jerk))) {
+        fk_sim_destroy(sim);
+        set_message(error, error_size, "out of host memory for %zu particles", n);
+        return FK_ERR_HOST_MEMORY;
+    }
+    memcpy(sim->position, particles->position, values * sizeof(double));
+    memcpy(sim->velocity, particles->velocity, values * sizeof(double));
+    for (size_t i = 0; i < n; ++i) /* molecular kernels: the mass array holds charges */
+        sim->mass[i] = sim->gravity && particles->mass ? particles->mass[i] : 1.0;
+    wrap_positions(sim, sim->position);
+
+    fk_particles view = fk_particle_set_view(particles);
+    view.position = sim->position;
+    fk_status status = FK_OK;
+    if (config->auto_algorithm) {
+        status = choose_algorithm(sim, &view);
+    } else {
+        status = make_eval(sim, config, (fk_algorithm)config->eval.algorithm, &view, &sim->eval);
+        if (status != FK_OK)
+            library_failure(sim, status, "the initial forces");
+    }
+    if (status == FK_OK)
+        status = compute(sim, "the initial forces");
+    if (status == FK_OK)
+        status = read_output(sim, sim->acceleration, sim->jerk, "the initial forces");
+    if (status != FK_OK) {
+        set_message(error, error_size, "%s", sim->message);
+        fk_sim_destroy(sim);
+        return status;
+    }
+    /* The auto trials updated the chosen evaluation with these same positions; either way its
+     * last evaluation is at the current positions. */
+    sim->potential_current = 1;
+    *out = sim;
+    return FK_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Fingerprints and energy analysis */
+
+static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
+{
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < size; ++i) {
+        hash ^= bytes[i];
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+uint64_t fk_sim_fingerprint(const fk_particle_set *particles, const double box[3],
+                            const fk_pair_table *table, unsigned pair_parameters,
+                            const size_t *exclusions, size_t exclusion_count)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    const uint64_t count = particles->count;
+    hash = fnv1a(hash, &count, sizeof count);
+    if (particles->position)
+        hash = fnv1a(hash, particles->position, 3 * count * sizeof(double));
+    if (particles->velocity)
+        hash = fnv1a(hash, particles->velocity, 3 * count * sizeof(double));
+    if (particles->mass)
+        hash = fnv1a(hash, particles->mass, count * sizeof(double));
+    if (particles->type)
+        hash = fnv1a(hash, particles->type, count * sizeof(int));
+    if (box)
+        hash = fnv1a(hash, box, 3 * sizeof(double));
+    if (table && table->types && table->values) {
+        const uint64_t types = table->types, pairs = table->types * table->types;
+        hash = fnv1a(hash, &types, sizeof types);
+        hash = fnv1a(hash, table->values, pairs * pair_parameters * sizeof(double));
+        if (table->present)
+            hash = fnv1a(hash, table->present, pairs);
+    }
+    if (exclusion_count)
+        hash = fnv1a(hash, exclusions, 2 * exclusion_count * sizeof *exclusions);
+    return hash;
+}
+
+double fk_sim_energy_slope(const fk_sim_sample *samples, size_t count, double dt)
+{
+    if (count < 2)
+        return NAN;
+    /* Centred sums: the energies are all close to E0, so subtracting the means first keeps the
+     * fit's rounding far below the drift being measured. */
+    double mean_t = 0, mean_e = 0;
+    for (size_t s = 0; s < count; ++s) {
+        mean_t += (double)samples[s].step * dt;
+        mean_e += samples[s].kinetic + samples[s].potential;
+    }
+    mean_t /= (double)count;
+    mean_e /= (double)count;
+    double stt = 0, ste = 0;
+    for (size_t s = 0; s < count; ++s) {
+        const double t = (double)samples[s].step * dt - mean_t;
+        stt += t * t;
+        ste += t * (samples[s].kinetic + samples[s].potential - mean_e);
+    }
+    return stt > 0 ? ste / stt : NAN;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Checkpoints */
+
+static int write_checkpoint_body(FILE *file, const fk_sim *sim, const fk_sim_option *options,
+                                 size_t option_count, const fk_sim_sample *samples,
+                                 size_t sample_count)
+{
+    const int has_jerk = sim->jerk != NULL;
+    fprintf(file, "forcekit-checkpoint %d\n", FK_SIM_CHECKPOINT_VERSION);
+    fprintf(file, "# forcekit simulate state; continue with --restart FILE and the same options. "
+                  "Numbers are C99 hexadecimal floats (exact).\n");
+    for (size_t o = 0; o < option_count; ++o) {
+        fprintf(file, "option %s ", options[o].key);
+        for (const char *c = options[o].value; *c; ++c) /* one line per option */
+            fputc(*c == '\n' || *c == '\r' ? ' ' : *c, file);
+        fputc('\n', file);
+    }
+    fprintf(file, "step %llu\nn %zu\ncolumns %d\nsamples %zu\n", (unsigned long long)sim->step,
+            sim->n, has_jerk ? 12 : 9, sample_count);
+    for (size_t s = 0; s < sample_count; ++s)
+        fprintf(file, "%llu %a %a\n", (unsigned long long)samples[s].step, samples[s].kinetic,
+                samples[s].potential);
+    fprintf(file, "particles\n");
+    for (size_t i = 0; i < sim->n; ++i) {
+        const double *rows[] = {sim->position, sim->velocity, sim->acceleration, sim->jerk};
+        for (int r = 0; r < (has_jerk ? 4 : 3); ++r)
+            for (int k = 0; k < 3; ++k)
+                fprintf(file, r == 0 && k == 0 ? "%a" : " %a", rows[r][3 * i + (size_t)k]);
+        fputc('\n', file);
+    }
+    return fprintf(file, "end\n") < 0 ? -1 : 0;
+}
+
+typedef struct checkpoint_parts {
+    const fk_sim *sim;
+    const fk_sim_option *options;
+    size_t option_count;
+    const fk_sim_sample *samples;
+    size_t sample_count;
+} checkpoint_parts;
+
+static int write_checkpoint_to(FILE *file, const void *context)
+{
+    const checkpoint_parts *parts = context;
+    return write_checkpoint_body(file, parts->sim, parts->options, parts->option_count,
+                                 parts->samples, parts->sample_count);
+}
+
+fk_status fk_sim_checkpoint_write(const char *path, const fk_sim *sim, const fk_sim_option *options,
+                                  size_t option_count, const fk_sim_sample *samples,
+                                  size_t sample_count, char *error, size_t error_size)
+{
+    if (!path || !*path || !sim) {
+        set_message(error, error_size, "invalid arguments to fk_sim_checkpoint_write");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    const checkpoint_parts parts = {sim, options, option_count, samples, sample_count};
+    return fk_io_write_atomic(path, write_checkpoint_to, &parts, error, error_size);
+}
+
+void fk_sim_checkpoint_free(fk_sim_checkpoint *checkpoint)
+{
+    if (!checkpoint)
+        return;
+    free(checkpoint->position);
+    free(checkpoint->velocity);
+    free(checkpoint->acceleration);
+    free(checkpoint->jerk);
+    free(checkpoint->samples);
+    memset(checkpoint, 0, sizeof *checkpoint);
+}
+
+const char *fk_sim_checkpoint_option(const fk_sim_checkpoint *checkpoint, const char *key)
+{
+    for (size_t o = 0; o < checkpoint->option_count; ++o)
+        if (strcmp(checkpoint->options[o].key, key) == 0)
+            return checkpoint->options[o].value;
+    return NULL;
+}
+
+typedef struct reader {
+    FILE *file;
+    const char *path;
+    char *line;
+    size_t capacity;
+    size_t number;
+} reader;
+
+/* The next line without its newline; NULL at the end of the file. */
+static char *next_line(reader *r)
+{
+    ssize_t length = getline(&r->line, &r->capacity, r->file);
+    if (length < 0)
+        return NULL;
+    r->number++;
+    if (length > 0 && r->line[length - 1] == '\n')
+        r->line[length - 1] = '\0';
+    return r->line;
+}
+
+/* "KEY VALUE" with an unsigned integer value. */
+static int parse_count_line(const char *line, const char *key, unsigned long long *value)
+{
+    const size_t length = strlen(key);
+    if (strncmp(line, key, length) != 0 || line[length] != ' ')
+        return 0;
+    const char *start = line + length + 1;
+    if (*start < '0' || *start > '9')
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    *value = strtoull(start, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+/* count numbers separated by spaces (strtod reads %a's hexadecimal floats exactly). */
+static int parse_numbers(const char *text, double *values, size_t count)
+{
+    const char *cursor = text;
+    for (size_t c = 0; c < count; ++c) {
+        char *end = NULL;
+        errno = 0;
+        values[c] = strtod(cursor, &end);
+        if (end == cursor || errno == ERANGE || !isfinite(values[c]))
+            return 0;
+        cursor = end;
+    }
+    while (*cursor == ' ')
+        ++cursor;
+    return *cursor == '\0';
+}
+
+fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint, char *error,
+                                 size_t error_size)
+{
+    memset(checkpoint, 0, sizeof *checkpoint);
+    reader r = {.path = path};
+    r.file = fopen(path, "r");
+    if (!r.file) {
+        set_message(error, error_size, "cannot open checkpoint %s: %s", path, strerror(errno));
+        return FK_ERR_IO;
+    }
+    const char *problem = NULL;
+    char detail[160] = "";
+    char *line = next_line(&r);
+    int version = 0;
+    char tail = 0;
+    if (!line || sscanf(line, "forcekit-checkpoint %d%c", &version, &tail) != 1) {
+        problem = "not a forcekit checkpoint (the first line must be 'forcekit-checkpoint "
+                  "VERSION')";
+        goto done;
+    }
+    if (version != FK_SIM_CHECKPOINT_VERSION) {
+        snprintf(detail, sizeof detail, "checkpoint format version %d; this forcekit reads %d",
+                 version, FK_SIM_CHECKPOINT_VERSION);
+        problem = detail;
+        goto done;
+    }
+    unsigned long long value = 0;
+    /* options and comments, up to "step" */
+    for (;;) {
+        line = next_line(&r);
+        if (!line) {
+            problem = "truncated: no 'step' line";
+            goto done;
+        }
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        if (strncmp(line, "option ", 7) == 0) {
+            const char *key = line + 7, *space = strchr(key, ' ');
+            const size_t key_length = space ? (size_t)(space - key) : strlen(key);
+            if (key_length == 0 || key_length >= sizeof checkpoint->options[0].key ||
+                checkpoint->option_count == FK_SIM_MAX_OPTIONS) {
+                problem = "malformed or too many options";
+                goto done;
+            }
+            fk_sim_option *option = &checkpoint->options[checkpoint->option_count++];
+            memcpy(option->key, key, key_length);
+            option->key[key_length] = '\0';
+            snprintf(option->value, sizeof option->value, "%s", space ? space + 1 : "");
+            continue;
+        }
+        if (!parse_count_line(line, "step", &value)) {
+            problem = "expected 'step S'";
+            goto done;
+        }
+        checkpoint->step = value;
+        break;
+    }
+    line = next_line(&r);
+    if (!line || !parse_count_line(line, "n", &value) || value == 0 || value > (1ull << 30)) {
+        problem = "expected 'n N' with 0 < N <= 2^30";
+        goto done;
+    }
+    checkpoint->n = (size_t)value;
+    line = next_line(&r);
+    if (!line || !parse_count_line(line, "columns", &value) || (value != 9 && value != 12)) {
+        problem = "expected 'columns 9' or 'columns 12'";
+        goto done;
+    }
+    checkpoint->has_jerk = value == 12;
+    const size_t columns = (size_t)value;
+    line = next_line(&r);
+    if (!line || !parse_count_line(line, "samples", &value) || value > (1ull << 32)) {
+        problem = "expected 'samples M'";
+        goto done;
+    }
+    checkpoint->sample_count = (size_t)value;
+    const size_t n = checkpoint->n;
+    checkpoint->samples = calloc(checkpoint->sample_count + 1, sizeof *checkpoint->samples);
+    checkpoint->position = malloc(3 * n * sizeof(double));
+    checkpoint->velocity = malloc(3 * n * sizeof(double));
+    checkpoint->acceleration = malloc(3 * n * sizeof(double));
+    if (checkpoint->has_jerk)
+        checkpoint->jerk = malloc(3 * n * sizeof(double));
+    if (!checkpoint->samples || !checkpoint->position || !checkpoint->velocity ||
+        !checkpoint->acceleration || (checkpoint->has_jerk && !checkpoint->jerk)) {
+        problem = "out of memory";
+        goto done;
+    }
+    for (size_t s = 0; s < checkpoint->sample_count; ++s) {
+        line = next_line(&r);
+        char *end = NULL;
+        double energies[2];
+        if (!line || line[0] < '0' || line[0] > '9') {
+            problem = "truncated or malformed energy sample";
+            goto done;
+        }
+        errno = 0;
+        checkpoint->samples[s].step = strtoull(line, &end, 10);
+        if (errno || *end != ' ' || !parse_numbers(end, energies, 2)) {
+            problem = "malformed energy sample (expected: step kinetic potential)";
+            goto done;
+        }
+        checkpoint->samples[s].kinetic = energies[0];
+        checkpoint->samples[s].potential = energies[1];
+    }
+    line = next_line(&r);
+    if (!line || strcmp(line, "particles") != 0) {
+        problem = "expected 'particles'";
+        goto done;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        double row[12];
+        line = next_line(&r);
+        if (!line) {
+            problem = "truncated: fewer particle lines than n";
+            goto done;
+        }
+        if (!parse_numbers(line, row, columns)) {
+            snprintf(detail, sizeof detail, "expected %zu finite numbers", columns);
+            problem = detail;
+            goto done;
+        }
+        for (int k = 0; k < 3; ++k) {
+            checkpoint->position[3 * i + (size_t)k] = row[k];
+            checkpoint->velocity[3 * i + (size_t)k] = row[3 + k];
+            checkpoint->acceleration[3 * i + (size_t)k] = row[6 + k];
+            if (checkpoint->jerk)
+                checkpoint->jerk[3 * i + (size_t)k] = row[9 + k];
+        }
+    }
+    line = next_line(&r);
+    if (!line || strcmp(line, "end") != 0) {
+        problem = "truncated: no 'end' line after the particles";
+        goto done;
+    }
+    if (next_line(&r)) {
+        problem = "text after 'end'";
+        goto done;
+    }
+done:;
+    const int read_error = ferror(r.file);
+    fclose(r.file);
+    free(r.line);
+    if (read_error) {
+        set_message(error, error_size, "cannot read checkpoint %s", path);
+        fk_sim_checkpoint_free(checkpoint);
+        return FK_ERR_IO;
+    }
+    if (problem) {
+        set_message(error, error_size, "%s:%zu: %s", path, r.number, problem);
+        fk_sim_checkpoint_free(checkpoint);
+        return FK_ERR_PARSE;
+    }
+    return FK_OK;
+}
