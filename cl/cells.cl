@@ -1,0 +1,139 @@
+/*
+ * forcekit: the cell-list pair loop (van Meel et al., sec. 3), for the short-range force laws.
+ *
+ * The host specializes this file exactly as cl/pairwise.cl (same -D defines, same force-law and
+ * accumulator headers through FORCE_HEADER and ACCUM_HEADER, same template contract: fk_phys_load,
+ * fk_load_i/j, fk_interact, fk_acc_*), so every molecular force law and every accumulator runs
+ * here unchanged; results leave the device as one uint2 per component, as from the all-pairs loop.
+ * The cells it loops over are built by cl/cells_build.cl (the layout is described there).
+ */
+#ifndef FORCE
+#define FORCE lj
+#endif
+#ifndef FORCE_HEADER
+#define FORCE_HEADER "forces/lj.clh"
+#endif
+#ifndef ACCUM
+#define ACCUM float
+#endif
+#ifndef ACCUM_HEADER
+#define ACCUM_HEADER "accum/float.clh"
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 16
+#endif
+#ifndef UNROLL_I
+#define UNROLL_I 1
+#endif
+#ifndef LOCAL_TILING
+#define LOCAL_TILING 1
+#endif
+#ifndef POTENTIAL
+#define POTENTIAL 0
+#endif
+#ifndef REPRODUCIBLE
+#define REPRODUCIBLE 0
+#endif
+
+#include ACCUM_HEADER
+
+#if FK_ACC_ALLOW_CONTRACT
+#pragma OPENCL FP_CONTRACT ON
+#else
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+
+#include FORCE_HEADER
+
+#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
+
+#include "cells_grid.clh"
+
+/*
+ * The pair loop. Work-group (c, chunk): cell c = group 0, its i-placeholders chunk * WG_SIZE ..
+ * + WG_SIZE - 1 (one work-item each, as van Meel's one thread per placeholder). Every work-item of
+ * the group runs the same j-loop over the neighbour cells (only up to each one's count, not over
+ * empty placeholders), with LOCAL_TILING staging each neighbour's particles through local memory
+ * WG_SIZE at a time (GPUs), without it reading them through the cache (CPUs: no barriers).
+ * Work-items past the cell's count compute on a real particle and do not store, as in the
+ * all-pairs template. Each particle sits in exactly one placeholder, so each result is written
+ * once; sums run over the neighbour cells in a fixed order and within a cell by particle index.
+ */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict count,
+               __global const int *restrict slots, __global const float4 *restrict body,
+               __global const float4 *restrict body_aux, __global const float *restrict table,
+               __constant const float *restrict physics, const float4 acc_param,
+               __global uint2 *restrict out)
+{
+    const int c = (int)get_group_id(0);
+    const int lid = (int)get_local_id(0);
+    const int first = (int)get_group_id(1) * (WG_SIZE * UNROLL_I);
+    const int m = min(count[c], capacity);
+    if (first >= m)
+        return; /* the whole work-group leaves together, before any barrier */
+    const fk_phys phys = fk_phys_load(physics, table);
+    const fk_acc_env env = fk_acc_env_load(acc_param);
+    __global const int *own = slots + (size_t)c * (size_t)capacity;
+    int slot[UNROLL_I], i[UNROLL_I];
+    fk_ibody ibody[UNROLL_I];
+    fk_acc acc[UNROLL_I][FK_COMPONENTS];
+    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+    {
+        slot[u] = first + lid + u * WG_SIZE;
+        i[u] = own[min(slot[u], m - 1)];
+        ibody[u] = fk_load_i(body, body_aux, i[u]);
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
+    }
+
+    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
+    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
+    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
+    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+#if LOCAL_TILING
+    __local fk_jbody tile[WG_SIZE];
+    __local int tile_index[WG_SIZE];
+#endif
+    for (int tz = rz.x; tz <= rz.y; ++tz)
+        for (int ty = ry.x; ty <= ry.y; ++ty)
+            for (int tx = rx.x; tx <= rx.y; ++tx) {
+                const int nb = fk_cells_index(tx, ty, tz, grid);
+                const int partners = min(count[nb], capacity);
+                __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
+#if LOCAL_TILING
+                for (int start = 0; start < partners; start += WG_SIZE) {
+                    if (start + lid < partners) {
+                        const int j = theirs[start + lid];
+                        tile[lid] = fk_load_j(body, body_aux, j);
+                        tile_index[lid] = j;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const int loaded = min(WG_SIZE, partners - start);
+                    for (int jj = 0; jj < loaded; ++jj) {
+                        const fk_jbody jb = tile[jj];
+                        const int j = tile_index[jj];
+                        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+                            fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                }
+#else
+                /* The same j for every work-item of the group: a broadcast from the cache. */
+                for (int jj = 0; jj < partners; ++jj) {
+                    const int j = theirs[jj];
+                    const fk_jbody jb = fk_load_j(body, body_aux, j);
+                    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+                        fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                }
+#endif
+            }
+
+    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
+    {
+        if (slot[u] < m) {
+            __global uint2 *dst = out + (size_t)i[u] * FK_COMPONENTS;
+            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] =
+                fk_acc_pack(acc[u][k]);
+        }
+    }
+}
