@@ -1,0 +1,151 @@
+/*
+ * forcekit: the all-pairs loop for CPUs, with i-particles in vector lanes.
+ *
+ * POCL 3.1 does not vectorize cl/pairwise.cl's loop across work-items (its work-item loop is an
+ * outer loop around the j-loop, which LLVM's loop vectorizer does not take; bench/README.md), so
+ * this file makes the vector width explicit: each work-item carries FK_LANES i-particles as the
+ * lanes of floatN vectors, and each j-particle is a scalar broadcast to all lanes. Within one lane
+ * the j-sum runs in the same sequential order as the scalar template's, so each particle's sum is
+ * the scalar loop's sum in the same order (the compensated accumulators would depend on that).
+ *
+ * Same kernel arguments, launch shape (dimension 0 in work-groups of WG_SIZE work-items,
+ * dimension 1 the j-splits) and output layout (out[split][i][component], 8 bytes each, in the
+ * accumulator's representation) as fk_pairwise in cl/pairwise.cl, so the host's buffers, the split
+ * reduction and the read-back are shared; only the i-particles per work-group differ (WG_SIZE *
+ * FK_LANES, contiguous per work-item: a CPU core reads them once per work-item, no coalescing to
+ * keep). j-particles are read from global memory (the core's caches): no local tiling, whose
+ * barriers POCL turns into work-item loops that spill every live vector.
+ *
+ * Defines, each with a default so the file compiles on its own (`-I cl`): those of
+ * cl/pairwise.cl (FORCE, ACCUM, their headers, UNROLL_J, WG_SIZE, POTENTIAL, REPRODUCIBLE;
+ * UNROLL_I and LOCAL_TILING are ignored) and
+ *   FK_LANES              i-particles per work-item: 8 or 16 (float8 / float16)
+ *
+ * Besides what cl/pairwise.cl needs, the headers provide, inside #ifdef FK_LANES:
+ *   force law:   FK_INTERACT_LANES, fk_ibodyv, fk_load_i_lanes(body, aux, first, n),
+ *                fk_interact_lanes(&ibodyv, &jbody, same_mask, &phys, &env, accv[])
+ *   accumulator: FK_ACC_LANES, fk_realv (FK_VEC(float)), fk_accv, fk_accv_zero(),
+ *                fk_accv_add(&accv, fk_realv, &env), fk_accv_store(accv, fk_acc lanes[FK_LANES])
+ *                (each lane then leaves through the scalar fk_acc_pack)
+ * The host builds this file only for a force law and an accumulator whose headers have a line
+ * `#define FK_INTERACT_LANES` / `#define FK_ACC_LANES` (src/program.c); the others run
+ * cl/pairwise.cl.
+ */
+#ifndef FORCE
+#define FORCE ga
+#endif
+#ifndef FORCE_HEADER
+#define FORCE_HEADER "forces/ga.clh"
+#endif
+#ifndef ACCUM
+#define ACCUM float
+#endif
+#ifndef ACCUM_HEADER
+#define ACCUM_HEADER "accum/float.clh"
+#endif
+#ifndef UNROLL_J
+#define UNROLL_J 1
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 8
+#endif
+#ifndef POTENTIAL
+#define POTENTIAL 0
+#endif
+#ifndef REPRODUCIBLE
+#define REPRODUCIBLE 0
+#endif
+#ifndef FK_LANES
+#define FK_LANES 16
+#endif
+
+/* Vector types and functions of width FK_LANES, for this file and the headers' lane sections. */
+#define FK_CAT_(a, b) a##b
+#define FK_CAT(a, b) FK_CAT_(a, b)
+#define FK_VEC(type) FK_CAT(type, FK_LANES)
+#define FK_VLOAD FK_CAT(vload, FK_LANES)
+#define FK_VSTORE FK_CAT(vstore, FK_LANES)
+#define FK_CONVERT(type) FK_CAT(convert_, FK_VEC(type))
+typedef FK_VEC(int) fk_maskv; /* a vector comparison of floatN or intN values yields intN */
+
+#if FK_LANES == 8
+#define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif FK_LANES == 16
+#define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#else
+#error "FK_LANES must be 8 or 16"
+#endif
+
+#include ACCUM_HEADER
+
+/* As in cl/pairwise.cl: no contraction unless the accumulator allows it. */
+#if FK_ACC_ALLOW_CONTRACT
+#pragma OPENCL FP_CONTRACT ON
+#else
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+
+#include FORCE_HEADER
+
+#if !defined(FK_INTERACT_LANES) || !defined(FK_ACC_LANES)
+#error "this force law or accumulator has no lane form; the host builds cl/pairwise.cl for it"
+#endif
+
+#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
+
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body,
+            __global const float4 *restrict body_aux, __global const float *restrict table,
+            __constant const float *restrict physics, const float4 acc_param,
+            __global uint2 *restrict out)
+{
+    const int i_first = (int)get_global_id(0) * FK_LANES;
+    const int split = (int)get_group_id(1);
+    const fk_phys phys = fk_phys_load(physics, table);
+    const fk_acc_env env = fk_acc_env_load(acc_param);
+    const fk_ibodyv ibody = fk_load_i_lanes(body, body_aux, i_first, n);
+    const fk_maskv i_index = (fk_maskv)i_first + FK_LANE_INDEX;
+
+    fk_accv acc[FK_COMPONENTS];
+    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[k] = fk_accv_zero();
+
+    const int j_begin = split * j_chunk;
+    const int j_end = min(n, j_begin + j_chunk);
+    int j = j_begin;
+    for (; j + UNROLL_J <= j_end; j += UNROLL_J) {
+        _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
+        {
+            const fk_jbody jb = fk_load_j(body, body_aux, j + v);
+            fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j + v), &phys, &env, acc);
+        }
+    }
+    for (; j < j_end; ++j) {
+        const fk_jbody jb = fk_load_j(body, body_aux, j);
+        fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)j, &phys, &env, acc);
+    }
+
+    __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_first) * FK_COMPONENTS;
+    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)
+    {
+        fk_acc lanes[FK_LANES];
+        fk_accv_store(acc[k], lanes);
+        for (int u = 0; u < FK_LANES; ++u)
+            if (i_first + u < n)
+                dst[u * FK_COMPONENTS + k] = fk_acc_pack(lanes[u]);
+    }
+}
+
+/* cl/pairwise.cl's split reduction, unchanged: merges the partial sums in split order, in the
+ * accumulator's own arithmetic, into out[i][component]. */
+__kernel void fk_reduce_splits(const int n, const int splits,
+                               __global const uint2 *restrict partial, __global uint2 *restrict out)
+{
+    const size_t g = get_global_id(0);
+    const size_t total = (size_t)n * FK_COMPONENTS;
+    if (g >= total)
+        return;
+    fk_acc sum = fk_acc_unpack(partial[g]);
+    for (int s = 1; s < splits; ++s)
+        sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
+    out[g] = fk_acc_pack(sum);
+}
