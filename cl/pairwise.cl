@@ -19,6 +19,9 @@
  *                         physics options and the typed pair table, loaded once per work-item
  *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
  *   fk_interact(&ibody, &jbody, same_particle, &phys, &env, acc[])   adds one pair's terms
+ *   optionally FK_INTERACT_EXCLUDED and fk_interact_excluded(&ibody, &jbody, &phys, &env, acc[]),
+ *                         which adds exactly the negation of each term fk_interact adds for the pair
+ *                         (the molecular laws); then fk_subtract_exclusions below is compiled too
  * The accumulator header provides:
  *   fk_acc, fk_real, fk_acc_env (per-launch settings such as a fixed-point scale, loaded once per
  *   work-item by fk_acc_env_load(acc_param)), fk_acc_zero(), fk_acc_add(&acc, fk_real, &env),
@@ -183,3 +186,46 @@ __kernel void fk_reduce_splits(const int n, const int splits, __global const uin
         sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
     out[g] = fk_acc_pack(sum);
 }
+
+#if defined(FK_INTERACT_EXCLUDED) && !FK_EXCLUSION_SLOTS
+/*
+ * Exclude afterwards (Narumi et al. sec. 4.1), run after the pair loop (and fk_reduce_splits, or
+ * another loop that leaves its results in out, such as cells.cl and symmetric.cl): each particle's
+ * sums are unpacked, the excluded partners' terms added negated, in the accumulator's own
+ * arithmetic, and packed again. The terms come from the same fk_interact code, program and build
+ * options as the pair loop's, so they are the terms that loop added, bit for bit, wherever the
+ * accumulator forbids contraction (all but float, double and ref); only the accumulation's rounding
+ * remains, and fixed64 and narumi (integer sums, q(-y) = -q(y)) cancel each excluded pair exactly.
+ * The bound pre-pass (accum/bound.clh) already covers these additions: each is the negation of a
+ * term it measured, and every partial sum is a sum of a subset of the particle's terms.
+ *
+ * excluded: CSR lists, n + 1 offsets then the partners, sorted (src/forcelaw.c); no limit on the
+ * partners per particle. A particle without any is left untouched (same bits).
+ */
+__kernel void fk_subtract_exclusions(const int n, __global const int *restrict excluded,
+                                     __global const float4 *restrict body,
+                                     __global const float4 *restrict body_aux,
+                                     __global const float *restrict table,
+                                     __constant const float *restrict physics,
+                                     const float4 acc_param, __global uint2 *restrict out)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= n)
+        return;
+    const int first = excluded[i], last = excluded[i + 1];
+    if (first == last)
+        return;
+    const fk_phys phys = fk_phys_load(physics, table);
+    const fk_acc_env env = fk_acc_env_load(acc_param);
+    const fk_ibody ibody = fk_load_i(body, body_aux, i);
+    __global uint2 *sums = out + (size_t)i * FK_COMPONENTS;
+    fk_acc acc[FK_COMPONENTS];
+    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[k] = fk_acc_unpack(sums[k]);
+    __global const int *partners = excluded + n + 1;
+    for (int p = first; p < last; ++p) {
+        const fk_jbody jb = fk_load_j(body, body_aux, partners[p]);
+        fk_interact_excluded(&ibody, &jb, &phys, &env, acc);
+    }
+    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) sums[k] = fk_acc_pack(acc[k]);
+}
+#endif

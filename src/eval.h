@@ -21,6 +21,13 @@ struct fk_eval {
     size_t count;
     int j_chunk;
     cl_mem body, body_aux, table, physics, partial, result;
+    /* Exclude afterwards: cl/pairwise.cl's fk_subtract_exclusions (molecular kernels in that mode;
+     * from program, or from subtract_program when the pair loop came from another template) and
+     * the partner lists of the current particles (NULL: none to subtract). */
+    cl_kernel subtract;
+    cl_program subtract_program;
+    cl_mem excluded;
+    float *host_body; /* what body holds (set_particles), for fk_eval_update_positions */
     float physics_values[FK_MAX_PHYSICS];
     fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;

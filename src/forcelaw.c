@@ -1,7 +1,7 @@
 /* The host side of the force laws: their options (validated, defaults applied, packed for the
  * device), typed pair tables, per-particle auxiliary data, exclusions on the fly (slots in
- * body_aux) and afterwards (subtracted here in double). The device side is cl/forces/; the data
- * layout is described in cl/forces/molecular.clh. */
+ * body_aux) and afterwards (partner lists for the device's fk_subtract_exclusions). The device side
+ * is cl/forces/; the data layout is described in cl/forces/molecular.clh. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -502,9 +502,6 @@ void fk__forcelaw_state_free(fk__forcelaw_state *state)
 {
     fk__pair_params_free(&state->pairs);
     free(state->exclusions);
-    free(state->positions);
-    free(state->charges);
-    free(state->types);
     memset(state, 0, sizeof *state);
 }
 
@@ -723,63 +720,49 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
     status = check_coincident(context, &state->physics, body, n);
     if (status != FK_OK)
         return status;
-    status = molecular_aux(context, kernel, state, particles, aux, aux_bytes);
-    if (status != FK_OK)
-        return status;
-
-    /* Exclude afterwards needs the particles as the device has them. */
-    free(state->positions);
-    free(state->charges);
-    free(state->types);
-    state->positions = state->charges = NULL;
-    state->types = NULL;
-    state->count = 0;
-    if (state->exclusion_mode == FK_EXCLUDE_AFTERWARDS && state->exclusion_count) {
-        state->positions = malloc(3 * n * sizeof *state->positions);
-        state->charges = malloc(n * sizeof *state->charges);
-        state->types = malloc(n * sizeof *state->types);
-        if (!state->positions || !state->charges || !state->types) {
-            free(*aux);
-            *aux = NULL;
-            return FK_ERR_HOST_MEMORY;
-        }
-        for (size_t i = 0; i < n; ++i) {
-            for (int k = 0; k < 3; ++k)
-                state->positions[3 * i + (size_t)k] = (double)body[4 * i + (size_t)k];
-            state->charges[i] = (double)body[4 * i + 3];
-            state->types[i] = particles->type ? particles->type[i] : 0;
-        }
-        state->count = n;
-    }
-    return FK_OK;
+    return molecular_aux(context, kernel, state, particles, aux, aux_bytes);
 }
 
-void fk__forcelaw_subtract_exclusions(const fk_kernel_desc *kernel, const fk__forcelaw_state *state,
-                                      double *forces, double *potentials)
+fk_status fk__forcelaw_exclusion_lists(fk_context *context, const fk__forcelaw_state *state,
+                                       size_t n, int32_t **lists, size_t *bytes)
 {
-    if (state->exclusion_mode != FK_EXCLUDE_AFTERWARDS || !state->positions)
-        return;
-    const fk__pair_params *params = &state->pairs;
+    *lists = NULL;
+    *bytes = 0;
+    if (state->exclusion_mode != FK_EXCLUDE_AFTERWARDS || state->exclusion_count == 0)
+        return FK_OK;
+    /* int32 offsets and indices on the device: n + 1 + 2 E of them */
+    if (n >= (size_t)INT32_MAX || state->exclusion_count > ((size_t)INT32_MAX - n - 1) / 2)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "%zu exclusions among %zu particles: the device's partner lists hold at "
+                        "most 2^31 - 1 entries",
+                        state->exclusion_count, n);
+    const size_t count = n + 1 + 2 * state->exclusion_count;
+    int32_t *data = calloc(count, sizeof *data);
+    size_t *next = malloc((n + 1) * sizeof *next);
+    if (!data || !next) {
+        free(data);
+        free(next);
+        return FK_ERR_HOST_MEMORY;
+    }
+    int32_t *offset = data, *partner = data + n + 1;
+    for (size_t e = 0; e < 2 * state->exclusion_count; ++e)
+        ++offset[state->exclusions[e] + 1];
+    for (size_t i = 0; i < n; ++i)
+        offset[i + 1] += offset[i];
+    for (size_t i = 0; i <= n; ++i)
+        next[i] = (size_t)offset[i];
+    /* The pairs are sorted (i < j, lexicographic), so every list comes out in increasing order: the
+     * j < i partners from the pairs (j, i) first, in order of j, then those from (i, j). */
     for (size_t e = 0; e < state->exclusion_count; ++e) {
         const size_t i = state->exclusions[2 * e], j = state->exclusions[2 * e + 1];
-        double d[3];
-        for (int k = 0; k < 3; ++k)
-            d[k] = state->positions[3 * i + (size_t)k] - state->positions[3 * j + (size_t)k];
-        fk__minimum_image(&state->physics, d);
-        const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        const size_t pair = (size_t)state->types[i] * params->types + (size_t)state->types[j];
-        double f, u;
-        fk__pair_function_shifted(kernel, &state->physics,
-                                  params->values + pair * params->parameters,
-                                  state->charges[i] * state->charges[j], r, &f, &u);
-        if (forces)
-            for (int k = 0; k < 3; ++k) {
-                forces[3 * i + (size_t)k] -= f / r * d[k];
-                forces[3 * j + (size_t)k] += f / r * d[k];
-            }
-        if (potentials) {
-            potentials[i] -= 0.5 * u;
-            potentials[j] -= 0.5 * u;
-        }
+        partner[next[j]++] = (int32_t)i;
     }
+    for (size_t e = 0; e < state->exclusion_count; ++e) {
+        const size_t i = state->exclusions[2 * e], j = state->exclusions[2 * e + 1];
+        partner[next[i]++] = (int32_t)j;
+    }
+    free(next);
+    *lists = data;
+    *bytes = count * sizeof *data;
+    return FK_OK;
 }

@@ -112,6 +112,7 @@ typedef struct fk_program_request {
     const char *extra_options; /* appended to the build options, may be NULL */
     int refresh_cache;
     const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells.c: "cells.cl") */
+    int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
 } fk_program_request;
 
 typedef struct fk_program_result {
@@ -126,6 +127,10 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
  * same include expansion and program cache; options may be NULL. */
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
                                  fk_program_result *result);
+/* 1 when the force law's and the accumulator's headers (forces/<force>.clh, accum/<accum>.clh)
+ * both declare a lane form (a line `#define FK_INTERACT_LANES` and `#define FK_ACC_LANES`), so
+ * that cl/pairwise_lanes.cl can be built for them; 0 otherwise, or when a header cannot be read. */
+int fk__program_has_lanes(fk_context *context, const char *force, const char *accum);
 
 /* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */
@@ -213,10 +218,6 @@ typedef struct fk__forcelaw_state {
     size_t exclusion_count;
     int exclusion_mode;       /* fk_exclusion_mode */
     unsigned exclusion_slots; /* on the fly: slots per particle compiled into the kernel */
-    /* Exclude afterwards: the particles as the device sees them, in double. */
-    size_t count;
-    double *positions, *charges;
-    int *types;
 } fk__forcelaw_state;
 
 #define FK__PHYSICS_FLOATS 16
@@ -236,9 +237,10 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
 fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
                                  fk__forcelaw_state *state, const fk_particles *particles,
                                  float *body, void **aux, size_t *aux_bytes);
-/* Exclude afterwards: subtracts the excluded pairs (in double) from forces (3 per particle) and
- * potentials; either may be NULL. */
-void fk__forcelaw_subtract_exclusions(const fk_kernel_desc *kernel, const fk__forcelaw_state *state,
-                                      double *forces, double *potentials);
+/* Exclude afterwards: each particle's excluded partners for the device (cl/pairwise.cl
+ * fk_subtract_exclusions) as CSR lists of int32, n + 1 offsets then the partners in increasing
+ * order (malloc'ed; NULL when there is nothing to subtract: on the fly, or no exclusions). */
+fk_status fk__forcelaw_exclusion_lists(fk_context *context, const fk__forcelaw_state *state,
+                                       size_t n, int32_t **lists, size_t *bytes);
 
 #endif

@@ -13,6 +13,7 @@
 
 /* Precision (at the end of this file): the bound pre-pass and reproducible mode. */
 static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request);
+static fk_status create_subtraction(fk_eval *eval, const fk_program_request *request);
 static fk_status choose_accum_parameters(fk_eval *eval);
 static const char *reproducible_options(fk_eval *eval);
 
@@ -42,11 +43,85 @@ void fk__builtin_variant(const fk_device_info *device, fk_variant *variant)
     default_variant(device, variant);
 }
 
+/* CPU lanes (cl/pairwise_lanes.cl): width and work-group size measured on POCL 3.1 on two EPYC
+ * cores (bench/README.md, "CPU lanes, measured"). */
+enum { LANES_DEFAULT = 16, LANES_WORK_GROUP = 8, LANES_UNROLL_J = 1 };
+
+/* The lane file has the pair loop and the split reduction only: no exclusion subtraction or typed
+ * table handling (molecular kernels) and no bound pre-pass (fixed64, narumi, nitadori_large); the
+ * headers say whether the force law and accumulator have a lane form. */
+static int lanes_possible(fk_context *context, const fk_kernel_desc *kernel,
+                          const fk_accum_desc *accum)
+{
+    return !kernel->uses_table && !accum->choose_parameters &&
+           fk__program_has_lanes(context, kernel->info.name, accum->info.name);
+}
+
+/* Sets variant->lanes (and the lane variant's shape) from config->lanes. Automatic lanes replace
+ * the built-in default and the shipped tuning entries, which were measured on the scalar template
+ * only; explicit unrolling or tiling, another pair loop or a user's own tuning entry keep the
+ * scalar template. *tuned is cleared when lanes replace its entry. */
+static fk_status choose_lanes(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc *kernel, const fk_accum_desc *accum,
+                              const fk_tuning_entry **tuned, fk_variant *variant)
+{
+    const int asked = config->lanes;
+    variant->lanes = 0;
+    if (asked != -1 && asked != 0 && asked != 8 && asked != 16)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "lanes %d: expected -1 (off), 0 (automatic), 8 or 16", asked);
+    if (asked < 0)
+        return FK_OK;
+    if (asked == 0) {
+        /* GPUs already run one work-item per lane: never there. */
+        if (context->info.type != FK_DEVICE_CPU || config->unroll_i || config->unroll_j ||
+            config->local_tiling || config->algorithm != FK_ALGORITHM_ALL_PAIRS ||
+            config->reproducible || (*tuned && (*tuned)->origin == FK_VARIANT_USER_DB) ||
+            !lanes_possible(context, kernel, accum))
+            return FK_OK;
+    } else {
+        if (config->algorithm != FK_ALGORITHM_ALL_PAIRS)
+            return fk__fail(context, FK_ERR_UNSUPPORTED,
+                            "lanes are a form of the all-pairs loop, not of algorithm %s",
+                            fk_algorithm_name((fk_algorithm)config->algorithm));
+        if (config->unroll_i > 1)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "lanes replace the i-unrolling: unroll %dx%d with lanes %d (use 1x%d)",
+                            config->unroll_i, config->unroll_j, asked, config->unroll_j);
+        if (config->local_tiling > 0)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "lanes read the j-particles through the caches: no local tiling");
+        if (!lanes_possible(context, kernel, accum))
+            return fk__fail(context, FK_ERR_UNSUPPORTED,
+                            "kernel '%s' with accumulator '%s' has no lane form "
+                            "(cl/pairwise_lanes.cl); lanes -1 or 0 run the scalar template",
+                            kernel->info.name, accum->info.name);
+    }
+    variant->lanes = asked ? asked : LANES_DEFAULT;
+    variant->unroll_i = 1;
+    variant->unroll_j = config->unroll_j ? config->unroll_j : LANES_UNROLL_J;
+    variant->work_group_size = config->work_group_size ? config->work_group_size : LANES_WORK_GROUP;
+    if ((size_t)variant->work_group_size > context->info.max_work_group_size)
+        variant->work_group_size = (int)context->info.max_work_group_size;
+    variant->local_tiling = 0; /* j-particles come through the caches */
+    variant->source = asked || config->unroll_j ? FK_VARIANT_EXPLICIT : FK_VARIANT_DEFAULT;
+    variant->tuned_count = 0;
+    *tuned = NULL;
+    return FK_OK;
+}
+
+/* i-particles per work-group: the unrolled ones, or the lanes. */
+static size_t i_per_group(const fk_variant *variant)
+{
+    return (size_t)variant->work_group_size * (size_t)variant->unroll_i *
+           (size_t)(variant->lanes > 0 ? variant->lanes : 1);
+}
+
 static void release_buffers(fk_eval *eval)
 {
     /* Not the pair table: it is uploaded once, by fk_eval_set_pair_table or the first particles. */
-    cl_mem *buffers[] = {&eval->body, &eval->body_aux, &eval->physics, &eval->partial,
-                         &eval->result};
+    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->physics,
+                         &eval->partial, &eval->result,   &eval->excluded};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
         if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
             clReleaseMemObject(*buffers[i]);
@@ -63,6 +138,7 @@ void fk_eval_destroy(fk_eval *eval)
     release_buffers(eval);
     if (eval->table)
         clReleaseMemObject(eval->table);
+    free(eval->host_body);
     fk__forcelaw_state_free(&eval->law);
     fk__symmetric_destroy(eval);
     fk__cells_destroy(eval);
@@ -70,6 +146,10 @@ void fk_eval_destroy(fk_eval *eval)
         clReleaseKernel(eval->pairwise);
     if (eval->reduce)
         clReleaseKernel(eval->reduce);
+    if (eval->subtract)
+        clReleaseKernel(eval->subtract);
+    if (eval->subtract_program)
+        clReleaseProgram(eval->subtract_program);
     if (eval->program)
         clReleaseProgram(eval->program);
     if (eval->bound_pairwise)
@@ -174,6 +254,9 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     if (config->algorithm < FK_ALGORITHM_ALL_PAIRS || config->algorithm > FK_ALGORITHM_CELLS)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d",
                         config->algorithm);
+    fk_status lanes_status = choose_lanes(context, config, kernel, accum, &tuned, &variant);
+    if (lanes_status != FK_OK)
+        return lanes_status;
 
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)
@@ -206,7 +289,9 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
                                   .work_group_size = variant.work_group_size,
                                   .local_tiling = variant.local_tiling,
                                   .potential = config->potential != 0,
-                                  .refresh_cache = config->refresh_cache};
+                                  .refresh_cache = config->refresh_cache,
+                                  .file = variant.lanes ? "pairwise_lanes.cl" : NULL,
+                                  .lanes = variant.lanes};
     if (config->reproducible)
         request.extra_options = reproducible_options(eval);
     else
@@ -259,7 +344,9 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
                         (unsigned long long)local_bytes, context->info.name,
                         (unsigned long long)context->info.local_memory_bytes);
     }
-    status = create_bound_pass(eval, &request);
+    status = create_subtraction(eval, &request);
+    if (status == FK_OK)
+        status = create_bound_pass(eval, &request);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
@@ -280,7 +367,7 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
 static int choose_splits(const fk_eval *eval, size_t count)
 {
     const int group = eval->variant.work_group_size;
-    const size_t i_block = (size_t)group * (size_t)eval->variant.unroll_i;
+    const size_t i_block = i_per_group(&eval->variant);
     const size_t i_groups = (count + i_block - 1) / i_block;
     const size_t max_splits = (count + (size_t)group - 1) / (size_t)group; /* >= one tile each */
     size_t splits;
@@ -410,6 +497,10 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
         status = fk__forcelaw_particles(context, eval->kernel, &eval->law, particles, body, &aux,
                                         &aux_bytes);
+    int32_t *excluded = NULL; /* exclude afterwards: the partner lists */
+    size_t excluded_bytes = 0;
+    if (status == FK_OK && eval->subtract)
+        status = fk__forcelaw_exclusion_lists(context, &eval->law, n, &excluded, &excluded_bytes);
     float *table = NULL;
     size_t table_bytes = 0;
     if (status == FK_OK && !eval->table && eval->kernel->uses_table)
@@ -417,6 +508,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     if (status != FK_OK) {
         free(body);
         free(aux);
+        free(excluded);
         return status;
     }
 
@@ -441,6 +533,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         free(body);
         free(aux);
         free(table);
+        free(excluded);
         return fk__fail(context, FK_ERR_DEVICE_MEMORY,
                         "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
                         "%llu (largest allocation %llu)",
@@ -456,7 +549,8 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->count = 0;
     const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
     status = create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
-    free(body);
+    free(eval->host_body); /* kept: fk_eval_update_positions rewrites only its positions */
+    eval->host_body = body;
     /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
      * list fixed. */
     if (status == FK_OK && aux)
@@ -472,6 +566,10 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     if (status == FK_OK)
         status = create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
                                eval->physics_values, "physics");
+    if (status == FK_OK && excluded)
+        status = create_buffer(eval, &eval->excluded, read_only, excluded_bytes, excluded,
+                               "exclusion lists");
+    free(excluded);
     if (status == FK_OK)
         status =
             create_buffer(eval, &eval->result, CL_MEM_READ_WRITE, result_bytes, NULL, "results");
@@ -513,6 +611,82 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     return status;
 }
 
+/* The time-stepping fast path: the particles stay, only positions (and gaj's velocities) change,
+ * so the buffers, types, pair table and exclusions are kept and the new coordinates are written
+ * into the existing buffers. What is not repeated, and why that is safe:
+ * - check_particles' count and mass checks: count and masses are those already checked;
+ * - the molecular kernels' O(N log N) search for coincident particles (fk__forcelaw_particles):
+ *   a coincident pair is masked nowhere, so rsqrt(0) makes its forces NaN; float and the other
+ *   plain accumulators return that NaN, and the data-scaled ones (fixed64, narumi,
+ *   nitadori_large) fail their bound pre-pass with FK_ERR_OVERFLOW; neither passes silently.
+ * Gravity with eps = 0 keeps its check (the self-term floor would give a huge finite force). */
+fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const double *velocity)
+{
+    if (!eval || !position)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (eval->count == 0 || !eval->host_body)
+        return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
+    const size_t n = eval->count;
+    const int gaj = eval->kernel->law == FK_LAW_GAJ;
+    if (gaj && !velocity)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
+    float *body = eval->host_body;
+    for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            const double x = position[3 * i + (size_t)k];
+            if (!isfinite(x) || fabs(x) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: coordinate %d is %g (not a finite float)", i, k, x);
+            body[4 * i + (size_t)k] = (float)x;
+        }
+    float *aux = NULL;
+    if (gaj) {
+        aux = malloc(4 * n * sizeof *aux);
+        if (!aux)
+            return FK_ERR_HOST_MEMORY;
+        for (size_t i = 0; i < n; ++i) {
+            for (int k = 0; k < 3; ++k) {
+                const double v = velocity[3 * i + (size_t)k];
+                if (!isfinite(v) || fabs(v) > FLT_MAX) {
+                    free(aux);
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "particle %zu: velocity %d is %g (not a finite float)", i, k,
+                                    v);
+                }
+                aux[4 * i + (size_t)k] = (float)v;
+            }
+            aux[4 * i + 3] = 0.0f;
+        }
+    }
+    fk_status status = check_coincident(eval, body, n);
+    if (status != FK_OK) {
+        free(aux);
+        return status;
+    }
+    /* Blocking writes: the host arrays are reused by the next update. */
+    cl_int err = clEnqueueWriteBuffer(context->queue, eval->body, CL_TRUE, 0, 4 * n * sizeof *body,
+                                      body, 0, NULL, NULL);
+    if (err == CL_SUCCESS && aux)
+        err = clEnqueueWriteBuffer(context->queue, eval->body_aux, CL_TRUE, 0, 4 * n * sizeof *aux,
+                                   aux, 0, NULL, NULL);
+    free(aux);
+    eval->computed = 0;
+    if (err != CL_SUCCESS) {
+        eval->count = 0; /* the device holds neither the old nor the new particles for sure */
+        return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
+    }
+    status = choose_accum_parameters(eval); /* the scale depends on the data: every update */
+    if (status == FK_OK && eval->symmetric)
+        status = fk__symmetric_set_particles(eval);
+    else if (status == FK_OK && eval->cells)
+        status = fk__cells_set_particles(eval);
+    if (status != FK_OK)
+        eval->count = 0;
+    return status;
+}
+
 double fk__event_seconds(cl_event first, cl_event last)
 {
     cl_ulong start = 0, end = 0;
@@ -522,6 +696,68 @@ double fk__event_seconds(cl_event first, cl_event last)
             CL_SUCCESS)
         return -1.0;
     return end > start ? (double)(end - start) * 1e-9 : 0.0;
+}
+
+/* Exclude afterwards: enqueues fk_subtract_exclusions on the results of the pair loop just
+ * enqueued (the queue is in order). *event stays NULL when there is nothing to subtract, and in the
+ * bound pre-pass (eval->pairwise swapped): that pass measures every pair's term, which bounds the
+ * subtracted ones too (cl/pairwise.cl). */
+static fk_status enqueue_subtraction(fk_eval *eval, cl_event *event)
+{
+    *event = NULL;
+    if (!eval->excluded || (eval->bound_pairwise && eval->pairwise == eval->bound_pairwise))
+        return FK_OK;
+    const cl_int n = (cl_int)eval->count;
+    const cl_float4 acc_param = {
+        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
+    cl_kernel kernel = eval->subtract;
+    cl_int err = CL_SUCCESS;
+    cl_uint a = 0;
+    err |= clSetKernelArg(kernel, a++, sizeof n, &n);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->excluded);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body_aux);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->table);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->physics);
+    err |= clSetKernelArg(kernel, a++, sizeof acc_param, &acc_param);
+    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->result);
+    if (err != CL_SUCCESS)
+        return fk__fail(eval->context, FK_ERR_OPENCL,
+                        "clSetKernelArg failed for fk_subtract_exclusions");
+    const size_t group = 64;
+    const size_t global = (eval->count + group - 1) / group * group;
+    err = clEnqueueNDRangeKernel(eval->context->queue, kernel, 1, NULL, &global, &group, 0, NULL,
+                                 event);
+    if (err != CL_SUCCESS) {
+        *event = NULL;
+        return fk__cl_fail(eval->context, "clEnqueueNDRangeKernel (fk_subtract_exclusions)", err);
+    }
+    return FK_OK;
+}
+
+/* After the symmetric or cell loop (which finished on their own): the subtraction, its device time
+ * added to *seconds (may be NULL; stays -1 when unknown). */
+static fk_status run_subtraction(fk_eval *eval, double *seconds)
+{
+    cl_event event = NULL;
+    fk_status status = enqueue_subtraction(eval, &event);
+    if (status != FK_OK || !event)
+        return status;
+    cl_int err = clFinish(eval->context->queue);
+    if (err != CL_SUCCESS) {
+        status = fk__cl_fail(eval->context, "clFinish", err);
+    } else {
+        cl_int state = CL_COMPLETE;
+        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+        if (state < 0)
+            status = fk__cl_fail(eval->context, "kernel execution (fk_subtract_exclusions)", state);
+    }
+    if (status == FK_OK && seconds && *seconds >= 0) {
+        const double more = fk__event_seconds(event, event);
+        *seconds = more >= 0 ? *seconds + more : -1.0;
+    }
+    clReleaseEvent(event);
+    return status;
 }
 
 fk_status fk_eval_compute(fk_eval *eval, double *seconds)
@@ -535,6 +771,8 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
     if (eval->symmetric || eval->cells) {
         fk_status status = eval->symmetric ? fk__symmetric_compute(eval, seconds)
                                            : fk__cells_compute(eval, seconds);
+        if (status == FK_OK) /* exclude afterwards, as after the all-pairs loop */
+            status = run_subtraction(eval, seconds);
         eval->computed = status == FK_OK;
         return status;
     }
@@ -556,7 +794,7 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
         return fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_pairwise");
 
     const size_t group = (size_t)eval->variant.work_group_size;
-    const size_t i_block = group * (size_t)eval->variant.unroll_i;
+    const size_t i_block = i_per_group(&eval->variant);
     const size_t global[2] = {(eval->count + i_block - 1) / i_block * group,
                               (size_t)eval->variant.j_splits};
     const size_t local[2] = {group, 1};
@@ -581,6 +819,20 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
             clReleaseEvent(first);
             return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_reduce_splits)", err);
         }
+    }
+    cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
+    fk_status queued = enqueue_subtraction(eval, &subtracted);
+    if (queued != FK_OK) {
+        clFinish(context->queue);
+        clReleaseEvent(first);
+        if (last)
+            clReleaseEvent(last);
+        return queued;
+    }
+    if (subtracted) {
+        if (last)
+            clReleaseEvent(last);
+        last = subtracted;
     }
     err = clFinish(context->queue);
     fk_status status = FK_OK;
@@ -644,10 +896,7 @@ fk_status fk_eval_read_forces(fk_eval *eval, double *forces)
 {
     if (!eval || !forces)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = read_components(eval, 0, eval->kernel->info.force_components, forces);
-    if (status == FK_OK) /* exclude afterwards */
-        fk__forcelaw_subtract_exclusions(eval->kernel, &eval->law, forces, NULL);
-    return status;
+    return read_components(eval, 0, eval->kernel->info.force_components, forces);
 }
 
 fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
@@ -657,10 +906,7 @@ fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
     if (!eval->config.potential)
         return fk__fail(eval->context, FK_ERR_STATE,
                         "potentials were not requested (fk_eval_config.potential)");
-    fk_status status = read_components(eval, eval->kernel->info.force_components, 1, potentials);
-    if (status == FK_OK) /* exclude afterwards */
-        fk__forcelaw_subtract_exclusions(eval->kernel, &eval->law, NULL, potentials);
-    return status;
+    return read_components(eval, eval->kernel->info.force_components, 1, potentials);
 }
 
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits)
@@ -769,6 +1015,36 @@ static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *requ
     if (err == CL_SUCCESS)
         eval->bound_reduce = clCreateKernel(eval->bound_program, "fk_reduce_splits", &err);
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clCreateKernel (bound)", err);
+}
+
+/* Exclude afterwards subtracts on the device, after any of the pair loops (fk_eval_compute), with
+ * cl/pairwise.cl's fk_subtract_exclusions: from the pair loop's own program, which has it unless it
+ * came from another template; then from pairwise.cl built with the same request. */
+static fk_status create_subtraction(fk_eval *eval, const fk_program_request *request)
+{
+    if (!eval->kernel->uses_table || eval->config.exclusion_mode != FK_EXCLUDE_AFTERWARDS)
+        return FK_OK;
+    cl_int err = CL_SUCCESS;
+    eval->subtract = clCreateKernel(eval->program, "fk_subtract_exclusions", &err);
+    if (err == CL_SUCCESS)
+        return FK_OK;
+    eval->subtract = NULL;
+    if (err != CL_INVALID_KERNEL_NAME)
+        return fk__cl_fail(eval->context, "clCreateKernel (fk_subtract_exclusions)", err);
+    fk_program_request own = *request;
+    own.file = NULL;
+    own.lanes = 0;
+    fk_program_result built;
+    fk_status status = fk__program_build(eval->context, &own, &built);
+    if (status != FK_OK)
+        return status;
+    eval->subtract_program = built.program;
+    eval->subtract = clCreateKernel(eval->subtract_program, "fk_subtract_exclusions", &err);
+    if (err != CL_SUCCESS) {
+        eval->subtract = NULL;
+        return fk__cl_fail(eval->context, "clCreateKernel (fk_subtract_exclusions)", err);
+    }
+    return FK_OK;
 }
 
 /* Runs the pre-pass on the particles just uploaded (one extra evaluation per set_particles) and

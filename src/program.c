@@ -258,7 +258,7 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
                   .force_header = force_header,
                   .accum_header = accum_header,
                   .status = FK_OK};
-    expand_file(&e, "pairwise.cl", 0);
+    expand_file(&e, request->file ? request->file : "pairwise.cl", 0);
     if (e.status == FK_OK && e.out.failed)
         e.status = FK_ERR_HOST_MEMORY;
     if (e.status != FK_OK) {
@@ -273,6 +273,8 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
                 request->force, request->accum, request->unroll_i, request->unroll_j,
                 request->work_group_size, request->local_tiling ? 1 : 0,
                 request->potential ? 1 : 0);
+    if (request->lanes > 0)
+        text_printf(&options, " -D FK_LANES=%d", request->lanes);
     if (request->extra_options && *request->extra_options) {
         text_append(&options, " ", 1);
         text_append(&options, request->extra_options, strlen(request->extra_options));
@@ -290,6 +292,52 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
         return status;
     result->seconds = fk__now() - start;
     return FK_OK;
+}
+
+/* 1 when the header kernel_dir/relative has a line `#define NAME` (leading blanks allowed). */
+static int header_declares(fk_context *context, const char *relative, const char *name)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", context->kernel_dir, relative) >= (int)sizeof path)
+        return 0;
+    char *source = fk__read_file(path, NULL);
+    if (!source)
+        return 0;
+    int found = 0;
+    const size_t length = strlen(name);
+    for (const char *line = source; line && *line && !found;) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            ++p;
+        if (*p == '#') {
+            ++p;
+            while (*p == ' ' || *p == '\t')
+                ++p;
+            if (strncmp(p, "define", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
+                p += 6;
+                while (*p == ' ' || *p == '\t')
+                    ++p;
+                found = strncmp(p, name, length) == 0 && (p[length] == ' ' || p[length] == '\t' ||
+                                                          p[length] == '\n' || p[length] == '\0');
+            }
+        }
+        line = strchr(line, '\n');
+        if (line)
+            ++line;
+    }
+    free(source);
+    return found;
+}
+
+/* Lane support is declared by the headers themselves, so a force law or accumulator that gains a
+ * lane section is picked up without a host change. */
+int fk__program_has_lanes(fk_context *context, const char *force, const char *accum)
+{
+    char force_header[128], accum_header[128];
+    snprintf(force_header, sizeof force_header, "forces/%s.clh", force);
+    snprintf(accum_header, sizeof accum_header, "accum/%s.clh", accum);
+    return header_declares(context, force_header, "FK_INTERACT_LANES") &&
+           header_declares(context, accum_header, "FK_ACC_LANES");
 }
 
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,

@@ -276,6 +276,15 @@ expect_exit "bench --n 12abc exits 2" 2 "$FK" bench --kernel ga --n 12abc
 expect_exit "bench --n huge exits 2" 2 "$FK" bench --kernel ga --n 99999999999999999999999
 expect_exit "bench --reps 0 exits 2" 2 "$FK" bench --kernel ga --n 100 --reps 0
 expect_exit "bench --tiling maybe exits 2" 2 "$FK" bench --kernel ga --n 100 --tiling maybe
+expect_exit "bench --lanes 4 exits 2" 2 "$FK" bench --kernel ga --n 100 --lanes 4
+expect_stderr "bench --lanes 4 names the values" "expected auto, off, 8 or 16"
+expect_exit "bench --lanes off --json exits 0" 0 "$FK" bench --kernel ga --n 300 --reps 2 --lanes off --json
+expect_json "bench --lanes off runs the template" "$WORK/out" 'd["results"][0]["lanes"] == 0'
+expect_exit "bench --lanes 8 --json exits 0" 0 "$FK" bench --kernel ga --n 300 --reps 2 --lanes 8 --json
+expect_json "bench --lanes 8 runs 8 lanes, named 1x1" "$WORK/out" \
+    'd["results"][0]["lanes"] == 8 and d["results"][0]["unroll"] == "1x1"'
+expect_exit "bench --lanes 16 with ti exits 1" 1 "$FK" bench --kernel ga --n 100 --accum ti --lanes 16
+expect_stderr "bench --lanes 16 with ti says why" "no lane form"
 
 # ---- accuracy ------------------------------------------------------------------------------------
 expect_exit "accuracy --json exits 0" 0 "$FK" accuracy --kernel ga --system plummer --n 2000 --json
@@ -294,9 +303,26 @@ expect_json "accuracy: fixed64 and narumi offsets are exactly 0 (equal masses), 
     'all(r["offset"] == 0 for r in d["results"] if r["accum"] in ("fixed64", "narumi")) and [r for r in d["results"] if r["accum"] == "float"][0]["offset"] > 0'
 expect_json "accuracy: compensated errors at most 1e-6, below float's" "$WORK/out" \
     'all(r["error"] <= 1e-6 and r["error"] < [f for f in d["results"] if f["accum"] == "float"][0]["error"] for r in d["results"] if r["accum"] in ("ti", "composite", "narumi", "fixed64"))'
-expect_exit "accuracy --system protein is not yet available (exit 2)" 2 "$FK" accuracy --kernel ga --system protein
-expect_stderr "accuracy --system protein says so" "not yet available"
-expect_exit "accuracy --system lj65536 is not yet available (exit 2)" 2 "$FK" accuracy --kernel ga --system lj65536
+# The protein (Narumi's System 1 analogue) on the fly: compensated and fixed-point sums at the level
+# of the float pair terms, float's sum above them; zero offsets for narumi and fixed64.
+expect_exit "accuracy --system protein --json exits 0" 0 "$FK" accuracy --system protein --exclude-mode onthefly --accum float,ti,composite,narumi,fixed64 --reps 1 --json
+expect_json "accuracy protein: SPEC keys, 3339 atoms, ljc_constant, on the fly" "$WORK/out" \
+    'd["kernel"] == "ljc_constant" and d["n"] == 3339 and d["device"] and d["exclusions"] == 7321 and all(set(("accum", "error", "offset", "seconds_per_eval")) <= set(r) and r["exclusion_mode"] == "onthefly" for r in d["results"]) and "exclusion_comparison" not in d'
+expect_json "accuracy protein: ti, composite, narumi, fixed64 errors <= 1e-6, float's larger" "$WORK/out" \
+    'all(0 < r["error"] <= 1e-6 and r["error"] < [f for f in d["results"] if f["accum"] == "float"][0]["error"] for r in d["results"] if r["accum"] in ("ti", "composite", "narumi", "fixed64")) and len(d["results"]) == 5'
+expect_json "accuracy protein: narumi and fixed64 offsets exactly 0, float's not" "$WORK/out" \
+    'all(r["offset"] == 0 for r in d["results"] if r["accum"] in ("narumi", "fixed64")) and [r for r in d["results"] if r["accum"] == "float"][0]["offset"] > 0'
+expect_exit "accuracy --system protein, both exclusion modes, exits 0" 0 "$FK" accuracy --system protein --accum fixed64 --reps 1 --json
+expect_json "accuracy protein: exclude on the fly vs afterwards (Narumi sec. 4.1)" "$WORK/out" \
+    'd["results"][0]["exclusion_mode"] == "afterwards" and [c["accum"] for c in d["exclusion_comparison"]] == ["fixed64"] and all(set(("error", "offset", "seconds_per_eval")) <= set(c[m]) for c in d["exclusion_comparison"] for m in ("onthefly", "afterwards")) and d["exclusion_comparison"][0]["onthefly"]["error"] < d["exclusion_comparison"][0]["afterwards"]["error"]'
+expect_exit "accuracy --system lj65536 --n 600 exits 0" 0 "$FK" accuracy --system lj65536 --n 600 --accum float,fixed64 --json
+expect_json "accuracy lj65536: lj, N = 600, no exclusions, fixed64 better than float" "$WORK/out" \
+    'd["kernel"] == "lj" and d["n"] == 600 and d["exclusions"] == 0 and d["reps"] == 1 and d["results"][1]["error"] < d["results"][0]["error"] and d["results"][1]["offset"] == 0'
+expect_exit "accuracy --system protein --n 100 exits 2" 2 "$FK" accuracy --system protein --n 100
+expect_exit "accuracy --system protein --kernel ga exits 2" 2 "$FK" accuracy --system protein --kernel ga
+expect_exit "accuracy --system protein --eps exits 2" 2 "$FK" accuracy --system protein --eps 0.1
+expect_exit "accuracy --system protein --params exits 2" 2 "$FK" accuracy --system protein --params "$WORK/two.txt"
+expect_exit "accuracy --accum with an unknown name in a list exits 2" 2 "$FK" accuracy --system protein --accum float,nosuch
 
 # ---- reproducible mode, sumtest, doundo ----------------------------------------------------------
 printf '0 0 0 1\n1 0 0 0.5\n0 2 0 2\n0.3 0.1 -0.7 1\n' >"$WORK/four.txt"
@@ -341,8 +367,9 @@ expect_json "bench takes the user database's entry" "$WORK/out" \
     'd["results"][0]["variant_source"] == "user_db"'
 expect_exit "forces after tune exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" forces --kernel ga --in "$WORK/two.txt"
 expect_stderr "forces names the user database" "(user tuning database)"
-printf '{"entries": [{"kernel": "ga", "accum": "float", "n": 1024, "unroll": "2x2", "work_group_size": 16}]}\n' >"$WORK/shipped.json"
-expect_exit "forces with a shipped default entry exits 0" 0 env FORCEKIT_TUNING_DB=off FORCEKIT_SHIPPED_TUNING_DB="$WORK/shipped.json" "$FK" forces --kernel ga --in "$WORK/two.txt"
+# ti: on CPUs, ga with float or double takes the lane loop over shipped entries (README "Lanes")
+printf '{"entries": [{"kernel": "ga", "accum": "ti", "n": 1024, "unroll": "2x2", "work_group_size": 16}]}\n' >"$WORK/shipped.json"
+expect_exit "forces with a shipped default entry exits 0" 0 env FORCEKIT_TUNING_DB=off FORCEKIT_SHIPPED_TUNING_DB="$WORK/shipped.json" "$FK" forces --kernel ga --accum ti --in "$WORK/two.txt"
 expect_stderr "forces names the shipped database" "variant 2x2 (shipped tuning database)"
 expect_values "the shipped variant gives the same values" "$WORK/out" "1 0 0/-0.25 0 0"
 printf '{"entries": [ oops\n' >"$WORK/corrupt.json"
@@ -408,6 +435,196 @@ expect_json "buck bench reports 40 flops per interaction" "$WORK/out" \
     'd["flops_per_interaction"] == 40 and d["results"][0]["gflops"] > 0'
 expect_exit "lj bench with a box exits 0" 0 "$FK" bench --kernel lj --n 1000 --reps 2 --box 10.77
 expect_exit "bench --params for ga exits 2" 2 "$FK" bench --kernel ga --n 100 --params "$WORK/params-lj.txt"
+
+# ---- cells ---------------------------------------------------------------------------------------
+expect_exit "bench --algorithm cells --json exits 0" 0 "$FK" bench --kernel lj --n 1000 --reps 2 --algorithm cells --density 0.4 --json
+expect_json "cells bench reports the pairs it examined, the grid and the build time" "$WORK/out" \
+    '(r := d["results"][0]) and d["algorithm"] == "cells" and 1000 < r["pairs_examined"] < 1000 * 1000 and len(r["cell_grid"]) == 3 and r["cell_build_seconds"] > 0 and abs(r["skin"] - 0.3) < 1e-12 and abs(r["interactions_per_second"] * r["seconds_per_eval"] - r["pairs_examined"]) < 1e-6 * r["pairs_examined"]'
+expect_exit "bench --algorithm cells --skin 0 exits 0" 0 "$FK" bench --kernel lj --n 500 --reps 2 --algorithm cells --skin 0 --json
+expect_json "--skin 0 means no skin" "$WORK/out" 'd["results"][0]["skin"] == 0'
+expect_exit "bench --skin -1 exits 2" 2 "$FK" bench --kernel lj --n 100 --algorithm cells --skin -1
+expect_exit "bench --algorithm cells for ga exits 2" 2 "$FK" bench --kernel ga --n 100 --algorithm cells
+expect_stderr "cells for ga is explained" "needs a short-range force law with a cutoff"
+expect_exit "forces --algorithm cells without a cutoff exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --algorithm cells
+expect_stderr "cells without a cutoff is explained" "needs a cutoff"
+expect_exit "forces --algorithm cells --cutoff exits 0" 0 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --cutoff 1.5 --accum fixed64 --algorithm cells --out "$WORK/cells.txt"
+expect_exit "forces --algorithm all-pairs --cutoff exits 0" 0 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --cutoff 1.5 --accum fixed64 --out "$WORK/pairs.txt"
+if cmp -s "$WORK/cells.txt" "$WORK/pairs.txt"; then pass "cells and all-pairs agree bit for bit (fixed64)"; else fail "cells and all-pairs agree bit for bit (fixed64)"; fi
+printf '0 0 0 0\n1 0 0 0\n25 0 0 0\n' >"$WORK/lj-outside.txt"
+expect_exit "cells: a particle two boxes outside the box exits 2" 2 "$FK" forces --kernel lj --in "$WORK/lj-outside.txt" --box 10 --algorithm cells
+expect_stderr "the particle outside the box is named" "particle 2"
+
+# ---- simulate ------------------------------------------------------------------------------------
+# Small runs (108 LJ particles, 64 bodies) on the test device: exit codes, JSON keys, checkpoints,
+# bit-identical restarts (the final state's checksum), mismatched restarts and SIGINT.
+SIM="$FK simulate --kernel lj --system lj-fluid --n 108"
+expect_exit "simulate --help exits 0" 0 "$FK" simulate --help
+expect_exit "simulate without --kernel exits 2" 2 "$FK" simulate --n 108 --steps 10
+expect_exit "simulate without --steps exits 2" 2 $SIM
+expect_exit "simulate --system nowhere exits 2" 2 "$FK" simulate --kernel lj --system nowhere --n 108 --steps 1
+expect_exit "simulate --system plummer with lj exits 2" 2 "$FK" simulate --kernel lj --system plummer --n 108 --steps 1
+expect_exit "simulate --integrator hermite with lj exits 2" 2 $SIM --steps 1 --integrator hermite
+expect_stderr "simulate --integrator hermite with lj is explained" "gaj"
+expect_exit "simulate --dt 0 exits 2" 2 $SIM --steps 1 --dt 0
+expect_exit "simulate --dt -1 exits 2" 2 $SIM --steps 1 --dt -1
+expect_exit "simulate --eps with lj exits 2" 2 $SIM --steps 1 --eps 0.1
+expect_exit "simulate --box with lj-fluid exits 2" 2 $SIM --steps 1 --box 5
+expect_exit "simulate --algorithm sideways exits 2" 2 $SIM --steps 1 --algorithm sideways
+expect_exit "simulate --checkpoint-every without --checkpoint exits 2" 2 $SIM --steps 1 --checkpoint-every 5
+expect_exit "simulate --frobnicate exits 2" 2 $SIM --steps 1 --frobnicate
+expect_exit "simulate --n 0 exits 2" 2 "$FK" simulate --kernel lj --n 0 --steps 1
+expect_exit "simulate of a box smaller than twice the cutoff exits 2" 2 "$FK" simulate --kernel lj --n 32 --steps 1
+expect_exit "simulate lj 40 steps --json exits 0" 0 $SIM --steps 40 --sample 10 --algorithm all-pairs --json --checkpoint "$WORK/full.ckpt"
+cp "$WORK/out" "$WORK/sim-full.json"
+expect_json "simulate --json has the documented keys" "$WORK/sim-full.json" \
+    'all(k in d for k in ("kernel", "accum", "n", "steps", "dt", "device", "seconds", "steps_per_second", "relative_energy_drift", "energy_slope_per_time", "energy_slope_per_step", "samples", "integrator", "algorithm", "state_checksum")) and d["kernel"] == "lj" and d["n"] == 108 and d["steps"] == 40 and d["integrator"] == "verlet"'
+expect_json "simulate samples every 10 steps, energy finite and conserved" "$WORK/sim-full.json" \
+    'd["samples"]["step"] == [0, 10, 20, 30, 40] and len(d["samples"]["energy"]) == 5 and all(math.isfinite(e) for e in d["samples"]["energy"]) and d["relative_energy_drift"] < 1e-3 and abs(d["samples"]["kinetic"][0] + d["samples"]["potential"][0] - d["samples"]["energy"][0]) < 1e-9'
+if [ -f "$WORK/full.ckpt" ] && head -n 1 "$WORK/full.ckpt" | grep -q '^forcekit-checkpoint 1$'; then
+    pass "simulate --checkpoint writes a checkpoint"
+else
+    fail "simulate --checkpoint writes a checkpoint"
+fi
+no_temporary_files "simulate leaves no temporary checkpoint" "$WORK"
+expect_exit "simulate 25 of the 40 steps with a checkpoint exits 0" 0 $SIM --steps 25 --sample 10 --algorithm all-pairs --checkpoint "$WORK/half.ckpt" --checkpoint-every 7
+expect_exit "simulate --restart to step 40 exits 0" 0 $SIM --steps 40 --restart "$WORK/half.ckpt" --json
+expect_json "a restarted run ends bit-identical to the uninterrupted one" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-full.json"'"))["samples"] and d["restarted_from_step"] == 25 and d["steps_run"] == 15'
+expect_exit "simulate --restart with another --dt exits 2" 2 $SIM --steps 40 --dt 0.004 --restart "$WORK/half.ckpt"
+expect_stderr "a mismatched restart names the option" "does not match this run: dt"
+expect_exit "simulate --restart with another --seed exits 2" 2 $SIM --steps 40 --seed 2 --restart "$WORK/half.ckpt"
+expect_exit "simulate --restart with another --accum exits 2" 2 $SIM --steps 40 --accum double --restart "$WORK/half.ckpt"
+expect_exit "simulate --restart with another --algorithm exits 2" 2 $SIM --steps 40 --algorithm cells --restart "$WORK/half.ckpt"
+expect_exit "simulate --restart with another N exits 2" 2 "$FK" simulate --kernel lj --n 256 --steps 40 --restart "$WORK/half.ckpt"
+expect_exit "simulate --restart beyond --steps exits 2" 2 $SIM --steps 10 --restart "$WORK/half.ckpt"
+expect_exit "simulate --restart of a missing file exits 2" 2 $SIM --steps 40 --restart "$WORK/nonexistent.ckpt"
+head -n 40 "$WORK/half.ckpt" >"$WORK/truncated.ckpt"
+expect_exit "simulate --restart of a truncated checkpoint exits 2" 2 $SIM --steps 40 --restart "$WORK/truncated.ckpt"
+expect_stderr "a truncated checkpoint is named" "truncated.ckpt:"
+expect_exit "simulate --checkpoint into a missing directory exits 1" 1 $SIM --steps 2 --checkpoint "$WORK/no/such/dir.ckpt"
+expect_exit "simulate gaj (Hermite) on a Plummer sphere exits 0" 0 "$FK" simulate --kernel gaj --n 64 --steps 20 --json
+expect_json "simulate gaj runs Hermite, conserves energy, tried the pair loops" "$WORK/out" \
+    'd["integrator"] == "hermite" and d["system"] == "plummer" and d["relative_energy_drift"] < 1e-4 and d["eps"] == 0.01 and d["algorithm_trials"][0]["algorithm"] == "all-pairs"'
+expect_exit "simulate ga (Verlet) on a Plummer sphere exits 0" 0 "$FK" simulate --kernel ga --n 64 --steps 20 --dt 0.001 --algorithm all-pairs --json
+expect_json "simulate ga runs Verlet" "$WORK/out" 'd["integrator"] == "verlet" and d["relative_energy_drift"] < 1e-4'
+printf '0 0 0 0\n1.2 0 0 0\n' >"$WORK/lj-dimer.txt"
+expect_exit "simulate --in an lj file at T = 0 exits 0" 0 "$FK" simulate --kernel lj --in "$WORK/lj-dimer.txt" --temperature 0 --steps 500 --dt 0.001 --algorithm all-pairs --json
+expect_json "an lj dimer from rest conserves energy" "$WORK/out" 'd["system"] == "file" and d["cutoff"] == 2.5 and d["samples"]["kinetic"][0] == 0 and d["max_relative_energy_deviation"] < 2e-5'
+# SIGINT: the run stops after the current step, writes its checkpoint and exits 130; the
+# checkpoint continues.
+$SIM --steps 100000000 --algorithm all-pairs --checkpoint "$WORK/interrupted.ckpt" >"$WORK/out" 2>"$WORK/err" &
+sim_pid=$!
+waited=0
+while ! grep -q '^simulate: lj' "$WORK/err" && [ "$waited" -lt 600 ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+done
+sleep 0.5
+kill -INT "$sim_pid"
+wait "$sim_pid"
+rc=$?
+if [ "$rc" -eq 130 ]; then pass "simulate exits 130 on SIGINT"; else fail "simulate exits 130 on SIGINT (exit $rc)"; fi
+expect_stderr "simulate says where the checkpoint went on SIGINT" "continue with --restart"
+interrupted_step=$(sed -n 's/^step //p' "$WORK/interrupted.ckpt" 2>/dev/null)
+if [ -n "$interrupted_step" ] && [ "$interrupted_step" -gt 0 ]; then
+    pass "the SIGINT checkpoint holds step $interrupted_step"
+    expect_exit "the SIGINT checkpoint continues" 0 $SIM --steps $((interrupted_step + 5)) --restart "$WORK/interrupted.ckpt"
+else
+    fail "the SIGINT checkpoint holds a step"
+fi
+
+# ---- rand48 --------------------------------------------------------------------------------------
+# lrand48 / drand48 of srand48(S), recomputed here from the definition (a = 0x5DEECE66D, c = 11,
+# m = 2^48; the seed's low 32 bits above 0x330E), independently of the C code.
+rand48_check() { # SEED COUNT FLOAT FILE: the file holds the sequence, exactly
+    "$PYTHON" -c '
+import sys
+seed, count, real = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+x = ((seed & 0xFFFFFFFF) << 16) | 0x330E
+want = []
+for _ in range(count):
+    x = (0x5DEECE66D * x + 0xB) % (1 << 48)
+    want.append(x / 2.0**48 if real else x >> 17)
+got = [float(v) if real else int(v) for v in open(sys.argv[4]).read().split()]
+sys.exit(0 if got == want else 1)' "$@"
+}
+for seed in 0 42 2147483647 -5; do
+    expect_exit "rand48 --seed $seed exits 0" 0 "$FK" rand48 --seed $seed --count 3000
+    if [ -z "$PYTHON" ]; then skip "rand48 --seed $seed"; elif rand48_check $seed 3000 0 "$WORK/out"; then pass "rand48 --seed $seed is glibc's lrand48 sequence"; else fail "rand48 --seed $seed is glibc's lrand48 sequence"; fi
+done
+expect_exit "rand48 --float --work-items 7 exits 0" 0 "$FK" rand48 --seed 9 --count 2000 --float --work-items 7
+if [ -z "$PYTHON" ]; then skip "rand48 --float"; elif rand48_check 9 2000 1 "$WORK/out"; then pass "rand48 --float is glibc's drand48 sequence"; else fail "rand48 --float is glibc's drand48 sequence"; fi
+cp "$WORK/out" "$WORK/device48.txt"
+expect_exit "rand48 --host exits 0" 0 "$FK" rand48 --seed 9 --count 2000 --float --host
+if cmp -s "$WORK/out" "$WORK/device48.txt"; then pass "rand48: device and host sequences identical"; else fail "rand48: device and host sequences identical"; fi
+expect_exit "rand48 --count 0 exits 0" 0 "$FK" rand48 --count 0
+expect_empty_stdout "rand48 --count 0 prints nothing"
+expect_exit "rand48 --json exits 0" 0 "$FK" rand48 --seed 1 --count 5 --json
+expect_json "rand48 --json: seed, count, float, device, values" "$WORK/out" \
+    'd["seed"] == 1 and d["count"] == 5 and d["float"] is False and d["device"] and d["values"][0] == 89400484 and len(d["values"]) == 5'
+expect_exit "rand48 without --count exits 2" 2 "$FK" rand48 --seed 1
+expect_exit "rand48 --count -1 exits 2" 2 "$FK" rand48 --count -1
+expect_exit "rand48 --count abc exits 2" 2 "$FK" rand48 --count abc
+expect_exit "rand48 --json above a million values exits 2" 2 "$FK" rand48 --count 1000001 --json
+expect_exit "rand48 --host --work-items exits 2" 2 "$FK" rand48 --count 3 --host --work-items 4
+
+# ---- generate ------------------------------------------------------------------------------------
+mkdir "$WORK/gen"
+G="$WORK/gen"
+# data_lines FILE: FILE without its '#' comments, into $WORK/data
+data_lines() { grep -v '^#' "$1" >"$WORK/data"; }
+expect_exit "generate protein --json exits 0" 0 "$FK" generate --model protein --out "$G/p.txt" --json
+expect_json "generate protein: model, n, seed, out, params, exclude" "$WORK/out" \
+    'd["model"] == "protein" and d["n"] == 3339 and d["seed"] == 1 and d["out"].endswith("p.txt") and d["params"].endswith("p.txt.params") and d["exclude"].endswith("p.txt.exclude") and d["exclusions"] == 7321 and abs(d["net_charge"]) < 1e-9'
+expect_stderr "generate says which files it wrote" "p.txt.exclude"
+data_lines "$G/p.txt"
+expect_lines "generate protein: 3339 lines of x y z q type" "$WORK/data" 3339 5
+data_lines "$G/p.txt.exclude"
+expect_lines "generate protein: 7321 exclusions" "$WORK/data" 7321 2
+data_lines "$G/p.txt.params"
+expect_lines "generate protein: 45 type pairs (9 types)" "$WORK/data" 45 4
+"$FK" generate --model protein --out "$G/p2.txt" 2>/dev/null
+"$FK" generate --model protein --seed 2 --out "$G/p3.txt" 2>/dev/null
+# (the '#' headers name the files, so only the data is compared)
+same_data() { grep -v '^#' "$1" >"$WORK/a"; grep -v '^#' "$2" >"$WORK/b"; cmp -s "$WORK/a" "$WORK/b"; }
+if same_data "$G/p.txt" "$G/p2.txt" && same_data "$G/p.txt.exclude" "$G/p2.txt.exclude"; then pass "generate is deterministic in the seed"; else fail "generate is deterministic in the seed"; fi
+if same_data "$G/p.txt" "$G/p3.txt"; then fail "another seed gives another protein"; else pass "another seed gives another protein"; fi
+expect_exit "forces reads the generated protein" 0 "$FK" forces --kernel ljc_constant --in "$G/p.txt" --params "$G/p.txt.params" --exclude "$G/p.txt.exclude" --coulomb 332.0637 --out "$G/pf.txt"
+expect_exit "generate fluorite --n 96 exits 0" 0 "$FK" generate --model fluorite --n 96 --out "$G/uo2.txt" --json
+expect_json "generate fluorite: params, no exclusions, neutral, periodic 2x2x2 cells" "$WORK/out" \
+    'd["params"].endswith("uo2.txt.params") and d["exclude"] is None and d["net_charge"] == 0 and d["box"] == [10.94, 10.94, 10.94] and d["periodic"] is True'
+data_lines "$G/uo2.txt"
+if [ "$(awk '$5 == 0' "$WORK/data" | wc -l)" -eq 32 ] && [ "$(awk '$5 == 1' "$WORK/data" | wc -l)" -eq 64 ]; then pass "generate fluorite: 32 U, 64 O"; else fail "generate fluorite: 32 U, 64 O"; fi
+expect_exit "forces --kernel buck reads the fluorite" 0 "$FK" forces --kernel buck --in "$G/uo2.txt" --params "$G/uo2.txt.params" --coulomb 14.399645 --out "$G/uo2f.txt"
+expect_exit "generate fluorite --n 100 exits 2" 2 "$FK" generate --model fluorite --n 100 --out "$G/bad.txt"
+expect_exit "generate lj-fluid exits 0" 0 "$FK" generate --model lj-fluid --n 256 --density 0.8442 --temperature 0.72 --out "$G/fluid.txt" --json
+expect_json "generate lj-fluid: velocities, periodic box" "$WORK/out" \
+    'd["velocities"].endswith("fluid.txt.vel") and d["periodic"] is True and abs(d["box"][0] - (256 / 0.8442) ** (1 / 3)) < 1e-12'
+data_lines "$G/fluid.txt.vel"
+expect_lines "generate lj-fluid: 256 velocities" "$WORK/data" 256 3
+if "$PYTHON" -c '
+import sys
+v = [list(map(float, l.split())) for l in open(sys.argv[1]) if not l.startswith("#")]
+p = [sum(c[k] for c in v) for k in range(3)]
+t = sum(x * x for c in v for x in c) / (3 * len(v) - 3)
+sys.exit(0 if max(map(abs, p)) < 1e-12 and abs(t - 0.72) < 1e-12 else 1)' "$G/fluid.txt.vel"; then pass "generate lj-fluid: zero momentum, T = 0.72"; else fail "generate lj-fluid: zero momentum, T = 0.72"; fi
+expect_exit "generate plummer --kernel gaj exits 0" 0 "$FK" generate --model plummer --n 100 --kernel gaj --out "$G/pl.txt"
+data_lines "$G/pl.txt"
+expect_lines "generate plummer --kernel gaj: 7 columns" "$WORK/data" 100 7
+expect_exit "generate lj65536 exits 0" 0 "$FK" generate --model lj65536 --out "$G/big.txt"
+data_lines "$G/big.txt.params"
+expect_lines "generate lj65536: 136 type pairs" "$WORK/data" 136 4
+expect_exit "generate lj65536 --n 1000 exits 2" 2 "$FK" generate --model lj65536 --n 1000 --out "$G/bad.txt"
+expect_exit "generate --n 0 exits 2" 2 "$FK" generate --model fcc --n 0 --out "$G/bad.txt"
+expect_exit "generate --density -1 exits 2" 2 "$FK" generate --model fcc --n 10 --density -1 --out "$G/bad.txt"
+expect_exit "generate --temperature for fcc exits 2" 2 "$FK" generate --model fcc --n 10 --temperature 1 --out "$G/bad.txt"
+expect_exit "generate unknown model exits 2" 2 "$FK" generate --model nosuch --n 10 --out "$G/bad.txt"
+expect_exit "generate without --out exits 2" 2 "$FK" generate --model fcc --n 10
+expect_exit "generate fluorite --kernel lj exits 2" 2 "$FK" generate --model fluorite --n 12 --kernel lj --out "$G/bad.txt"
+expect_exit "generate into a missing directory exits 2" 2 "$FK" generate --model protein --out "$WORK/nonexistent/p.txt"
+expect_stderr "generate into a missing directory names it" "nonexistent"
+if [ -e "$G/bad.txt" ]; then fail "failed generates leave no file"; else pass "failed generates leave no file"; fi
+no_temporary_files "generate leaves no temporary files" "$G"
 
 # ---- installation problems -----------------------------------------------------------------------
 expect_exit "missing kernel directory exits 1" 1 env FORCEKIT_KERNEL_DIR=/nonexistent "$FK" forces --kernel ga --in "$WORK/two.txt"

@@ -205,11 +205,26 @@ typedef struct fk_eval_config {
     int max_exclusions;   /* on the fly: excluded partners per particle the kernel checks (its
                            * cost per pair); 0: 4. More for one particle is an error */
     int algorithm;        /* fk_algorithm; 0: all-pairs */
+    /* Cells: the Verlet skin, an absolute distance. Cells have a side of at least cutoff + skin,
+     * and the particles' cell assignment is kept (not rebuilt) while no particle has moved more
+     * than skin / 2 since the last build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no
+     * skin, rebuilt at every fk_eval_set_particles / fk_eval_update_positions. */
+    double skin;
+    /* CPU lanes (cl/pairwise_lanes.cl): each work-item carries 8 or 16 i-particles as the lanes of
+     * a float vector, for force laws and accumulators whose kernel headers have a lane form (ga
+     * with float or double). 0: automatic: on for CPU devices when the unrolling and tiling are
+     * automatic, the loop is all-pairs and no user tuning-database entry applies; never on GPUs.
+     * -1: off (the scalar template). 8 or 16: on with that width, on any device; explicit
+     * unrolling must then be 1xJ (J unrolls the j-loop) and local_tiling not 1 (lanes read j
+     * through the caches); FK_ERR_UNSUPPORTED for a kernel, accumulator or algorithm without
+     * lanes. */
+    int lanes;
 } fk_eval_config;
 
-/* Narumi et al., sec. 4.1. Afterwards: the device computes every pair and the host subtracts the
- * excluded pairs in double (no kernel cost; with the float accumulator, large excluded terms leave
- * their rounding behind). On the fly: the kernel masks them (a compare per slot per pair). */
+/* Narumi et al., sec. 4.1. Afterwards: the device sums every pair, then subtracts each excluded
+ * pair's terms as it computed them, in the accumulator's arithmetic (a kernel over the excluded
+ * pairs, no limit per particle; with the float accumulator, large excluded terms leave their
+ * rounding behind). On the fly: the kernel masks them (a compare per slot per pair). */
 typedef enum fk_exclusion_mode {
     FK_EXCLUDE_AFTERWARDS = 0,
     FK_EXCLUDE_ON_THE_FLY
@@ -236,6 +251,19 @@ typedef struct fk_variant {
     int program_from_cache; /* 1 when the binary came from the disk cache */
     double build_seconds;   /* time to obtain the program (compile or cache load), in seconds */
     size_t tuned_count;     /* N bucket of the tuning database entry used; 0 when none was */
+    /* The cells algorithm (all 0 for the others): the grid, the placeholders per cell, and what
+     * the last build cost. unroll_i/j are 1 and j_splits 1 there (the cell loop has neither). */
+    int cell_grid[3];          /* cells per side */
+    double cell_size[3];       /* side of a cell, >= cutoff + skin */
+    double cell_skin;          /* the skin in use (config.skin resolved) */
+    int cell_capacity;         /* placeholders per cell (grown when a cell overflows) */
+    size_t cell_rebuilds;      /* cell-list builds since fk_eval_create */
+    size_t cell_resizes;       /* builds redone because a cell overflowed its placeholders */
+    double cell_build_seconds; /* device seconds of the last build (binning, sorting, checks) */
+    uint64_t pairs_examined;   /* pair evaluations per compute where an algorithm examines fewer
+                                * than N^2 (cells: every pair of neighbouring cells, those beyond
+                                * the cutoff included); 0 means N^2 (all-pairs) */
+    int lanes; /* i-particles per work-item as vector lanes (8, 16); 0: the scalar template */
 } fk_variant;
 
 /* Particle data, in double on the host; the device stores single precision. */
@@ -252,6 +280,18 @@ void fk_eval_destroy(fk_eval *eval);
 
 /* Uploads particles. Rejects NaN/Inf, count 0, and (gravity with eps = 0) coincident bodies. */
 fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles);
+
+/* The fast path of a time-stepping loop: new positions (3 * count) of the particles of the last
+ * successful fk_eval_set_particles, and for gaj their new velocities (3 * count; ignored by the
+ * other kernels, may be NULL there). Masses, charges, types, the pair table and exclusions stay;
+ * the coordinates are written into the existing device buffers, and the accumulators that take
+ * their scale from the data (fixed64, narumi, nitadori_large) rerun their bound pre-pass. Rejects
+ * NaN and Inf, and with gravity and eps = 0 coincident bodies, as set_particles does; it does not
+ * repeat the molecular kernels' O(N log N) search for coincident particles: such a pair gives NaN
+ * forces (FK_ERR_OVERFLOW from the data-scaled accumulators), which the caller must check. After
+ * FK_ERR_INVALID_INPUT the evaluation keeps its previous particles; after any other failure
+ * fk_eval_set_particles is needed again. FK_ERR_STATE before the first set_particles. */
+fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const double *velocity);
 
 /* Runs one evaluation and waits for it. seconds (may be NULL) receives the device time from OpenCL
  * event profiling, the j-split reduction included. */

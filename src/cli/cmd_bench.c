@@ -19,7 +19,8 @@ static const char bench_usage[] =
     "kernels: a jittered lattice at density 0.8, one type, epsilon = sigma = 1, charges +-0.5).\n"
     "Per variant: cold start (compile from source),\n"
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
-    "event profiling. Interactions are N^2 per evaluation.\n\n"
+    "event profiling. Interactions are N^2 per evaluation for all-pairs, the pairs examined\n"
+    "(pairs_examined) for cells.\n\n"
     "  --kernel K      force law: ga, gaj, ljc_constant, ljc_linear, ljc_sigmoidal, lj, buck\n"
     "  --n N           number of particles\n"
     "  --accum A       accumulator (default float)\n"
@@ -30,8 +31,13 @@ static const char bench_usage[] =
     "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
     "  --wg W          work-group size (default: automatic)\n"
     "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
+    "  --lanes L       CPU lane loop, i-particles per work-item as vector lanes: auto (default:\n"
+    "                  16 on CPUs for kernels and accumulators that have it, with automatic\n"
+    "                  unrolling), off, 8 or 16\n"
     "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
     "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
+    "  --skin S        cells: Verlet skin (default 0.12 x cutoff; 0: none); cells are at least\n"
+    "                  cutoff + skin wide\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n";
 
@@ -40,8 +46,9 @@ static const int unroll_factors[] = {1, 2, 4, 8};
 
 typedef struct bench_options {
     const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
+    const char *lanes; /* --lanes: auto, off, 8 or 16 */
     long long n, reps, seed, splits, work_group_size;
-    double eps, density;
+    double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
     cli_physics_options physics;
 } bench_options;
@@ -80,9 +87,18 @@ static void bench_run_free(bench_run *run)
     cli_physics_data_free(&run->physics);
 }
 
-static double interactions_per_second(size_t n, double seconds)
+/* Pair evaluations per evaluation: N^2 for all-pairs, what the loop examined otherwise (cells:
+ * every pair of neighbouring cells, including those beyond the cutoff). */
+static double pairs_per_eval(const bench_run *run, const bench_result *result)
 {
-    return seconds > 0 ? (double)n * (double)n / seconds : NAN;
+    const double n = (double)run->particles.count;
+    return result->variant.pairs_examined ? (double)result->variant.pairs_examined : n * n;
+}
+
+static double interactions_per_second(const bench_run *run, const bench_result *result)
+{
+    const double seconds = result->median_seconds;
+    return seconds > 0 ? pairs_per_eval(run, result) / seconds : NAN;
 }
 
 static fk_status check_forces_finite(bench_run *run, fk_eval *eval, int *finite)
@@ -158,20 +174,23 @@ static void print_table_header(const bench_run *run, const bench_options *option
 {
     printf("%s (%s), N = %lld, %lld reps, on %s\n", run->kernel->name, run->accum->name, options->n,
            options->reps, fk_context_device(run->context)->name);
-    printf("%-6s %11s %11s %11s %15s %9s %6s %5s %6s %9s %9s %6s  %s\n", "UNROLL", "S/EVAL", "MIN",
-           "MAX", "INTERACTIONS/S", "GFLOP/S", "SPLITS", "WG", "TILING", "COLD S", "WARM S",
-           "CACHED", "VARIANT FROM");
+    printf("%-6s %11s %11s %11s %15s %9s %6s %5s %6s %5s %9s %9s %6s  %s\n", "UNROLL", "S/EVAL",
+           "MIN", "MAX", "INTERACTIONS/S", "GFLOP/S", "SPLITS", "WG", "TILING", "LANES", "COLD S",
+           "WARM S", "CACHED", "VARIANT FROM");
 }
 
 static void print_table_row(const bench_run *run, const bench_result *result)
 {
-    const double rate = interactions_per_second(run->particles.count, result->median_seconds);
+    const double rate = interactions_per_second(run, result);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
-    printf("%-6s %11.4e %11.4e %11.4e %15.4e %9.2f %6d %5d %6s %9.3f %9.3f %6s  %s\n", unroll,
+    char lanes[16] = "-";
+    if (result->variant.lanes > 0)
+        snprintf(lanes, sizeof lanes, "%d", result->variant.lanes);
+    printf("%-6s %11.4e %11.4e %11.4e %15.4e %9.2f %6d %5d %6s %5s %9.3f %9.3f %6s  %s\n", unroll,
            result->median_seconds, result->min_seconds, result->max_seconds, rate,
            rate * run->kernel->flops_per_interaction / 1e9, result->variant.j_splits,
-           result->variant.work_group_size, result->variant.local_tiling ? "on" : "off",
+           result->variant.work_group_size, result->variant.local_tiling ? "on" : "off", lanes,
            result->cold_start_seconds, result->warm_start_seconds,
            result->warm_from_cache ? "yes" : "no", cli_variant_source_text(result->variant.source));
     fflush(stdout);
@@ -179,7 +198,7 @@ static void print_table_row(const bench_run *run, const bench_result *result)
 
 static cJSON *result_json(const bench_run *run, const bench_result *result)
 {
-    const double rate = interactions_per_second(run->particles.count, result->median_seconds);
+    const double rate = interactions_per_second(run, result);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(result->variant.unroll_i, result->variant.unroll_j, unroll);
     cJSON *object = cJSON_CreateObject();
@@ -192,11 +211,26 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cJSON_AddNumberToObject(object, "j_splits", result->variant.j_splits);
     cJSON_AddNumberToObject(object, "work_group_size", result->variant.work_group_size);
     cJSON_AddBoolToObject(object, "local_tiling", result->variant.local_tiling != 0);
+    /* i-particles per work-item as vector lanes (cl/pairwise_lanes.cl); 0: the scalar template */
+    cJSON_AddNumberToObject(object, "lanes", result->variant.lanes);
     cJSON_AddStringToObject(object, "variant_source",
                             cli_variant_source_token(result->variant.source));
     cli_json_number(object, "cold_start_seconds", result->cold_start_seconds);
     cli_json_number(object, "warm_start_seconds", result->warm_start_seconds);
     cJSON_AddBoolToObject(object, "warm_from_cache", result->warm_from_cache != 0);
+    /* interactions_per_second and gflops count these pairs; seconds_per_eval compares loops */
+    cli_json_number(object, "pairs_examined", pairs_per_eval(run, result));
+    if (run->base.algorithm == FK_ALGORITHM_CELLS) { /* the grid and one build's device time */
+        const fk_variant *v = &result->variant;
+        cJSON *grid = cJSON_AddArrayToObject(object, "cell_grid");
+        for (int d = 0; d < 3; ++d)
+            cJSON_AddItemToArray(grid, cJSON_CreateNumber(v->cell_grid[d]));
+        cli_json_number(object, "cell_size", v->cell_size[0]);
+        cli_json_number(object, "skin", v->cell_skin);
+        cJSON_AddNumberToObject(object, "cell_capacity", v->cell_capacity);
+        cli_json_number(object, "cell_build_seconds", v->cell_build_seconds);
+        cJSON_AddNumberToObject(object, "cell_resizes", (double)v->cell_resizes);
+    }
     return object;
 }
 
@@ -260,6 +294,15 @@ static int prepare(bench_run *run, bench_options *options)
         tiling = -1;
     else if (options->tiling)
         return cli_usage_error("bench", "--tiling '%s': expected on or off", options->tiling);
+    int lanes = 0;
+    if (options->lanes && strcmp(options->lanes, "off") == 0)
+        lanes = -1;
+    else if (options->lanes &&
+             (strcmp(options->lanes, "8") == 0 || strcmp(options->lanes, "16") == 0))
+        lanes = atoi(options->lanes);
+    else if (options->lanes && strcmp(options->lanes, "auto") != 0)
+        return cli_usage_error("bench", "--lanes '%s': expected auto, off, 8 or 16",
+                               options->lanes);
     const int gravity = cli_kernel_is_gravity(run->kernel->name);
     run->base = (fk_eval_config){.kernel = run->kernel->name,
                                  .accum = run->accum->name,
@@ -270,10 +313,13 @@ static int prepare(bench_run *run, bench_options *options)
     /* N is known before the eval is created: the tuning database's entry for its bucket applies. */
     run->base.expected_count = (size_t)options->n;
     run->base.reproducible = options->reproducible;
+    run->base.lanes = lanes;
     fk_algorithm algorithm;
     if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
         return CLI_EXIT_USAGE;
     run->base.algorithm = (int)algorithm;
+    /* --skin 0 means none, which the config spells negative (its 0 is the default) */
+    run->base.skin = isnan(options->skin) ? 0.0 : options->skin > 0 ? options->skin : -1.0;
     return cli_physics_config("bench", run->kernel, &options->physics, &run->base);
 }
 
@@ -297,6 +343,7 @@ int cmd_bench(int argc, char **argv)
                              .seed = 1,
                              .eps = 0.01,
                              .density = 0.8,
+                             .skin = NAN,
                              .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
@@ -313,9 +360,11 @@ int cmd_bench(int argc, char **argv)
          .min = 1,
          .max = 1 << 20},
         {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
+        {.name = "lanes", .kind = CLI_STRING, .value = &options.lanes},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
         {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
+        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = 1e6},
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
