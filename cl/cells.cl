@@ -13,12 +13,9 @@
 #ifndef FORCE_HEADER
 #define FORCE_HEADER "forces/lj.clh"
 #endif
-#ifndef ACCUM
-#define ACCUM float
-#endif
-#ifndef ACCUM_HEADER
-#define ACCUM_HEADER "accum/float.clh"
-#endif
+/* ACCUM, its header, POTENTIAL and REPRODUCIBLE: the defaults every loop shares (FORCE above:
+ * the cell loop needs a cutoff, so its default law is lj). */
+#include "template_defaults.clh"
 #ifndef WG_SIZE
 #define WG_SIZE 16
 #endif
@@ -27,12 +24,6 @@
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
-#endif
-#ifndef POTENTIAL
-#define POTENTIAL 0
-#endif
-#ifndef REPRODUCIBLE
-#define REPRODUCIBLE 0
 #endif
 
 #include ACCUM_HEADER

@@ -29,18 +29,8 @@
  * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
  * the host decodes them to double, so fp64-less devices need no double arithmetic.
  */
-#ifndef FORCE
-#define FORCE ga
-#endif
-#ifndef FORCE_HEADER
-#define FORCE_HEADER "forces/ga.clh"
-#endif
-#ifndef ACCUM
-#define ACCUM float
-#endif
-#ifndef ACCUM_HEADER
-#define ACCUM_HEADER "accum/float.clh"
-#endif
+/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
+#include "template_defaults.clh"
 #ifndef UNROLL_I
 #define UNROLL_I 1
 #endif
@@ -52,12 +42,6 @@
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
-#endif
-#ifndef POTENTIAL
-#define POTENTIAL 0
-#endif
-#ifndef REPRODUCIBLE
-#define REPRODUCIBLE 0
 #endif
 
 #include ACCUM_HEADER

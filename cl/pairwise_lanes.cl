@@ -31,29 +31,13 @@
  * `#define FK_INTERACT_LANES` / `#define FK_ACC_LANES` (src/program.c); the others run
  * cl/pairwise.cl.
  */
-#ifndef FORCE
-#define FORCE ga
-#endif
-#ifndef FORCE_HEADER
-#define FORCE_HEADER "forces/ga.clh"
-#endif
-#ifndef ACCUM
-#define ACCUM float
-#endif
-#ifndef ACCUM_HEADER
-#define ACCUM_HEADER "accum/float.clh"
-#endif
+/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
+#include "template_defaults.clh"
 #ifndef UNROLL_J
 #define UNROLL_J 1
 #endif
 #ifndef WG_SIZE
 #define WG_SIZE 8
-#endif
-#ifndef POTENTIAL
-#define POTENTIAL 0
-#endif
-#ifndef REPRODUCIBLE
-#define REPRODUCIBLE 0
 #endif
 #ifndef FK_LANES
 #define FK_LANES 16

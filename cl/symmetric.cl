@@ -37,18 +37,8 @@
  * accumulator (integer sums of individually rounded terms) the results are bit-identical to the
  * all-pairs loop's.
  */
-#ifndef FORCE
-#define FORCE ga
-#endif
-#ifndef FORCE_HEADER
-#define FORCE_HEADER "forces/ga.clh"
-#endif
-#ifndef ACCUM
-#define ACCUM float
-#endif
-#ifndef ACCUM_HEADER
-#define ACCUM_HEADER "accum/float.clh"
-#endif
+/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
+#include "template_defaults.clh"
 #ifndef UNROLL_I
 #define UNROLL_I 1
 #endif
@@ -57,12 +47,6 @@
 #endif
 #ifndef WG_SIZE
 #define WG_SIZE 64
-#endif
-#ifndef POTENTIAL
-#define POTENTIAL 0
-#endif
-#ifndef REPRODUCIBLE
-#define REPRODUCIBLE 0
 #endif
 
 #if UNROLL_J > UNROLL_I || UNROLL_I % UNROLL_J

@@ -575,7 +575,8 @@ static void test_update_positions(void **state)
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_ERR_INVALID_INPUT);
     assert_non_null(strstr(fk_context_last_error(context), "particle 7"));
     moved[3 * 7 + 1] = saved;
-    /* a coincident pair (modulo the box): float gives NaN forces for both particles */
+    /* a coincident pair (modulo the box): float gives non-finite forces for both particles (NaN
+     * when the minimum image comes out exactly 0, inf when x + L rounds so that it is 1 ulp off) */
     for (int k = 0; k < 3; ++k)
         moved[3 * 4 + (size_t)k] = moved[3 * 3 + (size_t)k] + box[k];
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_OK);
@@ -583,7 +584,7 @@ static void test_update_positions(void **state)
     assert_non_null(forces);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
     assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
-    assert_true(isnan(forces[3 * 3]) && isnan(forces[3 * 4]));
+    assert_true(!isfinite(forces[3 * 3]) && !isfinite(forces[3 * 4]));
     fk_eval_destroy(eval);
     config.accum = "fixed64";
     assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
