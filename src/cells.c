@@ -111,13 +111,9 @@ static fk_status replace_buffer(fk_eval *eval, cl_mem *buffer, size_t bytes, con
         return fk__fail(eval->context, FK_ERR_DEVICE_MEMORY,
                         "cell lists: the %s need %zu bytes; %s allows %llu in one allocation", what,
                         bytes, device->name, (unsigned long long)device->max_allocation_bytes);
-    cl_int err = CL_SUCCESS;
-    *buffer = clCreateBuffer(eval->context->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS)
-        return fk__fail(eval->context, fk__cl_status(err),
-                        "clCreateBuffer (cell %s, %zu bytes) failed: %s (%d)", what, bytes,
-                        fk__cl_error_name(err), (int)err);
-    return FK_OK;
+    char name[64];
+    snprintf(name, sizeof name, "cell %s", what);
+    return fk__eval_create_buffer(eval, buffer, CL_MEM_READ_WRITE, bytes, NULL, name);
 }
 
 static float decode_ordered(cl_int key)
@@ -633,18 +629,5 @@ fk_status fk__cells_compute(fk_eval *eval, double *seconds)
     err = clEnqueueNDRangeKernel(context->queue, kernel, 2, NULL, global, local, 0, NULL, &event);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_cells_pairs)", err);
-    err = clFinish(context->queue);
-    fk_status status = FK_OK;
-    if (err != CL_SUCCESS) {
-        status = fk__cl_fail(context, "clFinish", err);
-    } else {
-        cl_int state = CL_COMPLETE;
-        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
-        if (state < 0)
-            status = fk__cl_fail(context, "kernel execution (fk_cells_pairs)", state);
-    }
-    if (status == FK_OK && seconds)
-        *seconds = fk__event_seconds(event, event);
-    clReleaseEvent(event);
-    return status;
+    return fk__eval_finish(eval, event, NULL, "fk_cells_pairs", seconds);
 }

@@ -65,4 +65,15 @@ void fk__cells_destroy(fk_eval *eval);
  * profiling information is missing. */
 double fk__event_seconds(cl_event first, cl_event last);
 
+/* Waits for the queue, then checks the execution status of first and last (last NULL: first
+ * alone); a failed launch is reported as "kernel execution (what)". On success *seconds (may be
+ * NULL) gets the device time from first's start to last's end. Releases both events. */
+fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
+                          double *seconds);
+
+/* clCreateBuffer with the failure recorded as "clCreateBuffer (what, N bytes) failed: ..." and
+ * mapped to FK_ERR_DEVICE_MEMORY where it is an allocation failure. */
+fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
+                                 void *host, const char *what);
+
 #endif

@@ -460,8 +460,8 @@ static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
     return status;
 }
 
-static fk_status create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
-                               void *host, const char *what)
+fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
+                                 void *host, const char *what)
 {
     cl_int err = CL_SUCCESS;
     *buffer = clCreateBuffer(eval->context->cl, flags, bytes, host, &err);
@@ -548,34 +548,36 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->computed = 0;
     eval->count = 0;
     const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
-    status = create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
+    status = fk__eval_create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
     free(eval->host_body); /* kept: fk_eval_update_positions rewrites only its positions */
     eval->host_body = body;
     /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
      * list fixed. */
     if (status == FK_OK && aux)
-        status = create_buffer(eval, &eval->body_aux, read_only, aux_bytes, aux, "aux");
+        status = fk__eval_create_buffer(eval, &eval->body_aux, read_only, aux_bytes, aux, "aux");
     else if (status == FK_OK)
-        status = create_buffer(eval, &eval->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
+        status = fk__eval_create_buffer(eval, &eval->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
     free(aux);
     if (status == FK_OK && table)
-        status = create_buffer(eval, &eval->table, read_only, table_bytes, table, "pair table");
+        status =
+            fk__eval_create_buffer(eval, &eval->table, read_only, table_bytes, table, "pair table");
     else if (status == FK_OK && !eval->table)
-        status = create_buffer(eval, &eval->table, CL_MEM_READ_ONLY, 16, NULL, "table");
+        status = fk__eval_create_buffer(eval, &eval->table, CL_MEM_READ_ONLY, 16, NULL, "table");
     free(table);
     if (status == FK_OK)
-        status = create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
-                               eval->physics_values, "physics");
+        status =
+            fk__eval_create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
+                                   eval->physics_values, "physics");
     if (status == FK_OK && excluded)
-        status = create_buffer(eval, &eval->excluded, read_only, excluded_bytes, excluded,
-                               "exclusion lists");
+        status = fk__eval_create_buffer(eval, &eval->excluded, read_only, excluded_bytes, excluded,
+                                        "exclusion lists");
     free(excluded);
     if (status == FK_OK)
-        status =
-            create_buffer(eval, &eval->result, CL_MEM_READ_WRITE, result_bytes, NULL, "results");
+        status = fk__eval_create_buffer(eval, &eval->result, CL_MEM_READ_WRITE, result_bytes, NULL,
+                                        "results");
     if (status == FK_OK && effective_splits > 1)
-        status = create_buffer(eval, &eval->partial, CL_MEM_READ_WRITE, partial_bytes, NULL,
-                               "partial sums");
+        status = fk__eval_create_buffer(eval, &eval->partial, CL_MEM_READ_WRITE, partial_bytes,
+                                        NULL, "partial sums");
     else if (status == FK_OK)
         eval->partial = eval->result;
     /* Poison the results (all bits set: NaN in every float format) so an element the kernel fails
@@ -698,6 +700,40 @@ double fk__event_seconds(cl_event first, cl_event last)
     return end > start ? (double)(end - start) * 1e-9 : 0.0;
 }
 
+fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
+                          double *seconds)
+{
+    fk_context *context = eval->context;
+    if (!last)
+        last = first;
+    fk_status status = FK_OK;
+    const cl_int err = clFinish(context->queue);
+    if (err != CL_SUCCESS) {
+        status = fk__cl_fail(context, "clFinish", err);
+    } else {
+        /* An in-order queue ran first .. last; a launch that failed says so in its status. */
+        cl_int state_first = CL_COMPLETE, state_last = CL_COMPLETE;
+        if (first)
+            clGetEventInfo(first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_first,
+                           &state_first, NULL);
+        if (last && last != first)
+            clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_last, &state_last,
+                           NULL);
+        if (state_first < 0 || state_last < 0) {
+            char call[96];
+            snprintf(call, sizeof call, "kernel execution (%s)", what);
+            status = fk__cl_fail(context, call, state_first < 0 ? state_first : state_last);
+        }
+    }
+    if (status == FK_OK && seconds)
+        *seconds = first ? fk__event_seconds(first, last) : -1.0;
+    if (first)
+        clReleaseEvent(first);
+    if (last && last != first)
+        clReleaseEvent(last);
+    return status;
+}
+
 /* Exclude afterwards: enqueues fk_subtract_exclusions on the results of the pair loop just
  * enqueued (the queue is in order). *event stays NULL when there is nothing to subtract, and in the
  * bound pre-pass (eval->pairwise swapped): that pass measures every pair's term, which bounds the
@@ -743,20 +779,10 @@ static fk_status run_subtraction(fk_eval *eval, double *seconds)
     fk_status status = enqueue_subtraction(eval, &event);
     if (status != FK_OK || !event)
         return status;
-    cl_int err = clFinish(eval->context->queue);
-    if (err != CL_SUCCESS) {
-        status = fk__cl_fail(eval->context, "clFinish", err);
-    } else {
-        cl_int state = CL_COMPLETE;
-        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
-        if (state < 0)
-            status = fk__cl_fail(eval->context, "kernel execution (fk_subtract_exclusions)", state);
-    }
-    if (status == FK_OK && seconds && *seconds >= 0) {
-        const double more = fk__event_seconds(event, event);
+    double more = -1.0;
+    status = fk__eval_finish(eval, event, NULL, "fk_subtract_exclusions", &more);
+    if (status == FK_OK && seconds && *seconds >= 0)
         *seconds = more >= 0 ? *seconds + more : -1.0;
-    }
-    clReleaseEvent(event);
     return status;
 }
 
@@ -834,25 +860,9 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
             clReleaseEvent(last);
         last = subtracted;
     }
-    err = clFinish(context->queue);
-    fk_status status = FK_OK;
-    if (err != CL_SUCCESS) {
-        status = fk__cl_fail(context, "clFinish", err);
-    } else {
-        cl_int state = CL_COMPLETE;
-        clGetEventInfo(last ? last : first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
-                       NULL);
-        if (state < 0)
-            status = fk__cl_fail(context, "kernel execution", state);
-    }
-    if (status == FK_OK) {
-        if (seconds)
-            *seconds = fk__event_seconds(first, last ? last : first);
+    const fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
+    if (status == FK_OK)
         eval->computed = 1;
-    }
-    clReleaseEvent(first);
-    if (last)
-        clReleaseEvent(last);
     return status;
 }
 
@@ -947,8 +957,8 @@ fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
     status = fk__forcelaw_table(context, eval->kernel, &eval->law, &values, &bytes);
     cl_mem buffer = NULL;
     if (status == FK_OK)
-        status = create_buffer(eval, &buffer, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
-                               values, "pair table");
+        status = fk__eval_create_buffer(eval, &buffer, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                        bytes, values, "pair table");
     free(values);
     if (status != FK_OK)
         return status;

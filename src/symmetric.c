@@ -236,13 +236,11 @@ fk_status fk__symmetric_set_particles(fk_eval *eval)
         state->slots = NULL;
     }
     if (!state->slots) {
-        cl_int err = CL_SUCCESS;
-        state->slots = clCreateBuffer(context->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
-        if (err != CL_SUCCESS) {
+        fk_status status = fk__eval_create_buffer(eval, &state->slots, CL_MEM_READ_WRITE, bytes,
+                                                  NULL, "symmetric slots");
+        if (status != FK_OK) {
             state->slot_bytes = 0;
-            return fk__fail(context, fk__cl_status(err),
-                            "clCreateBuffer (symmetric slots, %zu bytes) failed: %s (%d)", bytes,
-                            fk__cl_error_name(err), (int)err);
+            return status;
         }
         state->slot_bytes = bytes;
     }
@@ -348,24 +346,12 @@ fk_status fk__symmetric_compute(fk_eval *eval, double *seconds)
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_symmetric_reduce)", err);
     }
-    err = clFinish(context->queue);
-    if (status == FK_OK && err != CL_SUCCESS)
-        status = fk__cl_fail(context, "clFinish", err);
-    if (status == FK_OK) {
-        cl_int state_first = CL_COMPLETE, state_last = CL_COMPLETE;
-        clGetEventInfo(first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_first, &state_first,
-                       NULL);
-        clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_last, &state_last,
-                       NULL);
-        if (state_first < 0 || state_last < 0)
-            status = fk__cl_fail(context, "kernel execution",
-                                 state_first < 0 ? state_first : state_last);
-    }
-    if (status == FK_OK && seconds)
-        *seconds = fk__event_seconds(first, last);
+    if (status == FK_OK)
+        return fk__eval_finish(eval, first, last, "symmetric loop", seconds);
+    clFinish(context->queue); /* drain what was queued before the failure */
     if (first)
         clReleaseEvent(first);
-    if (last)
+    if (last && last != first)
         clReleaseEvent(last);
     return status;
 }
