@@ -30,14 +30,8 @@ static fk_context *context;
 static int setup(void **state)
 {
     (void)state;
-    fk_status status = fk_context_create(NULL, &context);
-    if (status != FK_OK) {
-        fprintf(stderr, "context: %s: %s\n", fk_status_string(status),
-                fk_context_last_error(context));
+    if (fk_test_open_context(&context) != 0)
         return -1;
-    }
-    fprintf(stderr, "device: %s (%s)\n", fk_context_device(context)->name,
-            fk_context_device(context)->selector);
     return 0;
 }
 

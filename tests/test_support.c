@@ -1,4 +1,5 @@
 #define _XOPEN_SOURCE 700
+#include "forcekit/forcekit.h"
 #include "test_support.h"
 
 #include <ftw.h>
@@ -94,4 +95,19 @@ const char *fk_test_data_dir(void)
     if (dir && *dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
         return dir;
     return NULL;
+}
+
+int fk_test_open_context(fk_context **context)
+{
+    fk_status status = fk_context_create(NULL, context);
+    if (status != FK_OK) {
+        fprintf(stderr, "context: %s: %s\n", fk_status_string(status),
+                fk_context_last_error(*context));
+        fk_context_destroy(*context);
+        *context = NULL;
+        return -1;
+    }
+    fprintf(stderr, "device: %s (%s)\n", fk_context_device(*context)->name,
+            fk_context_device(*context)->selector);
+    return 0;
 }

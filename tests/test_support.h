@@ -24,6 +24,12 @@ const char *fk_test_source_dir(void);
 /* $FK_TEST_DATA_DIR (../shared/data) or NULL when absent. */
 const char *fk_test_data_dir(void);
 
+struct fk_context;
+/* Creates a context on the default device ($FORCEKIT_DEVICE, else the first GPU, else the first
+ * CPU) and prints which one on stderr; on failure prints why, leaves *context NULL and returns -1
+ * (a cmocka group setup then fails), else 0. */
+int fk_test_open_context(struct fk_context **context);
+
 /* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
 #define FK_ASSERT_NEAR(a, b, tolerance)                                                            \
     do {                                                                                           \

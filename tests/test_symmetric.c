@@ -34,15 +34,10 @@ static fk_test_rng rng;
 static int setup(void **state)
 {
     (void)state;
-    fk_status status = fk_context_create(NULL, &context);
-    if (status != FK_OK) {
-        fprintf(stderr, "context: %s: %s\n", fk_status_string(status),
-                fk_context_last_error(context));
+    if (fk_test_open_context(&context) != 0)
         return -1;
-    }
     const uint64_t seed = fk_test_seed();
     fk_test_rng_init(&rng, seed);
-    fprintf(stderr, "device: %s\n", fk_context_device(context)->name);
     return 0;
 }
 
