@@ -285,15 +285,16 @@ static void test_composite_add(void **state)
     }
 }
 
-/* Narumi: the exact contribution q(y) of one term in units of 2^(e-46): y on that grid,
- * truncated toward its nearest multiple of the high part's ulp (2^24 units). */
+/* Narumi: the exact contribution q(y) of one term in units of 2^(e-46): y's nearest multiple of
+ * the high part's ulp (2^24 units), plus the rest rounded to nearest, ties to even (the default
+ * rounding mode of nearbyintl), as the device's convert_int_rte. */
 static int64_t narumi_q(float y, int e)
 {
     const long double units = ldexpl((long double)y, 46 - e); /* exact */
     const long double ulp = ldexpl(1.0L, 24);
     const long double nearest = nearbyintl(units / ulp) * ulp;
     const long double rest = units - nearest;
-    return (int64_t)nearest + (int64_t)truncl(rest);
+    return (int64_t)nearest + (int64_t)nearbyintl(rest);
 }
 
 static int64_t narumi_units(const uint32_t *packed, int e)
