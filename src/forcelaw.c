@@ -22,8 +22,6 @@ enum {
     PHYS_SIGMOID = 11
 };
 
-enum { MAX_EXCLUSION_SLOTS = 64, DEFAULT_EXCLUSION_SLOTS = 4 };
-
 static const double default_lj_cutoff = 2.5;
 
 static void say(char *message, size_t size, const char *format, ...) FK_PRINTF(3, 4);
@@ -421,13 +419,41 @@ fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **n
     return FK_OK;
 }
 
+static int compare_sizes(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count, size_t *most_partners)
+{
+    *most_partners = 0;
+    if (count == 0)
+        return FK_OK;
+    /* Normalized pairs are unique, so a particle's partners are the times it appears. */
+    size_t *ends = malloc(2 * count * sizeof *ends);
+    if (!ends)
+        return FK_ERR_HOST_MEMORY;
+    memcpy(ends, normalized, 2 * count * sizeof *ends);
+    qsort(ends, 2 * count, sizeof *ends, compare_sizes);
+    size_t most = 1, run = 1;
+    for (size_t k = 1; k < 2 * count; ++k) {
+        run = ends[k] == ends[k - 1] ? run + 1 : 1;
+        if (run > most)
+            most = run;
+    }
+    free(ends);
+    *most_partners = most;
+    return FK_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Evaluations */
 
 fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
-                               const fk_eval_config *config, fk__forcelaw_state *state,
-                               float physics[FK__PHYSICS_FLOATS], char *options,
-                               size_t options_size)
+                               const fk_eval_config *config, unsigned automatic_slots,
+                               fk__forcelaw_state *state, float physics[FK__PHYSICS_FLOATS],
+                               char *options, size_t options_size)
 {
     memset(state, 0, sizeof *state);
     options[0] = '\0';
@@ -442,9 +468,9 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
         config->exclusion_mode != FK_EXCLUDE_ON_THE_FLY)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown exclusion mode %d",
                         config->exclusion_mode);
-    if (config->max_exclusions < 0 || config->max_exclusions > MAX_EXCLUSION_SLOTS)
+    if (config->max_exclusions < 0 || config->max_exclusions > FK__MAX_EXCLUSION_SLOTS)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "max_exclusions %d is outside 0..%d",
-                        config->max_exclusions, MAX_EXCLUSION_SLOTS);
+                        config->max_exclusions, FK__MAX_EXCLUSION_SLOTS);
     state->exclusion_mode = config->exclusion_mode;
     if (!is_molecular(kernel)) {
         physics[0] = (float)(config->eps * config->eps);
@@ -454,8 +480,10 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
         return FK_OK;
     }
     if (config->exclusion_mode == FK_EXCLUDE_ON_THE_FLY) {
-        unsigned slots =
-            config->max_exclusions ? (unsigned)config->max_exclusions : DEFAULT_EXCLUSION_SLOTS;
+        /* An explicit max_exclusions is the build; automatic (0) builds for the partners the
+         * current exclusions need (fk_eval_set_exclusions rebuilds when that changes). */
+        const unsigned slots =
+            config->max_exclusions ? (unsigned)config->max_exclusions : automatic_slots;
         state->exclusion_slots = (slots + 3u) / 4u * 4u; /* read as int4 */
     }
 

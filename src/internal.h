@@ -76,6 +76,10 @@ typedef struct fk_kernel_desc {
     /* Host reference: forces (components per particle) and optional potentials. */
     fk_status (*reference)(const fk_particles *particles, const fk_physics *physics, double *forces,
                            double *potentials);
+    /* NULL when the pair arithmetic is +, -, *, / and sqrt only, which reproducible mode makes
+     * correctly rounded (the same bits everywhere); else what is not correctly rounded in OpenCL
+     * ("exp"), and reproducible mode can then not promise bit identity. */
+    const char *inexact_builtin;
 } fk_kernel_desc;
 
 struct fk_accum_bound; /* accum.h */
@@ -209,6 +213,9 @@ void fk__minimum_image(const fk__physics *physics, double d[3]);
  * malloc'ed copy (NULL with *unique 0 for count 0), FK_ERR_INVALID_INPUT for i == j. */
 fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **normalized,
                                    size_t *unique, char *message, size_t message_size);
+/* The most partners any particle has among count normalized exclusions. */
+fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count,
+                                      size_t *most_partners);
 
 /* What an evaluation of a molecular law keeps on the host (forcelaw.c). */
 typedef struct fk__forcelaw_state {
@@ -221,12 +228,16 @@ typedef struct fk__forcelaw_state {
 } fk__forcelaw_state;
 
 #define FK__PHYSICS_FLOATS 16
+/* The most excluded partners per particle the on-the-fly kernel checks (a compare per slot per
+ * pair); beyond it, exclude afterwards. */
+#define FK__MAX_EXCLUSION_SLOTS 64
 /* Validates the config's physics for the kernel, fills the physics constants for the device and
- * the extra build options (-D FK_PERIODIC=1 ...). */
+ * the extra build options (-D FK_PERIODIC=1 ...). automatic_slots: the exclusion slots to build
+ * on the fly when config->max_exclusions is 0 (the most partners any particle has). */
 fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
-                               const fk_eval_config *config, fk__forcelaw_state *state,
-                               float physics[FK__PHYSICS_FLOATS], char *options,
-                               size_t options_size);
+                               const fk_eval_config *config, unsigned automatic_slots,
+                               fk__forcelaw_state *state, float physics[FK__PHYSICS_FLOATS],
+                               char *options, size_t options_size);
 void fk__forcelaw_state_free(fk__forcelaw_state *state);
 /* The device pair table (malloc'ed floats) from the current or default parameters. */
 fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,

@@ -183,7 +183,9 @@ fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name
     return FK_OK;
 }
 
-fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
+/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
+static fk_status eval_create(fk_context *context, const fk_eval_config *config,
+                             unsigned exclusion_slots, fk_eval **out)
 {
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
@@ -202,10 +204,11 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
         fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
     if (found != FK_OK)
         return found;
-    if (config->reproducible && strcmp(accum_name, "fixed64") != 0)
+    if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
+        strcmp(accum_name, "narumi") != 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "reproducible mode sums in fixed64 (order-independent); accumulator '%s' "
-                        "is not",
+                        "reproducible mode sums in fixed point (fixed64 or narumi: exact and "
+                        "order-independent); accumulator '%s' is not",
                         accum_name);
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
@@ -271,8 +274,9 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     eval->accum_scale = 1.0;
     eval->physics_values[0] = (float)(config->eps * config->eps);
     char law_options[256];
-    fk_status law_status = fk__forcelaw_prepare(
-        context, kernel, config, &eval->law, eval->physics_values, law_options, sizeof law_options);
+    fk_status law_status =
+        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, &eval->law,
+                             eval->physics_values, law_options, sizeof law_options);
     if (law_status != FK_OK) {
         fk_eval_destroy(eval);
         return law_status;
@@ -361,6 +365,35 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
         return status;
     }
     *out = eval;
+    return FK_OK;
+}
+
+fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
+{
+    /* No exclusions yet: an automatic on-the-fly build checks none (no cost per pair) until
+     * fk_eval_set_exclusions says how many partners a particle has. */
+    return eval_create(context, config, 0, out);
+}
+
+/* Exclusions on the fly with automatic slots: the programs are rebuilt for the partners the new
+ * exclusions need. A new evaluation of the same configuration takes over; the pair table the caller
+ * set moves with it. On failure the evaluation is left as it was. */
+static fk_status rebuild_for_exclusion_slots(fk_eval *eval, unsigned slots)
+{
+    fk_eval *fresh = NULL;
+    fk_status status = eval_create(eval->context, &eval->config, slots, &fresh);
+    if (status != FK_OK)
+        return status;
+    const fk__pair_params pairs = eval->law.pairs;
+    eval->law.pairs = fresh->law.pairs;
+    fresh->law.pairs = pairs;
+    cl_mem table = eval->table;
+    eval->table = fresh->table;
+    fresh->table = table;
+    const fk_eval previous = *eval;
+    *eval = *fresh;
+    *fresh = previous;
+    fk_eval_destroy(fresh);
     return FK_OK;
 }
 
@@ -986,6 +1019,23 @@ fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t coun
         fk__exclusions_normalize(pairs, count, &normalized, &unique, message, sizeof message);
     if (status != FK_OK)
         return fk__fail(context, status, "%s", message);
+    if (eval->config.exclusion_mode == FK_EXCLUDE_ON_THE_FLY && eval->config.max_exclusions == 0) {
+        size_t partners = 0;
+        status = fk__exclusions_max_partners(normalized, unique, &partners);
+        if (status == FK_OK && partners > FK__MAX_EXCLUSION_SLOTS)
+            status = fk__fail(context, FK_ERR_INVALID_INPUT,
+                              "a particle has %zu excluded partners; exclusions on the fly check "
+                              "at most %d per particle (a compare per partner per pair): exclude "
+                              "afterwards (FK_EXCLUDE_AFTERWARDS) for such data",
+                              partners, FK__MAX_EXCLUSION_SLOTS);
+        const unsigned slots = (unsigned)(partners + 3u) / 4u * 4u;
+        if (status == FK_OK && slots != eval->law.exclusion_slots)
+            status = rebuild_for_exclusion_slots(eval, slots);
+        if (status != FK_OK) {
+            free(normalized);
+            return status;
+        }
+    }
     free(eval->law.exclusions);
     eval->law.exclusions = normalized;
     eval->law.exclusion_count = unique;
@@ -1113,27 +1163,35 @@ static fk_status choose_accum_parameters(fk_eval *eval)
     return FK_OK;
 }
 
-/* Correctly rounded divide and sqrt where the device has them (the flag is only valid there),
- * REPRODUCIBLE=1 so that force laws use them instead of rsqrt. Denormals are kept: no
- * -cl-denorms-are-zero, and a device that flushes them is reported. */
+/* Reproducible mode: REPRODUCIBLE=1 so that force laws use correctly rounded divide and sqrt
+ * instead of rsqrt: in float where the device has them (the build flag is only valid there), else
+ * through double (cl/forces/reproducible.clh). Denormals are kept: no -cl-denorms-are-zero. What
+ * stands in the way of bit identity is reported through fk_eval_reproducible(). */
 static const char *reproducible_options(fk_eval *eval)
 {
     cl_device_fp_config config = 0;
     if (clGetDeviceInfo(eval->context->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config,
                         NULL) != CL_SUCCESS)
         config = 0;
+    const int float_correctly_rounded = (config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    const int via_double = !float_correctly_rounded && eval->context->info.fp64;
     eval->reproducible = 1;
-    if (!(config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)) {
-        eval->reproducible = 0;
-        eval->reproducible_reason = "the device has no correctly rounded single-precision divide "
-                                    "and sqrt (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)";
-        return "-D REPRODUCIBLE=1";
-    }
-    if (!(config & CL_FP_DENORM)) {
-        eval->reproducible = 0;
+    eval->reproducible_reason = NULL;
+    if (eval->kernel->inexact_builtin)
+        eval->reproducible_reason =
+            "the force law uses exp, which OpenCL does not round correctly: "
+            "its terms may differ between devices and between programs";
+    else if (!float_correctly_rounded && !via_double)
+        eval->reproducible_reason = "the device has neither correctly rounded single-precision "
+                                    "divide and sqrt (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) nor "
+                                    "double precision to build them from";
+    else if (!(config & CL_FP_DENORM))
         eval->reproducible_reason = "the device flushes single-precision denormals to zero";
-    }
-    return "-D REPRODUCIBLE=1 -cl-fp32-correctly-rounded-divide-sqrt";
+    if (eval->reproducible_reason)
+        eval->reproducible = 0;
+    if (float_correctly_rounded)
+        return "-D REPRODUCIBLE=1 -cl-fp32-correctly-rounded-divide-sqrt";
+    return via_double ? "-D REPRODUCIBLE=1 -D FK_CR_VIA_DOUBLE=1" : "-D REPRODUCIBLE=1";
 }
 
 int fk_eval_reproducible(const fk_eval *eval, const char **reason)

@@ -81,6 +81,7 @@ static const fk_kernel_desc kernels[] = {
         .law = FK_LAW_LJC_SIGMOIDAL,
         .table_stride = 4,
         .reference = fk__reference_ljc_sigmoidal,
+        .inexact_builtin = "exp",
     },
     {
         .info = {.name = "lj",
@@ -113,6 +114,7 @@ static const fk_kernel_desc kernels[] = {
         .law = FK_LAW_BUCK,
         .table_stride = 8,
         .reference = fk__reference_buck,
+        .inexact_builtin = "exp",
     },
 };
 

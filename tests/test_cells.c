@@ -1,13 +1,15 @@
 /*
  * The cells algorithm (cl/cells.cl, src/cells.c): the same forces as all-pairs with the cutoff,
  * both held to the double-precision host reference (fk_reference_forces) on fresh random inputs,
- * and fixed64 bit-identical to all-pairs (integer sums do not depend on the order, and the cell
- * loop evaluates the same pair terms: the pairs it skips are beyond the cutoff, exactly 0 in
- * all-pairs). Systems: uniform fluids (open and periodic, particles given up to one box length
- * outside the box), boxes of fewer than three cells per side, particles exactly on cell
- * boundaries, clustered particles (a cell overflows its placeholders: resize and rebuild), mostly
- * empty grids (and a far outlier), exclusions both ways, ljc_constant and buck with cutoffs, the
- * skin path over many small moves and a big move, and bad inputs.
+ * and fixed64 bit-identical to all-pairs in reproducible mode (integer sums do not depend on the
+ * order, the pairs the cell loop skips are beyond the cutoff, exactly 0 in all-pairs, and
+ * correctly rounded pair arithmetic makes each term the same bits in both programs; outside it a
+ * compiler may compute a term differently in the two programs, which OpenCL allows). Systems:
+ * uniform fluids (open and periodic, particles given up to one box length outside the box), boxes
+ * of fewer than three cells per side, particles exactly on cell boundaries, clustered particles (a
+ * cell overflows its placeholders: resize and rebuild), mostly empty grids (and a far outlier),
+ * exclusions both ways, ljc_constant and buck with cutoffs, the skin path over many small moves and
+ * a big move, and bad inputs.
  *
  * Coordinates are multiples of 2^-16 below 64, so differences of positions are exact in float;
  * the error left is the pair arithmetic's rounding, bounded per particle by the sum of the
@@ -235,6 +237,7 @@ typedef struct eval_options {
     double skin;
     int exclusion_mode;
     int local_tiling, work_group_size, unroll_i; /* 0: the device's defaults */
+    int reproducible;
 } eval_options;
 
 static fk_eval *make_eval(const test_system *s, const char *accum, eval_options o)
@@ -245,6 +248,7 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
                              .cutoff = s->physics.cutoff,
                              .coulomb = s->physics.coulomb,
                              .exclusion_mode = o.exclusion_mode,
+                             .reproducible = o.reproducible,
                              .algorithm = o.algorithm,
                              .skin = o.skin,
                              .local_tiling = o.local_tiling,
@@ -310,21 +314,22 @@ static void evaluate(fk_eval *eval, const test_system *s, outputs *o)
 }
 
 /* Cells on one system with one accumulator against the reference; with fixed64 also all-pairs,
- * against the reference and bit for bit with cells (test_forces.c holds all-pairs to the
- * reference with the other accumulators; each extra program costs a compile on POCL). Returns
- * the cells variant. */
+ * against the reference and bit for bit with cells, both in reproducible mode, where that is
+ * promised (test_forces.c holds all-pairs to the reference with the other accumulators; each
+ * extra program costs a compile on POCL). Returns the cells variant. */
 static fk_variant check_system(const char *what, const test_system *s, const reference *ref,
                                const char *accum, eval_options o)
 {
     const double started = fk__now();
     outputs cells = make_outputs(s->n), pairs = make_outputs(s->n);
+    const int fixed64 = strcmp(accum, "fixed64") == 0;
     o.algorithm = FK_ALGORITHM_CELLS;
+    o.reproducible = fixed64;
     fk_eval *cell_eval = make_eval(s, accum, o);
     evaluate(cell_eval, s, &cells);
     fk_variant variant;
     assert_int_equal(fk_eval_get_variant(cell_eval, &variant), FK_OK);
     fk_eval_destroy(cell_eval);
-    const int fixed64 = strcmp(accum, "fixed64") == 0;
     if (fixed64) {
         o.algorithm = FK_ALGORITHM_ALL_PAIRS;
         fk_eval *pair_eval = make_eval(s, accum, o);
@@ -602,9 +607,10 @@ static void test_skin(void **state)
     for (int d = 0; d < 3; ++d)
         s.physics.box[d] = box;
     fk_eval *cells_float = make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
-    fk_eval *cells_fixed =
-        make_eval(&s, "fixed64", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
-    fk_eval *pairs_fixed = make_eval(&s, "fixed64", (eval_options){0});
+    /* fixed64 cells = all-pairs bit for bit is a reproducible-mode promise */
+    fk_eval *cells_fixed = make_eval(
+        &s, "fixed64", (eval_options){.algorithm = FK_ALGORITHM_CELLS, .reproducible = 1});
+    fk_eval *pairs_fixed = make_eval(&s, "fixed64", (eval_options){.reproducible = 1});
     fk_eval *no_skin =
         make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS, .skin = -1});
     fk_eval *evals[] = {cells_float, cells_fixed, pairs_fixed, no_skin};

@@ -11,13 +11,22 @@
  *   the float bound; double and ref: n 2^-52; ti: (n + 16) 2^-44 of sum_j |term_ij| over all
  *   pairs; narumi and fixed64: their resolution floor, (n + 16) 2^-44 of the largest such sum). The
  *   host subtraction this replaced missed the double bound by about 1e-7 of the excluded terms;
- * - fixed64 and narumi afterwards bit-identical (packed words) to on the fly run at the same scale,
- *   also across j-splits: integer sums are order-independent and q(-y) = -q(y);
- * - a particle with more partners (83) than the on-the-fly kernel can ever hold (64 slots);
+ * - on the fly is the default and needs nothing of the device: the bounds above hold everywhere.
+ *   Afterwards subtracts terms that a second kernel recomputes; OpenCL lets two programs compute
+ *   the same term with different bits (Intel's CPU compiler does: rsqrt differs between vector and
+ *   scalar code), each within the pair arithmetic's 48 ulp, so outside reproducible mode the
+ *   residue of each excluded term is allowed too (2 x 48 ulp of it): the bound any conformant
+ *   device meets. In reproducible mode (fixed64, narumi) the terms are the same bits by
+ *   construction and the tight bounds hold;
+ * - fixed64 and narumi afterwards bit-identical (packed words) to on the fly run at the same scale
+ *   in reproducible mode; across j-splits (the same program) in either mode: integer sums are
+ *   order-independent and q(-y) = -q(y);
+ * - a particle with more partners (83) than the on-the-fly kernel can ever hold (64 slots): a
+ *   clear error on the fly, no limit afterwards; automatic slots rebuilt as the exclusions change;
  * - fk_eval_update_positions: the subtraction uses the new positions;
- * - the symmetric and cell-list loops in afterwards mode (the subtraction runs after them too):
- *   fixed64 bit-identical to all-pairs, float and fixed64 against the reference; a periodic box
- *   with an excluded pair that only the minimum image brings within the cutoff.
+ * - the symmetric and cell-list loops in both modes (the subtraction runs after them too): fixed64
+ *   bit-identical to all-pairs in reproducible mode, float and fixed64 against the reference; a
+ *   periodic box with an excluded pair that only the minimum image brings within the cutoff.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -316,12 +325,24 @@ static double allowed(const char *accum, size_t n, double included, double all, 
     return pair + ldexp(count + 16.0, -44) * largest; /* narumi, fixed64 */
 }
 
+/* Excluding afterwards outside reproducible mode: the excluded terms the second kernel subtracts
+ * may differ from those the pair loop added by the pair arithmetic's error, twice. */
+static double allowed_afterwards(const char *accum, size_t n, double included, double all,
+                                 double largest)
+{
+    const double ulp = 5.96e-8;
+    return allowed(accum, n, included, all, largest) + 2.0 * 48.0 * ulp * (all - included);
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Evaluations */
 
 typedef struct run_options {
     const char *accum;
     int on_the_fly;
+    int reproducible;   /* fixed64 and narumi: pair arithmetic correctly rounded, the same bits in
+                         * every kernel */
+    int max_exclusions; /* on the fly: 0 automatic */
     int algorithm;
     int j_splits;
     /* > 0: run with this data scale (fixed64's 2^k, narumi's LARGE) instead of the eval's own;
@@ -353,9 +374,10 @@ static fk_eval *create(const test_system *s, run_options o)
                              .j_splits = o.j_splits,
                              .potential = 1,
                              .cutoff = s->physics.cutoff,
+                             .reproducible = o.reproducible,
                              .exclusion_mode =
                                  o.on_the_fly ? FK_EXCLUDE_ON_THE_FLY : FK_EXCLUDE_AFTERWARDS,
-                             .max_exclusions = o.on_the_fly ? ON_THE_FLY_SLOTS : 0};
+                             .max_exclusions = o.on_the_fly ? o.max_exclusions : 0};
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(context, &config, &eval);
@@ -428,10 +450,14 @@ static int evaluate(const test_system *s, run_options o, result *r)
     return 1;
 }
 
-/* Worst error in units of the allowed error; fails above 1 or on a non-finite value. */
-static double check(const char *what, const test_system *s, const reference *ref, const char *accum,
+/* Worst error in units of the allowed error; fails above 1 or on a non-finite value. The bound is
+ * the one of the mode o ran in (afterwards outside reproducible mode: allowed_afterwards). */
+static double check(const char *what, const test_system *s, const reference *ref, run_options o,
                     const result *r)
 {
+    const char *accum = o.accum;
+    double (*bound)(const char *, size_t, double, double, double) =
+        o.on_the_fly || o.reproducible ? allowed : allowed_afterwards;
     double worst = 0;
     for (size_t i = 0; i < s->n; ++i)
         for (unsigned c = 0; c <= 3; ++c) {
@@ -440,8 +466,8 @@ static double check(const char *what, const test_system *s, const reference *ref
             const double want = pot ? ref->potential[i] : ref->force[3 * i + c];
             if (!isfinite(value))
                 fail_msg("%s: particle %zu component %u is %g", what, i, c, value);
-            const double limit = allowed(accum, s->n, pot ? ref->pot_included[i] : ref->included[i],
-                                         pot ? ref->pot_all[i] : ref->all[i], ref->largest_all);
+            const double limit = bound(accum, s->n, pot ? ref->pot_included[i] : ref->included[i],
+                                       pot ? ref->pot_all[i] : ref->all[i], ref->largest_all);
             const double error = fabs(value - want) / limit;
             if (error > 1.0)
                 fail_msg("%s: particle %zu component %u: %.17g, reference %.17g (error %.3g of "
@@ -466,7 +492,13 @@ static void same_bits(const char *what, size_t n, const result *a, const result 
 static const char *const accumulators[] = {"float", "double", "ti", "narumi", "fixed64", "ref"};
 enum { ACCUMULATORS = sizeof accumulators / sizeof accumulators[0] };
 
-/* Both modes, every accumulator, against the reference. */
+/* Both modes, every accumulator, against the reference; on the fly with automatic and explicit
+ * slots; afterwards also in reproducible mode where the accumulator allows it. */
+static int reproducible_capable(const char *accum)
+{
+    return strcmp(accum, "fixed64") == 0 || strcmp(accum, "narumi") == 0;
+}
+
 static void test_modes_against_reference(void **state)
 {
     (void)state;
@@ -477,26 +509,40 @@ static void test_modes_against_reference(void **state)
             s.exclusion_count, ref.largest_excluded_ratio);
     assert_true(ref.largest_excluded_ratio > 1e4); /* the case this is about */
     for (size_t a = 0; a < ACCUMULATORS; ++a) {
-        double worst[2] = {0, 0};
-        for (int mode = 0; mode < 2; ++mode) {
+        const char *accum = accumulators[a];
+        const run_options modes[] = {
+            {.accum = accum, .on_the_fly = 1},
+            {.accum = accum, .on_the_fly = 1, .max_exclusions = ON_THE_FLY_SLOTS},
+            {.accum = accum},
+            {.accum = accum, .reproducible = 1},
+        };
+        const char *names[] = {"on the fly", "on the fly, explicit slots", "afterwards",
+                               "afterwards, reproducible"};
+        double worst[4] = {0, 0, 0, 0};
+        for (int m = 0; m < 4; ++m) {
+            if (modes[m].reproducible && !reproducible_capable(accum))
+                continue;
             result r;
-            if (!evaluate(&s, (run_options){.accum = accumulators[a], .on_the_fly = mode}, &r))
+            if (!evaluate(&s, modes[m], &r))
                 continue;
             char what[96];
-            snprintf(what, sizeof what, "%s %s", accumulators[a],
-                     mode ? "on the fly" : "afterwards");
-            worst[mode] = check(what, &s, &ref, accumulators[a], &r);
+            snprintf(what, sizeof what, "%s %s", accum, names[m]);
+            worst[m] = check(what, &s, &ref, modes[m], &r);
             free_result(&r);
         }
-        fprintf(stderr, "%-8s worst error / allowed: afterwards %.3g, on the fly %.3g\n",
-                accumulators[a], worst[0], worst[1]);
+        fprintf(stderr,
+                "%-8s worst error / allowed: on the fly %.3g (explicit slots %.3g), afterwards "
+                "%.3g, reproducible afterwards %.3g\n",
+                accum, worst[0], worst[1], worst[2], worst[3]);
     }
     free_reference(&ref);
     free_system(&s);
 }
 
-/* fixed64 and narumi: afterwards subtracts exactly what the pair loop added, so at the same scale
- * the integers equal those of on the fly, whatever the j-split. */
+/* fixed64 and narumi: afterwards subtracts exactly what the pair loop added when both kernels
+ * compute the same terms, which reproducible mode makes true by construction: at the same scale
+ * the integers equal those of on the fly. Across j-splits the same program computes every term,
+ * so that holds in either mode. */
 static void test_exact_cancellation(void **state)
 {
     (void)state;
@@ -504,44 +550,57 @@ static void test_exact_cancellation(void **state)
     make_system(&s, 150, 0, 0);
     static const char *const exact[] = {"fixed64", "narumi"};
     for (size_t a = 0; a < 2; ++a) {
-        result after, after_split, fly, fly_split;
-        assert_true(evaluate(&s, (run_options){.accum = exact[a], .j_splits = 1}, &after));
-        assert_true(evaluate(&s, (run_options){.accum = exact[a], .j_splits = 3}, &after_split));
-        assert_true(evaluate(
-            &s,
-            (run_options){
-                .accum = exact[a], .on_the_fly = 1, .j_splits = 1, .forced_scale = after.scale},
-            &fly));
-        assert_true(evaluate(
-            &s,
-            (run_options){
-                .accum = exact[a], .on_the_fly = 1, .j_splits = 3, .forced_scale = after.scale},
-            &fly_split));
+        result after, after_split, fly, fly_split, plain, plain_split;
+        const char *accum = exact[a];
+        assert_true(
+            evaluate(&s, (run_options){.accum = accum, .reproducible = 1, .j_splits = 1}, &after));
+        assert_true(evaluate(&s, (run_options){.accum = accum, .reproducible = 1, .j_splits = 3},
+                             &after_split));
+        assert_true(evaluate(&s,
+                             (run_options){.accum = accum,
+                                           .reproducible = 1,
+                                           .on_the_fly = 1,
+                                           .j_splits = 1,
+                                           .forced_scale = after.scale},
+                             &fly));
+        assert_true(evaluate(&s,
+                             (run_options){.accum = accum,
+                                           .reproducible = 1,
+                                           .on_the_fly = 1,
+                                           .j_splits = 3,
+                                           .forced_scale = after.scale},
+                             &fly_split));
+        assert_true(evaluate(&s, (run_options){.accum = accum, .j_splits = 1}, &plain));
+        assert_true(evaluate(&s, (run_options){.accum = accum, .j_splits = 3}, &plain_split));
         char what[96];
-        snprintf(what, sizeof what, "%s afterwards vs on the fly", exact[a]);
+        snprintf(what, sizeof what, "%s reproducible afterwards vs on the fly", accum);
         same_bits(what, s.n, &after, &fly);
-        snprintf(what, sizeof what, "%s afterwards, 1 vs 3 j-splits", exact[a]);
+        snprintf(what, sizeof what, "%s reproducible afterwards, 1 vs 3 j-splits", accum);
         same_bits(what, s.n, &after, &after_split);
-        snprintf(what, sizeof what, "%s on the fly, 3 j-splits", exact[a]);
+        snprintf(what, sizeof what, "%s reproducible on the fly, 3 j-splits", accum);
         same_bits(what, s.n, &after, &fly_split);
+        snprintf(what, sizeof what, "%s afterwards, 1 vs 3 j-splits", accum);
+        same_bits(what, s.n, &plain, &plain_split);
         /* And not trivially: the scale differs from on the fly's own (the excluded terms are the
          * largest), and the words are not those of the unsubtracted sums. */
         result own;
-        assert_true(evaluate(&s, (run_options){.accum = exact[a], .on_the_fly = 1}, &own));
+        assert_true(evaluate(&s, (run_options){.accum = accum, .on_the_fly = 1}, &own));
         assert_true(own.scale != after.scale);
         fprintf(stderr, "%s: afterwards bit-identical to on the fly at scale %g (its own: %g)\n",
-                exact[a], after.scale, own.scale);
+                accum, after.scale, own.scale);
         free_result(&after);
         free_result(&after_split);
         free_result(&fly);
         free_result(&fly_split);
+        free_result(&plain);
+        free_result(&plain_split);
         free_result(&own);
     }
     free_system(&s);
 }
 
 /* A particle with 83 partners (N = 160): more than the on-the-fly kernel can hold (64 slots at
- * most); afterwards has no per-particle limit. */
+ * most): a clear error there, while afterwards has no per-particle limit. */
 static void test_many_partners(void **state)
 {
     (void)state;
@@ -551,20 +610,69 @@ static void test_many_partners(void **state)
     for (size_t e = 0; e < s.exclusion_count; ++e)
         hub += s.exclusions[2 * e] == s.n / 2 || s.exclusions[2 * e + 1] == s.n / 2;
     assert_true(hub > 64);
+
+    fk_eval *fly = create(&s, (run_options){.accum = "float", .on_the_fly = 1});
+    fk_status status = fk_eval_set_exclusions(fly, s.exclusions, s.exclusion_count);
+    assert_int_equal(status, FK_ERR_INVALID_INPUT);
+    char expected[64];
+    snprintf(expected, sizeof expected, "a particle has %zu excluded partners", hub);
+    if (!strstr(fk_context_last_error(context), expected) ||
+        !strstr(fk_context_last_error(context), "afterwards"))
+        fail_msg("on the fly with %zu partners: %s", hub, fk_context_last_error(context));
+    fk_eval_destroy(fly);
+
     reference ref = make_reference(&s);
     for (size_t a = 0; a < ACCUMULATORS; ++a) {
-        result r;
-        if (!evaluate(&s, (run_options){.accum = accumulators[a]}, &r))
-            continue;
-        char what[96];
-        snprintf(what, sizeof what, "%s afterwards, a particle with %zu partners", accumulators[a],
-                 hub);
-        const double worst = check(what, &s, &ref, accumulators[a], &r);
-        fprintf(stderr, "%-8s %zu partners: worst error / allowed %.3g\n", accumulators[a], hub,
-                worst);
-        free_result(&r);
+        for (int reproducible = 0; reproducible < 2; ++reproducible) {
+            if (reproducible && !reproducible_capable(accumulators[a]))
+                continue;
+            const run_options o = {.accum = accumulators[a], .reproducible = reproducible};
+            result r;
+            if (!evaluate(&s, o, &r))
+                continue;
+            char what[96];
+            snprintf(what, sizeof what, "%s afterwards%s, a particle with %zu partners",
+                     accumulators[a], reproducible ? " (reproducible)" : "", hub);
+            const double worst = check(what, &s, &ref, o, &r);
+            fprintf(stderr, "%-8s%s %zu partners: worst error / allowed %.3g\n", accumulators[a],
+                    reproducible ? " reproducible" : "", hub, worst);
+            free_result(&r);
+        }
     }
     free_reference(&ref);
+    free_system(&s);
+}
+
+/* Automatic slots follow the exclusions: set, grown past the build, cleared; the pair table set
+ * before a rebuild stays. Each state against the reference of that state. */
+static void test_automatic_slots(void **state)
+{
+    (void)state;
+    test_system s;
+    make_system(&s, 150, 0, 0);
+    const run_options o = {.accum = "fixed64", .on_the_fly = 1};
+    fk_eval *eval = create(&s, o);
+    expect(fk_eval_set_pair_table(eval, &s.table), "set_pair_table");
+    const size_t all = s.exclusion_count;
+    const size_t counts[] = {1, all, 0, all};
+    for (size_t step = 0; step < sizeof counts / sizeof counts[0]; ++step) {
+        s.exclusion_count = counts[step];
+        expect(fk_eval_set_exclusions(eval, s.exclusions, s.exclusion_count), "set_exclusions");
+        const fk_particles particles = view(&s);
+        expect(fk_eval_set_particles(eval, &particles), "set_particles");
+        expect(fk_eval_compute(eval, NULL), "compute");
+        result r;
+        read_all(eval, s.n, 1, &r);
+        reference ref = make_reference(&s);
+        char what[96];
+        snprintf(what, sizeof what, "automatic slots, %zu exclusions", counts[step]);
+        const double worst = check(what, &s, &ref, o, &r);
+        fprintf(stderr, "%s: worst error / allowed %.3g\n", what, worst);
+        free_result(&r);
+        free_reference(&ref);
+    }
+    fk_eval_destroy(eval);
+    s.exclusion_count = all;
     free_system(&s);
 }
 
@@ -575,7 +683,8 @@ static void test_update_positions(void **state)
     test_system s;
     make_system(&s, 150, 0, 0);
     const char *accum = fk_context_device(context)->fp64 ? "double" : "ti";
-    fk_eval *eval = create(&s, (run_options){.accum = accum});
+    const run_options o = {.accum = accum};
+    fk_eval *eval = create(&s, o);
     assert_non_null(eval);
     expect(fk_eval_set_pair_table(eval, &s.table), "set_pair_table");
     expect(fk_eval_set_exclusions(eval, s.exclusions, s.exclusion_count), "set_exclusions");
@@ -590,7 +699,7 @@ static void test_update_positions(void **state)
     read_all(eval, s.n, 1, &r);
     fk_eval_destroy(eval);
     reference ref = make_reference(&s);
-    const double worst = check("afterwards after update_positions", &s, &ref, accum, &r);
+    const double worst = check("afterwards after update_positions", &s, &ref, o, &r);
     fprintf(stderr, "%s after update_positions: worst error / allowed %.3g\n", accum, worst);
     free_result(&r);
     free_reference(&ref);
@@ -598,28 +707,43 @@ static void test_update_positions(void **state)
 }
 
 /* The other pair loops leave their results where the all-pairs loop does; the subtraction follows
- * each. fixed64: the same integers as all-pairs. */
+ * each. In reproducible mode every loop computes the same terms: fixed64 gives the same integers
+ * as all-pairs, in both modes. Outside it, each loop against the reference. */
 static void check_algorithm(const test_system *s, const reference *ref, fk_algorithm algorithm)
 {
     const char *name = fk_algorithm_name(algorithm);
-    result pairs, other, other_float;
-    assert_true(evaluate(s, (run_options){.accum = "fixed64"}, &pairs));
-    assert_true(evaluate(s, (run_options){.accum = "fixed64", .algorithm = algorithm}, &other));
-    assert_true(evaluate(s, (run_options){.accum = "float", .algorithm = algorithm}, &other_float));
-    char what[96];
-    snprintf(what, sizeof what, "fixed64 afterwards, %s vs all-pairs", name);
-    same_bits(what, s->n, &other, &pairs);
-    snprintf(what, sizeof what, "fixed64 afterwards, %s", name);
-    const double worst = check(what, s, ref, "fixed64", &other);
-    snprintf(what, sizeof what, "float afterwards, %s", name);
-    const double worst_float = check(what, s, ref, "float", &other_float);
-    fprintf(stderr,
-            "%s afterwards: fixed64 bit-identical to all-pairs; worst error / allowed "
-            "fixed64 %.3g, float %.3g\n",
-            name, worst, worst_float);
-    free_result(&pairs);
-    free_result(&other);
-    free_result(&other_float);
+    for (int on_the_fly = 0; on_the_fly < 2; ++on_the_fly) {
+        const char *mode = on_the_fly ? "on the fly" : "afterwards";
+        const run_options exact = {.accum = "fixed64", .reproducible = 1, .on_the_fly = on_the_fly};
+        run_options exact_other = exact;
+        exact_other.algorithm = (int)algorithm;
+        const run_options fixed = {
+            .accum = "fixed64", .on_the_fly = on_the_fly, .algorithm = (int)algorithm};
+        const run_options single = {
+            .accum = "float", .on_the_fly = on_the_fly, .algorithm = (int)algorithm};
+        result pairs, other, other_fixed, other_float;
+        assert_true(evaluate(s, exact, &pairs));
+        assert_true(evaluate(s, exact_other, &other));
+        assert_true(evaluate(s, fixed, &other_fixed));
+        assert_true(evaluate(s, single, &other_float));
+        char what[128];
+        snprintf(what, sizeof what, "reproducible fixed64 %s, %s vs all-pairs", mode, name);
+        same_bits(what, s->n, &other, &pairs);
+        snprintf(what, sizeof what, "reproducible fixed64 %s, %s", mode, name);
+        const double worst_exact = check(what, s, ref, exact_other, &other);
+        snprintf(what, sizeof what, "fixed64 %s, %s", mode, name);
+        const double worst = check(what, s, ref, fixed, &other_fixed);
+        snprintf(what, sizeof what, "float %s, %s", mode, name);
+        const double worst_float = check(what, s, ref, single, &other_float);
+        fprintf(stderr,
+                "%s %s: reproducible fixed64 bit-identical to all-pairs; worst error / allowed "
+                "reproducible fixed64 %.3g, fixed64 %.3g, float %.3g\n",
+                name, mode, worst_exact, worst, worst_float);
+        free_result(&pairs);
+        free_result(&other);
+        free_result(&other_fixed);
+        free_result(&other_float);
+    }
 }
 
 static void test_symmetric(void **state)
@@ -652,11 +776,9 @@ static void test_cells_periodic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_modes_against_reference),
-        cmocka_unit_test(test_exact_cancellation),
-        cmocka_unit_test(test_many_partners),
-        cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_symmetric),
+        cmocka_unit_test(test_modes_against_reference), cmocka_unit_test(test_exact_cancellation),
+        cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),
+        cmocka_unit_test(test_update_positions),        cmocka_unit_test(test_symmetric),
         cmocka_unit_test(test_cells_periodic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,9 +6,11 @@
  * fly), float and double within the per-particle scaled tolerance of the kernel tests, at N = 1, 2,
  * 31, 1000, 1024 and 4099: one block, two blocks, an even and an odd number of blocks, full and
  *   partial last blocks, the split distance nb/2 of an even nb;
- * - fixed64 bit-identical (the packed integers) to the all-pairs fixed64 result: the symmetric loop
- *   adds exactly the terms all-pairs adds, each rounded on its own, and integer sums do not depend
- *   on the order; also with one block distance per launch (the multi-launch path);
+ * - fixed64 in reproducible mode bit-identical (the packed integers) to the all-pairs fixed64
+ *   result: the symmetric loop adds the terms all-pairs adds, each rounded on its own, integer sums
+ *   do not depend on the order, and correctly rounded pair arithmetic makes each term the same
+ *   bits in both programs (outside reproducible mode OpenCL lets two programs differ there);
+ *   in either mode bit-identical with one block distance per launch (the same program);
  * - outputs NaN-poisoned (the library poisons the device buffer, the host arrays start as NaN), so
  *   an unwritten result fails;
  * - accumulators it does not support are refused with FK_ERR_UNSUPPORTED and a reason, and so
@@ -204,6 +206,7 @@ typedef struct options {
     int unroll_i, unroll_j, work_group_size;
     int j_splits; /* symmetric: block distances per launch */
     int on_the_fly;
+    int reproducible;
 } options;
 
 typedef struct result {
@@ -231,6 +234,7 @@ static fk_eval *create(const test_system *s, options o)
                              .potential = 1,
                              .eps = s->physics.eps,
                              .cutoff = s->physics.cutoff,
+                             .reproducible = o.reproducible,
                              .exclusion_mode =
                                  o.on_the_fly ? FK_EXCLUDE_ON_THE_FLY : FK_EXCLUDE_AFTERWARDS};
     memcpy(config.box, s->physics.box, sizeof config.box);
@@ -334,8 +338,8 @@ static void assert_identical(const test_system *s, const result *a, const result
                      what, s->n, w, w / (2 * (a->components + 1)), a->packed[w], b->packed[w]);
 }
 
-/* Symmetric against the reference at each N; with fixed64 also bit for bit against all-pairs and
- * against the symmetric loop with one block distance per launch. */
+/* Symmetric against the reference at each N; with fixed64 also bit for bit against the symmetric
+ * loop with one block distance per launch, and in reproducible mode against all-pairs. */
 static void check(const char *kernel, options o, const size_t *sizes, size_t size_count,
                   void (*prepare)(test_system *))
 {
@@ -356,16 +360,21 @@ static void check(const char *kernel, options o, const size_t *sizes, size_t siz
                 kernel, o.accum, ran.unroll_i, ran.unroll_j, ran.work_group_size, s.n, ran.j_splits,
                 worst);
         if (fixed) {
-            options base = o, single = o;
+            options exact = o, base = o, single = o;
+            exact.reproducible = base.reproducible = 1;
             base.algorithm = FK_ALGORITHM_ALL_PAIRS;
             single.j_splits = 1;
-            fk_eval *all_pairs = create(&s, base), *one_per_launch = create(&s, single);
+            fk_eval *symmetric_exact = create(&s, exact), *all_pairs = create(&s, base),
+                    *one_per_launch = create(&s, single);
+            result sx = evaluate(symmetric_exact, &s);
             result ap = evaluate(all_pairs, &s);
-            assert_identical(&s, &r, &ap, "symmetric vs all-pairs");
+            assert_identical(&s, &sx, &ap, "reproducible symmetric vs all-pairs");
             result one = evaluate(one_per_launch, &s);
             assert_identical(&s, &r, &one, "symmetric vs one distance per launch");
+            free_result(&sx);
             free_result(&ap);
             free_result(&one);
+            fk_eval_destroy(symmetric_exact);
             fk_eval_destroy(all_pairs);
             fk_eval_destroy(one_per_launch);
         }

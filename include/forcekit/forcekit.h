@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define FK_VERSION_MAJOR 0
-#define FK_VERSION_MINOR 1
+#define FK_VERSION_MINOR 2
 #define FK_VERSION_PATCH 0
 
 typedef enum fk_status {
@@ -187,9 +187,12 @@ typedef struct fk_eval_config {
      * entry for that N bucket: the program (unroll, work-group size, tiling) is compiled here,
      * before the particles are known. 0: unknown; the entry tuned for the largest N is taken. */
     size_t expected_count;
-    /* nonzero: results bit-identical across devices: the fixed64 accumulator (NULL accum means it;
-     * another one is an error), correctly rounded divide and sqrt in the pair arithmetic, no
-     * contraction, denormals kept. fk_eval_reproducible() says whether the device can. */
+    /* nonzero: results bit-identical across devices, pair loops and variants: a fixed-point
+     * accumulator (fixed64, or narumi; NULL accum means fixed64, another one is an error), and
+     * pair arithmetic that is the same bits on every conformant device (correctly rounded divide
+     * and sqrt instead of rsqrt, no contraction, denormals kept). fk_eval_reproducible() says
+     * whether the device can. Without it, each pair term is whatever the device's compiler makes
+     * of the source, which may differ between two programs (README "Bit-identity promises"). */
     int reproducible;
     /* Molecular kernels (ljc_*, lj, buck; SPEC "Physics"); zero means the default named. Gravity
      * kernels reject nonzero values here. */
@@ -201,9 +204,13 @@ typedef struct fk_eval_config {
                            * ljc_sigmoidal: alpha, beta, gamma, delta (all 0: zeta = 1) */
     double box[3];        /* periodic box Lx, Ly, Lz, minimum image; all 0: open boundaries.
                            * Needs a cutoff of at most half the shortest side */
-    int exclusion_mode;   /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out */
+    int exclusion_mode;   /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out;
+                           * 0: on the fly */
     int max_exclusions;   /* on the fly: excluded partners per particle the kernel checks (its
-                           * cost per pair); 0: 4. More for one particle is an error */
+                           * cost per pair, at most 64). 0: automatic, the most any particle has
+                           * in the exclusions set (fk_eval_set_exclusions rebuilds the programs
+                           * when that changes; none set, none checked). An explicit value is
+                           * the build, and more partners for one particle are an error */
     int algorithm;        /* fk_algorithm; 0: all-pairs */
     /* Cells: the Verlet skin, an absolute distance. Cells have a side of at least cutoff + skin,
      * and the particles' cell assignment is kept (not rebuilt) while no particle has moved more
@@ -221,13 +228,18 @@ typedef struct fk_eval_config {
     int lanes;
 } fk_eval_config;
 
-/* Narumi et al., sec. 4.1. Afterwards: the device sums every pair, then subtracts each excluded
- * pair's terms as it computed them, in the accumulator's arithmetic (a kernel over the excluded
- * pairs, no limit per particle; with the float accumulator, large excluded terms leave their
- * rounding behind). On the fly: the kernel masks them (a compare per slot per pair). */
+/* Narumi et al., sec. 4.1. On the fly (the default): the pair loop masks excluded pairs (a
+ * compare per slot per pair, config.max_exclusions): correct on every device by construction.
+ * Afterwards (Narumi's experiment): the device sums every pair, then a second kernel subtracts
+ * each excluded pair's terms, recomputed, in the accumulator's arithmetic (no limit per particle).
+ * The subtraction cancels only if both kernels compute each excluded term with the same bits,
+ * which OpenCL does not promise (Intel's CPU compiler does not): with excluded terms of 1e8 and
+ * net forces of 1, a one-ulp difference is a wrong force. Use it with config.reproducible, where
+ * the pair arithmetic is the same bits in every kernel, or to study the rounding it leaves behind.
+ * Values changed in 0.2: afterwards was 0 (the default) before. */
 typedef enum fk_exclusion_mode {
-    FK_EXCLUDE_AFTERWARDS = 0,
-    FK_EXCLUDE_ON_THE_FLY
+    FK_EXCLUDE_ON_THE_FLY = 0,
+    FK_EXCLUDE_AFTERWARDS = 1
 } fk_exclusion_mode;
 
 /* Typed pair parameters (SPEC --params): types T (particle types are 0..T-1), values[(a * T + b) *

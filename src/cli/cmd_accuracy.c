@@ -51,7 +51,9 @@ static const char accuracy_usage[] =
     "  --eps E        gravitational softening (gravity only; default 0.01)\n"
     "  --reps R       timed evaluations per accumulator, median reported (default 5)\n"
     "  --format F     input format: auto (by file name, default), text or tipsy\n"
-    "  --reproducible run fixed64 in reproducible mode (correctly rounded divide and sqrt)\n"
+    "  --reproducible run fixed64 and narumi in reproducible mode (correctly rounded divide and\n"
+    "                 sqrt, no contraction: the same pair terms in every kernel and on every "
+    "device)\n"
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
     "  --json         print the results as one JSON document on standard output\n"
     "Physics options (molecular kernels; with --system only --cutoff, --coulomb, --dielectric\n"
@@ -367,7 +369,8 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     config.eps = options->eps;
     config.exclusion_mode = exclusion_mode;
     result->exclusion_mode = exclusion_mode;
-    config.reproducible = options->reproducible && strcmp(accum->name, "fixed64") == 0;
+    config.reproducible = options->reproducible && (strcmp(accum->name, "fixed64") == 0 ||
+                                                    strcmp(accum->name, "narumi") == 0);
     config.expected_count = run->particles.count;
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(run->context, &config, &eval);

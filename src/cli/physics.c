@@ -18,8 +18,10 @@ const char cli_physics_usage[] =
     "  --params FILE  pair parameters by type, a line per pair: a b epsilon sigma (lj, ljc_*),\n"
     "                 a b A rho C (buck); default one type, epsilon = sigma = 1\n"
     "  --exclude FILE pairs left out, a line per pair: i j (0-based particle indices)\n"
-    "  --exclude-mode M  afterwards (default: every pair summed, then the excluded ones\n"
-    "                 subtracted on the device) or onthefly (the kernel masks them)\n";
+    "  --exclude-mode M  onthefly (default: the pair loop masks them, correct on every device)\n"
+    "                 or afterwards (Narumi's experiment: every pair summed, then the excluded\n"
+    "                 ones subtracted by a second kernel; exact only where both kernels compute\n"
+    "                 the same bits, as with --reproducible)\n";
 
 /* "a,b,c" into up to max finite numbers; returns how many, 0 on a malformed list. */
 static size_t parse_list(const char *text, double *values, size_t max)
