@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         unroll_text[0] = '\0';
         for (int i = 1; i <= 8; i *= 2)
             for (int j = 1; j <= 8; j *= 2) {
-                char one[16];
+                char one[32]; /* room for any int pair: gcc 13 checks the worst case */
                 snprintf(one, sizeof one, "%s%dx%d", unroll_text[0] ? "," : "", i, j);
                 strcat(unroll_text, one);
             }
