@@ -580,16 +580,54 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
     return FK_OK;
 }
 
-/* Lexicographic order of (wrapped) float positions: coincident particles become neighbours. */
-static const float *sort_keys;
-static int compare_keys(const void *a, const void *b)
+/* A particle's position as a sort key: coincident particles become neighbours. The key travels
+ * with the record, so the comparison needs no shared state (two contexts may sort at once). */
+typedef struct position_record {
+    float key[3];
+    size_t index;
+} position_record;
+
+static int compare_records(const void *a, const void *b)
 {
-    const float *p = sort_keys + 3 * (size_t)(*(const size_t *)a);
-    const float *q = sort_keys + 3 * (size_t)(*(const size_t *)b);
+    const position_record *p = a, *q = b;
     for (int k = 0; k < 3; ++k)
-        if (p[k] != q[k])
-            return p[k] < q[k] ? -1 : 1;
+        if (p->key[k] != q->key[k])
+            return p->key[k] < q->key[k] ? -1 : 1;
     return 0;
+}
+
+fk_status fk__find_coincident(const float *body, size_t n, const double *box, size_t *first,
+                              size_t *second)
+{
+    *first = *second = SIZE_MAX;
+    if (n < 2)
+        return FK_OK;
+    position_record *records = malloc(n * sizeof *records);
+    if (!records)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i) {
+        records[i].index = i;
+        for (int k = 0; k < 3; ++k) {
+            double x = (double)body[4 * i + (size_t)k];
+            if (box && box[k] > 0) { /* the same position modulo the box */
+                const double side = (double)(float)box[k];
+                x -= side * floor(x / side);
+                if (x >= side)
+                    x -= side;
+            }
+            records[i].key[k] = (float)x;
+        }
+    }
+    qsort(records, n, sizeof *records, compare_records);
+    for (size_t k = 1; k < n; ++k)
+        if (compare_records(&records[k - 1], &records[k]) == 0) {
+            const size_t a = records[k - 1].index, b = records[k].index;
+            *first = a < b ? a : b;
+            *second = a < b ? b : a;
+            break;
+        }
+    free(records);
+    return FK_OK;
 }
 
 /* Two particles at the same single-precision position (in a periodic box: the same position
@@ -597,45 +635,16 @@ static int compare_keys(const void *a, const void *b)
 static fk_status check_coincident(fk_context *context, const fk__physics *physics,
                                   const float *body, size_t n)
 {
-    if (n < 2)
-        return FK_OK;
-    float *keys = malloc(3 * n * sizeof *keys);
-    size_t *order = malloc(n * sizeof *order);
-    if (!keys || !order) {
-        free(keys);
-        free(order);
-        return FK_ERR_HOST_MEMORY;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        order[i] = i;
-        for (int k = 0; k < 3; ++k) {
-            double x = (double)body[4 * i + (size_t)k];
-            if (physics->periodic) {
-                const double side = (double)(float)physics->box[k];
-                x -= side * floor(x / side);
-                if (x >= side)
-                    x -= side;
-            }
-            keys[3 * i + (size_t)k] = (float)x;
-        }
-    }
-    sort_keys = keys;
-    qsort(order, n, sizeof *order, compare_keys);
-    fk_status status = FK_OK;
-    for (size_t k = 1; k < n; ++k)
-        if (compare_keys(&order[k - 1], &order[k]) == 0) {
-            const size_t a = order[k - 1] < order[k] ? order[k - 1] : order[k];
-            const size_t b = order[k - 1] < order[k] ? order[k] : order[k - 1];
-            status = fk__fail(context, FK_ERR_INVALID_INPUT,
-                              "particles %zu and %zu are at the same position (%g, %g, %g)%s: "
-                              "their pair force is infinite",
-                              a, b, (double)body[4 * a], (double)body[4 * a + 1],
-                              (double)body[4 * a + 2], physics->periodic ? " modulo the box" : "");
-            break;
-        }
-    free(keys);
-    free(order);
-    return status;
+    size_t a = 0, b = 0;
+    fk_status status =
+        fk__find_coincident(body, n, physics->periodic ? physics->box : NULL, &a, &b);
+    if (status != FK_OK || a == SIZE_MAX)
+        return status;
+    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                    "particles %zu and %zu are at the same position (%g, %g, %g)%s: "
+                    "their pair force is infinite",
+                    a, b, (double)body[4 * a], (double)body[4 * a + 1], (double)body[4 * a + 2],
+                    physics->periodic ? " modulo the box" : "");
 }
 
 /* body_aux of the molecular laws: an int4 record per particle (cl/forces/molecular.clh), then with

@@ -213,6 +213,11 @@ void fk__minimum_image(const fk__physics *physics, double d[3]);
  * malloc'ed copy (NULL with *unique 0 for count 0), FK_ERR_INVALID_INPUT for i == j. */
 fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **normalized,
                                    size_t *unique, char *message, size_t message_size);
+/* Two of the n particles (body: float4 per particle) at the same single-precision position,
+ * modulo box where box is not NULL (sides > 0): *first < *second, or both SIZE_MAX when there are
+ * none. O(N log N); no shared state. */
+fk_status fk__find_coincident(const float *body, size_t n, const double *box, size_t *first,
+                              size_t *second);
 /* The most partners any particle has among count normalized exclusions. */
 fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count,
                                       size_t *most_partners);

@@ -451,18 +451,6 @@ static fk_status check_particles(fk_eval *eval, const fk_particles *particles)
     return FK_OK;
 }
 
-/* Lexicographic order of float positions: coincident bodies become neighbours. */
-static const float *sort_positions;
-static int compare_positions(const void *a, const void *b)
-{
-    const float *p = sort_positions + 4 * (size_t)(*(const uint32_t *)a);
-    const float *q = sort_positions + 4 * (size_t)(*(const uint32_t *)b);
-    for (int k = 0; k < 3; ++k)
-        if (p[k] != q[k])
-            return p[k] < q[k] ? -1 : 1;
-    return 0;
-}
-
 /* With eps = 0 two bodies at the same (single-precision) position have an infinite force: a user
  * error that must be reported, not turned into NaN. O(N log N). */
 static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
@@ -470,27 +458,14 @@ static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
     /* The molecular kernels check in fk__forcelaw_particles (modulo their periodic box). */
     if (eval->config.eps > 0 || n < 2 || eval->kernel->uses_table)
         return FK_OK;
-    uint32_t *order = malloc(n * sizeof *order);
-    if (!order)
-        return FK_ERR_HOST_MEMORY;
-    for (size_t i = 0; i < n; ++i)
-        order[i] = (uint32_t)i;
-    sort_positions = body;
-    qsort(order, n, sizeof *order, compare_positions);
-    fk_status status = FK_OK;
-    for (size_t k = 1; k < n; ++k)
-        if (compare_positions(&order[k - 1], &order[k]) == 0) {
-            uint32_t a = order[k - 1] < order[k] ? order[k - 1] : order[k];
-            uint32_t b = order[k - 1] < order[k] ? order[k] : order[k - 1];
-            status = fk__fail(eval->context, FK_ERR_INVALID_INPUT,
-                              "particles %u and %u are at the same position (%g, %g, %g) and the "
-                              "softening eps is 0: their force is infinite; use --eps",
-                              a, b, (double)body[4 * (size_t)a], (double)body[4 * (size_t)a + 1],
-                              (double)body[4 * (size_t)a + 2]);
-            break;
-        }
-    free(order);
-    return status;
+    size_t a = 0, b = 0;
+    fk_status status = fk__find_coincident(body, n, NULL, &a, &b);
+    if (status != FK_OK || a == SIZE_MAX)
+        return status;
+    return fk__fail(eval->context, FK_ERR_INVALID_INPUT,
+                    "particles %zu and %zu are at the same position (%g, %g, %g) and the "
+                    "softening eps is 0: their force is infinite; use --eps",
+                    a, b, (double)body[4 * a], (double)body[4 * a + 1], (double)body[4 * a + 2]);
 }
 
 fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
