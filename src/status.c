@@ -6,6 +6,16 @@
 
 #include "internal.h"
 
+const char *fk_version(void)
+{
+    return FK_VERSION_STRING;
+}
+
+unsigned fk_version_number(void)
+{
+    return FK_VERSION_NUMBER;
+}
+
 const char *fk_status_string(fk_status status)
 {
     switch (status) {

@@ -14,34 +14,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forcekit/version.h" /* FK_VERSION_MAJOR/MINOR/PATCH, generated from CMake's project */
+
+/* Every public function carries FK_API; the library exports nothing else (it is built with hidden
+ * visibility, and tests/abi/exported_symbols.txt lists what it exports). */
+#if defined(__GNUC__) || defined(__clang__)
+#define FK_API __attribute__((visibility("default")))
+#else
+#define FK_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FK_VERSION_MAJOR 0
-#define FK_VERSION_MINOR 2
-#define FK_VERSION_PATCH 0
+/* The library's version, "MAJOR.MINOR.PATCH", and as MAJOR * 10000 + MINOR * 100 + PATCH: that
+ * of the library loaded at run time, which may differ from the FK_VERSION_* a program was
+ * compiled against. */
+FK_API const char *fk_version(void);
+FK_API unsigned fk_version_number(void);
 
+/* The values are part of the ABI: never renumbered; new codes get new numbers. */
 typedef enum fk_status {
     FK_OK = 0,
-    FK_ERR_INVALID_ARGUMENT, /* a NULL handle, an unknown name, an option out of range */
-    FK_ERR_INVALID_INPUT,    /* particle data the kernel cannot evaluate (NaN, coincident bodies) */
-    FK_ERR_HOST_MEMORY,      /* malloc failed */
-    FK_ERR_NO_DEVICE,        /* no OpenCL platform or device at all */
-    FK_ERR_DEVICE_NOT_FOUND, /* no device matches the selector */
-    FK_ERR_UNSUPPORTED,   /* the device lacks a feature the request needs (fp64, work-group size) */
-    FK_ERR_KERNEL_SOURCE, /* kernel directory or .cl file missing or unreadable */
-    FK_ERR_BUILD,         /* the OpenCL compiler rejected the kernel; the build log is kept */
-    FK_ERR_DEVICE_MEMORY, /* the device could not allocate the buffers */
-    FK_ERR_OPENCL,        /* any other OpenCL failure; the failing call is kept */
-    FK_ERR_IO,            /* a file could not be read or written */
-    FK_ERR_PARSE,         /* a file is malformed */
-    FK_ERR_STATE,         /* calls in the wrong order (compute before set_particles) */
-    FK_ERR_OVERFLOW       /* a fixed-point accumulator (fixed64) went out of its range */
+    FK_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, an unknown name, an option out of range */
+    FK_ERR_INVALID_INPUT = 2,    /* particle data the kernel cannot evaluate (NaN, coincident) */
+    FK_ERR_HOST_MEMORY = 3,      /* malloc failed */
+    FK_ERR_NO_DEVICE = 4,        /* no OpenCL platform or device at all */
+    FK_ERR_DEVICE_NOT_FOUND = 5, /* no device matches the selector */
+    FK_ERR_UNSUPPORTED = 6,   /* the device lacks a feature the request needs (fp64, work-group) */
+    FK_ERR_KERNEL_SOURCE = 7, /* kernel directory or .cl file missing or unreadable */
+    FK_ERR_BUILD = 8,         /* the OpenCL compiler rejected the kernel; the build log is kept */
+    FK_ERR_DEVICE_MEMORY = 9, /* the device could not allocate the buffers */
+    FK_ERR_OPENCL = 10,       /* any other OpenCL failure; the failing call is kept */
+    FK_ERR_IO = 11,           /* a file could not be read or written */
+    FK_ERR_PARSE = 12,        /* a file is malformed */
+    FK_ERR_STATE = 13,        /* calls in the wrong order (compute before set_particles) */
+    FK_ERR_OVERFLOW = 14      /* a fixed-point accumulator (fixed64) went out of its range */
 } fk_status;
 
 /* A short, static, human-readable name of a status ("device memory exhausted"). */
-const char *fk_status_string(fk_status status);
+FK_API const char *fk_status_string(fk_status status);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Devices */
@@ -74,17 +87,17 @@ typedef struct fk_device_info {
 } fk_device_info;
 
 /* Lists every device of every platform. *devices is allocated; free it with fk_devices_free(). */
-fk_status fk_devices_list(fk_device_info **devices, size_t *count);
-void fk_devices_free(fk_device_info *devices);
+FK_API fk_status fk_devices_list(fk_device_info **devices, size_t *count);
+FK_API void fk_devices_free(fk_device_info *devices);
 
 /* "cpu", "gpu", "accelerator" or "other". */
-const char *fk_device_type_name(fk_device_type type);
+FK_API const char *fk_device_type_name(fk_device_type type);
 
 /* Resolves a selector against a device list: "P:D", a case-insensitive substring of the device
  * name, "cpu" or "gpu"; NULL or "" means the first GPU, else the first CPU, else the first device.
  * Returns FK_ERR_DEVICE_NOT_FOUND when nothing matches. */
-fk_status fk_device_select(const fk_device_info *devices, size_t count, const char *selector,
-                           size_t *chosen);
+FK_API fk_status fk_device_select(const fk_device_info *devices, size_t count, const char *selector,
+                                  size_t *chosen);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Context: one device, its queue, kernel sources and the compiled-program cache */
@@ -101,19 +114,19 @@ typedef struct fk_context_config {
 
 /* On failure *context is still created when possible, so that fk_context_last_error() can explain;
  * destroy it either way. A NULL *context means no memory for even that. */
-fk_status fk_context_create(const fk_context_config *config, fk_context **context);
-void fk_context_destroy(fk_context *context);
+FK_API fk_status fk_context_create(const fk_context_config *config, fk_context **context);
+FK_API void fk_context_destroy(fk_context *context);
 
 /* The detail of the last failure on this context: the OpenCL call and its error, the build log, the
  * paths searched. Empty when the last call succeeded. Valid until the next call on the context. */
-const char *fk_context_last_error(const fk_context *context);
-const fk_device_info *fk_context_device(const fk_context *context);
+FK_API const char *fk_context_last_error(const fk_context *context);
+FK_API const fk_device_info *fk_context_device(const fk_context *context);
 /* Problems that were not errors, one per line: a corrupt tuning database that was ignored. Empty
  * when there were none. Valid for the life of the context. */
-const char *fk_context_warnings(const fk_context *context);
+FK_API const char *fk_context_warnings(const fk_context *context);
 /* The kernel directory in use, and the cache directory (NULL when the cache is off). */
-const char *fk_context_kernel_dir(const fk_context *context);
-const char *fk_context_cache_dir(const fk_context *context);
+FK_API const char *fk_context_kernel_dir(const fk_context *context);
+FK_API const char *fk_context_cache_dir(const fk_context *context);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Kernels (force laws) and accumulators */
@@ -139,11 +152,11 @@ typedef struct fk_accum_info {
 } fk_accum_info;
 
 /* NULL when the name is unknown. */
-const fk_kernel_info *fk_kernel_find(const char *name);
-const fk_accum_info *fk_accum_find(const char *name);
+FK_API const fk_kernel_info *fk_kernel_find(const char *name);
+FK_API const fk_accum_info *fk_accum_find(const char *name);
 /* Iterate: index 0.. until NULL. */
-const fk_kernel_info *fk_kernel_at(size_t index);
-const fk_accum_info *fk_accum_at(size_t index);
+FK_API const fk_kernel_info *fk_kernel_at(size_t index);
+FK_API const fk_accum_info *fk_accum_at(size_t index);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Force evaluation                                                                               */
@@ -169,9 +182,9 @@ typedef enum fk_algorithm {
 } fk_algorithm;
 
 /* "all-pairs", "symmetric", "cells"; NULL for an unknown value. */
-const char *fk_algorithm_name(fk_algorithm algorithm);
+FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 /* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
-fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
+FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
 
 typedef struct fk_eval_config {
     const char *kernel;     /* "ga"; required */
@@ -287,11 +300,11 @@ typedef struct fk_particles {
     const int *type;        /* count, for typed kernels; else NULL */
 } fk_particles;
 
-fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **eval);
-void fk_eval_destroy(fk_eval *eval);
+FK_API fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **eval);
+FK_API void fk_eval_destroy(fk_eval *eval);
 
 /* Uploads particles. Rejects NaN/Inf, count 0, and (gravity with eps = 0) coincident bodies. */
-fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles);
+FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles);
 
 /* The fast path of a time-stepping loop: new positions (3 * count) of the particles of the last
  * successful fk_eval_set_particles, and for gaj their new velocities (3 * count; ignored by the
@@ -303,19 +316,20 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles);
  * forces (FK_ERR_OVERFLOW from the data-scaled accumulators), which the caller must check. After
  * FK_ERR_INVALID_INPUT the evaluation keeps its previous particles; after any other failure
  * fk_eval_set_particles is needed again. FK_ERR_STATE before the first set_particles. */
-fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const double *velocity);
+FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
+                                          const double *velocity);
 
 /* Runs one evaluation and waits for it. seconds (may be NULL) receives the device time from OpenCL
  * event profiling, the j-split reduction included. */
-fk_status fk_eval_compute(fk_eval *eval, double *seconds);
+FK_API fk_status fk_eval_compute(fk_eval *eval, double *seconds);
 
 /* Reads the results of the last compute: force_components(kernel) values per particle, and one
  * potential per particle (only when config.potential was set). */
-fk_status fk_eval_read_forces(fk_eval *eval, double *forces);
-fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials);
+FK_API fk_status fk_eval_read_forces(fk_eval *eval, double *forces);
+FK_API fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials);
 
-fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
-size_t fk_eval_force_components(const fk_eval *eval);
+FK_API fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
+FK_API size_t fk_eval_force_components(const fk_eval *eval);
 
 /* Molecular kernels. The pair table is validated (NaN, negative epsilon or sigma, rho <= 0,
  * asymmetry: FK_ERR_INVALID_INPUT naming the pair) and uploaded once; without one, one type with
@@ -323,13 +337,13 @@ size_t fk_eval_force_components(const fk_eval *eval);
  * particle indices, either order, duplicates ignored), left out as config.exclusion_mode says;
  * count 0 clears them. Both take effect with the next fk_eval_set_particles, which checks types
  * and indices against the particles: call them first. */
-fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table);
-fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t count);
+FK_API fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table);
+FK_API fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t count);
 
 /* For config.reproducible: 1 when the device has what cross-device bit-identity needs (correctly
  * rounded single-precision divide and sqrt, denormals), 0 when it lacks something (why goes to
  * *reason when not NULL: a static string), -1 when reproducibility was not asked for. */
-int fk_eval_reproducible(const fk_eval *eval, const char **reason);
+FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Autotuning and the tuning database                                                             */
@@ -344,9 +358,9 @@ int fk_eval_reproducible(const fk_eval *eval, const char **reason);
 #define FK_TUNE_BUCKET_COUNT 6
 
 /* The N buckets: 1024 * 4^k, k < FK_TUNE_BUCKET_COUNT. */
-size_t fk_tune_bucket_at(size_t index);
+FK_API size_t fk_tune_bucket_at(size_t index);
 /* The bucket holding n: the nearest one on a logarithmic scale (n = 0 gives the largest). */
-size_t fk_tune_bucket_for(size_t n);
+FK_API size_t fk_tune_bucket_for(size_t n);
 
 typedef enum fk_tune_outcome {
     FK_TUNE_MEASURED = 0,
@@ -434,8 +448,9 @@ typedef struct fk_tune_result {
 
 /* Runs the search. On FK_OK *result holds what was tried (free it with fk_tune_result_free) even
  * when no candidate could run. Warnings (an ignored corrupt database) go to fk_context_warnings. */
-fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune_result **result);
-void fk_tune_result_free(fk_tune_result *result);
+FK_API fk_status fk_tune_run(fk_context *context, const fk_tune_config *config,
+                             fk_tune_result **result);
+FK_API void fk_tune_result_free(fk_tune_result *result);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Host reference: double precision, O(N^2), for tests and accuracy checks */
@@ -450,8 +465,8 @@ typedef struct fk_physics {
 } fk_physics;
 
 /* forces: force_components values per particle; potentials may be NULL. */
-fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
-                              const fk_physics *physics, double *forces, double *potentials);
+FK_API fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
+                                     const fk_physics *physics, double *forces, double *potentials);
 
 #ifdef __cplusplus
 }

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (strcmp(name, "--version") == 0) {
-        printf("forcekit %d.%d.%d\n", FK_VERSION_MAJOR, FK_VERSION_MINOR, FK_VERSION_PATCH);
+        printf("forcekit %s\n", fk_version());
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
