@@ -265,8 +265,8 @@ void cli_note_reproducible(const fk_eval *eval, const char *device_name)
     const char *reason = NULL;
     const int capable = fk_eval_reproducible(eval, &reason);
     if (capable == 1)
-        fprintf(stderr, "reproducible: fixed64, correctly rounded divide and sqrt, no contraction, "
-                        "denormals kept: bit-identical on every capable device\n");
+        fprintf(stderr, "reproducible: exact fixed-point sums, correctly rounded divide and sqrt, "
+                        "no contraction, denormals kept: bit-identical on every capable device\n");
     else if (capable == 0)
         fprintf(stderr,
                 "forcekit: warning: %s cannot give cross-device bit-identical results: %s; they "
