@@ -13,5 +13,6 @@ int cmd_doundo(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_rand48(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_selftest(int argc, char **argv);
 
 #endif

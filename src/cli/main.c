@@ -23,6 +23,8 @@ static const command commands[] = {
      "write an initial condition (plummer, lj-fluid, fcc, fluorite, protein)"},
     {"rand48", cmd_rand48, "van Meel's parallel lrand48 on the device, one value a line"},
     {"simulate", cmd_simulate, "NVE molecular dynamics or N-body integration with energy drift"},
+    {"selftest", cmd_selftest,
+     "check the installation: gravity and LJ on every device against the reference"},
 };
 
 static void print_usage(FILE *stream)
