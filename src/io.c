@@ -1,6 +1,7 @@
 /* Particle files (text and TIPSY) and force output (SPEC "Files"). Never prints: every failure is
  * described in the caller's error buffer. */
 #include "io.h"
+#include "files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -727,15 +728,6 @@ static int write_force_lines_to(FILE *file, const void *context)
                              lines->potentials);
 }
 
-/* The mode a newly created file would get, since mkstemp always uses 0600. umask() is read by
- * setting and restoring it; the tools that call this are single-threaded. */
-static mode_t default_file_mode(void)
-{
-    mode_t mask = umask(077);
-    umask(mask);
-    return (mode_t)0666 & ~mask;
-}
-
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
                              size_t error_size)
@@ -766,55 +758,5 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
 fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
                              const void *context, char *error, size_t error_size)
 {
-    static const char suffix[] = ".tmpXXXXXX";
-    size_t temp_size = strlen(path) + sizeof suffix;
-    char *temp = malloc(temp_size);
-    if (!temp) {
-        set_error(error, error_size, "%s: out of memory", path);
-        return FK_ERR_HOST_MEMORY;
-    }
-    snprintf(temp, temp_size, "%s%s", path, suffix);
-    int fd = mkstemp(temp);
-    if (fd < 0) {
-        set_error(error, error_size, "cannot create a temporary file for %s: %s", path,
-                  strerror(errno));
-        free(temp);
-        return FK_ERR_IO;
-    }
-    const char *failed = NULL;
-    int saved = 0;
-    FILE *file = NULL;
-    if (fchmod(fd, default_file_mode()) != 0) {
-        failed = "cannot set the mode of";
-    } else if (!(file = fdopen(fd, "w"))) {
-        failed = "cannot open";
-    }
-    if (failed) {
-        saved = errno;
-        close(fd);
-    } else {
-        errno = 0;
-        if (write_body(file, context) != 0 || fflush(file) != 0 || ferror(file))
-            failed = "cannot write";
-        else if (fsync(fileno(file)) != 0)
-            failed = "cannot sync";
-        saved = errno;
-        /* fclose reports delayed write errors (NFS, full disks): check it too. */
-        if (fclose(file) != 0 && !failed) {
-            failed = "cannot close";
-            saved = errno;
-        }
-        if (!failed && rename(temp, path) != 0) {
-            failed = "cannot rename the temporary file onto";
-            saved = errno;
-        }
-    }
-    if (failed) {
-        unlink(temp);
-        set_error(error, error_size, "%s %s: %s", failed, path, strerror(saved ? saved : EIO));
-        free(temp);
-        return FK_ERR_IO;
-    }
-    free(temp);
-    return FK_OK;
+    return fk__write_file(path, write_body, context, error, error_size);
 }

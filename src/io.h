@@ -48,16 +48,17 @@ void fk_particle_set_free(fk_particle_set *set);
 fk_particles fk_particle_set_view(const fk_particle_set *set);
 
 /* Writes forces as text (SPEC: one line per particle, %.17g, potential as a last column when
- * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise the file is written to a
- * temporary name in the same directory and renamed, so no partial file is ever left. */
+ * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise as fk_io_write_atomic. */
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
                              size_t error_size);
 
-/* Writes path atomically: write_body(file, context) fills a temporary file in the same directory
- * (returning 0, or nonzero with errno set), which is synced and renamed onto path, so no partial
- * file is ever left; the new file gets the mode the umask gives. On failure the temporary file is
- * removed and error names the step that failed. */
+/* Writes path (files.h): write_body(file, context) fills the output (returning 0, or nonzero
+ * with errno set). A regular file is replaced atomically (temporary name in the same directory,
+ * synced, renamed; it keeps its mode, a new one gets the umask's); a device or FIFO is written in
+ * place; a symbolic link is written through; a read-only file or a directory is refused. On
+ * failure nothing is left behind and error names the step: FK_ERR_INVALID_ARGUMENT for a refused
+ * target (exit 2), FK_ERR_IO when writing failed (a full disk, exit 1). */
 fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
                              const void *context, char *error, size_t error_size);
 

@@ -931,10 +931,12 @@ static void test_write_forces_atomic(void **state)
     assert_int_equal(fk_io_write_forces(path, 1, 3, forces, forces, error, sizeof error), FK_OK);
     assert_int_equal(count_entries(dir), 1);
 
-    /* The target is a directory: the rename fails, the old directory and no temporary remain. */
+    /* The target is a directory: refused up front (the user's to fix: exit 2), the directory
+     * and no temporary remain. */
     snprintf(path, size, "%s/sub", dir);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_ERR_IO);
+    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+                     FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_int_equal(count_entries(dir), 2);
     assert_int_equal(count_entries(path), 0);
@@ -955,7 +957,9 @@ static void test_write_forces_missing_directory(void **state)
     snprintf(path, size, "%s/no/such/dir/out.txt", dir);
     const double forces[3] = {1, 2, 3};
     error[0] = '\0';
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_ERR_IO);
+    /* A missing directory is the user's to fix (exit 2), unlike a full disk (FK_ERR_IO, exit 1). */
+    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+                     FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_non_null(strstr(error, "No such file"));
     assert_int_equal(count_entries(dir), 0);

@@ -311,6 +311,8 @@ int cmd_tune(int argc, char **argv)
     }
     if (status != FK_OK) {
         code = cli_report_status(status, context);
+        if (status == FK_ERR_IO) /* the database could not be written: a full disk is runtime */
+            code = cli_write_exit_code(status);
         fk_context_destroy(context);
         return code;
     }
