@@ -3,6 +3,7 @@
 #define FK_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "forcekit/forcekit.h"
 
@@ -24,6 +25,18 @@ typedef struct fk_particle_set {
 } fk_particle_set;
 
 typedef enum fk_file_format { FK_FORMAT_AUTO = 0, FK_FORMAT_TEXT, FK_FORMAT_TIPSY } fk_file_format;
+
+/* Text lines longer than this are not data: "input too large" (an endless --in /dev/zero or a
+ * 20 MB line must not take all memory). */
+#define FK_IO_MAX_LINE ((size_t)1 << 20)
+/* Particles a file may hold: the kernels index them with int. */
+#define FK_IO_MAX_PARTICLES ((size_t)INT32_MAX)
+
+/* getline with a bound: the next line (newline kept, NUL-terminated, NUL bytes inside kept) into
+ * *line (grown as needed, at most FK_IO_MAX_LINE + 1 bytes). Returns its length; -1 at the end
+ * of the file or on a read error (ferror tells, errno set); -2 when the line is longer than
+ * FK_IO_MAX_LINE (errno EFBIG); -3 without memory (errno ENOMEM). */
+long fk_io_getline(char **line, size_t *capacity, FILE *file);
 
 /* The layout a kernel reads ("ga" -> FK_LAYOUT_XYZM). Returns -1 for an unknown kernel. */
 int fk_io_layout_for_kernel(const char *kernel);
