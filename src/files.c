@@ -347,6 +347,37 @@ fk_status fk__writer_open(const char *path, fk_file_writer **writer, FILE **file
     return FK_OK;
 }
 
+fk_status fk__writer_check(const char *path, char *error, size_t error_size)
+{
+    if (!path || !*path) {
+        set_error(error, error_size, "no output file name");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    plan target;
+    fk_status status = plan_output(path, &target, error, error_size);
+    if (status == FK_OK && !target.in_place) {
+        char *prefix = fk__writer_temp_prefix(target.target);
+        char *probe = prefix ? malloc(strlen(prefix) + sizeof TEMP_RANDOM) : NULL;
+        if (!probe) {
+            status = FK_ERR_HOST_MEMORY;
+            set_error(error, error_size, "%s: out of memory", path);
+        } else {
+            snprintf(probe, strlen(prefix) + sizeof TEMP_RANDOM, "%s%s", prefix, TEMP_RANDOM);
+            int fd = create_locked_temporary(probe);
+            if (fd < 0) {
+                status = fail(error, error_size, "cannot create a file beside", path, errno);
+            } else {
+                unlink(probe);
+                close(fd);
+            }
+        }
+        free(probe);
+        free(prefix);
+    }
+    free(target.target);
+    return status;
+}
+
 fk_status fk__writer_finish(fk_file_writer *writer, char *error, size_t error_size)
 {
     if (!writer)

@@ -30,6 +30,11 @@ fk_status fk__writer_commit(fk_file_writer *writer, char *error, size_t error_si
 /* Drops the output: the temporary is removed, the target untouched. NULL is fine. */
 void fk__writer_abort(fk_file_writer *writer);
 
+/* Checks up front that path could be written (the refusals above, and a temporary can be created
+ * in its directory), writing nothing: a long run learns of an unwritable checkpoint at its start,
+ * not at its first checkpoint. A device or FIFO is not opened (that could block). */
+fk_status fk__writer_check(const char *path, char *error, size_t error_size);
+
 /* The whole cycle: write_body(file, context) returns 0, or nonzero with errno set. */
 fk_status fk__write_file(const char *path, int (*write_body)(FILE *file, const void *context),
                          const void *context, char *error, size_t error_size);

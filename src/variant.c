@@ -44,9 +44,8 @@ int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local
      * one by one anyway, so nothing reads past it). */
     if (local_tiling > 0 && work_group_size > 0 && unroll_j > 0 && work_group_size % unroll_j != 0)
         return fail(reason, reason_size,
-                    "work-group size %d is not a multiple of the j-unrolling %d (unroll %dx%d "
-                    "with local tiling steps through a tile of work-group size j-particles %d at "
-                    "a time)",
-                    work_group_size, unroll_j, unroll_i, unroll_j, unroll_j);
+                    "work-group size %d is not a multiple of the j-unrolling %d (unroll %dx%d): "
+                    "with local tiling a tile of %d j-particles is taken %d at a time",
+                    work_group_size, unroll_j, unroll_i, unroll_j, work_group_size, unroll_j);
     return 1;
 }
