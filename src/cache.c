@@ -218,7 +218,8 @@ static int read_entry(int fd, const fk_cache_key *key, unsigned char **binary, s
     unsigned char digest[16];
     key_digest(key, digest);
     if (memcmp(header, entry_magic, sizeof entry_magic) != 0 ||
-        get_u32(header + 8) != FK_CACHE_FORMAT_VERSION || memcmp(header + 16, digest, 16) != 0)
+        get_u32(header + 8) != FK_CACHE_FORMAT_VERSION || get_u32(header + 12) != 0 ||
+        memcmp(header + 16, digest, 16) != 0)
         return 0;
     size_t expected_key_size = 0;
     unsigned char *expected_key = full_key(key, &expected_key_size);
