@@ -264,11 +264,15 @@ static int create_locked_temporary(char *temp)
         int fd = mkstemp(temp);
         if (fd < 0)
             return -1;
-        struct stat opened, named;
-        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &opened) == 0 && stat(temp, &named) == 0 &&
-            opened.st_ino == named.st_ino && opened.st_dev == named.st_dev)
+        /* A file system without flock (some network ones): the temporary is unlocked, which
+         * only lets a concurrent writer of the same target take it for stale. */
+        if (flock(fd, LOCK_EX) != 0)
             return fd;
-        close(fd);
+        struct stat opened, named;
+        if (fstat(fd, &opened) == 0 && stat(temp, &named) == 0 && opened.st_ino == named.st_ino &&
+            opened.st_dev == named.st_dev)
+            return fd;
+        close(fd); /* removed by a cleaner before the lock: that name is no longer ours */
     }
     errno = EAGAIN;
     return -1;

@@ -32,10 +32,9 @@ struct fk_context {
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
- * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 to FK_VARIANT_MAX_WORK_GROUP (0:
- * automatic), local tiling 1 on, -1 off, 0 automatic, and with tiling on a work-group size that
- * is a multiple of J. Returns 1, or 0 with the reason (a sentence without the subject). */
-#define FK_VARIANT_MAX_WORK_GROUP 4096
+ * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 or more (0: automatic; the device sets
+ * the upper bound), local tiling 1 on, -1 off, 0 automatic, and with tiling on a work-group size
+ * that is a multiple of J. Returns 1, or 0 with the reason. */
 int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local_tiling,
                       char *reason, size_t reason_size);
 

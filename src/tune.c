@@ -393,12 +393,12 @@ static fk_status save_resume(tuner *t)
 {
     if (!t->resume_path || !t->resume)
         return FK_OK;
-    /* Merged under the database's lock: concurrent tune runs keep each other's points. */
+    /* Merged under the resume file's lock: concurrent tune runs keep each other's points. */
     cJSON *runs = cJSON_GetObjectItemCaseSensitive(t->resume, "runs");
     char message[512];
-    fk_status status = fk__tuning_resume_save(
-        t->resume_path, t->resume_key, cJSON_GetObjectItemCaseSensitive(runs, t->resume_key),
-        message, sizeof message);
+    fk_status status = fk__tuning_resume_save(t->resume_path, t->resume_key,
+                                              cJSON_GetObjectItemCaseSensitive(runs, t->resume_key),
+                                              message, sizeof message);
     if (status == FK_ERR_HOST_MEMORY)
         return status;
     /* Only resuming is lost when the file cannot be written: not a reason to stop tuning. */

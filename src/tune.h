@@ -89,7 +89,7 @@ void fk__warn(char **warnings, const char *format, ...) FK_PRINTF(2, 3);
 int fk__write_file_atomic(const char *path, const char *text);
 
 /* Sets one run's points (a JSON array; NULL or empty removes the run) in the resume file at path,
- * keeping the other runs' as found there, under the database's lock; the file is removed when
+ * keeping the other runs' as found there, under a lock (path.lock); the file is removed when
  * no run is left. FK_OK, or a failure with message filled (resuming is then lost, not tuning). */
 struct cJSON;
 fk_status fk__tuning_resume_save(const char *path, const char *key, const struct cJSON *points,

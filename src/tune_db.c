@@ -436,7 +436,7 @@ static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const
     if (!cJSON_IsString(unroll) ||
         !parse_unroll_name(unroll->valuestring, &entry->unroll_i, &entry->unroll_j))
         return 0;
-    *reason = "work_group_size must be an integer from 1 to 4096 (FK_VARIANT_MAX_WORK_GROUP)";
+    *reason = "work_group_size must be an integer from 1 to 4096";
     if (!read_positive_integer(object, "work_group_size", 4096, 1, &group) || group < 1)
         return 0;
     *reason = "j_splits must be a non-negative integer (0: automatic)";

@@ -32,9 +32,10 @@ int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local
     if ((unroll_i || unroll_j) && (!valid_factor(unroll_i) || !valid_factor(unroll_j)))
         return fail(reason, reason_size, "unroll %dx%d: each factor must be 1, 2, 4 or 8", unroll_i,
                     unroll_j);
-    if (work_group_size < 0 || work_group_size > FK_VARIANT_MAX_WORK_GROUP)
-        return fail(reason, reason_size, "work-group size %d: expected 1 to %d (0: automatic)",
-                    work_group_size, FK_VARIANT_MAX_WORK_GROUP);
+    /* The upper bound is the device's (fk_eval_create: FK_ERR_UNSUPPORTED beyond it). */
+    if (work_group_size < 0)
+        return fail(reason, reason_size, "work-group size %d: expected 1 or more (0: automatic)",
+                    work_group_size);
     /* Undocumented values (7 read as "on") would make a typo mean something. */
     if (local_tiling < -1 || local_tiling > 1)
         return fail(reason, reason_size,
