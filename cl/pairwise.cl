@@ -119,10 +119,12 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
                     FK_INTERACT_ALL(jb, tile_start + jj + v);
                 }
             }
+#if WG_SIZE % UNROLL_J
             for (; jj < WG_SIZE; ++jj) {
                 const fk_jbody jb = tile[jj];
                 FK_INTERACT_ALL(jb, tile_start + jj);
             }
+#endif
         } else {
             int jj = 0;
             for (; jj + UNROLL_J <= count; jj += UNROLL_J) {

@@ -665,17 +665,23 @@ wait "$reader_pid"
 expect_values "forces --out a FIFO: the reader got the forces" "$R/from-fifo.txt" "1 0 0/-0.25 0 0"
 if [ -p "$R/fifo" ]; then pass "the FIFO is still a FIFO"; else fail "the FIFO is still a FIFO"; fi
 
-# 4. A read-only output file is refused like cp refuses it (exit 2), as a normal user; root may
-# write it (as with cp) but the mode stays.
+# 4. A read-only output file is refused like cp refuses it (exit 2), as a normal user (as root:
+# run as nobody through setpriv, when nobody can run forcekit here).
 printf 'old\n' >"$R/readonly.txt"
 chmod 444 "$R/readonly.txt"
 as_user=""
 if [ "$(id -u)" -ne 0 ]; then
     as_user=" "
-elif command -v setpriv >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$FK" 2>/dev/null; then
+elif command -v setpriv >/dev/null 2>&1; then
+    # nobody needs to reach the binary, the kernels and the input, and a POCL cache of its own.
+    chmod 755 "$WORK"
     chmod 777 "$R"
+    mkdir -m 777 "$R/pocl-nobody"
     chown 65534 "$R/readonly.txt"
-    as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    if env POCL_CACHE_DIR="$R/pocl-nobody" FORCEKIT_CACHE_DIR=off setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$FK" forces --kernel ga --in "$WORK/two.txt" >/dev/null 2>&1; then
+        as_user="env POCL_CACHE_DIR=$R/pocl-nobody setpriv --reuid=65534 --regid=65534 --clear-groups"
+    fi
 fi
 if [ -n "$as_user" ]; then
     # shellcheck disable=SC2086
@@ -686,10 +692,11 @@ if [ -n "$as_user" ]; then
     else
         fail "the read-only file is untouched"
     fi
-    chmod 755 "$R"
 else
-    skip "read-only output as a normal user (root, and setpriv cannot run the binary as nobody)"
+    skip "read-only output as a normal user (root, and setpriv cannot run forcekit as nobody here)"
 fi
+chmod 755 "$R"
+rm -rf "$R/pocl-nobody"
 printf 'old\n' >"$R/mode.txt"
 chmod 640 "$R/mode.txt"
 expect_exit "forces --out an existing file exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/mode.txt"
