@@ -108,14 +108,23 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
         barrier(CLK_LOCAL_MEM_FENCE);
         const int count = min(WG_SIZE, j_end - tile_start);
         if (count == WG_SIZE) {
-            /* Full tile: a compile-time trip count the compiler can unroll further. */
-            for (int jj = 0; jj < WG_SIZE; jj += UNROLL_J) {
+            /* Full tile: a compile-time trip count the compiler can unroll further. The host
+             * makes WG_SIZE a multiple of UNROLL_J (src/variant.c); should it not be, the last
+             * WG_SIZE % UNROLL_J go one by one rather than past the tile. */
+            int jj = 0;
+            for (; jj + UNROLL_J <= WG_SIZE; jj += UNROLL_J) {
                 _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
                 {
                     const fk_jbody jb = tile[jj + v];
                     FK_INTERACT_ALL(jb, tile_start + jj + v);
                 }
             }
+#if WG_SIZE % UNROLL_J
+            for (; jj < WG_SIZE; ++jj) {
+                const fk_jbody jb = tile[jj];
+                FK_INTERACT_ALL(jb, tile_start + jj);
+            }
+#endif
         } else {
             int jj = 0;
             for (; jj + UNROLL_J <= count; jj += UNROLL_J) {

@@ -3,7 +3,8 @@
 # Sourced or run by scripts/test.sh and scripts/demo.sh. Needs root or sudo only when something is missing.
 set -euo pipefail
 packages=(cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-          libcmocka-dev libcjson-dev libxxhash-dev python3)
+          libcmocka-dev libcjson-dev libxxhash-dev python3
+          clang-14 libclang-rt-14-dev) # the libFuzzer harnesses (tests/fuzz)
 missing=()
 for package in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

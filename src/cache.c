@@ -2,6 +2,8 @@
  * and every write problem is a -1 that leaves nothing behind: the cache only ever saves time. */
 #include "cache.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,10 @@
 
 #define ENTRY_SUFFIX ".fkbin"
 #define TEMP_SUFFIX ".tmpXXXXXX"
-#define HEADER_SIZE 40 /* magic 8, version 4, reserved 4, payload size 8, payload hash 16 */
+/* magic 8, version 4, reserved 4, key 16, full key size 8, payload size 8, hash 16 (over the full
+ * key and the payload) */
+#define HEADER_SIZE 64
+#define MAX_KEY_BYTES ((size_t)64 << 20)
 
 static const unsigned char entry_magic[8] = {'F', 'K', 'C', 'A', 'C', 'H', 'E', '\0'};
 
@@ -81,8 +86,10 @@ void fk_cache_key_compute(const fk_cache_key_parts *parts, fk_cache_key *key)
     if (!key)
         return;
     static const fk_cache_key_parts no_parts;
+    key->has_parts = parts != NULL;
     if (!parts)
         parts = &no_parts;
+    key->parts = *parts;
 
     XXH3_state_t state;
     XXH3_INITSTATE(&state);
@@ -127,40 +134,117 @@ char *fk_cache_entry_path(const char *dir, const fk_cache_key *key)
     return path;
 }
 
-static void payload_hash(const unsigned char *payload, size_t size, unsigned char out[16])
+/* The full key, serialised as it is hashed (a presence byte and a length before every part). */
+static unsigned char *full_key(const fk_cache_key *key, size_t *size)
 {
+    static const fk_cache_key_parts no_parts;
+    const fk_cache_key_parts *parts = key->has_parts ? &key->parts : &no_parts;
+    const char *texts[6] = {parts->source,      parts->options,        parts->platform_version,
+                            parts->device_name, parts->device_version, parts->driver_version};
+    size_t lengths[6];
+    size_t total = 4;
+    for (int k = 0; k < 6; ++k) {
+        lengths[k] = !texts[k] ? 0 : k == 0 ? parts->source_length : strlen(texts[k]);
+        if (lengths[k] > MAX_KEY_BYTES)
+            return NULL;
+        total += 9 + lengths[k];
+    }
+    unsigned char *bytes = malloc(total);
+    if (!bytes)
+        return NULL;
+    put_u32(bytes, FK_CACHE_FORMAT_VERSION);
+    size_t at = 4;
+    for (int k = 0; k < 6; ++k) {
+        bytes[at] = texts[k] ? 1 : 0;
+        put_u64(bytes + at + 1, (uint64_t)lengths[k]);
+        at += 9;
+        if (lengths[k])
+            memcpy(bytes + at, texts[k], lengths[k]);
+        at += lengths[k];
+    }
+    *size = total;
+    return bytes;
+}
+
+static void key_digest(const fk_cache_key *key, unsigned char out[16])
+{
+    for (int i = 0; i < 16; ++i) {
+        int high = key->hex[2 * i], low = key->hex[2 * i + 1];
+        high = high <= '9' ? high - '0' : high - 'a' + 10;
+        low = low <= '9' ? low - '0' : low - 'a' + 10;
+        out[i] = (unsigned char)(high << 4 | low);
+    }
+}
+
+static void entry_hash(const unsigned char *key_bytes, size_t key_size,
+                       const unsigned char *payload, size_t size, unsigned char out[16])
+{
+    XXH3_state_t state;
+    XXH3_INITSTATE(&state);
+    XXH3_128bits_reset(&state);
+    XXH3_128bits_update(&state, key_bytes, key_size);
+    XXH3_128bits_update(&state, payload, size);
     XXH128_canonical_t canonical;
-    XXH128_canonicalFromHash(&canonical, XXH3_128bits(payload, size));
+    XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state));
     memcpy(out, canonical.digest, 16);
 }
 
-/* Reads and checks one entry; 1 with the payload on success. The file size must match the header
- * exactly: a short or padded file is a damaged entry. */
-static int read_entry(FILE *file, unsigned char **binary, size_t *size)
+/* read() until count bytes or the end; 1 when all came. */
+static int read_exactly(int fd, unsigned char *out, size_t count)
+{
+    size_t used = 0;
+    while (used < count) {
+        ssize_t got = read(fd, out + used, count - used);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return 0;
+        used += (size_t)got;
+    }
+    return 1;
+}
+
+/* Reads and checks one entry; 1 with the payload on success. Every size in the header is checked
+ * against the file's size before anything is allocated: the file size must match exactly, as a
+ * short or padded file is a damaged entry. */
+static int read_entry(int fd, const fk_cache_key *key, unsigned char **binary, size_t *size)
 {
     struct stat st;
-    if (fstat(fileno(file), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HEADER_SIZE)
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HEADER_SIZE)
         return 0;
     unsigned char header[HEADER_SIZE];
-    if (fread(header, 1, HEADER_SIZE, file) != HEADER_SIZE)
+    if (!read_exactly(fd, header, HEADER_SIZE))
         return 0;
+    unsigned char digest[16];
+    key_digest(key, digest);
     if (memcmp(header, entry_magic, sizeof entry_magic) != 0 ||
-        get_u32(header + 8) != FK_CACHE_FORMAT_VERSION)
+        get_u32(header + 8) != FK_CACHE_FORMAT_VERSION || get_u32(header + 12) != 0 ||
+        memcmp(header + 16, digest, 16) != 0)
         return 0;
-    uint64_t payload_size = get_u64(header + 16);
-    if (payload_size == 0 || payload_size > SIZE_MAX ||
-        payload_size != (uint64_t)st.st_size - HEADER_SIZE)
+    size_t expected_key_size = 0;
+    unsigned char *expected_key = full_key(key, &expected_key_size);
+    if (!expected_key)
         return 0;
-    unsigned char *payload = malloc((size_t)payload_size);
-    if (!payload)
-        return 0;
-    if (fread(payload, 1, (size_t)payload_size, file) != (size_t)payload_size) {
-        free(payload);
+    const uint64_t key_size = get_u64(header + 32), payload_size = get_u64(header + 40);
+    const uint64_t body = (uint64_t)st.st_size - HEADER_SIZE;
+    if (key_size != expected_key_size || payload_size == 0 || payload_size > FK_CACHE_MAX_PAYLOAD ||
+        key_size > body || payload_size != body - key_size) {
+        free(expected_key);
         return 0;
     }
-    unsigned char hash[16];
-    payload_hash(payload, (size_t)payload_size, hash);
-    if (memcmp(hash, header + 24, 16) != 0) {
+    unsigned char *stored_key = malloc(expected_key_size);
+    unsigned char *payload = malloc((size_t)payload_size);
+    int hit = stored_key && payload && read_exactly(fd, stored_key, expected_key_size) &&
+              memcmp(stored_key, expected_key, expected_key_size) == 0 &&
+              read_exactly(fd, payload, (size_t)payload_size);
+    if (hit) {
+        unsigned char hash[16];
+        entry_hash(stored_key, expected_key_size, payload, (size_t)payload_size, hash);
+        hit = memcmp(hash, header + 48, 16) == 0;
+    }
+    free(expected_key);
+    free(stored_key);
+    if (!hit) {
         free(payload);
         return 0;
     }
@@ -180,28 +264,41 @@ int fk_cache_load(const char *dir, const fk_cache_key *key, unsigned char **bina
     char *path = fk_cache_entry_path(dir, key);
     if (!path)
         return 0;
-    FILE *file = fopen(path, "rb");
+    /* O_NONBLOCK: a FIFO named like an entry must not block the open; fstat then rejects it. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     free(path);
-    if (!file)
+    if (fd < 0)
         return 0;
-    int hit = read_entry(file, binary, size);
-    fclose(file);
+    int hit = read_entry(fd, key, binary, size);
+    close(fd);
     return hit;
 }
 
-/* Writes header and payload and forces them to disk; 0 on success. Closes the file either way. */
-static int write_entry(FILE *file, const unsigned char *binary, size_t size)
+/* Writes header, full key and payload and forces them to disk; 0 on success. Closes the file
+ * either way. */
+static int write_entry(FILE *file, const fk_cache_key *key, const unsigned char *binary,
+                       size_t size)
 {
+    size_t key_size = 0;
+    unsigned char *key_bytes = full_key(key, &key_size);
+    if (!key_bytes) {
+        fclose(file);
+        return -1;
+    }
     unsigned char header[HEADER_SIZE];
     memcpy(header, entry_magic, sizeof entry_magic);
     put_u32(header + 8, FK_CACHE_FORMAT_VERSION);
     put_u32(header + 12, 0);
-    put_u64(header + 16, (uint64_t)size);
-    payload_hash(binary, size, header + 24);
+    key_digest(key, header + 16);
+    put_u64(header + 32, (uint64_t)key_size);
+    put_u64(header + 40, (uint64_t)size);
+    entry_hash(key_bytes, key_size, binary, size, header + 48);
 
     /* fsync before rename: otherwise a crash can leave the new name pointing at empty blocks. */
     int ok = fwrite(header, 1, HEADER_SIZE, file) == HEADER_SIZE &&
+             fwrite(key_bytes, 1, key_size, file) == key_size &&
              fwrite(binary, 1, size, file) == size && fflush(file) == 0 && fsync(fileno(file)) == 0;
+    free(key_bytes);
     if (fclose(file) != 0)
         ok = 0;
     return ok ? 0 : -1;
@@ -211,7 +308,7 @@ int fk_cache_store(const char *dir, const fk_cache_key *key, const unsigned char
                    size_t size)
 {
     /* An empty entry would only ever load as a miss, so it is not worth a file. */
-    if (!binary || size == 0)
+    if (!binary || size == 0 || size > FK_CACHE_MAX_PAYLOAD)
         return -1;
     char *path = fk_cache_entry_path(dir, key);
     if (!path)
@@ -232,7 +329,7 @@ int fk_cache_store(const char *dir, const fk_cache_key *key, const unsigned char
         FILE *file = fdopen(fd, "wb");
         if (!file)
             close(fd);
-        if (file && write_entry(file, binary, size) == 0 && rename(temp_path, path) == 0)
+        if (file && write_entry(file, key, binary, size) == 0 && rename(temp_path, path) == 0)
             status = 0;
         else
             unlink(temp_path);

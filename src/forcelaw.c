@@ -101,6 +101,13 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
         out->cutoff = default_lj_cutoff;
     out->shifted = out->cutoff > 0;
     out->coulomb = in->coulomb != 0 ? in->coulomb : 1.0;
+    /* The device computes in float: like the pair table, the constant must fit (1e300 gave
+     * inf and nan forces). */
+    if (fabs(out->coulomb) > FLT_MAX) {
+        say(message, message_size, "the Coulomb constant %g is out of float range (|k| <= %g)",
+            out->coulomb, (double)FLT_MAX);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
     switch (kernel->law) {
     case FK_LAW_LJC_CONSTANT:
     case FK_LAW_LJC_LINEAR:

@@ -31,6 +31,13 @@ struct fk_context {
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
 };
 
+/* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
+ * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 or more (0: automatic; the device sets
+ * the upper bound), local tiling 1 on, -1 off, 0 automatic, and with tiling on a work-group size
+ * that is a multiple of J. Returns 1, or 0 with the reason. */
+int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local_tiling,
+                      char *reason, size_t reason_size);
+
 /* Records the detail of a failure and returns status (so callers can `return fk__fail(...)`). */
 fk_status fk__fail(fk_context *context, fk_status status, const char *format, ...) FK_PRINTF(3, 4);
 /* Appends more detail (a build log) to the last error. */

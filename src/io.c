@@ -1,6 +1,7 @@
 /* Particle files (text and TIPSY) and force output (SPEC "Files"). Never prints: every failure is
  * described in the caller's error buffer. */
 #include "io.h"
+#include "files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,44 @@ static int mul_size(size_t a, size_t b, size_t *result)
         return 0;
     *result = a * b;
     return 1;
+}
+
+long fk_io_getline(char **line, size_t *capacity, FILE *file)
+{
+    size_t used = 0;
+    int c = EOF;
+    for (;;) {
+        if (used + 1 >= *capacity) {
+            if (*capacity > FK_IO_MAX_LINE) {
+                errno = EFBIG;
+                return -2;
+            }
+            size_t grown = *capacity ? 2 * *capacity : 256;
+            if (grown > FK_IO_MAX_LINE + 2)
+                grown = FK_IO_MAX_LINE + 2;
+            char *bigger = realloc(*line, grown);
+            if (!bigger) {
+                errno = ENOMEM;
+                return -3;
+            }
+            *line = bigger;
+            *capacity = grown;
+        }
+        c = getc(file);
+        if (c == EOF)
+            break;
+        (*line)[used++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    (*line)[used] = '\0';
+    if (used == 0 && c == EOF)
+        return -1;
+    if (used > FK_IO_MAX_LINE) {
+        errno = EFBIG;
+        return -2;
+    }
+    return (long)used;
 }
 
 static int layout_valid(fk_layout layout)
@@ -338,11 +377,18 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
     fk_status status = FK_OK;
     for (;;) {
         errno = 0;
-        ssize_t got = getline(&line, &line_capacity, file);
+        long got = fk_io_getline(&line, &line_capacity, file);
+        if (got == -2) {
+            set_error(error, error_size,
+                      "%s:%zu: input too large: a line longer than %zu bytes is not particle data",
+                      path, line_number + 1, FK_IO_MAX_LINE);
+            status = FK_ERR_PARSE;
+            break;
+        }
         if (got < 0) {
-            if (ferror(file) || errno == ENOMEM) {
+            if (ferror(file) || got == -3) {
                 int saved = errno;
-                if (saved == ENOMEM) {
+                if (got == -3) {
                     set_error(error, error_size, "%s:%zu: out of memory reading a line", path,
                               line_number + 1);
                     status = FK_ERR_HOST_MEMORY;
@@ -370,6 +416,12 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
         if (!text_rows_reserve(&rows, columns)) {
             set_error(error, error_size, "%s:%zu: out of memory", path, line_number);
             status = FK_ERR_HOST_MEMORY;
+            break;
+        }
+        if (rows.count >= FK_IO_MAX_PARTICLES) {
+            set_error(error, error_size, "%s:%zu: input too large: more than %zu particles", path,
+                      line_number, FK_IO_MAX_PARTICLES);
+            status = FK_ERR_PARSE;
             break;
         }
         int empty = 0;
@@ -464,60 +516,99 @@ static int header_consistent(const tipsy_header *header)
     return sum == header->nbodies;
 }
 
-/* Reads a whole file into memory; FK_ERR_IO / FK_ERR_HOST_MEMORY with a message on failure. */
-static fk_status read_whole_file(const char *path, unsigned char **data, size_t *size, char *error,
-                                 size_t error_size)
+/* The bytes a TIPSY file with this header has (the padded header), or 0 when the header is
+ * inconsistent in both byte orders. */
+static uint64_t tipsy_expected_size(const unsigned char *bytes, size_t size)
+{
+    if (size < TIPSY_HEADER_UNPADDED)
+        return 0;
+    for (int swap = 0; swap < 2; ++swap) {
+        tipsy_header header;
+        decode_header(bytes, swap, &header);
+        if (header_consistent(&header))
+            return TIPSY_HEADER_PADDED + (uint64_t)header.nsph * TIPSY_GAS_BYTES +
+                   (uint64_t)header.ndark * TIPSY_DARK_BYTES +
+                   (uint64_t)header.nstar * TIPSY_STAR_BYTES;
+    }
+    return 0;
+}
+
+/* Reads a TIPSY file into memory, never more than its header accounts for plus one byte (to see
+ * trailing bytes): the header's sizes are checked against a regular file's size before anything
+ * large is allocated, and a device or pipe (--in /dev/zero) is read only that far. A file whose
+ * header is inconsistent is read no further than the header. FK_ERR_IO / FK_ERR_HOST_MEMORY with
+ * a message on failure; the caller checks the size against the header. */
+static fk_status read_tipsy_bytes(const char *path, unsigned char **data, size_t *size, char *error,
+                                  size_t error_size)
 {
     *data = NULL;
     *size = 0;
+    size_t file_size = 0;
     FILE *file = fopen(path, "rb");
     if (!file) {
         set_error(error, error_size, "cannot open %s: %s", path, strerror(errno));
         return FK_ERR_IO;
     }
+    unsigned char header[TIPSY_HEADER_PADDED];
+    size_t used = fread(header, 1, sizeof header, file);
+    uint64_t limit = tipsy_expected_size(header, used);
     struct stat info;
-    size_t capacity = 65536;
-    if (fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) && info.st_size >= 0 &&
-        (uintmax_t)info.st_size < SIZE_MAX)
-        capacity = (size_t)info.st_size + 1; /* + 1 so EOF is seen without a regrow */
-    unsigned char *buffer = malloc(capacity);
-    if (!buffer) {
-        fclose(file);
-        set_error(error, error_size, "%s: out of memory reading %zu bytes", path, capacity);
-        return FK_ERR_HOST_MEMORY;
-    }
-    size_t used = 0;
-    for (;;) {
+    if (limit > 0 && fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) &&
+        (uint64_t)info.st_size != limit && (uint64_t)info.st_size + 4 != limit)
+        limit = 0; /* the sizes disagree: the header is all the caller needs for its message */
+    if (limit > 0)
+        limit += 1;
+    if (limit > SIZE_MAX / 2)
+        limit = 0;
+    size_t capacity = used;
+    unsigned char *buffer = malloc(capacity ? capacity : 1);
+    if (buffer)
+        memcpy(buffer, header, used);
+    while (buffer && used < limit) {
         if (used == capacity) {
-            size_t grown;
-            unsigned char *bigger = NULL;
-            if (mul_size(capacity, 2, &grown))
-                bigger = realloc(buffer, grown);
+            /* Grown as bytes arrive, never beyond what the header accounts for. */
+            size_t grown = capacity < 65536 ? 65536 : 2 * capacity;
+            if (grown > limit)
+                grown = (size_t)limit;
+            unsigned char *bigger = realloc(buffer, grown);
             if (!bigger) {
                 free(buffer);
-                fclose(file);
-                set_error(error, error_size, "%s: out of memory reading the file", path);
-                return FK_ERR_HOST_MEMORY;
+                buffer = NULL;
+                break;
             }
             buffer = bigger;
             capacity = grown;
         }
         size_t got = fread(buffer + used, 1, capacity - used, file);
         used += got;
-        if (got == 0 || used < capacity) {
-            if (ferror(file)) {
-                int saved = errno;
-                free(buffer);
-                fclose(file);
-                set_error(error, error_size, "cannot read %s: %s", path,
-                          strerror(saved ? saved : EIO));
-                return FK_ERR_IO;
-            }
-            if (feof(file))
-                break;
-        }
+        if (got == 0)
+            break;
     }
+    if (!buffer) {
+        fclose(file);
+        set_error(error, error_size, "%s: out of memory reading the file", path);
+        return FK_ERR_HOST_MEMORY;
+    }
+    if (ferror(file)) {
+        int saved = errno;
+        free(buffer);
+        fclose(file);
+        set_error(error, error_size, "cannot read %s: %s", path, strerror(saved ? saved : EIO));
+        return FK_ERR_IO;
+    }
+    /* A regular file whose size disagrees with its header was read no further than the header:
+     * its real size goes to the caller's message, and the records are never decoded. */
+    file_size = used;
+    if (used <= sizeof header && fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) &&
+        (uint64_t)info.st_size > used && (uint64_t)info.st_size <= SIZE_MAX)
+        file_size = (size_t)info.st_size;
     fclose(file);
+    if (file_size != used && file_size >= TIPSY_HEADER_UNPADDED) {
+        /* Pad the buffer's view: only the header (read) is ever decoded from such a file. */
+        *data = buffer;
+        *size = file_size;
+        return FK_OK;
+    }
     *data = buffer;
     *size = used;
     return FK_OK;
@@ -578,7 +669,7 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
     }
     unsigned char *data;
     size_t size;
-    fk_status status = read_whole_file(path, &data, &size, error, error_size);
+    fk_status status = read_tipsy_bytes(path, &data, &size, error, error_size);
     if (status != FK_OK)
         return status;
 
@@ -727,15 +818,6 @@ static int write_force_lines_to(FILE *file, const void *context)
                              lines->potentials);
 }
 
-/* The mode a newly created file would get, since mkstemp always uses 0600. umask() is read by
- * setting and restoring it; the tools that call this are single-threaded. */
-static mode_t default_file_mode(void)
-{
-    mode_t mask = umask(077);
-    umask(mask);
-    return (mode_t)0666 & ~mask;
-}
-
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
                              size_t error_size)
@@ -766,55 +848,5 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
 fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
                              const void *context, char *error, size_t error_size)
 {
-    static const char suffix[] = ".tmpXXXXXX";
-    size_t temp_size = strlen(path) + sizeof suffix;
-    char *temp = malloc(temp_size);
-    if (!temp) {
-        set_error(error, error_size, "%s: out of memory", path);
-        return FK_ERR_HOST_MEMORY;
-    }
-    snprintf(temp, temp_size, "%s%s", path, suffix);
-    int fd = mkstemp(temp);
-    if (fd < 0) {
-        set_error(error, error_size, "cannot create a temporary file for %s: %s", path,
-                  strerror(errno));
-        free(temp);
-        return FK_ERR_IO;
-    }
-    const char *failed = NULL;
-    int saved = 0;
-    FILE *file = NULL;
-    if (fchmod(fd, default_file_mode()) != 0) {
-        failed = "cannot set the mode of";
-    } else if (!(file = fdopen(fd, "w"))) {
-        failed = "cannot open";
-    }
-    if (failed) {
-        saved = errno;
-        close(fd);
-    } else {
-        errno = 0;
-        if (write_body(file, context) != 0 || fflush(file) != 0 || ferror(file))
-            failed = "cannot write";
-        else if (fsync(fileno(file)) != 0)
-            failed = "cannot sync";
-        saved = errno;
-        /* fclose reports delayed write errors (NFS, full disks): check it too. */
-        if (fclose(file) != 0 && !failed) {
-            failed = "cannot close";
-            saved = errno;
-        }
-        if (!failed && rename(temp, path) != 0) {
-            failed = "cannot rename the temporary file onto";
-            saved = errno;
-        }
-    }
-    if (failed) {
-        unlink(temp);
-        set_error(error, error_size, "%s %s: %s", failed, path, strerror(saved ? saved : EIO));
-        free(temp);
-        return FK_ERR_IO;
-    }
-    free(temp);
-    return FK_OK;
+    return fk__write_file(path, write_body, context, error, error_size);
 }

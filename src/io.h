@@ -3,6 +3,7 @@
 #define FK_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "forcekit/forcekit.h"
 
@@ -24,6 +25,18 @@ typedef struct fk_particle_set {
 } fk_particle_set;
 
 typedef enum fk_file_format { FK_FORMAT_AUTO = 0, FK_FORMAT_TEXT, FK_FORMAT_TIPSY } fk_file_format;
+
+/* Text lines longer than this are not data: "input too large" (an endless --in /dev/zero or a
+ * 20 MB line must not take all memory). */
+#define FK_IO_MAX_LINE ((size_t)1 << 20)
+/* Particles a file may hold: the kernels index them with int. */
+#define FK_IO_MAX_PARTICLES ((size_t)INT32_MAX)
+
+/* getline with a bound: the next line (newline kept, NUL-terminated, NUL bytes inside kept) into
+ * *line (grown as needed, at most FK_IO_MAX_LINE + 1 bytes). Returns its length; -1 at the end
+ * of the file or on a read error (ferror tells, errno set); -2 when the line is longer than
+ * FK_IO_MAX_LINE (errno EFBIG); -3 without memory (errno ENOMEM). */
+long fk_io_getline(char **line, size_t *capacity, FILE *file);
 
 /* The layout a kernel reads ("ga" -> FK_LAYOUT_XYZM). Returns -1 for an unknown kernel. */
 int fk_io_layout_for_kernel(const char *kernel);
@@ -48,16 +61,17 @@ void fk_particle_set_free(fk_particle_set *set);
 fk_particles fk_particle_set_view(const fk_particle_set *set);
 
 /* Writes forces as text (SPEC: one line per particle, %.17g, potential as a last column when
- * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise the file is written to a
- * temporary name in the same directory and renamed, so no partial file is ever left. */
+ * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise as fk_io_write_atomic. */
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
                              size_t error_size);
 
-/* Writes path atomically: write_body(file, context) fills a temporary file in the same directory
- * (returning 0, or nonzero with errno set), which is synced and renamed onto path, so no partial
- * file is ever left; the new file gets the mode the umask gives. On failure the temporary file is
- * removed and error names the step that failed. */
+/* Writes path (files.h): write_body(file, context) fills the output (returning 0, or nonzero
+ * with errno set). A regular file is replaced atomically (temporary name in the same directory,
+ * synced, renamed; it keeps its mode, a new one gets the umask's); a device or FIFO is written in
+ * place; a symbolic link is written through; a read-only file or a directory is refused. On
+ * failure nothing is left behind and error names the step: FK_ERR_INVALID_ARGUMENT for a refused
+ * target (exit 2), FK_ERR_IO when writing failed (a full disk, exit 1). */
 fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
                              const void *context, char *error, size_t error_size);
 

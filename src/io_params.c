@@ -83,12 +83,18 @@ static fk_status read_lines(const char *path, line_handler handle, void *state, 
     fk_status status = FK_OK;
     for (;;) {
         errno = 0;
-        ssize_t got = getline(&line, &capacity, file);
+        long got = fk_io_getline(&line, &capacity, file);
+        if (got == -2) {
+            set_error(error, error_size, "%s:%zu: input too large: a line longer than %zu bytes",
+                      path, number + 1, FK_IO_MAX_LINE);
+            status = FK_ERR_PARSE;
+            break;
+        }
         if (got < 0) {
-            if (ferror(file) || errno == ENOMEM) {
+            if (ferror(file) || got == -3) {
                 set_error(error, error_size, "cannot read %s: %s", path,
                           strerror(errno ? errno : EIO));
-                status = errno == ENOMEM ? FK_ERR_HOST_MEMORY : FK_ERR_IO;
+                status = got == -3 ? FK_ERR_HOST_MEMORY : FK_ERR_IO;
             }
             break;
         }

@@ -213,6 +213,11 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
 
+    char variant_reason[256];
+    if (!fk__variant_check(config->unroll_i, config->unroll_j, config->work_group_size,
+                           config->local_tiling, variant_reason, sizeof variant_reason))
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "%s", variant_reason);
+
     fk_variant variant = {0};
     default_variant(&context->info, &variant);
     variant.source = FK_VARIANT_DEFAULT;
@@ -248,8 +253,11 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
                             context->info.max_work_group_size, context->info.name);
         variant.work_group_size = config->work_group_size;
     }
-    if ((size_t)variant.work_group_size > context->info.max_work_group_size)
+    if ((size_t)variant.work_group_size > context->info.max_work_group_size) {
         variant.work_group_size = (int)context->info.max_work_group_size;
+        if (variant.work_group_size > variant.unroll_j) /* whole steps of the j-unrolling */
+            variant.work_group_size -= variant.work_group_size % variant.unroll_j;
+    }
     if (config->local_tiling)
         variant.local_tiling = config->local_tiling > 0;
     if (config->j_splits < 0)
@@ -260,6 +268,9 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
     fk_status lanes_status = choose_lanes(context, config, kernel, accum, &tuned, &variant);
     if (lanes_status != FK_OK)
         return lanes_status;
+    if (!fk__variant_check(variant.unroll_i, variant.unroll_j, variant.work_group_size,
+                           variant.local_tiling ? 1 : -1, variant_reason, sizeof variant_reason))
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "%s", variant_reason);
 
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)

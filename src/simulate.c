@@ -640,12 +640,15 @@ typedef struct reader {
     char *line;
     size_t capacity;
     size_t number;
+    int too_long; /* a line beyond FK_IO_MAX_LINE: input too large */
 } reader;
 
 /* The next line without its newline; NULL at the end of the file. */
 static char *next_line(reader *r)
 {
-    ssize_t length = getline(&r->line, &r->capacity, r->file);
+    long length = fk_io_getline(&r->line, &r->capacity, r->file);
+    if (length == -2)
+        r->too_long = 1;
     if (length < 0)
         return NULL;
     r->number++;
@@ -684,6 +687,53 @@ static int parse_numbers(const char *text, double *values, size_t count)
     while (*cursor == ' ')
         ++cursor;
     return *cursor == '\0';
+}
+
+/* Room for entry index in an array whose final length is count: grown by doubling. */
+static int grow_array(void **array, size_t index, size_t count, size_t element, size_t *capacity)
+{
+    if (index < *capacity)
+        return 1;
+    size_t grown = *capacity ? 2 * *capacity : 1024;
+    if (grown > count)
+        grown = count;
+    if (grown <= index || grown > SIZE_MAX / element)
+        return 0;
+    void *bigger = realloc(*array, grown * element);
+    if (!bigger)
+        return 0;
+    *array = bigger;
+    *capacity = grown;
+    return 1;
+}
+
+static int grow_samples(fk_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
+{
+    void *samples = checkpoint->samples;
+    int ok = grow_array(&samples, index, checkpoint->sample_count, sizeof *checkpoint->samples,
+                        capacity);
+    checkpoint->samples = samples;
+    return ok;
+}
+
+static int grow_particles(fk_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
+{
+    double **arrays[] = {&checkpoint->position, &checkpoint->velocity, &checkpoint->acceleration,
+                         &checkpoint->jerk};
+    const int count = checkpoint->has_jerk ? 4 : 3;
+    if (index < *capacity)
+        return 1;
+    size_t capacities[4];
+    for (int a = 0; a < count; ++a) {
+        capacities[a] = *capacity;
+        void *array = *arrays[a];
+        int ok = grow_array(&array, index, checkpoint->n, 3 * sizeof(double), &capacities[a]);
+        *arrays[a] = array;
+        if (!ok)
+            return 0;
+    }
+    *capacity = capacities[0];
+    return 1;
 }
 
 fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint, char *error,
@@ -763,18 +813,14 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
     }
     checkpoint->sample_count = (size_t)value;
     const size_t n = checkpoint->n;
-    checkpoint->samples = calloc(checkpoint->sample_count + 1, sizeof *checkpoint->samples);
-    checkpoint->position = malloc(3 * n * sizeof(double));
-    checkpoint->velocity = malloc(3 * n * sizeof(double));
-    checkpoint->acceleration = malloc(3 * n * sizeof(double));
-    if (checkpoint->has_jerk)
-        checkpoint->jerk = malloc(3 * n * sizeof(double));
-    if (!checkpoint->samples || !checkpoint->position || !checkpoint->velocity ||
-        !checkpoint->acceleration || (checkpoint->has_jerk && !checkpoint->jerk)) {
-        problem = "out of memory";
-        goto done;
-    }
+    /* The header's counts drive no allocation before the data is there (a 71-byte file asked
+     * for 24.7 GB): the arrays grow as the lines arrive, never beyond the counts. */
+    size_t sample_capacity = 0, particle_capacity = 0;
     for (size_t s = 0; s < checkpoint->sample_count; ++s) {
+        if (!grow_samples(checkpoint, s, &sample_capacity)) {
+            problem = "out of memory";
+            goto done;
+        }
         line = next_line(&r);
         char *end = NULL;
         double energies[2];
@@ -798,6 +844,10 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
     }
     for (size_t i = 0; i < n; ++i) {
         double row[12];
+        if (!grow_particles(checkpoint, i, &particle_capacity)) {
+            problem = "out of memory";
+            goto done;
+        }
         line = next_line(&r);
         if (!line) {
             problem = "truncated: fewer particle lines than n";
@@ -826,6 +876,8 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
         goto done;
     }
 done:;
+    if (r.too_long)
+        problem = "input too large: a line longer than FK_IO_MAX_LINE (1 MiB)";
     const int read_error = ferror(r.file);
     fclose(r.file);
     free(r.line);

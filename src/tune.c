@@ -393,18 +393,16 @@ static fk_status save_resume(tuner *t)
 {
     if (!t->resume_path || !t->resume)
         return FK_OK;
+    /* Merged under the resume file's lock: concurrent tune runs keep each other's points. */
     cJSON *runs = cJSON_GetObjectItemCaseSensitive(t->resume, "runs");
-    if (cJSON_GetArraySize(runs) == 0) {
-        unlink(t->resume_path);
-        return FK_OK;
-    }
-    char *text = cJSON_PrintUnformatted(t->resume);
-    if (!text)
-        return FK_ERR_HOST_MEMORY;
-    int written = fk__write_file_atomic(t->resume_path, text);
-    cJSON_free(text);
+    char message[512];
+    fk_status status = fk__tuning_resume_save(t->resume_path, t->resume_key,
+                                              cJSON_GetObjectItemCaseSensitive(runs, t->resume_key),
+                                              message, sizeof message);
+    if (status == FK_ERR_HOST_MEMORY)
+        return status;
     /* Only resuming is lost when the file cannot be written: not a reason to stop tuning. */
-    if (written != 0)
+    if (status != FK_OK)
         fk__warn(&t->context->warnings, "cannot write the tuning resume file %s", t->resume_path);
     return FK_OK;
 }

@@ -71,9 +71,12 @@ const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *ker
                                          const char *accum, size_t n);
 
 /* Adds or replaces (same device keys, kernel, accumulator and n) entries in the database file at
- * path, written to a temporary file and renamed. extra holds one JSON object per entry with more
- * keys to store (timings, provenance); NULL for none. A corrupt file is moved aside to path.bad
- * (with a warning) rather than overwritten. Returns FK_OK or FK_ERR_IO with message filled. */
+ * path, under a lock on path.lock (concurrent tune runs keep each other's entries), written to a
+ * temporary file and renamed (files.h). extra holds one JSON object per entry with more keys to
+ * store (timings, provenance); NULL for none. A regular file that does not parse is moved aside
+ * to path.bad (path.bad.1, ... when that exists: never overwritten) with a warning; anything but
+ * a regular file is refused (FK_ERR_INVALID_ARGUMENT). Returns FK_OK or FK_ERR_IO with message
+ * filled. */
 fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
                               const char *const *extra_json, size_t count, char **warnings,
                               char *message, size_t message_size);
@@ -84,6 +87,13 @@ void fk__warn(char **warnings, const char *format, ...) FK_PRINTF(2, 3);
 /* Writes text to path through a temporary file in the same directory and a rename, creating the
  * directory; 0 on success. */
 int fk__write_file_atomic(const char *path, const char *text);
+
+/* Sets one run's points (a JSON array; NULL or empty removes the run) in the resume file at path,
+ * keeping the other runs' as found there, under a lock (path.lock); the file is removed when
+ * no run is left. FK_OK, or a failure with message filled (resuming is then lost, not tuning). */
+struct cJSON;
+fk_status fk__tuning_resume_save(const char *path, const char *key, const struct cJSON *points,
+                                 char *message, size_t message_size);
 
 /* The resume file of the tuner: the user database's path + ".resume". */
 char *fk__tuning_resume_path(const char *database_path);

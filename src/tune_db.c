@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include <cJSON.h>
 
+#include "files.h"
 #include "tune.h"
 
 #define DB_FORMAT "forcekit-tuning"
@@ -339,32 +341,24 @@ static int make_parent_directories(const char *path)
     return status;
 }
 
+static int write_text_body(FILE *file, const void *context)
+{
+    return fputs((const char *)context, file) == EOF ? -1 : 0;
+}
+
+/* Through files.h: atomic for a regular file, in place for a device, never renaming over what is
+ * not a regular file. */
+static fk_status write_text(const char *path, const char *text, char *error, size_t error_size)
+{
+    return fk__write_file(path, write_text_body, text, error, error_size);
+}
+
 int fk__write_file_atomic(const char *path, const char *text)
 {
     if (make_parent_directories(path) != 0)
         return -1;
-    char *temp = concatenate(path, ".tmpXXXXXX");
-    if (!temp)
-        return -1;
-    int status = -1;
-    int fd = mkstemp(temp);
-    if (fd >= 0) {
-        fchmod(fd, 0644); /* mkstemp makes it private; a database is ordinary data */
-        FILE *file = fdopen(fd, "w");
-        if (!file)
-            close(fd);
-        /* fsync before rename: a crash must leave the old database or the new one, never an empty
-         * file under the old name. */
-        int ok = file && fputs(text, file) != EOF && fflush(file) == 0 && fsync(fileno(file)) == 0;
-        if (file && fclose(file) != 0)
-            ok = 0;
-        if (ok && rename(temp, path) == 0)
-            status = 0;
-        else
-            unlink(temp);
-    }
-    free(temp);
-    return status;
+    char error[256];
+    return write_text(path, text, error, sizeof error) == FK_OK ? 0 : -1;
 }
 
 /* ---- parsing --------------------------------------------------------------------------------- */
@@ -410,8 +404,9 @@ static int read_positive_integer(const cJSON *object, const char *key, double li
     return 1;
 }
 
-/* One entry; returns 0 (and says why in reason) when it is malformed. */
-static int parse_entry(const cJSON *object, fk_tuning_entry *entry, const char **reason)
+/* One entry; returns 0 (and says why in why[why_size]) when it is malformed. */
+static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const char **reason,
+                              char *shape, size_t shape_size)
 {
     memset(entry, 0, sizeof *entry);
     *reason = "not an object";
@@ -455,7 +450,66 @@ static int parse_entry(const cJSON *object, fk_tuning_entry *entry, const char *
     entry->work_group_size = (int)group;
     entry->j_splits = (int)splits;
     entry->local_tiling = tiling ? cJSON_IsTrue(tiling) : 1;
+    /* The shape rules every variant meets (variant.c): an entry the API would refuse, such as
+     * work-group size 5 with unroll 4x4 and tiling, is ignored rather than run. */
+    if (!fk__variant_check(entry->unroll_i, entry->unroll_j, entry->work_group_size,
+                           entry->local_tiling ? 1 : -1, shape, shape_size)) {
+        *reason = shape;
+        return 0;
+    }
     return 1;
+}
+
+static int parse_entry(const cJSON *object, fk_tuning_entry *entry, char *why, size_t why_size)
+{
+    const char *reason = "";
+    char shape[256];
+    int valid = parse_entry_reason(object, entry, &reason, shape, sizeof shape);
+    if (!valid && why && why_size)
+        snprintf(why, why_size, "%s", reason);
+    return valid;
+}
+
+/* A database is small (a few hundred bytes an entry): anything larger is not one, and an endless
+ * file (FORCEKIT_TUNING_DB=/dev/zero) must not be read until memory runs out. */
+#define DB_MAX_BYTES ((size_t)64 << 20)
+
+/* Reads a regular file of at most DB_MAX_BYTES, NUL-terminated; NULL with errno (EINVAL: not a
+ * regular file, EFBIG: too large). */
+static char *read_bounded(const char *path, size_t *size)
+{
+    size_t length = 0;
+    int fd = fk__open_regular(path, &length);
+    if (fd < 0)
+        return NULL;
+    if (length > DB_MAX_BYTES) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    char *text = malloc(length + 1);
+    size_t used = 0;
+    int saved = ENOMEM;
+    while (text && used < length) {
+        ssize_t got = read(fd, text + used, length - used);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            saved = got < 0 ? errno : EIO; /* shrank while being read */
+            free(text);
+            text = NULL;
+            break;
+        }
+        used += (size_t)got;
+    }
+    close(fd);
+    if (!text) {
+        errno = saved;
+        return NULL;
+    }
+    text[used] = '\0';
+    *size = used;
+    return text;
 }
 
 /* Reads a database; *document is NULL for a missing file. Returns 0 and fills reason when the file
@@ -464,11 +518,16 @@ static int read_document(const char *path, cJSON **document, char *reason, size_
 {
     *document = NULL;
     size_t size = 0;
-    char *text = fk__read_file(path, &size);
+    char *text = read_bounded(path, &size);
     if (!text) {
         if (errno == ENOENT)
             return 1;
-        snprintf(reason, reason_size, "cannot read it: %s", strerror(errno));
+        if (errno == EINVAL)
+            snprintf(reason, reason_size, "not a regular file");
+        else if (errno == EFBIG)
+            snprintf(reason, reason_size, "input too large (over %zu MiB)", DB_MAX_BYTES >> 20);
+        else
+            snprintf(reason, reason_size, "cannot read it: %s", strerror(errno));
         return 0;
     }
     const char *error_at = NULL;
@@ -507,6 +566,52 @@ static int same_key(const fk_tuning_entry *a, const fk_tuning_entry *b)
            strcmp(a->kernel, b->kernel) == 0 && strcmp(a->accum, b->accum) == 0 && a->n == b->n;
 }
 
+/* An open-addressing set of entry indices, keyed as same_key compares. */
+typedef struct key_set {
+    size_t *slots; /* index + 1; 0 is empty */
+    size_t mask;
+} key_set;
+
+static uint64_t hash_text(uint64_t hash, const char *text)
+{
+    for (; *text; ++text)
+        hash = (hash ^ (unsigned char)*text) * 1099511628211ull; /* FNV-1a */
+    return (hash ^ 0xff) * 1099511628211ull; /* a separator, so "ab"+"c" differs from "a"+"bc" */
+}
+
+static uint64_t hash_key(const fk_tuning_entry *e)
+{
+    uint64_t hash = 14695981039346656037ull;
+    const char *parts[] = {e->type, e->vendor, e->architecture, e->device, e->kernel, e->accum};
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; ++k)
+        hash = hash_text(hash, parts[k]);
+    return (hash ^ (uint64_t)e->n) * 1099511628211ull;
+}
+
+static int key_set_init(key_set *set, size_t count)
+{
+    size_t capacity = 16;
+    while (capacity < 2 * count + 1 && capacity < ((size_t)1 << 40))
+        capacity *= 2;
+    set->slots = calloc(capacity, sizeof *set->slots);
+    set->mask = capacity - 1;
+    return set->slots != NULL;
+}
+
+/* Inserts entries[index] unless an entry with its key is there; 1 when inserted. */
+static int key_set_insert(key_set *set, const fk_tuning_entry *entries, size_t index)
+{
+    for (size_t slot = (size_t)hash_key(&entries[index]) & set->mask;;
+         slot = (slot + 1) & set->mask) {
+        if (set->slots[slot] == 0) {
+            set->slots[slot] = index + 1;
+            return 1;
+        }
+        if (same_key(&entries[set->slots[slot] - 1], &entries[index]))
+            return 0;
+    }
+}
+
 /* Appends the valid entries of one file to db; user entries replace shipped ones with the same
  * key (the user file is loaded first, so a shipped duplicate is simply skipped). */
 static fk_status load_file(fk_tuning_db *db, const char *path, fk_variant_source origin,
@@ -531,25 +636,33 @@ static fk_status load_file(fk_tuning_db *db, const char *path, fk_variant_source
         return FK_ERR_HOST_MEMORY;
     }
     db->entries = grown;
+    /* Duplicates are found through a hash set of the keys loaded so far: a linear scan per entry
+     * made 10,000 entries take 14 s at every start-up. */
+    key_set seen;
+    if (!key_set_init(&seen, db->count + count)) {
+        cJSON_Delete(document);
+        return FK_ERR_HOST_MEMORY;
+    }
+    for (size_t k = 0; k < db->count; ++k)
+        key_set_insert(&seen, db->entries, k);
     size_t index = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, entries)
     {
         fk_tuning_entry entry;
-        const char *why = NULL;
-        if (!parse_entry(item, &entry, &why)) {
+        char why[320];
+        if (!parse_entry(item, &entry, why, sizeof why)) {
             fk__warn(warnings, "tuning database %s (%s): entry %zu ignored: %s", path, which, index,
                      why);
         } else {
             entry.origin = origin;
-            int duplicate_key = 0;
-            for (size_t k = 0; k < db->count && !duplicate_key; ++k)
-                duplicate_key = same_key(&db->entries[k], &entry);
-            if (!duplicate_key)
-                db->entries[db->count++] = entry;
+            db->entries[db->count] = entry;
+            if (key_set_insert(&seen, db->entries, db->count))
+                db->count++;
         }
         ++index;
     }
+    free(seen.slots);
     cJSON_Delete(document);
     return FK_OK;
 }
@@ -673,22 +786,62 @@ static cJSON *entry_to_json(const fk_tuning_entry *e)
     return object;
 }
 
+/* Moves a database that does not parse aside, to path.bad, or path.bad.1, ... when that exists:
+ * a backup is never overwritten. link then unlink, so an existing name is never replaced. */
+static void move_aside(const char *path, const char *reason, char **warnings)
+{
+    char *aside = NULL;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        size_t size = strlen(path) + 16;
+        free(aside);
+        aside = malloc(size);
+        if (!aside)
+            break;
+        if (attempt == 0)
+            snprintf(aside, size, "%s.bad", path);
+        else
+            snprintf(aside, size, "%s.bad.%d", path, attempt);
+        if (link(path, aside) == 0) {
+            unlink(path);
+            fk__warn(warnings, "tuning database %s was not readable (%s); moved to %s", path,
+                     reason, aside);
+            free(aside);
+            return;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    free(aside);
+    fk__warn(warnings, "tuning database %s was not readable (%s); replaced", path, reason);
+}
+
 fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
                               const char *const *extra_json, size_t count, char **warnings,
                               char *message, size_t message_size)
 {
     message[0] = '\0';
+    /* Only a regular file (or none) is a database to rewrite: a directory or a device named by
+     * FORCEKIT_TUNING_DB is refused, never moved aside or replaced. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(message, message_size,
+                 "cannot write the tuning database %s: not a regular file (FORCEKIT_TUNING_DB)",
+                 path);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (make_parent_directories(path) != 0) {
+        snprintf(message, message_size, "cannot write the tuning database %s: %s", path,
+                 strerror(errno));
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    /* Read, modify and write under one lock, so that concurrent tune runs keep each other's
+     * entries. Without a lock (a read-only directory) the write below fails anyway. */
+    int lock = fk__lock_acquire(path);
     cJSON *document = NULL;
     char reason[256];
     if (!read_document(path, &document, reason, sizeof reason)) {
         /* Keep what the user had: a hand-edited file with a typo is still worth fixing by hand. */
-        char *aside = concatenate(path, ".bad");
-        if (aside && rename(path, aside) == 0)
-            fk__warn(warnings, "tuning database %s was not readable (%s); moved to %s", path,
-                     reason, aside);
-        else
-            fk__warn(warnings, "tuning database %s was not readable (%s); replaced", path, reason);
-        free(aside);
+        move_aside(path, reason, warnings);
         document = NULL;
     }
     if (!document) {
@@ -702,8 +855,7 @@ fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
         /* Replace an entry with the same key; entries this forcekit cannot read are kept. */
         for (int index = cJSON_GetArraySize(list) - 1; index >= 0; --index) {
             fk_tuning_entry old;
-            const char *why;
-            if (parse_entry(cJSON_GetArrayItem(list, index), &old, &why) &&
+            if (parse_entry(cJSON_GetArrayItem(list, index), &old, NULL, 0) &&
                 same_key(&old, &entries[k]))
                 cJSON_DeleteItemFromArray(list, index);
         }
@@ -720,18 +872,62 @@ fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
     }
     char *text = cJSON_Print(document);
     cJSON_Delete(document);
-    if (!text)
+    if (!text) {
+        fk__lock_release(lock);
         return FK_ERR_HOST_MEMORY;
+    }
     char *with_newline = concatenate(text, "\n");
     cJSON_free(text);
-    if (!with_newline)
+    if (!with_newline) {
+        fk__lock_release(lock);
         return FK_ERR_HOST_MEMORY;
-    int written = fk__write_file_atomic(path, with_newline);
+    }
+    char error[512];
+    fk_status written = write_text(path, with_newline, error, sizeof error);
+    fk__lock_release(lock);
     free(with_newline);
-    if (written != 0) {
-        snprintf(message, message_size, "cannot write the tuning database %s: %s", path,
-                 strerror(errno));
-        return FK_ERR_IO;
+    if (written != FK_OK) {
+        snprintf(message, message_size, "cannot write the tuning database: %s", error);
+        return written == FK_ERR_HOST_MEMORY ? written : FK_ERR_IO;
     }
     return FK_OK;
+}
+
+fk_status fk__tuning_resume_save(const char *path, const char *key, const cJSON *points,
+                                 char *message, size_t message_size)
+{
+    message[0] = '\0';
+    int lock = fk__lock_acquire(path);
+    size_t size = 0;
+    char *text = read_bounded(path, &size);
+    cJSON *document = text ? cJSON_ParseWithLength(text, size) : NULL;
+    free(text);
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(document, "runs");
+    if (!cJSON_IsObject(document) || !cJSON_IsObject(runs)) {
+        /* Absent or not a resume file: start one (load_resume warned about the latter). */
+        cJSON_Delete(document);
+        document = cJSON_CreateObject();
+        cJSON_AddStringToObject(document, "format", "forcekit-tuning-resume");
+        cJSON_AddNumberToObject(document, "version", 1);
+        runs = cJSON_AddObjectToObject(document, "runs");
+    }
+    /* Only this run's points change: other runs' (concurrent tune runs) are kept as found. */
+    cJSON_DeleteItemFromObjectCaseSensitive(runs, key);
+    if (points && cJSON_GetArraySize(points) > 0)
+        cJSON_AddItemToObject(runs, key, cJSON_Duplicate(points, 1));
+    fk_status status = FK_OK;
+    if (cJSON_GetArraySize(runs) == 0) {
+        unlink(path);
+    } else {
+        char *printed = cJSON_PrintUnformatted(document);
+        if (!printed) {
+            status = FK_ERR_HOST_MEMORY;
+        } else {
+            status = write_text(path, printed, message, message_size);
+            cJSON_free(printed);
+        }
+    }
+    cJSON_Delete(document);
+    fk__lock_release(lock);
+    return status;
 }

@@ -16,7 +16,20 @@
 #include "cache.h"
 #include "test_support.h"
 
-#define HEADER_SIZE 40
+/* magic 8, version 4, reserved 4, key digest 16, full key size 8, payload size 8, hash 16; then
+ * the full key, then the payload (src/cache.c) */
+#define HEADER_SIZE 64
+#define KEY_SIZE_AT 32
+#define PAYLOAD_SIZE_AT 40
+#define HASH_AT 48
+
+static size_t stored_key_size(const unsigned char *file)
+{
+    size_t size = 0;
+    for (int i = 7; i >= 0; --i)
+        size = size << 8 | file[KEY_SIZE_AT + i];
+    return size;
+}
 
 /* ---- fixture: a temp dir per test, and the environment variables the resolver reads -------------
  */
@@ -334,16 +347,19 @@ static void test_round_trip(void **state)
     assert_memory_equal(loaded, payload, payload_size);
     free(loaded);
 
-    /* Header then payload, nothing else; the magic is at the start. */
+    /* Header, full key, payload, nothing else; the magic is at the start. */
     char *path = fk_cache_entry_path(fx->dir, &key);
     size_t file_size = 0;
     unsigned char *file = read_whole_file(path, &file_size);
-    assert_int_equal(file_size, HEADER_SIZE + payload_size);
+    const size_t key_size = stored_key_size(file);
+    /* The full key holds every part: at least the source and the options. */
+    assert_true(key_size > parts.source_length + strlen(parts.options));
+    assert_int_equal(file_size, HEADER_SIZE + key_size + payload_size);
     assert_memory_equal(file, "FKCACHE\0", 8);
     assert_int_equal(file[8], FK_CACHE_FORMAT_VERSION & 0xff);
-    assert_int_equal(file[16], payload_size & 0xff); /* little-endian size */
-    assert_int_equal(file[17], (payload_size >> 8) & 0xff);
-    assert_memory_equal(file + HEADER_SIZE, payload, payload_size);
+    assert_int_equal(file[PAYLOAD_SIZE_AT], payload_size & 0xff); /* little-endian size */
+    assert_int_equal(file[PAYLOAD_SIZE_AT + 1], (payload_size >> 8) & 0xff);
+    assert_memory_equal(file + HEADER_SIZE + key_size, payload, payload_size);
     free(file);
     free(path);
     free(payload);
@@ -432,6 +448,8 @@ typedef enum corruption {
     EMPTY_FILE,
     ZERO_SIZE,
     HUGE_SIZE,
+    HUGE_KEY_SIZE,
+    FLIP_KEY_BYTE,
 } corruption;
 
 /* Stores a valid entry, damages the file on disk, and expects a clean miss. */
@@ -448,7 +466,8 @@ static void expect_miss_after(void **state, corruption kind)
     char *path = fk_cache_entry_path(fx->dir, &key);
     size_t size = 0;
     unsigned char *data = read_whole_file(path, &size);
-    assert_int_equal(size, HEADER_SIZE + payload_size);
+    const size_t key_size = stored_key_size(data);
+    assert_int_equal(size, HEADER_SIZE + key_size + payload_size);
     unsigned char *grown = NULL;
     switch (kind) {
     case TRUNCATE_HEADER:
@@ -458,10 +477,13 @@ static void expect_miss_after(void **state, corruption kind)
         size -= 1;
         break;
     case FLIP_PAYLOAD_BYTE:
-        data[HEADER_SIZE + payload_size / 2] ^= 0x01;
+        data[HEADER_SIZE + key_size + payload_size / 2] ^= 0x01;
+        break;
+    case FLIP_KEY_BYTE: /* the stored full key no longer equals the one asked for */
+        data[HEADER_SIZE + key_size / 2] ^= 0x01;
         break;
     case FLIP_HASH_BYTE:
-        data[24 + 7] ^= 0x80;
+        data[HASH_AT + 7] ^= 0x80;
         break;
     case WRONG_MAGIC:
         data[0] = 'X';
@@ -480,11 +502,14 @@ static void expect_miss_after(void **state, corruption kind)
         size = 0;
         break;
     case ZERO_SIZE: /* a well-formed header that claims no payload */
-        memset(data + 16, 0, 8);
-        size = HEADER_SIZE;
+        memset(data + PAYLOAD_SIZE_AT, 0, 8);
+        size = HEADER_SIZE + key_size;
         break;
     case HUGE_SIZE: /* must not be trusted for an allocation */
-        memset(data + 16, 0xff, 8);
+        memset(data + PAYLOAD_SIZE_AT, 0xff, 8);
+        break;
+    case HUGE_KEY_SIZE:
+        memset(data + KEY_SIZE_AT, 0xff, 8);
         break;
     }
     assert_int_equal(fk_test_write_file(path, data, size), 0);
@@ -554,6 +579,74 @@ static void test_corrupt_zero_size(void **state)
 static void test_corrupt_huge_size(void **state)
 {
     expect_miss_after(state, HUGE_SIZE);
+}
+
+static void test_corrupt_huge_key_size(void **state)
+{
+    expect_miss_after(state, HUGE_KEY_SIZE);
+}
+
+static void test_corrupt_flipped_key_byte(void **state)
+{
+    expect_miss_after(state, FLIP_KEY_BYTE);
+}
+
+/* Issue #13: an intact entry of another key (copied or renamed into place) is a miss, and so is
+ * one whose header claims this key's name (a hash collision, or a re-labelled entry of a build
+ * with another eps) but holds another full key: only the full key decides. */
+static void test_entry_of_another_key(void **state)
+{
+    fixture *fx = *state;
+    fk_cache_key_parts mine = base_parts(), theirs = base_parts();
+    theirs.options = "-D FORCE=gravity -D UNROLL_I=8"; /* same length, other build */
+    fk_cache_key my_key = key_of(&mine), their_key = key_of(&theirs);
+    const unsigned char payload[] = "another build's binary";
+    assert_int_equal(fk_cache_store(fx->dir, &their_key, payload, sizeof payload), 0);
+    char *their_path = fk_cache_entry_path(fx->dir, &their_key);
+    char *my_path = fk_cache_entry_path(fx->dir, &my_key);
+    size_t size = 0;
+    unsigned char *data = read_whole_file(their_path, &size);
+
+    /* Copied as it is: the digest in the header names the other key. */
+    assert_int_equal(fk_test_write_file(my_path, data, size), 0);
+    unsigned char *loaded = NULL;
+    size_t loaded_size = 0;
+    assert_int_equal(fk_cache_load(fx->dir, &my_key, &loaded, &loaded_size), 0);
+    assert_null(loaded);
+
+    /* Re-labelled with this key's digest, sizes and hash intact: the full key differs. */
+    for (int i = 0; i < 16; ++i) {
+        unsigned int byte = 0;
+        assert_int_equal(sscanf(my_key.hex + 2 * i, "%2x", &byte), 1);
+        data[16 + i] = (unsigned char)byte;
+    }
+    assert_int_equal(fk_test_write_file(my_path, data, size), 0);
+    assert_int_equal(fk_cache_load(fx->dir, &my_key, &loaded, &loaded_size), 0);
+    assert_null(loaded);
+    /* The other key still hits its own entry. */
+    assert_int_equal(fk_cache_load(fx->dir, &their_key, &loaded, &loaded_size), 1);
+    assert_int_equal(loaded_size, sizeof payload);
+    free(loaded);
+    free(data);
+    free(their_path);
+    free(my_path);
+}
+
+/* A FIFO named like an entry blocked fopen forever: now a miss at once. */
+static void test_fifo_at_entry_path(void **state)
+{
+    fixture *fx = *state;
+    fk_cache_key_parts parts = base_parts();
+    fk_cache_key key = key_of(&parts);
+    char *path = fk_cache_entry_path(fx->dir, &key);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(20); /* a regression hangs: let SIGALRM end the test as a failure */
+    unsigned char *loaded = NULL;
+    size_t loaded_size = 0;
+    assert_int_equal(fk_cache_load(fx->dir, &key, &loaded, &loaded_size), 0);
+    alarm(0);
+    assert_null(loaded);
+    free(path);
 }
 
 static void test_directory_at_entry_path(void **state)
@@ -821,6 +914,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_empty_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_zero_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_huge_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_huge_key_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_flipped_key_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_of_another_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_at_entry_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_directory_at_entry_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_nonexistent_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_under_regular_file, setup, teardown),

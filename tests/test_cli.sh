@@ -501,7 +501,9 @@ expect_exit "simulate --restart of a missing file exits 2" 2 $SIM --steps 40 --r
 head -n 40 "$WORK/half.ckpt" >"$WORK/truncated.ckpt"
 expect_exit "simulate --restart of a truncated checkpoint exits 2" 2 $SIM --steps 40 --restart "$WORK/truncated.ckpt"
 expect_stderr "a truncated checkpoint is named" "truncated.ckpt:"
-expect_exit "simulate --checkpoint into a missing directory exits 1" 1 $SIM --steps 2 --checkpoint "$WORK/no/such/dir.ckpt"
+# Checked before the first step (issue #13): a missing directory is the user's to fix.
+expect_exit "simulate --checkpoint into a missing directory exits 2 at once" 2 $SIM --steps 100000 --checkpoint "$WORK/no/such/dir.ckpt"
+expect_stderr "simulate --checkpoint into a missing directory says so" "No such file or directory"
 expect_exit "simulate gaj (Hermite) on a Plummer sphere exits 0" 0 "$FK" simulate --kernel gaj --n 64 --steps 20 --json
 expect_json "simulate gaj runs Hermite, conserves energy, tried the pair loops" "$WORK/out" \
     'd["integrator"] == "hermite" and d["system"] == "plummer" and d["relative_energy_drift"] < 1e-4 and d["eps"] == 0.01 and d["algorithm_trials"][0]["algorithm"] == "all-pairs"'
@@ -625,6 +627,154 @@ expect_exit "generate into a missing directory exits 2" 2 "$FK" generate --model
 expect_stderr "generate into a missing directory names it" "nonexistent"
 if [ -e "$G/bad.txt" ]; then fail "failed generates leave no file"; else pass "failed generates leave no file"; fi
 no_temporary_files "generate leaves no temporary files" "$G"
+
+# ---- reliability (issue #13): outputs, inputs, variants -----------------------------------------
+R="$WORK/reliability"
+mkdir -p "$R"
+# 1. Device nodes and FIFOs are written in place, never replaced. As root, on copies of /dev/null
+# and /dev/full made with mknod here (the real ones are never put at risk); as a normal user the
+# real ones, which such a user cannot replace anyway.
+if [ "$(id -u)" -eq 0 ] && mknod "$R/null" c 1 3 2>/dev/null && mknod "$R/full" c 1 7 2>/dev/null; then
+    NULL_NODE="$R/null"
+    FULL_NODE="$R/full"
+else
+    [ "$(id -u)" -eq 0 ] && skip "mknod copies of /dev/null and /dev/full (mknod failed); using the real ones"
+    NULL_NODE=/dev/null
+    FULL_NODE=/dev/full
+fi
+expect_exit "forces --out a null device exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$NULL_NODE"
+if [ -c "$NULL_NODE" ]; then pass "the null device is still a device"; else fail "the null device is still a device"; fi
+expect_exit "forces --out a full device exits 1" 1 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$FULL_NODE"
+expect_stderr "forces --out a full device says no space" "No space left on device"
+if [ -c "$FULL_NODE" ]; then pass "the full device is still a device"; else fail "the full device is still a device"; fi
+expect_exit "generate --out a full device exits 1" 1 "$FK" generate --model plummer --n 10 --out "$FULL_NODE"
+expect_stderr "generate --out a full device says no space" "No space left on device"
+if [ -c "$FULL_NODE" ]; then pass "generate left the full device a device"; else fail "generate left the full device a device"; fi
+if [ "$FULL_NODE" = "$R/full" ]; then
+    # A periodic checkpoint that fails warns and the run goes on; the final one fails: exit 1.
+    expect_exit "simulate --checkpoint on a full device exits 1" 1 $SIM --steps 4 --checkpoint-every 2 --checkpoint "$FULL_NODE"
+    expect_stderr "simulate warns about a failed periodic checkpoint and goes on" "checkpoint at step 2 not written; continuing"
+    if [ -c "$FULL_NODE" ]; then pass "simulate left the full device a device"; else fail "simulate left the full device a device"; fi
+fi
+no_temporary_files "writing to devices leaves no temporary" "$R"
+mkfifo "$R/fifo"
+cat "$R/fifo" >"$R/from-fifo.txt" &
+reader_pid=$!
+expect_exit "forces --out a FIFO exits 0" 0 timeout 120 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/fifo"
+wait "$reader_pid"
+expect_values "forces --out a FIFO: the reader got the forces" "$R/from-fifo.txt" "1 0 0/-0.25 0 0"
+if [ -p "$R/fifo" ]; then pass "the FIFO is still a FIFO"; else fail "the FIFO is still a FIFO"; fi
+
+# 4. A read-only output file is refused like cp refuses it (exit 2), as a normal user (as root:
+# run as nobody through setpriv, when nobody can run forcekit here).
+printf 'old\n' >"$R/readonly.txt"
+chmod 444 "$R/readonly.txt"
+as_user=""
+if [ "$(id -u)" -ne 0 ]; then
+    as_user=" "
+elif command -v setpriv >/dev/null 2>&1; then
+    # nobody needs to reach the binary, the kernels and the input, and a POCL cache of its own.
+    chmod 755 "$WORK"
+    chmod 777 "$R"
+    mkdir -m 777 "$R/pocl-nobody"
+    chown 65534 "$R/readonly.txt"
+    if env POCL_CACHE_DIR="$R/pocl-nobody" FORCEKIT_CACHE_DIR=off setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$FK" forces --kernel ga --in "$WORK/two.txt" >/dev/null 2>&1; then
+        as_user="env POCL_CACHE_DIR=$R/pocl-nobody setpriv --reuid=65534 --regid=65534 --clear-groups"
+    fi
+fi
+if [ -n "$as_user" ]; then
+    # shellcheck disable=SC2086
+    expect_exit "forces --out a read-only file exits 2" 2 env FORCEKIT_CACHE_DIR=off $as_user "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/readonly.txt"
+    expect_stderr "forces --out a read-only file says permission denied" "Permission denied"
+    if [ "$(cat "$R/readonly.txt")" = old ] && [ "$(stat -c %a "$R/readonly.txt")" = 444 ]; then
+        pass "the read-only file is untouched"
+    else
+        fail "the read-only file is untouched"
+    fi
+else
+    skip "read-only output as a normal user (root, and setpriv cannot run forcekit as nobody here)"
+fi
+chmod 755 "$R"
+rm -rf "$R/pocl-nobody"
+printf 'old\n' >"$R/mode.txt"
+chmod 640 "$R/mode.txt"
+expect_exit "forces --out an existing file exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/mode.txt"
+if [ "$(stat -c %a "$R/mode.txt")" = 640 ]; then pass "an overwritten file keeps its mode"; else fail "an overwritten file keeps its mode ($(stat -c %a "$R/mode.txt"))"; fi
+printf 'old\n' >"$R/target.txt"
+ln -s target.txt "$R/link.txt"
+expect_exit "forces --out a symbolic link exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/link.txt"
+if [ -L "$R/link.txt" ]; then pass "the link is still a link"; else fail "the link is still a link"; fi
+expect_values "forces --out a link writes through it" "$R/target.txt" "1 0 0/-0.25 0 0"
+
+# 9. Output names of 246 to 255 bytes (the temporary name used to exceed NAME_MAX).
+long_name=$(printf 'f%.0s' $(seq 1 250))
+expect_exit "forces --out a 250-byte name exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/$long_name"
+expect_values "the 250-byte name holds the forces" "$R/$long_name" "1 0 0/-0.25 0 0"
+rm -f "$R/$long_name"
+# 9. Stale temporaries of the same target (a writer killed by SIGKILL) are cleaned; others kept.
+printf 'partial' >"$R/kept.txt.tmpAbC123"
+printf 'partial' >"$R/other.txt.tmpAbC123"
+expect_exit "forces over a stale temporary exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$R/kept.txt"
+if [ ! -e "$R/kept.txt.tmpAbC123" ] && [ -e "$R/other.txt.tmpAbC123" ]; then
+    pass "the stale temporary of the same target is removed, another target's kept"
+else
+    fail "the stale temporary of the same target is removed, another target's kept"
+fi
+rm -f "$R/other.txt.tmpAbC123"
+
+# 7. Endless or huge inputs: input too large, exit 2, at once.
+expect_exit "forces --in /dev/zero (text) exits 2" 2 timeout 60 "$FK" forces --kernel ga --in /dev/zero
+expect_stderr "forces --in /dev/zero says input too large" "input too large"
+expect_exit "forces --in /dev/zero (TIPSY) exits 2" 2 timeout 60 "$FK" forces --kernel ga --in /dev/zero --format tipsy
+expect_exit "forces with FORCEKIT_TUNING_DB=/dev/zero exits 0" 0 timeout 60 env FORCEKIT_TUNING_DB=/dev/zero "$FK" forces --kernel ga --in "$WORK/two.txt"
+expect_stderr "FORCEKIT_TUNING_DB=/dev/zero is ignored with a warning" "not a regular file"
+
+# 9. --coulomb out of float range; all-zero masses in accuracy.
+printf '0 0 0 1 0\n1 0 0 -1 0\n' >"$R/ljc2.txt"
+expect_exit "forces --coulomb 1e300 exits 2" 2 "$FK" forces --kernel ljc_constant --in "$R/ljc2.txt" --coulomb 1e300
+expect_stderr "forces --coulomb 1e300 says float range" "out of float range"
+printf '0 0 0 1 0\n0.001 0 0 1 0\n' >"$R/ljc-close.txt"
+expect_exit "forces whose float arithmetic overflows exits 1" 1 "$FK" forces --kernel ljc_constant --in "$R/ljc-close.txt" --coulomb 3e38 --out "$R/overflow.txt"
+if [ -e "$R/overflow.txt" ]; then fail "non-finite forces are not written"; else pass "non-finite forces are not written"; fi
+printf '0 0 0 0\n1 0 0 0\n2 0 0 0\n' >"$R/massless.txt"
+expect_exit "accuracy on all-zero masses exits 2" 2 timeout 60 "$FK" accuracy --kernel ga --in "$R/massless.txt"
+expect_stderr "accuracy on all-zero masses says why" "every mass is zero"
+
+# 2. A variant that would read past the tile: refused by bench, ignored in a database.
+expect_exit "bench --wg 5 --unroll 4x4 --tiling on exits 2" 2 "$FK" bench --kernel ga --n 64 --wg 5 --unroll 4x4 --lanes off --tiling on
+expect_stderr "bench --wg 5 --unroll 4x4 names the rule" "not a multiple of the j-unrolling"
+expect_exit "bench --wg 5 --unroll 4x4 (automatic tiling) exits 2" 2 "$FK" bench --kernel ga --n 64 --wg 5 --unroll 4x4 --lanes off
+cat >"$R/wg5.json" <<'JSON'
+{"format": "forcekit-tuning", "version": 1, "entries": [
+ {"kernel": "ga", "accum": "float", "n": 1024, "unroll": "4x4", "work_group_size": 5, "local_tiling": true}]}
+JSON
+expect_exit "forces with a wg-5 4x4 database entry exits 0" 0 env FORCEKIT_TUNING_DB="$R/wg5.json" FORCEKIT_SHIPPED_TUNING_DB=off "$FK" forces --kernel ga --in "$WORK/two.txt"
+expect_stderr "the wg-5 4x4 entry is ignored with a warning" "entry 0 ignored: work-group size 5 is not a multiple"
+expect_values "the wg-5 4x4 entry did not run: right forces" "$WORK/out" "1 0 0/-0.25 0 0"
+
+# 5. tune moves aside only a regular file that does not parse, never over an older backup, and
+# refuses a directory.
+mkdir "$R/db-dir"
+expect_exit "tune with FORCEKIT_TUNING_DB naming a directory exits 2" 2 env FORCEKIT_TUNING_DB="$R/db-dir" "$FK" tune --kernel ga --n 256 --budget 1
+if [ -d "$R/db-dir" ] && [ ! -e "$R/db-dir.bad" ]; then pass "the directory is left where it was"; else fail "the directory is left where it was"; fi
+printf 'older backup\n' >"$R/db.json.bad"
+printf '{ not json\n' >"$R/db.json"
+expect_exit "tune over a corrupt database exits 0" 0 env FORCEKIT_TUNING_DB="$R/db.json" "$FK" tune --kernel ga --n 256 --budget 1
+if [ "$(cat "$R/db.json.bad")" = "older backup" ] && grep -q 'not json' "$R/db.json.bad.1"; then
+    pass "the older backup is kept, the corrupt database goes to .bad.1"
+else
+    fail "the older backup is kept, the corrupt database goes to .bad.1"
+fi
+
+# 6. Concurrent tune runs on one database keep every entry.
+for bucket in 1024 4096 16384; do
+    env FORCEKIT_TUNING_DB="$R/shared.json" "$FK" tune --kernel ga --n "$bucket" --budget 1 >/dev/null 2>"$R/tune-$bucket.err" &
+done
+wait
+expect_json "concurrent tune runs keep every entry" "$R/shared.json" \
+    'sorted(e["n"] for e in d["entries"]) == [1024, 4096, 16384]'
+no_temporary_files "the reliability cases leave no temporary" "$R"
 
 # ---- installation problems -----------------------------------------------------------------------
 expect_exit "missing kernel directory exits 1" 1 env FORCEKIT_KERNEL_DIR=/nonexistent "$FK" forces --kernel ga --in "$WORK/two.txt"

@@ -931,10 +931,12 @@ static void test_write_forces_atomic(void **state)
     assert_int_equal(fk_io_write_forces(path, 1, 3, forces, forces, error, sizeof error), FK_OK);
     assert_int_equal(count_entries(dir), 1);
 
-    /* The target is a directory: the rename fails, the old directory and no temporary remain. */
+    /* The target is a directory: refused up front (the user's to fix: exit 2), the directory
+     * and no temporary remain. */
     snprintf(path, size, "%s/sub", dir);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_ERR_IO);
+    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+                     FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_int_equal(count_entries(dir), 2);
     assert_int_equal(count_entries(path), 0);
@@ -955,13 +957,76 @@ static void test_write_forces_missing_directory(void **state)
     snprintf(path, size, "%s/no/such/dir/out.txt", dir);
     const double forces[3] = {1, 2, 3};
     error[0] = '\0';
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_ERR_IO);
+    /* A missing directory is the user's to fix (exit 2), unlike a full disk (FK_ERR_IO, exit 1). */
+    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+                     FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_non_null(strstr(error, "No such file"));
     assert_int_equal(count_entries(dir), 0);
     fk_test_remove_tree(dir);
     free(path);
     free(dir);
+}
+
+/* Issue #13: endless or huge inputs are "input too large" (exit 2), never read until memory runs
+ * out: a 2 MB line, --in /dev/zero as text and as TIPSY, a TIPSY header claiming more than the
+ * file holds, and a long line in the pair and exclusion files. */
+static void test_input_too_large(void **state)
+{
+    (void)state;
+    fk_particle_set set;
+    const size_t long_length = 2u << 20;
+    char *long_line = malloc(long_length + 16);
+    assert_non_null(long_line);
+    memset(long_line, ' ', long_length);
+    memcpy(long_line + long_length, "1 2 3 4\n", 9);
+    char *path = write_temp("long_line.txt", long_line, strlen(long_line));
+    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "input too large"));
+    assert_non_null(strstr(error, "long_line.txt:1"));
+    assert_null(set.position);
+    free(path);
+
+    /* a line just under the bound is still data */
+    memcpy(long_line + FK_IO_MAX_LINE - 20, "1 2 3 4\n", 9);
+    path = write_temp("almost_long.txt", long_line, strlen(long_line));
+    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    assert_int_equal(set.count, 1);
+    fk_particle_set_free(&set);
+    free(path);
+
+    assert_int_equal(fk_io_read_text("/dev/zero", FK_LAYOUT_XYZM, &set, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "input too large"));
+    assert_int_equal(fk_io_read_tipsy("/dev/zero", FK_LAYOUT_XYZM, &set, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "not a TIPSY file"));
+
+    /* A consistent header claiming 2^31 - 1 dark particles in a 64-byte file. */
+    unsigned char header[64] = {0};
+    const int32_t fields[5] = {INT32_MAX, 3, 0, INT32_MAX, 0};
+    memcpy(header + 8, fields, sizeof fields);
+    path = write_temp("huge.bin", header, sizeof header);
+    assert_int_equal(fk_io_read_tipsy(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "truncated TIPSY file"));
+    assert_non_null(strstr(error, "found 64"));
+    free(path);
+
+    memset(long_line, ' ', long_length); /* the long line again */
+    path = write_temp("long.params", long_line, strlen(long_line));
+    fk_pair_table_set table;
+    assert_int_equal(
+        fk_io_read_pair_table(path, 2, "a b epsilon sigma", 1, &table, error, sizeof error),
+        FK_ERR_PARSE);
+    assert_non_null(strstr(error, "input too large"));
+    size_t *pairs = NULL, count = 0;
+    assert_int_equal(fk_io_read_exclusions(path, 0, &pairs, &count, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "input too large"));
+    free(path);
+    free(long_line);
 }
 
 int main(void)
@@ -994,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_write_forces_stdout),
         cmocka_unit_test(test_write_forces_atomic),
         cmocka_unit_test(test_write_forces_missing_directory),
+        cmocka_unit_test(test_input_too_large),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -423,10 +423,29 @@ static void test_bad_checkpoints(void **state)
     assert_int_equal(fk_test_write_file(bad, text, length), 0);
     assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_OK);
     fk_sim_checkpoint_free(&checkpoint);
-    /* an unwritable place fails cleanly */
+    /* an unwritable place fails cleanly (a missing directory: the user's to fix, exit 2) */
     assert_int_equal(fk_sim_checkpoint_write("/nonexistent-dir/x.checkpoint", sim, NULL, 0, &sample,
                                              1, error, sizeof error),
-                     FK_ERR_IO);
+                     FK_ERR_INVALID_ARGUMENT);
+    /* Issue #13: a header's counts drive no allocation before the data is read (a 71-byte file
+     * asked for 24.7 GB; ASan stops at such a request). */
+    char huge[160];
+    snprintf(huge, sizeof huge,
+             "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 4294967296\n",
+             FK_SIM_CHECKPOINT_VERSION);
+    assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
+    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_non_null(strstr(error, "truncated"));
+    snprintf(huge, sizeof huge,
+             "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 0\nparticles\n",
+             FK_SIM_CHECKPOINT_VERSION);
+    assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
+    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_non_null(strstr(error, "fewer particle lines"));
+    /* an endless line (a checkpoint path naming /dev/zero) is input too large */
+    assert_int_equal(fk_sim_checkpoint_read("/dev/zero", &checkpoint, error, sizeof error),
+                     FK_ERR_PARSE);
+    assert_non_null(strstr(error, "input too large"));
     free(edited);
     free(bad);
     free(missing);

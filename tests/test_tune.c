@@ -14,12 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "forcekit/forcekit.h"
 #include "test_support.h"
 #include "tune.h"
+
+#include <cJSON.h>
 
 static char *work_dir;
 
@@ -699,6 +704,224 @@ static void test_tiny_budget(void **state)
     free(database);
 }
 
+/* ---- issue #13: variant rules, database files, concurrency ----------------------------------- */
+
+static fk_tuning_entry entry_with_n(size_t n)
+{
+    fk_tuning_entry entry = {.type = "gpu",
+                             .vendor = "NVIDIA",
+                             .architecture = "SM9.0",
+                             .device = "NVIDIA H200",
+                             .kernel = "ga",
+                             .accum = "float",
+                             .n = n,
+                             .unroll_i = 4,
+                             .unroll_j = 8,
+                             .work_group_size = 256,
+                             .local_tiling = 1};
+    return entry;
+}
+
+/* The one place (src/variant.c) and the three sites that ask it: the API, the database (the CLI's
+ * bench options are covered by test_cli.sh). */
+static void test_variant_rules(void **state)
+{
+    (void)state;
+    char reason[256];
+    assert_int_equal(fk__variant_check(0, 0, 0, 0, reason, sizeof reason), 1);
+    assert_int_equal(fk__variant_check(4, 4, 8, 1, reason, sizeof reason), 1);
+    assert_int_equal(fk__variant_check(4, 4, 5, -1, reason, sizeof reason), 1); /* no tile */
+    assert_int_equal(fk__variant_check(4, 4, 5, 0, reason, sizeof reason), 1);  /* decided later */
+    assert_int_equal(fk__variant_check(4, 4, 5, 1, reason, sizeof reason), 0);
+    assert_non_null(strstr(reason, "not a multiple of the j-unrolling 4"));
+    assert_int_equal(fk__variant_check(3, 4, 0, 0, reason, sizeof reason), 0);
+    assert_int_equal(fk__variant_check(4, 0, 0, 0, reason, sizeof reason), 0);
+    assert_int_equal(fk__variant_check(0, 0, 5000, 0, reason, sizeof reason), 1); /* device's */
+    assert_int_equal(fk__variant_check(0, 0, -1, 0, reason, sizeof reason), 0);
+    assert_int_equal(fk__variant_check(0, 0, 0, 7, reason, sizeof reason), 0);
+    assert_non_null(strstr(reason, "local tiling 7"));
+
+    fk_context *context = context_with_databases(NULL, NULL);
+    fk_eval *eval = NULL;
+    /* The audit's reproducer: unroll 4x4, work-group size 5 returned FK_OK with garbage forces. */
+    fk_eval_config bad = {.kernel = "ga", .unroll_i = 4, .unroll_j = 4, .work_group_size = 5};
+    assert_int_equal(fk_eval_create(context, &bad, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_null(eval);
+    assert_non_null(strstr(fk_context_last_error(context), "not a multiple"));
+    fk_eval_config seven = {.kernel = "ga", .local_tiling = 7};
+    assert_int_equal(fk_eval_create(context, &seven, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(context), "local tiling 7"));
+    /* The same shape without a tile is a valid variant, and so is 4x4 with 8. */
+    fk_eval_config untiled = {
+        .kernel = "ga", .unroll_i = 4, .unroll_j = 4, .work_group_size = 5, .local_tiling = -1};
+    assert_int_equal(fk_eval_create(context, &untiled, &eval), FK_OK);
+    fk_eval_destroy(eval);
+    eval = NULL;
+
+    /* A database entry with that shape is ignored with a warning; the built-in default runs. */
+    char *user = path_in_work("wg5.json");
+    write_entry_for(context, user, 1024, "4x4", 5, "true", 0);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    assert_non_null(strstr(fk_context_warnings(context), "entry 0 ignored: work-group size 5"));
+    fk_eval_config automatic = {.kernel = "ga", .expected_count = 1000};
+    assert_int_equal(fk_eval_create(context, &automatic, &eval), FK_OK);
+    fk_variant variant;
+    assert_int_equal(fk_eval_get_variant(eval, &variant), FK_OK);
+    assert_int_not_equal(variant.source, FK_VARIANT_USER_DB);
+    assert_int_equal(variant.work_group_size % variant.unroll_j, 0);
+    fk_eval_destroy(eval);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(user);
+}
+
+/* Only a regular file that does not parse is moved aside, never over an older backup; anything
+ * else named as the database is refused and left alone. */
+static void test_store_keeps_what_is_not_ours(void **state)
+{
+    (void)state;
+    char message[512];
+    char *warnings = NULL;
+    fk_tuning_entry entry = entry_with_n(4096);
+    char *directory = path_in_work("db-directory");
+    assert_int_equal(mkdir(directory, 0755), 0);
+    assert_int_equal(
+        fk__tuning_db_store(directory, &entry, NULL, 1, &warnings, message, sizeof message),
+        FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(message, "not a regular file"));
+    struct stat st;
+    assert_int_equal(stat(directory, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    char *directory_bad = path_in_work("db-directory.bad");
+    assert_int_equal(stat(directory_bad, &st), -1);
+
+    char *db = path_in_work("chain.json"), *bad = path_in_work("chain.json.bad"),
+         *bad1 = path_in_work("chain.json.bad.1");
+    write_text(bad, "an older backup");
+    write_text(db, "{ broken");
+    assert_int_equal(fk__tuning_db_store(db, &entry, NULL, 1, &warnings, message, sizeof message),
+                     FK_OK);
+    assert_non_null(strstr(warnings, "chain.json.bad.1"));
+    FILE *file = fopen(bad, "r");
+    assert_non_null(file);
+    char text[64] = "";
+    assert_non_null(fgets(text, sizeof text, file));
+    fclose(file);
+    assert_string_equal(text, "an older backup");
+    assert_int_equal(stat(bad1, &st), 0);
+    free(warnings);
+    free(directory);
+    free(directory_bad);
+    free(db);
+    free(bad);
+    free(bad1);
+}
+
+/* The audit: 4 processes x 50 stores kept 52 of 200 entries. Under the lock all are kept; the
+ * resume file keeps every process's run too. */
+static void test_concurrent_stores(void **state)
+{
+    (void)state;
+    char *db = path_in_work("concurrent.json"), *resume = path_in_work("concurrent.json.resume");
+    enum { PROCESSES = 4, STORES = 50 };
+    pid_t children[PROCESSES];
+    for (int p = 0; p < PROCESSES; ++p) {
+        children[p] = fork();
+        assert_true(children[p] >= 0);
+        if (children[p] == 0) {
+            for (int k = 0; k < STORES; ++k) {
+                fk_tuning_entry entry = entry_with_n((size_t)(1 + p * STORES + k));
+                char *warnings = NULL, message[512];
+                if (fk__tuning_db_store(db, &entry, NULL, 1, &warnings, message, sizeof message) !=
+                    FK_OK)
+                    _exit(1);
+                free(warnings);
+                char key[32];
+                snprintf(key, sizeof key, "run-%d", p);
+                cJSON *points = cJSON_CreateArray();
+                for (int point = 0; point <= k; ++point)
+                    cJSON_AddItemToArray(points, cJSON_CreateNumber(point));
+                if (fk__tuning_resume_save(resume, key, points, message, sizeof message) != FK_OK)
+                    _exit(2);
+                cJSON_Delete(points);
+            }
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < PROCESSES; ++p) {
+        int status = 0;
+        assert_int_equal(waitpid(children[p], &status, 0), children[p]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *loaded = NULL;
+    char *warnings = NULL;
+    assert_int_equal(fk__tuning_db_load(&id, db, NULL, &loaded, &warnings), FK_OK);
+    assert_null(warnings);
+    assert_int_equal(loaded->count, PROCESSES * STORES);
+    fk__tuning_db_free(loaded);
+
+    size_t size = 0;
+    char *text = fk__read_file(resume, &size);
+    assert_non_null(text);
+    cJSON *document = cJSON_Parse(text);
+    free(text);
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(document, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), PROCESSES);
+    for (int p = 0; p < PROCESSES; ++p) {
+        char key[32];
+        snprintf(key, sizeof key, "run-%d", p);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(runs, key)), STORES);
+    }
+    cJSON_Delete(document);
+    free(db);
+    free(resume);
+}
+
+/* A large database with duplicate keys: each key once, the first (user) one kept. Loading was
+ * quadratic (10,000 entries 14 s); the time is printed, not asserted. */
+static void test_large_database(void **state)
+{
+    (void)state;
+    enum { ENTRIES = 20000, DUPLICATES = 1000 };
+    char *path = path_in_work("large.json");
+    FILE *file = fopen(path, "w");
+    assert_non_null(file);
+    fputs("{\"format\": \"forcekit-tuning\", \"version\": 1, \"entries\": [\n", file);
+    for (int k = 0; k < ENTRIES + DUPLICATES; ++k) {
+        /* the duplicates repeat the first keys with another unroll */
+        int n = k < ENTRIES ? k + 1 : k - ENTRIES + 1;
+        fprintf(file,
+                "%s{\"type\": \"gpu\", \"vendor\": \"NVIDIA\", \"architecture\": \"SM9.0\", "
+                "\"device\": \"NVIDIA H200\", \"kernel\": \"ga\", \"accum\": \"float\", \"n\": "
+                "%d, \"unroll\": \"%s\", \"work_group_size\": 64}\n",
+                k ? "," : "", n, k < ENTRIES ? "4x8" : "1x1");
+    }
+    fputs("]}\n", file);
+    fclose(file);
+    const fk_tuning_identity id = h200();
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    assert_int_equal(fk__tuning_db_load(&id, path, NULL, &db, &warnings), FK_OK);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    print_message("loaded %d entries (%d duplicates) in %.3f s\n", ENTRIES + DUPLICATES, DUPLICATES,
+                  (double)(end.tv_sec - start.tv_sec) +
+                      1e-9 * (double)(end.tv_nsec - start.tv_nsec));
+    assert_null(warnings);
+    assert_int_equal(db->count, ENTRIES);
+    for (size_t k = 0; k < db->count; ++k)
+        if (db->entries[k].unroll_i != 4 || db->entries[k].n != k + 1)
+            fail_msg("entry %zu: n %zu unroll %dx%d", k, db->entries[k].n, db->entries[k].unroll_i,
+                     db->entries[k].unroll_j);
+    fk__tuning_db_free(db);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -713,6 +936,10 @@ int main(void)
         cmocka_unit_test(test_wrong_variant_rejected),
         cmocka_unit_test(test_resume_after_interruption),
         cmocka_unit_test(test_tiny_budget),
+        cmocka_unit_test(test_variant_rules),
+        cmocka_unit_test(test_store_keeps_what_is_not_ours),
+        cmocka_unit_test(test_concurrent_stores),
+        cmocka_unit_test(test_large_database),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

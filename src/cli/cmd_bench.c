@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common.h"
 #include "generate.h"
+#include "internal.h" /* fk__variant_check: the one place for the variant rules */
 #include "io.h"
 #include "physics.h"
 
@@ -303,6 +304,14 @@ static int prepare(bench_run *run, bench_options *options)
     else if (options->lanes && strcmp(options->lanes, "auto") != 0)
         return cli_usage_error("bench", "--lanes '%s': expected auto, off, 8 or 16",
                                options->lanes);
+    /* The variant rules (src/variant.c) before any device work: --wg 5 with --unroll 4x4 and
+     * tiling is refused here as the library would refuse it. */
+    for (size_t v = 0; v < run->requested_count; ++v) {
+        char reason[256];
+        if (!fk__variant_check(run->requested[v][0], run->requested[v][1],
+                               (int)options->work_group_size, tiling, reason, sizeof reason))
+            return cli_usage_error("bench", "%s", reason);
+    }
     const int gravity = cli_kernel_is_gravity(run->kernel->name);
     run->base = (fk_eval_config){.kernel = run->kernel->name,
                                  .accum = run->accum->name,

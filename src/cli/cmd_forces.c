@@ -213,6 +213,19 @@ int cmd_forces(int argc, char **argv)
         return code;
     }
 
+    /* Float overflow inside the pair terms (an extreme --coulomb or pair table) shows up only
+     * here: such forces are never written as a success. */
+    for (size_t k = 0; k < count * kernel->force_components; ++k)
+        if (!isfinite(run.forces[k]) ||
+            (run.potentials && k < count && !isfinite(run.potentials[k]))) {
+            cli_error("forces",
+                      "the evaluation gave non-finite forces (particle %zu): the inputs overflow "
+                      "single precision (check --coulomb, the pair parameters and the positions)",
+                      k / kernel->force_components);
+            forces_run_free(&run);
+            return CLI_EXIT_RUNTIME;
+        }
+
     fk_variant variant = {0};
     fk_eval_get_variant(run.eval, &variant);
     if (options.reproducible)
@@ -228,7 +241,7 @@ int cmd_forces(int argc, char **argv)
                                 run.potentials, message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
-        code = cli_exit_code(status);
+        code = cli_write_exit_code(status);
     } else if (options.json) {
         print_json_summary(&options, &run, &variant, seconds, &code);
     }

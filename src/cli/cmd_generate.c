@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "files.h"
 #include "generate.h"
 #include "systems.h"
 
@@ -77,7 +78,7 @@ static int kernel_fits(const struct model_info *info, const char *kernel)
 
 /* One output file: what to write, then its temporary name until renamed. */
 typedef struct output_file {
-    char *path, *temp;
+    char *path;
     int (*write)(FILE *file, const void *data, const char *header);
     const void *data;
     char header[1024];
@@ -124,69 +125,41 @@ static char *concat(const char *a, const char *b)
     return text;
 }
 
-/* Writes every file to a temporary name, then renames them, the first (the particles) last.
- * Returns an exit code: 2 when a file cannot be created (a missing or unwritable directory, as
- * `forces --out`), 1 when writing fails after that (a full disk). Nothing is left behind. */
+/* Writes every file (files.h: a temporary name for a regular file, in place for a device), then
+ * commits them, the first (the particles) last. Returns an exit code: 2 when a target is refused
+ * (a missing or unwritable directory, a read-only file, as `forces --out`), 1 when writing fails
+ * (a full disk). Nothing is left behind. */
 static int write_outputs(output_file *files, size_t count)
 {
-    mode_t mask = umask(0);
-    umask(mask);
-    int code = CLI_EXIT_OK;
-    for (size_t k = 0; k < count && code == CLI_EXIT_OK; k++) {
-        output_file *f = &files[k];
-        f->temp = concat(f->path, ".tmpXXXXXX");
-        if (!f->temp)
-            return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
-        int fd = mkstemp(f->temp);
-        if (fd < 0) {
-            cli_error("generate", "cannot create a temporary file for %s: %s", f->path,
-                      strerror(errno));
-            free(f->temp);
-            f->temp = NULL;
-            code = CLI_EXIT_USAGE;
+    fk_file_writer *writers[8] = {NULL};
+    char error[1024] = "";
+    fk_status status = FK_OK;
+    if (count > sizeof writers / sizeof writers[0])
+        return cli_report_status(FK_ERR_INVALID_ARGUMENT, NULL);
+    for (size_t k = 0; k < count && status == FK_OK; k++) {
+        FILE *file = NULL;
+        status = fk__writer_open(files[k].path, &writers[k], &file, error, sizeof error);
+        if (status != FK_OK)
+            break;
+        errno = 0;
+        if (files[k].write(file, files[k].data, files[k].header) != 0) {
+            snprintf(error, sizeof error, "cannot write %s: %s", files[k].path,
+                     strerror(errno ? errno : EIO));
+            status = FK_ERR_IO;
             break;
         }
-        FILE *file = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
-        const char *failed = NULL;
-        int saved = 0;
-        if (!file) {
-            saved = errno;
-            close(fd);
-            failed = "cannot open";
-        } else {
-            errno = 0;
-            if (f->write(file, f->data, f->header) != 0 || fflush(file) != 0 || ferror(file))
-                failed = "cannot write";
-            else if (fsync(fileno(file)) != 0)
-                failed = "cannot sync";
-            saved = errno;
-            if (fclose(file) != 0 && !failed) {
-                failed = "cannot close";
-                saved = errno;
-            }
-        }
-        if (failed) {
-            cli_error("generate", "%s %s: %s", failed, f->temp, strerror(saved ? saved : EIO));
-            code = CLI_EXIT_RUNTIME;
-        }
+        status = fk__writer_finish(writers[k], error, sizeof error);
     }
-    for (size_t k = count; k-- > 0 && code == CLI_EXIT_OK;) {
-        if (rename(files[k].temp, files[k].path) != 0) {
-            cli_error("generate", "cannot rename %s onto %s: %s", files[k].temp, files[k].path,
-                      strerror(errno));
-            code = CLI_EXIT_RUNTIME;
-            break;
-        }
-        free(files[k].temp);
-        files[k].temp = NULL;
+    for (size_t k = count; k-- > 0 && status == FK_OK;) {
+        status = fk__writer_commit(writers[k], error, sizeof error);
+        writers[k] = NULL;
     }
     for (size_t k = 0; k < count; k++)
-        if (files[k].temp) {
-            unlink(files[k].temp);
-            free(files[k].temp);
-            files[k].temp = NULL;
-        }
-    return code;
+        fk__writer_abort(writers[k]);
+    if (status == FK_OK)
+        return CLI_EXIT_OK;
+    cli_error("generate", "%s", error);
+    return cli_write_exit_code(status);
 }
 
 int cmd_generate(int argc, char **argv)

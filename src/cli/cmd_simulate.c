@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "files.h"
 #include "generate.h"
 #include "io.h"
 #include "physics.h"
@@ -314,7 +315,7 @@ static int write_checkpoint(const simulate_options *options, simulate_run *run)
                                                message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
-        return CLI_EXIT_RUNTIME;
+        return cli_write_exit_code(status);
     }
     return CLI_EXIT_OK;
 }
@@ -599,6 +600,15 @@ int cmd_simulate(int argc, char **argv)
     if (!options.checkpoint_every)
         options.checkpoint_every = options.steps / 10 > 0 ? options.steps / 10 : 1;
     char message[1024] = "";
+    /* An unwritable checkpoint is found now, not after the first checkpoint_every steps. */
+    if (options.checkpoint) {
+        fk_status writable = fk__writer_check(options.checkpoint, message, sizeof message);
+        if (writable != FK_OK) {
+            cli_error("simulate", "--checkpoint: %s", message);
+            simulate_run_free(&run);
+            return cli_write_exit_code(writable);
+        }
+    }
     if (options.restart) {
         fk_status status =
             fk_sim_checkpoint_read(options.restart, &run.checkpoint, message, sizeof message);
@@ -762,11 +772,14 @@ int cmd_simulate(int argc, char **argv)
                 break;
             }
         }
-        if (options.checkpoint && step % checkpoint_every == 0 && step != target) {
-            code = write_checkpoint(&options, &run);
-            if (code != CLI_EXIT_OK)
-                break;
-        }
+        /* A periodic checkpoint that cannot be written (a full disk) costs only the restart
+         * point: the run goes on, and the final checkpoint is tried again at the end. */
+        if (options.checkpoint && step % checkpoint_every == 0 && step != target &&
+            write_checkpoint(&options, &run) != CLI_EXIT_OK)
+            fprintf(stderr,
+                    "forcekit: warning: simulate: checkpoint at step %" PRIu64
+                    " not written; continuing\n",
+                    step);
         if (show_progress && monotonic_seconds() - shown > 0.25) {
             progress(&run, target, stats.first_step, started, 0);
             shown = monotonic_seconds();

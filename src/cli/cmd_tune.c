@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -278,6 +280,15 @@ int cmd_tune(int argc, char **argv)
     const fk_accum_info *accum = NULL;
     if (cli_find_kernel("tune", kernel_name, &kernel) || cli_find_accum("tune", accum_name, &accum))
         return CLI_EXIT_USAGE;
+    /* A database path naming a directory or a device is refused before the budget is spent
+     * (the library refuses to store there too, and never moves such a thing aside). */
+    const char *database = getenv("FORCEKIT_TUNING_DB");
+    struct stat database_info;
+    if (database && *database && strcasecmp(database, "off") != 0 &&
+        stat(database, &database_info) == 0 && !S_ISREG(database_info.st_mode)) {
+        cli_error("tune", "FORCEKIT_TUNING_DB=%s is not a regular file", database);
+        return CLI_EXIT_USAGE;
+    }
 
     fk_context *context = NULL;
     int code = cli_open_context(device, &context);
@@ -311,6 +322,8 @@ int cmd_tune(int argc, char **argv)
     }
     if (status != FK_OK) {
         code = cli_report_status(status, context);
+        if (status == FK_ERR_IO) /* the database could not be written: a full disk is runtime */
+            code = cli_write_exit_code(status);
         fk_context_destroy(context);
         return code;
     }

@@ -35,6 +35,11 @@ int cli_exit_code(fk_status status)
     return CLI_EXIT_RUNTIME;
 }
 
+int cli_write_exit_code(fk_status status)
+{
+    return status == FK_ERR_IO ? CLI_EXIT_RUNTIME : cli_exit_code(status);
+}
+
 void cli_error(const char *what, const char *format, ...)
 {
     va_list args;

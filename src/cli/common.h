@@ -26,6 +26,9 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2 };
 /* The one place a library status becomes an exit code: bad input and bad usage are 2, everything
  * the user cannot fix by changing the command line (OpenCL, build, memory, installation) is 1. */
 int cli_exit_code(fk_status status);
+/* The same for writing an output (files.h): a refused target (read-only, a directory) is 2, a
+ * failure while writing (a full disk) is a runtime failure, 1. */
+int cli_write_exit_code(fk_status status);
 
 /* Prints `forcekit: WHAT: DETAIL` on stderr. */
 void cli_error(const char *what, const char *format, ...) CLI_PRINTF(2, 3);

@@ -1,0 +1,28 @@
+/* Text particle files (src/io.c) in every column layout: any bytes give FK_OK with finite values
+ * or an error with a message; never a crash, a leak or unbounded memory. */
+#include <math.h>
+#include <string.h>
+
+#include "fuzz_support.h"
+#include "io.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fk_fuzz_write("particles.txt", data, size);
+    static const fk_layout layouts[] = {FK_LAYOUT_XYZM, FK_LAYOUT_XYZM_VEL, FK_LAYOUT_XYZQ_TYPE,
+                                        FK_LAYOUT_XYZ_TYPE};
+    for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; ++k) {
+        fk_particle_set set;
+        char error[512] = "";
+        fk_status status = fk_io_read_text(path, layouts[k], &set, error, sizeof error);
+        if (status == FK_OK) {
+            for (size_t i = 0; i < 3 * set.count; ++i)
+                if (!isfinite(set.position[i]))
+                    __builtin_trap(); /* the reader promises finite numbers */
+        } else if (error[0] == '\0' || set.position) {
+            __builtin_trap(); /* a failure says why and leaves the set empty */
+        }
+        fk_particle_set_free(&set);
+    }
+    return 0;
+}
