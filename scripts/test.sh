@@ -61,15 +61,14 @@ if build RelWithDebInfo "$root/build-test"; then
     fi
     start=$(date +%s)
     # CTest reports a missing oclgrind as "Skipped" (exit 77 of tests/oclgrind_check.sh).
-    if log=$(run_ctest "$root/build-test" -L oclgrind 2>&1); then
-        echo "$log"
-        if grep -q "Skipped\|Not Run" <<<"$log"; then
+    log=$root/build-test/oclgrind-ctest.log
+    if run_ctest "$root/build-test" -L oclgrind 2>&1 | tee "$log"; then
+        if grep -q "Skipped\|Not Run" "$log"; then
             record oclgrind SKIPPED "oclgrind not installed"
         else
             record oclgrind PASS "$(seconds_since "$start") s"
         fi
     else
-        echo "$log"
         record oclgrind FAIL
     fi
 else
