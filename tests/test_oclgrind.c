@@ -23,13 +23,13 @@
 #include "forcekit/forcekit.h"
 #include "test_support.h"
 
-static fk_context *context;
+static fk_context *device_context; /* the device check's */
 static fk_test_rng rng;
 
 static int setup(void **state)
 {
     (void)state;
-    if (fk_test_open_context(&context) != 0)
+    if (fk_test_open_context(&device_context) != 0)
         return -1;
     fk_test_rng_init(&rng, fk_test_seed());
     return 0;
@@ -38,7 +38,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    fk_context_destroy(context);
+    fk_context_destroy(device_context);
     return 0;
 }
 
@@ -47,7 +47,7 @@ static int teardown(void **state)
 static void test_device_is_oclgrind(void **state)
 {
     (void)state;
-    const fk_device_info *device = fk_context_device(context);
+    const fk_device_info *device = fk_context_device(device_context);
     const char *any = getenv("FK_OCLGRIND_ANY_DEVICE");
     if (any && strcmp(any, "1") == 0)
         skip();
@@ -195,10 +195,20 @@ static int run_case(const test_case *c, const char *accum, size_t n)
                              .expected_count = n};
     if (strcmp(c->kernel, "ga") == 0)
         config.eps = 0.01;
+    /* A context of its own per case: in one context, a cells evaluation after any earlier
+     * evaluation gets uninitialized-value reports in fk_cells_finish and fk_cells_pairs that the
+     * same evaluation in a fresh context does not get, with the same (right) results. Not yet
+     * reduced to a plain OpenCL program (buffer reuse alone does not show it): see the oclgrind
+     * section of docs/testing.md. */
+    fk_context *context = NULL;
+    fk_status status = fk_context_create(NULL, &context);
+    if (status != FK_OK)
+        fail_msg("context for %s: %s", what, fk_status_string(status));
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    status = fk_eval_create(context, &config, &eval);
     if (status == FK_ERR_UNSUPPORTED) {
         fprintf(stderr, "not offered: %s: %s\n", what, fk_context_last_error(context));
+        fk_context_destroy(context);
         free_system(&s);
         return 0;
     }
@@ -235,6 +245,7 @@ static int run_case(const test_case *c, const char *accum, size_t n)
     if (variant.lanes != c->lanes)
         fail_msg("%s: ran with %d lanes", what, variant.lanes);
     fk_eval_destroy(eval);
+    fk_context_destroy(context);
 
     fk_physics physics = {
         .eps = config.eps, .exclusions = s.exclusions, .exclusion_count = s.exclusion_count};
