@@ -3,9 +3,10 @@
  * `oclgrind --data-races --uninitialized --check-api` and fails on any diagnostic): all-pairs,
  * the j-split reduction, CPU lanes, symmetric, cells, exclusions afterwards and on the fly, with
  * float, double, fixed64 and narumi (the last two run the bound pre-pass first) at N = 1, 31 and
- * 67. oclgrind interprets every work-item, so N stays small; 31 and 67 leave partial work-groups
- * and partial tiles. Each result is also held to the double-precision host reference on fresh
- * random inputs, so a loop that oclgrind runs cleanly but wrongly still fails.
+ * 67 (size_used says which accumulator at which N). oclgrind interprets every work-item, so N stays
+ * small; 31 and 67 leave partial work-groups and partial tiles. Each result is also held to the
+ * double-precision host reference on fresh random inputs, so a loop that oclgrind runs cleanly but
+ * wrongly still fails.
  *
  * Run outside oclgrind (FK_OCLGRIND_ANY_DEVICE=1) it checks the same cases on the default device.
  */
@@ -59,6 +60,11 @@ static void test_device_is_oclgrind(void **state)
 
 static const char *const accumulators[] = {"float", "double", "fixed64", "narumi"};
 static const size_t sizes[] = {1, 31, 67};
+/* Which of sizes[] each accumulator of accumulators[] runs at: every loop sees every size, and
+ * every accumulator a lone particle and a partial work-group, at about half the cost of the whole
+ * product (oclgrind interprets each work-item; N = 67 dominates). float: all; double: 1, 31;
+ * fixed64 and narumi (with the bound pre-pass): 1, 67. */
+static const int size_used[4][3] = {{1, 1, 1}, {1, 1, 0}, {1, 0, 1}, {1, 0, 1}};
 
 typedef struct test_case {
     const char *kernel; /* "ga" or "lj" */
@@ -291,7 +297,8 @@ static void run_accumulators(const test_case *c, const char *const *accums, size
     int ran = 0;
     for (size_t a = 0; a < accum_count; ++a)
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; ++z)
-            ran += run_case(c, accums[a], sizes[z]);
+            if (size_used[a][z])
+                ran += run_case(c, accums[a], sizes[z]);
     if (!ran)
         fail_msg("no accumulator ran the %s loop", fk_algorithm_name((fk_algorithm)c->algorithm));
 }
