@@ -88,7 +88,7 @@ else
     intel_status=$?
     set -e
     if [ "$intel_status" -eq 3 ]; then
-        record intel SKIPPED "intel-opencl-rt / intel-cmplr-lib-rt could not be installed from PyPI; see above"
+        record intel SKIPPED "intel-opencl-rt, intel-cmplr-lib-rt not installed from PyPI: see the SKIP line"
     elif [ "$intel_status" -ne 0 ]; then
         record intel FAIL "scripts/intel-opencl.sh exited $intel_status"
     else
@@ -122,5 +122,7 @@ if [ "$sanitize" -eq 1 ]; then
     fi
 fi
 
-echo "forcekit CI summary: $(IFS=';'; echo "${summary[*]}" | sed 's/;/ | /g')"
+line=""
+for stage in "${summary[@]}"; do line+="${line:+ | }$stage"; done
+echo "forcekit CI summary: $line"
 exit "$failed"
