@@ -64,7 +64,7 @@ if build RelWithDebInfo "$root/build-test"; then
     log=$root/build-test/oclgrind-ctest.log
     if run_ctest "$root/build-test" -L oclgrind 2>&1 | tee "$log"; then
         if grep -q "Skipped\|Not Run" "$log"; then
-            record oclgrind SKIPPED "oclgrind not installed"
+            record oclgrind SKIPPED "skipped by ctest: oclgrind or an ICD missing, see above"
         else
             record oclgrind PASS "$(seconds_since "$start") s"
         fi
