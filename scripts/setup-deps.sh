@@ -2,8 +2,10 @@
 # Installs the Debian packages forcekit needs to build, test and run on the CPU (POCL), if missing.
 # Sourced or run by scripts/test.sh and scripts/demo.sh. Needs root or sudo only when something is missing.
 set -euo pipefail
+# oclgrind: the kernel checker of scripts/test.sh; python3-pip: installs Intel's OpenCL runtime
+# from PyPI into the build tree (scripts/intel-opencl.sh).
 packages=(cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-          libcmocka-dev libcjson-dev libxxhash-dev python3
+          libcmocka-dev libcjson-dev libxxhash-dev python3 python3-pip oclgrind
           clang-14 libclang-rt-14-dev) # the libFuzzer harnesses (tests/fuzz)
 missing=()
 for package in "${packages[@]}"; do

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian machine, configures, builds and runs the whole test suite on the default
-# OpenCL device (POCL on a CPU-only machine).
-#   scripts/test.sh              RelWithDebInfo build in build-test/
-#   scripts/test.sh --sanitize   also the ASan + UBSan build (build-sanitize/)
-# Environment: FORCEKIT_DEVICE picks the device (e.g. gpu); JOBS sets build/test parallelism.
+# Sets up a fresh Debian machine, configures, builds and runs the test suite:
+#   1. pocl:     the whole suite on the default OpenCL device (POCL on a CPU-only machine), build-test/
+#   2. oclgrind: every pair loop under oclgrind's data-race, API and uninitialized-value checks
+#   3. intel:    the device tests (CTest label "device") again on Intel's OpenCL CPU runtime, installed
+#                from PyPI into build-test/intel-opencl by scripts/intel-opencl.sh (never system-wide)
+#   4. sanitize: with --sanitize, the ASan + UBSan build (build-sanitize/) on the default device
+# Usage: scripts/test.sh [--sanitize]
+# Environment: FORCEKIT_DEVICE picks the device of stages 1 and 4 (e.g. gpu); JOBS sets build/test
+# parallelism; FORCEKIT_CI_INTEL=off leaves stage 3 out (reported as skipped).
+# Every stage runs even when an earlier one failed; the last line is the summary, where a stage that
+# could not run says SKIPPED and why. Exit status 1 when any stage failed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$root/scripts/setup-deps.sh"
 
 sanitize=0
 for arg in "$@"; do
@@ -15,27 +20,109 @@ for arg in "$@"; do
     *) echo "usage: scripts/test.sh [--sanitize]" >&2; exit 2 ;;
     esac
 done
+bash "$root/scripts/setup-deps.sh"
 jobs=${JOBS:-$(nproc)}
 
-# A fresh POCL kernel cache per run, so no run depends on what an earlier one compiled.
+# A fresh POCL kernel cache per run, so no run depends on what an earlier one compiled (the stages
+# of this run share it: the sanitizer build compiles the same kernels).
 POCL_CACHE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/forcekit-pocl-cache.XXXXXX")
 export POCL_CACHE_DIR
 trap 'rm -rf "$POCL_CACHE_DIR"' EXIT
 
-run_suite() {
-    local build_type=$1 build_dir=$2
-    echo "== $build_type build in $build_dir" >&2
-    rm -rf "$build_dir/tests/cache-"*
-    cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
-    cmake --build "$build_dir" -j "$jobs"
-    (cd "$build_dir" && ctest --output-on-failure -j "$jobs")
+summary=()
+failed=0
+record() { # stage verdict [detail]
+    summary+=("$1 $2${3:+ ($3)}")
+    [ "$2" != FAIL ] || failed=1
+    echo "== stage $1: $2${3:+ ($3)}" >&2
+}
+seconds_since() { echo $(($(date +%s) - $1)); }
+
+build() { # build_type build_dir
+    echo "== $1 build in $2" >&2
+    cmake -S "$root" -B "$2" -DCMAKE_BUILD_TYPE="$1" >/dev/null
+    cmake --build "$2" -j "$jobs"
 }
 
-run_suite RelWithDebInfo "$root/build-test"
+run_ctest() { # build_dir ctest arguments...
+    local dir=$1
+    shift
+    rm -rf "$dir/tests/cache-"*
+    (cd "$dir" && ctest --output-on-failure -j "$jobs" "$@")
+}
+
+# 1 and 2: the normal build.
+start=$(date +%s)
+if build RelWithDebInfo "$root/build-test"; then
+    if run_ctest "$root/build-test" -LE oclgrind; then
+        record pocl PASS "$(seconds_since "$start") s"
+    else
+        record pocl FAIL
+    fi
+    start=$(date +%s)
+    # CTest reports a missing oclgrind as "Skipped" (exit 77 of tests/oclgrind_check.sh).
+    log=$root/build-test/oclgrind-ctest.log
+    if run_ctest "$root/build-test" -L oclgrind 2>&1 | tee "$log"; then
+        if grep -q "Skipped\|Not Run" "$log"; then
+            record oclgrind SKIPPED "skipped by ctest: oclgrind or an ICD missing, see above"
+        else
+            record oclgrind PASS "$(seconds_since "$start") s"
+        fi
+    else
+        record oclgrind FAIL
+    fi
+else
+    record pocl FAIL "build failed"
+    record oclgrind FAIL "build failed"
+fi
+
+# 3: Intel's runtime, the only platform the ICD loader is shown (its own vendors folder).
+start=$(date +%s)
+if [ "${FORCEKIT_CI_INTEL:-on}" = off ]; then
+    record intel SKIPPED "FORCEKIT_CI_INTEL=off"
+elif [ ! -x "$root/build-test/forcekit" ]; then
+    record intel FAIL "build failed"
+else
+    set +e
+    intel_env=$(bash "$root/scripts/intel-opencl.sh" "$root/build-test/intel-opencl")
+    intel_status=$?
+    set -e
+    if [ "$intel_status" -eq 3 ]; then
+        record intel SKIPPED "intel-opencl-rt, intel-cmplr-lib-rt not installed from PyPI: see the SKIP line"
+    elif [ "$intel_status" -ne 0 ]; then
+        record intel FAIL "scripts/intel-opencl.sh exited $intel_status"
+    else
+        # shellcheck disable=SC2086 # NAME=VALUE lines without blanks
+        if ! env $intel_env "$root/build-test/forcekit" devices --json |
+            grep -q '"platform":[[:space:]]*"Intel(R) OpenCL"'; then
+            env $intel_env "$root/build-test/forcekit" devices >&2 || true
+            record intel FAIL "Intel's device is not the one FORCEKIT_DEVICE selects"
+        elif env $intel_env bash -c 'cd "$1" && shift && rm -rf tests/cache-* && ctest --output-on-failure "$@"' \
+            _ "$root/build-test" -j "$jobs" -L device; then
+            record intel PASS "$(seconds_since "$start") s"
+        else
+            record intel FAIL
+        fi
+    fi
+fi
+
+# 4: the sanitizer build. oclgrind preloads its own OpenCL runtime, which ASan cannot run under,
+# and it checks the kernels, not the host code: left out here.
 if [ "$sanitize" -eq 1 ]; then
+    start=$(date +%s)
     # Leak checking stays on for forcekit; the OpenCL runtime's own allocations (POCL, LLVM) are
     # suppressed.
-    LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0} \
-    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-        run_suite Sanitize "$root/build-sanitize"
+    if build Sanitize "$root/build-sanitize" &&
+        LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0} \
+            UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+            run_ctest "$root/build-sanitize" -LE oclgrind; then
+        record sanitize PASS "$(seconds_since "$start") s"
+    else
+        record sanitize FAIL
+    fi
 fi
+
+line=""
+for stage in "${summary[@]}"; do line+="${line:+ | }$stage"; done
+echo "forcekit CI summary: $line"
+exit "$failed"

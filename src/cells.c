@@ -391,8 +391,8 @@ static fk_status bin_once(fk_eval *eval, cl_int *stats, double *seconds)
     const cl_float4 inv_size = {{cells->inv_size[0], cells->inv_size[1], cells->inv_size[2], 0.0f}};
     cl_event events[5] = {NULL};
     const cl_int zero = 0;
-    cl_int err = clEnqueueFillBuffer(context->queue, cells->count, &zero, sizeof zero, 0,
-                                     cells->cells * sizeof(cl_int), 0, NULL, &events[0]);
+    cl_int err = fk__enqueue_fill(context, cells->count, &zero, sizeof zero,
+                                  cells->cells * sizeof(cl_int), 0, NULL, &events[0]);
     if (err == CL_SUCCESS)
         err = clEnqueueWriteBuffer(context->queue, cells->stats, CL_FALSE, 0, sizeof initial_stats,
                                    initial_stats, 0, NULL, &events[1]);

@@ -42,6 +42,28 @@ static void trim(char *text)
         memmove(text, text + start, length - start + 1);
 }
 
+/*
+ * A real device is one kind of hardware: exactly one of the CPU, GPU and accelerator bits. A device
+ * that claims several is an emulator or checker (oclgrind 21.10 sets every bit so that programs
+ * asking for any type find it); calling it a GPU made it the default device, so it is "other" and
+ * is only chosen by its selector or when nothing else exists.
+ */
+static fk_device_type classify(cl_device_type type)
+{
+    const cl_device_type hardware =
+        CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR;
+    switch (type & hardware) {
+    case CL_DEVICE_TYPE_GPU:
+        return FK_DEVICE_GPU;
+    case CL_DEVICE_TYPE_CPU:
+        return FK_DEVICE_CPU;
+    case CL_DEVICE_TYPE_ACCELERATOR:
+        return FK_DEVICE_ACCELERATOR;
+    default:
+        return FK_DEVICE_OTHER;
+    }
+}
+
 fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
                                unsigned platform_index, unsigned device_index, fk_device_info *info)
 {
@@ -68,14 +90,7 @@ fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
 
     cl_device_type type = 0;
     clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    if (type & CL_DEVICE_TYPE_GPU)
-        info->type = FK_DEVICE_GPU;
-    else if (type & CL_DEVICE_TYPE_CPU)
-        info->type = FK_DEVICE_CPU;
-    else if (type & CL_DEVICE_TYPE_ACCELERATOR)
-        info->type = FK_DEVICE_ACCELERATOR;
-    else
-        info->type = FK_DEVICE_OTHER;
+    info->type = classify(type);
 
     cl_uint units = 0;
     clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);

@@ -51,6 +51,12 @@ fk_status fk__cl_status(cl_int code);
 /* fk__fail with "CALL failed: CL_..." */
 fk_status fk__cl_fail(fk_context *context, const char *call, cl_int code);
 
+/* clEnqueueFillBuffer of bytes (a multiple of pattern_size) at offset 0; written from the host on
+ * FK_DEVICE_OTHER devices (fill.c says why). */
+cl_int fk__enqueue_fill(fk_context *context, cl_mem buffer, const void *pattern,
+                        size_t pattern_size, size_t bytes, cl_uint wait_count,
+                        const cl_event *wait_list, cl_event *event);
+
 /* Device queries used by context creation (device.c). */
 fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
                                unsigned platform_index, unsigned device_index,

@@ -603,11 +603,11 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
      * to write shows up as NaN instead of a stale or zero value. */
     if (status == FK_OK) {
         const cl_uchar poison = 0xff;
-        cl_int err = clEnqueueFillBuffer(context->queue, eval->result, &poison, 1, 0, result_bytes,
-                                         0, NULL, NULL);
+        cl_int err =
+            fk__enqueue_fill(context, eval->result, &poison, 1, result_bytes, 0, NULL, NULL);
         if (err == CL_SUCCESS && eval->partial != eval->result)
-            err = clEnqueueFillBuffer(context->queue, eval->partial, &poison, 1, 0, partial_bytes,
-                                      0, NULL, NULL);
+            err =
+                fk__enqueue_fill(context, eval->partial, &poison, 1, partial_bytes, 0, NULL, NULL);
         if (err == CL_SUCCESS)
             err = clFinish(context->queue);
         if (err != CL_SUCCESS)
@@ -1116,8 +1116,7 @@ static fk_status choose_accum_parameters(fk_eval *eval)
         status = read_packed(eval, packed);
     if (status == FK_OK) { /* poison again: the main pass must be seen to write every result */
         const cl_uchar poison = 0xff;
-        cl_int err = clEnqueueFillBuffer(context->queue, eval->result, &poison, 1, 0, values * 8, 0,
-                                         NULL, NULL);
+        cl_int err = fk__enqueue_fill(context, eval->result, &poison, 1, values * 8, 0, NULL, NULL);
         if (err == CL_SUCCESS)
             err = clFinish(context->queue);
         if (err != CL_SUCCESS)
