@@ -72,6 +72,9 @@ typedef struct fk_kernel_desc {
     int uses_table; /* typed pair table: the molecular kernels (ljc_*, lj, buck) */
     unsigned physics_floats;
     fk_law law;
+    /* 1: the header has a lane form (FK_INTERACT_LANES) for cl/pairwise_lanes.cl. Kept here so
+     * that fk_eval_create need not read headers; tests/test_lanes.c checks the headers agree. */
+    int lanes;
     unsigned table_stride; /* floats per type pair in the device table (FK_TABLE_STRIDE) */
     /* Host reference: forces (components per particle) and optional potentials. */
     fk_status (*reference)(const fk_particles *particles, const fk_physics *physics, double *forces,
@@ -95,7 +98,11 @@ typedef struct fk_accum_desc {
      * mode. NVIDIA's rsqrt then needs no denormal fix-up: ga runs 15-17% faster on an H200. Not for
      * the compensated float pairs, whose error terms must stay exact all the way down. */
     int flush_denormals;
+    /* Lane form (FK_ACC_LANES) for cl/pairwise_lanes.cl: 0 none, 1 yes, FK_LANES_NEED_FP64 one
+     * that computes in double (fixed64's conversion), built only where the device has fp64. */
+    int lanes;
 } fk_accum_desc;
+#define FK_LANES_NEED_FP64 2
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
 const fk_accum_desc *fk__accum_desc(const char *name);
@@ -131,6 +138,8 @@ fk_status fk__program_build_file(fk_context *context, const char *file, const ch
  * both declare a lane form (a line `#define FK_INTERACT_LANES` and `#define FK_ACC_LANES`), so
  * that cl/pairwise_lanes.cl can be built for them; 0 otherwise, or when a header cannot be read. */
 int fk__program_has_lanes(fk_context *context, const char *force, const char *accum);
+/* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
+int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
 /* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */
