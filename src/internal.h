@@ -29,7 +29,12 @@ struct fk_context {
     size_t last_error_capacity;
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
+    int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
 };
+
+/* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
+ * per context; src/lanes_rsqrt.c). */
+int fk__native_rsqrt_estimate_ok(fk_context *context);
 
 /* Records the detail of a failure and returns status (so callers can `return fk__fail(...)`). */
 fk_status fk__fail(fk_context *context, fk_status status, const char *format, ...) FK_PRINTF(3, 4);
@@ -120,6 +125,7 @@ typedef struct fk_program_request {
     int refresh_cache;
     const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells.c: "cells.cl") */
     int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
+    int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/lanes_rsqrt.c) */
 } fk_program_request;
 
 typedef struct fk_program_result {

@@ -351,7 +351,12 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
                                   .potential = config->potential != 0,
                                   .refresh_cache = config->refresh_cache,
                                   .file = variant.lanes ? "pairwise_lanes.cl" : NULL,
-                                  .lanes = variant.lanes};
+                                  .lanes = variant.lanes,
+                                  /* Not for fixed64 and narumi, whose lane sums are the scalar
+                                   * template's bit for bit (same rsqrt), nor their pre-pass. */
+                                  .lane_rsqrt_newton = variant.lanes && !config->reproducible &&
+                                                       !accum->choose_parameters &&
+                                                       fk__native_rsqrt_estimate_ok(context)};
     if (config->reproducible)
         request.extra_options = reproducible_options(eval);
     else

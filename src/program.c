@@ -303,7 +303,8 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
                 request->work_group_size, request->local_tiling ? 1 : 0,
                 request->potential ? 1 : 0);
     if (request->lanes > 0)
-        text_printf(&options, " -D FK_LANES=%d", request->lanes);
+        text_printf(&options, " -D FK_LANES=%d%s", request->lanes,
+                    request->lane_rsqrt_newton ? " -D FK_LANE_RSQRT_NEWTON=1" : "");
     if (request->extra_options && *request->extra_options) {
         text_append(&options, " ", 1);
         text_append(&options, request->extra_options, strlen(request->extra_options));
