@@ -314,6 +314,8 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     if (config->algorithm < FK_ALGORITHM_ALL_PAIRS || config->algorithm > FK_ALGORITHM_CELLS)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d",
                         config->algorithm);
+    const fk_variant scalar_variant = variant; /* what runs if automatic lanes cannot build */
+    const fk_tuning_entry *const scalar_tuned = tuned;
     fk_status lanes_status = choose_lanes(context, config, kernel, accum, &tuned, &variant);
     if (lanes_status != FK_OK)
         return lanes_status;
@@ -371,6 +373,23 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
     }
     fk_program_result built;
     fk_status status = fk__program_build(context, &request, &built);
+    if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
+        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
+         * an edited kernel directory without the lane sections still runs the scalar template,
+         * and a build error is then the template's own. */
+        variant = scalar_variant;
+        eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
+        eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
+        request.unroll_i = variant.unroll_i;
+        request.unroll_j = variant.unroll_j;
+        request.work_group_size = variant.work_group_size;
+        request.local_tiling = variant.local_tiling;
+        request.file = NULL;
+        request.lanes = 0;
+        request.lane_rsqrt_newton = 0;
+        fk__clear_error(context);
+        status = fk__program_build(context, &request, &built);
+    }
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
