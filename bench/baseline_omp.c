@@ -1,7 +1,8 @@
 /*
  * bench_baseline_omp: the CPU baseline for `forcekit bench --kernel ga --device cpu`. A plain C
- * gravity loop (one loop over j with an OpenMP simd reduction, parallel over i), compiled -O3
- * -march=native -ffast-math (bench/CMakeLists.txt gives only this target those flags), on the
+ * gravity loop (bench/baseline_gravity.c: one loop over j with an OpenMP simd reduction, parallel
+ * over i), compiled -O3 -march=native -ffast-math (bench/CMakeLists.txt gives only that file those
+ * flags), on the
  * same input as the bench (fk_generate_plummer, seed 1, eps 0.01, single-precision positions and
  * masses). Times the median of R evaluations after one warm-up and checks its own result against
  * fk_reference_forces (double) on up to 256 particles with the kernel tests' error scale. Prints
@@ -16,34 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "baseline_gravity.h"
 #include "forcekit/forcekit.h"
 #include "generate.h"
-
-/* a_i = sum_j m_j r_ij / (r^2 + eps^2)^{3/2}: 19 flops per pair as counted by Elsen et al. The
- * self pair contributes exactly 0 (r_ii = 0, eps > 0), so the loop has no branch. */
-static void gravity(size_t n, const float *restrict x, const float *restrict y,
-                    const float *restrict z, const float *restrict m, float eps2,
-                    float *restrict ax, float *restrict ay, float *restrict az)
-{
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) {
-        const float xi = x[i], yi = y[i], zi = z[i];
-        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (size_t j = 0; j < n; ++j) {
-            const float dx = x[j] - xi, dy = y[j] - yi, dz = z[j] - zi;
-            const float s2 = dx * dx + dy * dy + dz * dz + eps2;
-            const float inv = 1.0f / sqrtf(s2);
-            const float w = m[j] * inv * inv * inv;
-            sx += dx * w;
-            sy += dy * w;
-            sz += dz * w;
-        }
-        ax[i] = sx;
-        ay[i] = sy;
-        az[i] = sz;
-    }
-}
 
 static int compare_doubles(const void *a, const void *b)
 {
@@ -114,10 +90,11 @@ int main(int argc, char **argv)
     }
     const float eps2 = (float)(eps * eps);
 
-    gravity(count, x, y, z, m, eps2, ax, ay, az); /* warm-up: threads started, pages touched */
+    fk_baseline_gravity(count, x, y, z, m, eps2, ax, ay,
+                        az); /* warm-up: threads started, pages touched */
     for (long long r = 0; r < reps; ++r) {
         const double start = omp_get_wtime();
-        gravity(count, x, y, z, m, eps2, ax, ay, az);
+        fk_baseline_gravity(count, x, y, z, m, eps2, ax, ay, az);
         timings[r] = omp_get_wtime() - start;
     }
     qsort(timings, (size_t)reps, sizeof *timings, compare_doubles);

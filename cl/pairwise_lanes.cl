@@ -19,17 +19,27 @@
  * Defines, each with a default so the file compiles on its own (`-I cl`): those of
  * cl/pairwise.cl (FORCE, ACCUM, their headers, UNROLL_J, WG_SIZE, POTENTIAL, REPRODUCIBLE;
  * UNROLL_I and LOCAL_TILING are ignored) and
- *   FK_LANES              i-particles per work-item: 8 or 16 (float8 / float16)
+ *   FK_LANES              i-particles per work-item: 8 or 16 (float8 / float16). The host takes
+ *                         the device's native float vector width (CL_DEVICE_NATIVE_VECTOR_WIDTH_
+ *                         FLOAT: 8 on AVX2, 16 on AVX-512) and never a wider one: a float16 on an
+ *                         AVX2 device is two registers, and clang warns on every function that
+ *                         takes or returns one ("changes the ABI"), which POCL prints to stderr.
  *
  * Besides what cl/pairwise.cl needs, the headers provide, inside #ifdef FK_LANES:
  *   force law:   FK_INTERACT_LANES, fk_ibodyv, fk_load_i_lanes(body, aux, first, n),
- *                fk_interact_lanes(&ibodyv, &jbody, same_mask, &phys, &env, accv[])
+ *                fk_interact_lanes(&ibodyv, &jbody, same_mask, &phys, &env, accv[], form)
  *   accumulator: FK_ACC_LANES, fk_realv (FK_VEC(float)), fk_accv, fk_accv_zero(),
- *                fk_accv_add(&accv, fk_realv, &env), fk_accv_store(accv, fk_acc lanes[FK_LANES])
- *                (each lane then leaves through the scalar fk_acc_pack)
- * The host builds this file only for a force law and an accumulator whose headers have a line
- * `#define FK_INTERACT_LANES` / `#define FK_ACC_LANES` (src/program.c); the others run
- * cl/pairwise.cl.
+ *                fk_accv_add(&accv, fk_realv, &env, form), fk_accv_store(&accv, &env,
+ *                fk_acc lanes[FK_LANES]) (each lane then leaves through the scalar fk_acc_pack,
+ *                so that the packed words are the scalar accumulator's, bit for bit)
+ *   optionally   FK_ACC_LANE_FORMS (> 1) and fk_accv_form(&env): an addition with forms chosen per
+ *                launch (fixed64: by the per-term limit); the j-loop is written out once per form,
+ *                with the form a constant, so that nothing is decided per pair
+ * Lane functions are FK_LANE_INLINE (always inlined: POCL left fixed64's call per pair, with the
+ * state in memory, as a function call).
+ * The host builds this file only for a force law and an accumulator that src/registry.c marks as
+ * having a lane form (`.lanes = 1`; tests/test_lanes.c checks that the headers' `#define
+ * FK_INTERACT_LANES` / `#define FK_ACC_LANES` lines agree); the others run cl/pairwise.cl.
  */
 /* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
 #include "template_defaults.clh"
@@ -50,17 +60,34 @@
 #define FK_VLOAD FK_CAT(vload, FK_LANES)
 #define FK_VSTORE FK_CAT(vstore, FK_LANES)
 #define FK_CONVERT(type) FK_CAT(convert_, FK_VEC(type))
+#define FK_AS(type) FK_CAT(as_, FK_VEC(type)) /* reinterpretation as a vector of type */
+/* Half-width vectors, for 64-bit lanes: a double8 or long8 is as wide as a float16, two registers
+ * on AVX2, and gets the same ABI warning; two double4 fit. */
+#define FK_HVEC(type) FK_CAT(type, FK_HALF_LANES)
+#define FK_HVSTORE FK_CAT(vstore, FK_HALF_LANES)
+#define FK_HCONVERT(type) FK_CAT(convert_, FK_HVEC(type))
+#define FK_HAS(type) FK_CAT(as_, FK_HVEC(type))
 typedef FK_VEC(int) fk_maskv; /* a vector comparison of floatN or intN values yields intN */
 
 #if FK_LANES == 8
 #define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7))
+#define FK_HALF_LANES 4
 #elif FK_LANES == 16
 #define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define FK_HALF_LANES 8
 #else
 #error "FK_LANES must be 8 or 16"
 #endif
 
+/* Lane functions of the headers: inlined always, so that constant forms fold (above). */
+#define FK_LANE_INLINE static inline __attribute__((always_inline))
+
 #include ACCUM_HEADER
+
+#ifndef FK_ACC_LANE_FORMS /* one form of the addition */
+#define FK_ACC_LANE_FORMS 1
+#define fk_accv_form(env) 0
+#endif
 
 /* As in cl/pairwise.cl: no contraction unless the accumulator allows it. */
 #if FK_ACC_ALLOW_CONTRACT
@@ -95,24 +122,36 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
-    int j = j_begin;
-    for (; j + UNROLL_J <= j_end; j += UNROLL_J) {
-        _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-        {
-            const fk_jbody jb = fk_load_j(body, body_aux, j + v);
-            fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j + v), &phys, &env, acc);
-        }
+    /* The j-loop for one form of the accumulator's addition (a constant). */
+#define FK_J_LOOP(form)                                                                            \
+    {                                                                                              \
+        int j = j_begin;                                                                           \
+        for (; j + UNROLL_J <= j_end; j += UNROLL_J) {                                             \
+            _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)                                   \
+            {                                                                                      \
+                const fk_jbody jb = fk_load_j(body, body_aux, j + v);                              \
+                fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j + v), &phys, &env, acc,     \
+                                  form);                                                           \
+            }                                                                                      \
+        }                                                                                          \
+        for (; j < j_end; ++j) {                                                                   \
+            const fk_jbody jb = fk_load_j(body, body_aux, j);                                      \
+            fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)j, &phys, &env, acc, form);        \
+        }                                                                                          \
     }
-    for (; j < j_end; ++j) {
-        const fk_jbody jb = fk_load_j(body, body_aux, j);
-        fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)j, &phys, &env, acc);
-    }
+#if FK_ACC_LANE_FORMS > 1
+    if (fk_accv_form(&env) == 1)
+        FK_J_LOOP(1)
+    else
+#endif
+        FK_J_LOOP(0)
+#undef FK_J_LOOP
 
     __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_first) * FK_COMPONENTS;
     _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)
     {
         fk_acc lanes[FK_LANES];
-        fk_accv_store(acc[k], lanes);
+        fk_accv_store(&acc[k], &env, lanes);
         for (int u = 0; u < FK_LANES; ++u)
             if (i_first + u < n)
                 dst[u * FK_COMPONENTS + k] = fk_acc_pack(lanes[u]);

@@ -29,6 +29,7 @@ struct fk_context {
     size_t last_error_capacity;
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
+    int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
@@ -37,6 +38,9 @@ struct fk_context {
  * that is a multiple of J. Returns 1, or 0 with the reason. */
 int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local_tiling,
                       char *reason, size_t reason_size);
+/* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
+ * per context; src/lanes_rsqrt.c). */
+int fk__native_rsqrt_estimate_ok(fk_context *context);
 
 /* Records the detail of a failure and returns status (so callers can `return fk__fail(...)`). */
 fk_status fk__fail(fk_context *context, fk_status status, const char *format, ...) FK_PRINTF(3, 4);
@@ -85,6 +89,9 @@ typedef struct fk_kernel_desc {
     int uses_table; /* typed pair table: the molecular kernels (ljc_*, lj, buck) */
     unsigned physics_floats;
     fk_law law;
+    /* 1: the header has a lane form (FK_INTERACT_LANES) for cl/pairwise_lanes.cl. Kept here so
+     * that fk_eval_create need not read headers; tests/test_lanes.c checks the headers agree. */
+    int lanes;
     unsigned table_stride; /* floats per type pair in the device table (FK_TABLE_STRIDE) */
     /* Host reference: forces (components per particle) and optional potentials. */
     fk_status (*reference)(const fk_particles *particles, const fk_physics *physics, double *forces,
@@ -112,7 +119,11 @@ typedef struct fk_accum_desc {
      * mode. NVIDIA's rsqrt then needs no denormal fix-up: ga runs 15-17% faster on an H200. Not for
      * the compensated float pairs, whose error terms must stay exact all the way down. */
     int flush_denormals;
+    /* Lane form (FK_ACC_LANES) for cl/pairwise_lanes.cl: 0 none, 1 yes, FK_LANES_NEED_FP64 one
+     * that computes in double (fixed64's conversion), built only where the device has fp64. */
+    int lanes;
 } fk_accum_desc;
+#define FK_LANES_NEED_FP64 2
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
 const fk_accum_desc *fk__accum_desc(const char *name);
@@ -130,6 +141,7 @@ typedef struct fk_program_request {
     int refresh_cache;
     const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells.c: "cells.cl") */
     int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
+    int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/lanes_rsqrt.c) */
 } fk_program_request;
 
 typedef struct fk_program_result {
@@ -148,6 +160,8 @@ fk_status fk__program_build_file(fk_context *context, const char *file, const ch
  * both declare a lane form (a line `#define FK_INTERACT_LANES` and `#define FK_ACC_LANES`), so
  * that cl/pairwise_lanes.cl can be built for them; 0 otherwise, or when a header cannot be read. */
 int fk__program_has_lanes(fk_context *context, const char *force, const char *accum);
+/* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
+int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
 /* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */

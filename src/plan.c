@@ -43,24 +43,38 @@ void fk__builtin_variant(const fk_device_info *device, fk_variant *variant)
     default_variant(device, variant);
 }
 
-/* CPU lanes (cl/pairwise_lanes.cl): width and work-group size measured on POCL 3.1 on two EPYC
- * cores (bench/README.md, "CPU lanes, measured"). */
-enum { LANES_DEFAULT = 16, LANES_WORK_GROUP = 8, LANES_UNROLL_J = 1 };
+/* CPU lanes (cl/pairwise_lanes.cl): work-group size and j-unrolling measured on POCL 3.1 on two
+ * EPYC cores (bench/README.md, "CPU lanes, measured"); the width is the device's (below). */
+enum { LANES_WORK_GROUP = 8, LANES_UNROLL_J = 1 };
+
+/* The widest lane count the device holds in one register: its native float vector width (8 with
+ * AVX2, 16 with AVX-512). A wider vector is split by the compiler, and clang warns on every
+ * function that takes or returns one ("AVX vector return of type 'float16' without 'avx512f'
+ * enabled changes the ABI"), which POCL prints to stderr. 0: narrower than 8, no lanes. */
+static int device_lane_width(const fk_context *context)
+{
+    cl_uint native = 0;
+    if (clGetDeviceInfo(context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof native,
+                        &native, NULL) != CL_SUCCESS)
+        native = 0;
+    return native >= 16 ? 16 : native >= 8 ? 8 : 0;
+}
 
 /* The lane file has the pair loop and the split reduction only: no exclusion subtraction or typed
- * table handling (molecular kernels) and no bound pre-pass (fixed64, narumi, nitadori_large); the
- * headers say whether the force law and accumulator have a lane form. */
+ * table handling (molecular kernels); the registry says whether the force law and accumulator have
+ * a lane form (the bound pre-pass of fixed64 and narumi has one too). */
 static int lanes_possible(fk_context *context, const fk_kernel_desc *kernel,
                           const fk_accum_desc *accum)
 {
-    return !kernel->uses_table && !accum->choose_parameters &&
-           fk__program_has_lanes(context, kernel->info.name, accum->info.name);
+    return !kernel->uses_table && fk__registry_has_lanes(kernel, accum, context->info.fp64);
 }
 
-/* Sets variant->lanes (and the lane variant's shape) from config->lanes. Automatic lanes replace
- * the built-in default and the shipped tuning entries, which were measured on the scalar template
- * only; explicit unrolling or tiling, another pair loop or a user's own tuning entry keep the
- * scalar template. *tuned is cleared when lanes replace its entry. */
+/* Sets variant->lanes (and the lane variant's shape) from config->lanes. Automatic lanes (CPUs
+ * only) take the device's width and replace the built-in default, the shipped tuning entries and
+ * user entries written before the tuner searched lanes (lanes -1 there: measured on the scalar
+ * template only; such an entry made ga 3.4x slower than the default on an AVX2 EPYC); a user entry
+ * from the lane-aware tuner is followed, lanes or not. Explicit unrolling or tiling or another pair
+ * loop keep the scalar template. *tuned is cleared when lanes replace its entry. */
 static fk_status choose_lanes(fk_context *context, const fk_eval_config *config,
                               const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                               const fk_tuning_entry **tuned, fk_variant *variant)
@@ -72,13 +86,21 @@ static fk_status choose_lanes(fk_context *context, const fk_eval_config *config,
                         "lanes %d: expected -1 (off), 0 (automatic), 8 or 16", asked);
     if (asked < 0)
         return FK_OK;
+    const int is_cpu = context->info.type == FK_DEVICE_CPU;
+    const int width = device_lane_width(context);
+    int lanes = asked;
+    const fk_tuning_entry *entry = *tuned;
     if (asked == 0) {
         /* GPUs already run one work-item per lane: never there. */
-        if (context->info.type != FK_DEVICE_CPU || config->unroll_i || config->unroll_j ||
-            config->local_tiling || config->algorithm != FK_ALGORITHM_ALL_PAIRS ||
-            config->reproducible || (*tuned && (*tuned)->origin == FK_VARIANT_USER_DB) ||
+        if (!is_cpu || width == 0 || config->unroll_i || config->unroll_j || config->local_tiling ||
+            config->algorithm != FK_ALGORITHM_ALL_PAIRS || config->reproducible ||
             !lanes_possible(context, kernel, accum))
             return FK_OK;
+        if (entry && entry->lanes == 0 && entry->origin == FK_VARIANT_USER_DB)
+            return FK_OK; /* the tuner measured lanes here and the scalar template won */
+        lanes = entry && entry->lanes > 0 && entry->lanes <= width ? entry->lanes : width;
+        if (!(entry && entry->lanes > 0 && entry->lanes <= width))
+            entry = NULL;
     } else {
         if (config->algorithm != FK_ALGORITHM_ALL_PAIRS)
             return fk__fail(context, FK_ERR_UNSUPPORTED,
@@ -94,20 +116,58 @@ static fk_status choose_lanes(fk_context *context, const fk_eval_config *config,
         if (!lanes_possible(context, kernel, accum))
             return fk__fail(context, FK_ERR_UNSUPPORTED,
                             "kernel '%s' with accumulator '%s' has no lane form "
-                            "(cl/pairwise_lanes.cl); lanes -1 or 0 run the scalar template",
-                            kernel->info.name, accum->info.name);
+                            "(cl/pairwise_lanes.cl)%s; lanes -1 or 0 run the scalar template",
+                            kernel->info.name, accum->info.name,
+                            accum->lanes == FK_LANES_NEED_FP64 && !context->info.fp64
+                                ? " on a device without double precision"
+                                : "");
+        if (is_cpu && asked > width)
+            return fk__fail(context, FK_ERR_UNSUPPORTED,
+                            "lanes %d: %s holds %d floats in a vector register "
+                            "(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT); wider lanes would be split by "
+                            "the compiler, with ABI warnings on every build; use lanes %s",
+                            asked, context->info.name, width ? width : 1, width ? "8" : "-1");
+        entry = NULL;
     }
-    variant->lanes = asked ? asked : LANES_DEFAULT;
+    variant->lanes = lanes;
     variant->unroll_i = 1;
-    variant->unroll_j = config->unroll_j ? config->unroll_j : LANES_UNROLL_J;
-    variant->work_group_size = config->work_group_size ? config->work_group_size : LANES_WORK_GROUP;
+    variant->unroll_j = config->unroll_j ? config->unroll_j
+                        : entry          ? entry->unroll_j
+                                         : LANES_UNROLL_J;
+    variant->work_group_size = config->work_group_size ? config->work_group_size
+                               : entry                 ? entry->work_group_size
+                                                       : LANES_WORK_GROUP;
     if ((size_t)variant->work_group_size > context->info.max_work_group_size)
         variant->work_group_size = (int)context->info.max_work_group_size;
     variant->local_tiling = 0; /* j-particles come through the caches */
-    variant->source = asked || config->unroll_j ? FK_VARIANT_EXPLICIT : FK_VARIANT_DEFAULT;
-    variant->tuned_count = 0;
-    *tuned = NULL;
+    if (entry) {
+        variant->source = entry->origin;
+        variant->tuned_count = entry->n;
+    } else {
+        variant->source = asked || config->unroll_j ? FK_VARIANT_EXPLICIT : FK_VARIANT_DEFAULT;
+        variant->tuned_count = 0;
+    }
+    *tuned = entry;
     return FK_OK;
+}
+
+int fk__automatic_lanes(fk_context *context, const char *kernel_name, const char *accum_name,
+                        fk_variant *variant)
+{
+    const fk_kernel_desc *kernel = fk__kernel_desc(kernel_name);
+    const fk_accum_desc *accum = fk__accum_desc(accum_name);
+    const int width = device_lane_width(context);
+    if (!kernel || !accum || context->info.type != FK_DEVICE_CPU || width == 0 ||
+        !lanes_possible(context, kernel, accum))
+        return 0;
+    variant->lanes = width;
+    variant->unroll_i = 1;
+    variant->unroll_j = LANES_UNROLL_J;
+    variant->work_group_size = LANES_WORK_GROUP;
+    if ((size_t)variant->work_group_size > context->info.max_work_group_size)
+        variant->work_group_size = (int)context->info.max_work_group_size;
+    variant->local_tiling = 0;
+    return width;
 }
 
 /* i-particles per work-group: the unrolled ones, or the lanes. */
@@ -265,6 +325,8 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
     if (config->algorithm < FK_ALGORITHM_ALL_PAIRS || config->algorithm > FK_ALGORITHM_CELLS)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d",
                         config->algorithm);
+    const fk_variant scalar_variant = variant; /* what runs if automatic lanes cannot build */
+    const fk_tuning_entry *const scalar_tuned = tuned;
     fk_status lanes_status = choose_lanes(context, config, kernel, accum, &tuned, &variant);
     if (lanes_status != FK_OK)
         return lanes_status;
@@ -306,7 +368,12 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
                                   .potential = config->potential != 0,
                                   .refresh_cache = config->refresh_cache,
                                   .file = variant.lanes ? "pairwise_lanes.cl" : NULL,
-                                  .lanes = variant.lanes};
+                                  .lanes = variant.lanes,
+                                  /* Not for fixed64 and narumi, whose lane sums are the scalar
+                                   * template's bit for bit (same rsqrt), nor their pre-pass. */
+                                  .lane_rsqrt_newton = variant.lanes && !config->reproducible &&
+                                                       !accum->choose_parameters &&
+                                                       fk__native_rsqrt_estimate_ok(context)};
     if (config->reproducible)
         request.extra_options = reproducible_options(eval);
     else
@@ -321,6 +388,23 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
     }
     fk_program_result built;
     fk_status status = fk__program_build(context, &request, &built);
+    if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
+        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
+         * an edited kernel directory without the lane sections still runs the scalar template,
+         * and a build error is then the template's own. */
+        variant = scalar_variant;
+        eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
+        eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
+        request.unroll_i = variant.unroll_i;
+        request.unroll_j = variant.unroll_j;
+        request.work_group_size = variant.work_group_size;
+        request.local_tiling = variant.local_tiling;
+        request.file = NULL;
+        request.lanes = 0;
+        request.lane_rsqrt_newton = 0;
+        fk__clear_error(context);
+        status = fk__program_build(context, &request, &built);
+    }
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;

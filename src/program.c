@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cache.h"
 #include "internal.h"
+#include "tune.h"
 
 /* A growable string. */
 typedef struct text {
@@ -156,6 +158,32 @@ static fk_status build_log(fk_context *context, cl_program program)
     return FK_ERR_BUILD;
 }
 
+/* A successful build's log, when the compiler warned: kept for the caller in the context's
+ * warnings (fk_context_warnings), never printed. Logs without a warning are not kept: Intel's
+ * runtime, for one, reports every successful build ("Compilation started ... done"). */
+static void keep_build_warnings(fk_context *context, cl_program program, const char *options)
+{
+    size_t size = 0;
+    if (clGetProgramBuildInfo(program, context->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) !=
+            CL_SUCCESS ||
+        size < 2)
+        return;
+    char *log = malloc(size + 1);
+    if (!log)
+        return;
+    if (clGetProgramBuildInfo(program, context->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) ==
+        CL_SUCCESS) {
+        log[size] = '\0';
+        int warned = 0;
+        for (const char *p = log; *p && !warned; ++p)
+            warned = strncasecmp(p, "warning", 7) == 0;
+        if (warned)
+            fk__warn(&context->warnings, "kernel build with options %s: the compiler warned:\n%s",
+                     options, log);
+    }
+    free(log);
+}
+
 /* Builds from source; on success optionally stores the binary in the cache. */
 static fk_status build_from_source(fk_context *context, const char *source, const char *options,
                                    cl_program *out)
@@ -173,6 +201,7 @@ static fk_status build_from_source(fk_context *context, const char *source, cons
         clReleaseProgram(program);
         return FK_ERR_BUILD;
     }
+    keep_build_warnings(context, program, options);
     *out = program;
     return FK_OK;
 }
@@ -274,7 +303,8 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
                 request->work_group_size, request->local_tiling ? 1 : 0,
                 request->potential ? 1 : 0);
     if (request->lanes > 0)
-        text_printf(&options, " -D FK_LANES=%d", request->lanes);
+        text_printf(&options, " -D FK_LANES=%d%s", request->lanes,
+                    request->lane_rsqrt_newton ? " -D FK_LANE_RSQRT_NEWTON=1" : "");
     if (request->extra_options && *request->extra_options) {
         text_append(&options, " ", 1);
         text_append(&options, request->extra_options, strlen(request->extra_options));

@@ -17,6 +17,7 @@ static const fk_kernel_desc kernels[] = {
         .uses_table = 0,
         .physics_floats = 1,
         .law = FK_LAW_GA,
+        .lanes = 1,
         .reference = fk__reference_ga,
     },
     /* Flops per interaction: Elsen et al., Table 1 for gaj and ljc_* (their count of the plain
@@ -144,13 +145,15 @@ static const fk_accum_desc accumulators[] = {
               .description = "pair terms and sums in single precision",
               .needs_fp64 = 0},
      .decode = decode_float,
-     .flush_denormals = 1},
+     .flush_denormals = 1,
+     .lanes = 1},
     {.info = {.name = "double",
               .letter = 'B',
               .description = "pair terms in single precision, sums in double",
               .needs_fp64 = 1},
      .decode = decode_double,
-     .flush_denormals = 1},
+     .flush_denormals = 1,
+     .lanes = 1},
     {.info = {.name = "ti",
               .letter = 'C',
               .description = "sums as a Takahashi-Iitaka float pair (two-sum, 10 flops per add)",
@@ -173,7 +176,8 @@ static const fk_accum_desc accumulators[] = {
               .needs_fp64 = 0},
      .decode = fk__decode_narumi,
      .choose_parameters = fk__choose_narumi,
-     .flush_denormals = 1},
+     .flush_denormals = 1,
+     .lanes = 1},
     {.info = {.name = "ref",
               .letter = 'G',
               .description = "pair terms and sums in double precision (the reference)",
@@ -193,7 +197,8 @@ static const fk_accum_desc accumulators[] = {
      .decode = fk__decode_fixed64,
      .choose_parameters = fk__choose_fixed64,
      .overflowed = fk__fixed64_overflowed,
-     .flush_denormals = 1},
+     .flush_denormals = 1,
+     .lanes = FK_LANES_NEED_FP64},
 };
 
 #define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
@@ -260,4 +265,10 @@ fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm)
             return FK_OK;
         }
     return FK_ERR_INVALID_ARGUMENT;
+}
+
+int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64)
+{
+    return kernel && accum && kernel->lanes && accum->lanes &&
+           (accum->lanes != FK_LANES_NEED_FP64 || fp64);
 }

@@ -28,15 +28,20 @@
 #define CONFIRM_TOP 3            /* candidates timed again at the end of a bucket */
 #define CONFIRM_ROUNDS 2
 
-enum { DIM_UNROLL_I, DIM_UNROLL_J, DIM_GROUP, DIM_TILING, DIM_SPLITS, DIM_COUNT };
+enum { DIM_UNROLL_I, DIM_UNROLL_J, DIM_GROUP, DIM_TILING, DIM_SPLITS, DIM_LANES, DIM_COUNT };
 
 static const int unroll_values[] = {1, 2, 4, 8};
 static const int gpu_groups[] = {64, 128, 256, 512};
 static const int cpu_groups[] = {16, 32, 64, 128, 256};
 static const int split_values[] = {0, 1, 4, 16, 64}; /* 0: automatic */
+/* The lane loop (cl/pairwise_lanes.cl) on CPUs: its widths, j-unrolling and work-group sizes. */
+static const int lane_widths[] = {8, 16};
+static const int lane_unrolls[] = {1, 2, 4};
+static const int lane_groups[] = {4, 8, 16, 32};
 
 typedef struct candidate {
     int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
+    int lanes;                 /* 0: the scalar template */
     int coordinate[DIM_COUNT]; /* index along each dimension, for neighbourhoods */
     int done;
 } candidate;
@@ -65,7 +70,8 @@ typedef struct tuner {
     double *forces;            /* n * components */
     double tolerance;
     fk_eval *eval; /* kept while consecutive candidates share its program */
-    int eval_key[4];
+    int eval_key[5];
+    int lane_width; /* the widest lanes the device holds (0: no lanes here) */
     /* Resume file. */
     char *database_path, *resume_path;
     cJSON *resume;
@@ -253,8 +259,8 @@ static size_t build_space(const tuner *t, candidate **out)
     const int *groups = gpu ? gpu_groups : cpu_groups;
     const size_t group_count =
         gpu ? sizeof gpu_groups / sizeof gpu_groups[0] : sizeof cpu_groups / sizeof cpu_groups[0];
-    const size_t capacity =
-        4 * 4 * group_count * 2 * (sizeof split_values / sizeof split_values[0]);
+    const size_t splits_count = sizeof split_values / sizeof split_values[0];
+    const size_t capacity = (4 * 4 * group_count * 2 + 2 * 3 * 4) * splits_count;
     candidate *space = calloc(capacity, sizeof *space);
     if (!space)
         return 0;
@@ -263,9 +269,9 @@ static size_t build_space(const tuner *t, candidate **out)
         for (int b = 0; b < 4; ++b)
             for (size_t g = 0; g < group_count; ++g)
                 for (int tiling = 1; tiling >= 0; --tiling)
-                    for (size_t s = 0; s < sizeof split_values / sizeof split_values[0]; ++s) {
+                    for (size_t s = 0; s < splits_count; ++s) {
                         const int group = groups[g], splits = split_values[s];
-                        if (!pinned_or(config->unroll_i, unroll_values[a]) ||
+                        if (config->lanes > 0 || !pinned_or(config->unroll_i, unroll_values[a]) ||
                             !pinned_or(config->unroll_j, unroll_values[b]) ||
                             !pinned_or(config->work_group_size, group) ||
                             (size_t)group > device->max_work_group_size)
@@ -286,9 +292,38 @@ static size_t build_space(const tuner *t, candidate **out)
                         c->work_group_size = group;
                         c->local_tiling = tiling;
                         c->j_splits = splits;
-                        const int coordinate[DIM_COUNT] = {a, b, (int)g, tiling, (int)s};
+                        const int coordinate[DIM_COUNT] = {a, b, (int)g, tiling, (int)s, 0};
                         memcpy(c->coordinate, coordinate, sizeof coordinate);
                     }
+    /* The lane loop, where the device holds the width (t->lane_width, from plan.c's rule). */
+    for (size_t w = 0; w < sizeof lane_widths / sizeof lane_widths[0]; ++w)
+        for (size_t b = 0; b < sizeof lane_unrolls / sizeof lane_unrolls[0]; ++b)
+            for (size_t g = 0; g < sizeof lane_groups / sizeof lane_groups[0]; ++g)
+                for (size_t s = 0; s < splits_count; ++s) {
+                    const int lanes = lane_widths[w], group = lane_groups[g];
+                    const int splits = split_values[s];
+                    if (config->lanes < 0 || lanes > t->lane_width ||
+                        (config->lanes > 0 && config->lanes != lanes) || config->unroll_i > 1 ||
+                        !pinned_or(config->unroll_j, lane_unrolls[b]) ||
+                        !pinned_or(config->work_group_size, group) || config->local_tiling > 0 ||
+                        (size_t)group > device->max_work_group_size)
+                        continue;
+                    const size_t i_block = (size_t)group * (size_t)lanes;
+                    if (config->j_splits
+                            ? (config->j_splits < 0 ? splits != 0 : splits != config->j_splits)
+                            : splits != 0 && (t->n > SPLIT_SEARCH_MAX_N ||
+                                              (size_t)splits > (t->n + i_block - 1) / i_block))
+                        continue;
+                    candidate *c = &space[count++];
+                    c->unroll_i = 1;
+                    c->unroll_j = lane_unrolls[b];
+                    c->work_group_size = group;
+                    c->local_tiling = 0;
+                    c->j_splits = splits;
+                    c->lanes = lanes;
+                    const int coordinate[DIM_COUNT] = {0, (int)b, (int)g, 0, (int)s, 1 + (int)w};
+                    memcpy(c->coordinate, coordinate, sizeof coordinate);
+                }
     /* An explicit split the user pinned but that is not in split_values. */
     if (config->j_splits > 0 && count == 0) {
         free(space);
@@ -318,6 +353,7 @@ static cJSON *point_to_json(const fk_tune_point *p, size_t n)
     cJSON_AddNumberToObject(object, "local_tiling", p->local_tiling);
     cJSON_AddNumberToObject(object, "j_splits", p->j_splits);
     cJSON_AddNumberToObject(object, "effective_j_splits", p->effective_j_splits);
+    cJSON_AddNumberToObject(object, "lanes", p->lanes);
     cJSON_AddNumberToObject(object, "outcome", (double)p->outcome);
     if (isfinite(p->seconds))
         cJSON_AddNumberToObject(object, "seconds", p->seconds);
@@ -355,6 +391,7 @@ static int point_from_json(const cJSON *object, fk_tune_point *p)
         outcome < FK_TUNE_MEASURED || outcome > FK_TUNE_FAILED)
         return 0;
     json_int(object, "effective_j_splits", &p->effective_j_splits);
+    json_int(object, "lanes", &p->lanes); /* absent: the scalar template */
     p->outcome = (fk_tune_outcome)outcome;
     p->seconds = json_double(object, "seconds");
     p->confirmed_seconds = NAN;
@@ -456,10 +493,11 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
     p->work_group_size = c->work_group_size;
     p->local_tiling = c->local_tiling;
     p->j_splits = c->j_splits;
+    p->lanes = c->lanes;
     p->seconds = p->error = p->confirmed_seconds = NAN;
     p->tolerance = t->tolerance;
 
-    const int key[4] = {c->unroll_i, c->unroll_j, c->work_group_size, c->local_tiling};
+    const int key[5] = {c->unroll_i, c->unroll_j, c->work_group_size, c->local_tiling, c->lanes};
     if (t->eval && memcmp(key, t->eval_key, sizeof key) != 0) {
         fk_eval_destroy(t->eval);
         t->eval = NULL;
@@ -474,7 +512,8 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
                                  .local_tiling = c->local_tiling ? 1 : -1,
                                  .j_splits = c->j_splits,
                                  .eps = t->eps,
-                                 .expected_count = t->n};
+                                 .expected_count = t->n,
+                                 .lanes = c->lanes ? c->lanes : -1};
         status = fk_eval_create(t->context, &config, &t->eval);
         if (status == FK_ERR_UNSUPPORTED) {
             p->outcome = FK_TUNE_UNSUPPORTED;
@@ -586,7 +625,7 @@ static int same_candidate(const candidate *c, const fk_tune_point *p)
 {
     return c->unroll_i == p->unroll_i && c->unroll_j == p->unroll_j &&
            c->work_group_size == p->work_group_size && c->local_tiling == p->local_tiling &&
-           c->j_splits == p->j_splits;
+           c->j_splits == p->j_splits && c->lanes == p->lanes;
 }
 
 static void shuffle(tuner *t, candidate *space, size_t count)
@@ -602,19 +641,34 @@ static void shuffle(tuner *t, candidate *space, size_t count)
 static int compare_by_program(const void *a, const void *b)
 {
     const candidate *x = a, *y = b;
-    const int kx[5] = {x->unroll_i, x->unroll_j, x->work_group_size, x->local_tiling, x->j_splits};
-    const int ky[5] = {y->unroll_i, y->unroll_j, y->work_group_size, y->local_tiling, y->j_splits};
-    for (int k = 0; k < 5; ++k)
+    const int kx[6] = {x->lanes,           x->unroll_i,     x->unroll_j,
+                       x->work_group_size, x->local_tiling, x->j_splits};
+    const int ky[6] = {y->lanes,           y->unroll_i,     y->unroll_j,
+                       y->work_group_size, y->local_tiling, y->j_splits};
+    for (int k = 0; k < 6; ++k)
         if (kx[k] != ky[k])
             return kx[k] < ky[k] ? -1 : 1;
     return 0;
 }
 
+/* The variant that runs when there is no database entry (fk_eval_create's defaults): the lane loop
+ * at the device's width on a CPU where the kernel and accumulator have one, else the built-in
+ * scalar variant. The untuned baseline, and the one every tuned entry must beat. */
+static void default_candidate(const tuner *t, fk_variant *builtin)
+{
+    memset(builtin, 0, sizeof *builtin);
+    if (t->lane_width == 0 || t->config->lanes < 0 ||
+        !fk__automatic_lanes(t->context, t->kernel->name, t->accum, builtin))
+        fk__builtin_variant(&t->context->info, builtin);
+}
+
 static int is_builtin(const fk_tune_point *p, const fk_variant *builtin)
 {
+    if (p->outcome != FK_TUNE_MEASURED || p->j_splits != 0 || p->lanes != builtin->lanes)
+        return 0;
     return p->unroll_i == builtin->unroll_i && p->unroll_j == builtin->unroll_j &&
-           p->work_group_size == builtin->work_group_size && p->local_tiling && p->j_splits == 0 &&
-           p->outcome == FK_TUNE_MEASURED;
+           p->work_group_size == builtin->work_group_size &&
+           p->local_tiling == (builtin->local_tiling != 0);
 }
 
 static double median_of_three(double a, double b, double c)
@@ -661,7 +715,8 @@ static fk_status confirm(tuner *t, const fk_variant *builtin, double time_left, 
                                .unroll_j = old->unroll_j,
                                .work_group_size = old->work_group_size,
                                .local_tiling = old->local_tiling,
-                               .j_splits = old->j_splits};
+                               .j_splits = old->j_splits,
+                               .lanes = old->lanes};
             fk_tune_point p;
             fk_status status = measure(t, &again, &p);
             if (status != FK_OK)
@@ -693,7 +748,8 @@ static fk_status write_entry(tuner *t)
                              .unroll_j = b->best.unroll_j,
                              .work_group_size = b->best.work_group_size,
                              .local_tiling = b->best.local_tiling,
-                             .j_splits = b->best.j_splits};
+                             .j_splits = b->best.j_splits,
+                             .lanes = b->best.lanes};
     snprintf(entry.type, sizeof entry.type, "%s", t->identity.type);
     snprintf(entry.vendor, sizeof entry.vendor, "%s", t->identity.vendor);
     snprintf(entry.architecture, sizeof entry.architecture, "%s",
@@ -765,14 +821,15 @@ static fk_status tune_bucket(tuner *t, double share)
         return FK_ERR_HOST_MEMORY;
     }
 
-    /* The built-in default goes first: it is the untuned baseline and a safe best. */
+    /* The default goes first: it is the untuned baseline and a safe best. */
     fk_variant builtin = {0};
-    fk__builtin_variant(&t->context->info, &builtin);
+    default_candidate(t, &builtin);
     shuffle(t, space, count);
     for (size_t i = 0; i < count; ++i)
         if (space[i].unroll_i == builtin.unroll_i && space[i].unroll_j == builtin.unroll_j &&
-            space[i].work_group_size == builtin.work_group_size && space[i].local_tiling == 1 &&
-            space[i].j_splits == 0) {
+            space[i].work_group_size == builtin.work_group_size &&
+            space[i].local_tiling == (builtin.local_tiling != 0) && space[i].j_splits == 0 &&
+            space[i].lanes == builtin.lanes) {
             candidate swap = space[0];
             space[0] = space[i];
             space[i] = swap;
@@ -992,6 +1049,10 @@ fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune
                /* Gravity kernels read masses ("x y z m ..."); the others reject a softening. */
                .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0};
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
+    {
+        fk_variant lanes = {0};
+        t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
+    }
     snprintf(result->kernel, sizeof result->kernel, "%s", kernel->name);
     snprintf(result->accum, sizeof result->accum, "%s", accum->name);
     snprintf(result->device_type, sizeof result->device_type, "%s", t.identity.type);

@@ -39,6 +39,10 @@ typedef struct fk_tuning_entry {
     char kernel[64], accum[64];
     size_t n;
     int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
+    /* CPU lanes (cl/pairwise_lanes.cl): 8 or 16, 0 the scalar template (the tuner compared both),
+     * -1 not recorded (an entry measured on the scalar template only, before the tuner searched
+     * lanes; automatic lanes take precedence over it). */
+    int lanes;
     fk_variant_source origin; /* FK_VARIANT_USER_DB or FK_VARIANT_SHIPPED_DB */
 } fk_tuning_entry;
 
@@ -106,5 +110,9 @@ void fk__tuning_resume_key(const fk_tuning_identity *identity, const char *kerne
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
 /* The built-in default variant for a device (plan.c): the tuner's untuned baseline. */
 void fk__builtin_variant(const fk_device_info *device, fk_variant *variant);
+/* The lane width fk_eval_create takes automatically for kernel and accumulator on this device (8 or
+ * 16; 0: none, the scalar template runs), with the default lane variant in *variant when not 0. */
+int fk__automatic_lanes(fk_context *context, const char *kernel, const char *accum,
+                        fk_variant *variant);
 
 #endif

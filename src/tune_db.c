@@ -457,6 +457,13 @@ static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const
         *reason = shape;
         return 0;
     }
+    /* "lanes": written by the lane-aware tuner; absent in older entries (-1, see tune.h). */
+    const cJSON *lanes = cJSON_GetObjectItemCaseSensitive(object, "lanes");
+    *reason = "lanes must be 0, 8 or 16";
+    if (lanes && (!cJSON_IsNumber(lanes) ||
+                  (lanes->valuedouble != 0 && lanes->valuedouble != 8 && lanes->valuedouble != 16)))
+        return 0;
+    entry->lanes = lanes ? (int)lanes->valuedouble : -1;
     return 1;
 }
 
@@ -783,6 +790,8 @@ static cJSON *entry_to_json(const fk_tuning_entry *e)
     cJSON_AddNumberToObject(object, "work_group_size", e->work_group_size);
     cJSON_AddBoolToObject(object, "local_tiling", e->local_tiling != 0);
     cJSON_AddNumberToObject(object, "j_splits", e->j_splits);
+    if (e->lanes >= 0)
+        cJSON_AddNumberToObject(object, "lanes", e->lanes);
     return object;
 }
 

@@ -2,7 +2,8 @@
  * The CPU lane loop (cl/pairwise_lanes.cl, fk_eval_config.lanes): results with lanes on (8, 16,
  * automatic) and off against the double-precision host reference, on fresh random inputs, at N
  * that are not multiples of the lane count or the work-group size, with and without softening,
- * with the potential, float and double, forced j-splits (the lane file's own reduction); the
+ * with the potential, float, double, fixed64 and narumi, forced j-splits (the lane file's own
+ * reduction); fixed64 and narumi lanes give the scalar template's packed words bit for bit; the
  * library poisons its result buffers with NaN before each run and the host arrays are NaN too, so
  * an unwritten particle fails. Then the host's choice: when lanes are taken, when not, and the
  * errors for what has no lane form.
@@ -45,6 +46,37 @@ static int teardown(void **state)
 static int is_cpu(void)
 {
     return fk_context_device(context)->type == FK_DEVICE_CPU;
+}
+
+/* The device's native float vector width, as the device reports it (not through the library). */
+static unsigned native_width(void)
+{
+    cl_uint width = 0;
+    assert_int_equal(clGetDeviceInfo(context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
+                                     sizeof width, &width, NULL),
+                     CL_SUCCESS);
+    return width;
+}
+
+/* Automatic lanes: the widest of 8 and 16 that the native width holds, on CPUs only. */
+static int automatic_width(const char *accum)
+{
+    const unsigned width = native_width();
+    if (!is_cpu() || width < 8 ||
+        (strcmp(accum, "fixed64") == 0 && !fk_context_device(context)->fp64))
+        return 0;
+    return width >= 16 ? 16 : 8;
+}
+
+/* Explicit lanes wider than a CPU's native width are refused (clang splits them and warns). */
+static int width_allowed(int lanes)
+{
+    return !is_cpu() || (unsigned)lanes <= native_width();
+}
+
+static int is_pocl(void)
+{
+    return strstr(fk_context_device(context)->platform_name, "Portable Computing Language") != NULL;
 }
 
 /* Bodies, their double reference and the per-particle term scales, for one N and eps. */
@@ -131,6 +163,14 @@ static const char *lanes_text(int lanes)
  * within the tolerance of the reference. */
 static void check_case(const lane_case *c, const lane_system *s)
 {
+    if (c->lanes > 0 && !width_allowed(c->lanes)) {
+        fk_eval_config refused = {.kernel = "ga", .accum = c->accum, .lanes = c->lanes};
+        fk_eval *none = NULL;
+        assert_int_equal(fk_eval_create(context, &refused, &none), FK_ERR_UNSUPPORTED);
+        assert_null(none);
+        assert_non_null(strstr(fk_context_last_error(context), "NATIVE_VECTOR_WIDTH_FLOAT"));
+        return;
+    }
     fk_eval_config config = {.kernel = "ga",
                              .accum = c->accum,
                              .unroll_i = c->unroll_j ? 1 : 0,
@@ -153,7 +193,7 @@ static void check_case(const lane_case *c, const lane_system *s)
                  fk_status_string(status), fk_context_last_error(context));
     fk_variant used;
     assert_int_equal(fk_eval_get_variant(eval, &used), FK_OK);
-    const int expected = c->lanes > 0 ? c->lanes : c->lanes == 0 && is_cpu() ? 16 : 0;
+    const int expected = c->lanes > 0 ? c->lanes : c->lanes == 0 ? automatic_width(c->accum) : 0;
     if (used.lanes != expected)
         fail_msg("lanes=%s %s: ran with %d lanes, expected %d", lanes_text(c->lanes), c->accum,
                  used.lanes, expected);
@@ -205,23 +245,23 @@ static void check_case(const lane_case *c, const lane_system *s)
     free(pot);
 }
 
-static const size_t sizes[] = {1, 2, 7, 31, 1000, 4099};
+static const size_t sizes[] = {1, 2, 7, 31, 67, 1000, 4099};
 
-/* Lanes off, 8, 16 and automatic, float and double, eps = 0 and eps > 0 (FK_SOFTENED: no floor),
- * all with the potential; one reference per system serves every case. */
+/* Lanes off, 8, 16 and automatic, float, double, fixed64 and narumi, eps = 0 and eps > 0
+ * (FK_SOFTENED: no floor), all with the potential; one reference per system serves every case. */
 static void test_lanes_against_reference(void **state)
 {
     (void)state;
     const int fp64 = fk_context_device(context)->fp64;
     static const int lane_settings[] = {-1, 8, 16, 0};
-    static const char *accums[] = {"float", "double"};
+    static const char *accums[] = {"float", "double", "fixed64", "narumi"};
     static const double eps_values[] = {0.0, 0.05};
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed());
     for (size_t e = 0; e < 2; ++e)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
             lane_system sys = make_system(sizes[s], eps_values[e], &rng);
-            for (size_t a = 0; a < 2; ++a) {
+            for (size_t a = 0; a < sizeof accums / sizeof accums[0]; ++a) {
                 if (strcmp(accums[a], "double") == 0 && !fp64)
                     continue;
                 for (size_t l = 0; l < 4; ++l) {
@@ -244,6 +284,8 @@ static void test_lanes_splits_unroll_no_potential(void **state)
     const lane_case cases[] = {
         {"float", 16, 0, 5, 1},  {"double", 8, 0, 3, 1}, {"float", 16, 4, 0, 1},
         {"double", 16, 2, 7, 1}, {"float", 16, 0, 0, 0}, {"float", 8, 8, 2, 0},
+        {"fixed64", 8, 2, 3, 1}, {"narumi", 8, 4, 5, 1}, {"fixed64", 16, 0, 2, 0},
+        {"narumi", 16, 1, 3, 0},
     };
     static const size_t split_sizes[] = {7, 1000, 4099};
     for (size_t s = 0; s < sizeof split_sizes / sizeof split_sizes[0]; ++s) {
@@ -262,6 +304,8 @@ static void test_lanes_two_bodies_exact(void **state)
     (void)state;
     static const int widths[] = {8, 16};
     for (size_t w = 0; w < 2; ++w) {
+        if (!width_allowed(widths[w]))
+            continue; /* check_case covers the refusal */
         fk_eval_config config = {.kernel = "ga", .potential = 1, .lanes = widths[w]};
         fk_eval *eval = NULL;
         assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
@@ -281,7 +325,8 @@ static void test_lanes_two_bodies_exact(void **state)
     }
 }
 
-/* Lane support is read from the headers: exactly ga with float and double have it today. */
+/* The registry's lane flags (what fk_eval_create reads) agree with the headers' lane sections: ga
+ * with float, double, fixed64 and narumi today. */
 static void test_lanes_declared_by_headers(void **state)
 {
     (void)state;
@@ -289,12 +334,121 @@ static void test_lanes_declared_by_headers(void **state)
         for (size_t a = 0; fk_accum_at(a); ++a) {
             const char *kernel = fk_kernel_at(k)->name, *accum = fk_accum_at(a)->name;
             const int expected = strcmp(kernel, "ga") == 0 &&
-                                 (strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0);
+                                 (strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
+                                  strcmp(accum, "fixed64") == 0 || strcmp(accum, "narumi") == 0);
             if (fk__program_has_lanes(context, kernel, accum) != expected)
-                fail_msg("%s with %s: lane form %s, expected %s", kernel, accum,
+                fail_msg("%s with %s: lane form %s in the headers, expected %s", kernel, accum,
                          expected ? "not found" : "found", expected ? "one" : "none");
+            if (fk__registry_has_lanes(fk__kernel_desc(kernel), fk__accum_desc(accum), 1) !=
+                expected)
+                fail_msg("%s with %s: src/registry.c's lane flags disagree with the headers",
+                         kernel, accum);
         }
     assert_int_equal(fk__program_has_lanes(context, "nosuch", "float"), 0);
+    /* native_rsqrt as a Newton-step estimate (src/lanes_rsqrt.c): POCL's is the exact square root
+     * and division (no estimate: the lane loop keeps rsqrt), Intel's CPU runtime's is vrsqrtps. */
+    const int estimate = fk__native_rsqrt_estimate_ok(context);
+    if (is_pocl())
+        assert_int_equal(estimate, 0);
+    else if (strstr(fk_context_device(context)->platform_name, "Intel") && is_cpu())
+        assert_int_equal(estimate, 1);
+    /* fixed64's lane form converts through double: not without fp64. */
+    assert_int_equal(fk__registry_has_lanes(fk__kernel_desc("ga"), fk__accum_desc("fixed64"), 0),
+                     0);
+    assert_int_equal(fk__registry_has_lanes(fk__kernel_desc("ga"), fk__accum_desc("narumi"), 0), 1);
+}
+
+/* One evaluation's packed result words (the accumulator's representation). */
+static uint32_t *packed_words(const fk_eval_config *config, const lane_system *s, int want_lanes)
+{
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(context, config, &eval);
+    if (status != FK_OK)
+        fail_msg("create %s lanes %d: %s", config->accum, config->lanes,
+                 fk_context_last_error(context));
+    fk_variant used;
+    assert_int_equal(fk_eval_get_variant(eval, &used), FK_OK);
+    if (used.lanes != want_lanes)
+        fail_msg("%s: ran with %d lanes, expected %d", config->accum, used.lanes, want_lanes);
+    fk_particles particles = {.count = s->n, .position = s->position, .mass = s->mass};
+    status = fk_eval_set_particles(eval, &particles);
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL);
+    if (status != FK_OK)
+        fail_msg("%s N=%zu: %s", config->accum, s->n, fk_context_last_error(context));
+    const size_t words = s->n * 4 * 2; /* 3 force components and the potential */
+    uint32_t *packed = malloc(words * sizeof *packed);
+    assert_non_null(packed);
+    assert_int_equal(fk__eval_read_packed(eval, packed), FK_OK);
+    fk_eval_destroy(eval);
+    return packed;
+}
+
+/* fixed64 and narumi sums are exact (integers, in any order), so the lane forms must give the
+ * scalar template's packed words bit for bit, for every width, j-unrolling and j-split, and N not
+ * a multiple of the width. The pair terms must be the same bits too: with --reproducible
+ * (correctly rounded sqrt and divide) on every device; with rsqrt only where the compiler rounds
+ * it alike in vector and scalar code, which POCL does (sqrt + divide) and Intel's CPU runtime
+ * does not (README, issue #12): there a difference is reported, not failed. */
+static void test_lanes_fixed_point_bit_identical(void **state)
+{
+    (void)state;
+    if (!is_cpu() && automatic_width("narumi") == 0 && !width_allowed(8))
+        skip();
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0xb17u);
+    static const char *accums[] = {"fixed64", "narumi"};
+    static const size_t identity_sizes[] = {1, 7, 31, 67, 1000};
+    static const struct {
+        int lanes, unroll_j, splits;
+    } forms[] = {{8, 1, 0}, {8, 4, 3}, {16, 1, 0}, {16, 2, 5}};
+    for (size_t s = 0; s < sizeof identity_sizes / sizeof identity_sizes[0]; ++s) {
+        lane_system sys = make_system(identity_sizes[s], s % 2 ? 0.02 : 0.0, &rng);
+        const size_t words = sys.n * 4 * 2;
+        for (size_t a = 0; a < 2; ++a) {
+            if (strcmp(accums[a], "fixed64") == 0 && !fk_context_device(context)->fp64)
+                continue;
+            for (int reproducible = 0; reproducible <= (a == 0); ++reproducible) {
+                fk_eval_config scalar = {.kernel = "ga",
+                                         .accum = accums[a],
+                                         .potential = 1,
+                                         .eps = sys.eps,
+                                         .reproducible = reproducible,
+                                         .lanes = -1};
+                uint32_t *expected = packed_words(&scalar, &sys, 0);
+                for (size_t f = 0; f < sizeof forms / sizeof forms[0]; ++f) {
+                    if (!width_allowed(forms[f].lanes))
+                        continue;
+                    fk_eval_config lanes = scalar;
+                    lanes.lanes = forms[f].lanes;
+                    lanes.unroll_i = 1;
+                    lanes.unroll_j = forms[f].unroll_j;
+                    lanes.j_splits = forms[f].splits;
+                    uint32_t *got = packed_words(&lanes, &sys, forms[f].lanes);
+                    size_t differ = 0, first = words;
+                    for (size_t w = 0; w < words; ++w)
+                        if (got[w] != expected[w]) {
+                            differ++;
+                            first = first < words ? first : w;
+                        }
+                    if (differ && (reproducible || is_pocl()))
+                        fail_msg("%s%s lanes %d 1x%d splits %d N=%zu: %zu of %zu packed words "
+                                 "differ from the scalar template's (first: word %zu)",
+                                 accums[a], reproducible ? " reproducible" : "", forms[f].lanes,
+                                 forms[f].unroll_j, forms[f].splits, sys.n, differ, words, first);
+                    if (differ)
+                        print_message("note: %s lanes %d N=%zu: %zu of %zu words differ from the "
+                                      "scalar template (rsqrt rounds differently in vector code "
+                                      "on %s; not a promise there)\n",
+                                      accums[a], forms[f].lanes, sys.n, differ, words,
+                                      fk_context_device(context)->platform_name);
+                    free(got);
+                }
+                free(expected);
+            }
+        }
+        free_system(&sys);
+    }
 }
 
 static fk_variant variant_of(const fk_eval_config *config)
@@ -316,15 +470,15 @@ static void test_lanes_choice(void **state)
     (void)state;
     fk_eval_config config = {.kernel = "ga", .expected_count = 8192};
     fk_variant v = variant_of(&config);
-    if (is_cpu()) {
-        assert_int_equal(v.lanes, 16);
+    if (automatic_width("float")) {
+        assert_int_equal(v.lanes, automatic_width("float"));
         assert_int_equal(v.unroll_i, 1);
         assert_int_equal(v.unroll_j, 1);
         assert_int_equal(v.work_group_size, 8);
         assert_int_equal(v.local_tiling, 0);
         assert_int_equal(v.source, FK_VARIANT_DEFAULT);
     } else {
-        assert_int_equal(v.lanes, 0); /* GPUs keep the template */
+        assert_int_equal(v.lanes, 0); /* GPUs (and CPUs narrower than 8) keep the template */
     }
     config.lanes = -1; /* off: the scalar template's built-in default or tuned entry */
     v = variant_of(&config);
@@ -340,7 +494,7 @@ static void test_lanes_choice(void **state)
     config.work_group_size = 4; /* a work-group size applies to lanes too */
     v = variant_of(&config);
     assert_int_equal(v.work_group_size, 4);
-    assert_int_equal(v.lanes, is_cpu() ? 16 : 0);
+    assert_int_equal(v.lanes, automatic_width("float"));
     config.work_group_size = 0;
     config.accum = "ti"; /* no lane form: the template, automatically */
     assert_int_equal(variant_of(&config).lanes, 0);
@@ -366,7 +520,25 @@ static void test_lanes_choice(void **state)
     assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(fk_context_last_error(context), "no local tiling"));
     config.local_tiling = -1; /* off is what lanes do anyway */
-    assert_int_equal(variant_of(&config).lanes, 16);
+    config.lanes = 8;
+    assert_int_equal(variant_of(&config).lanes, 8);
+    /* Wider than the CPU's registers: refused, never built with ABI warnings. */
+    config.lanes = 16;
+    if (width_allowed(16)) {
+        assert_int_equal(variant_of(&config).lanes, 16);
+    } else {
+        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+        assert_non_null(strstr(fk_context_last_error(context), "NATIVE_VECTOR_WIDTH_FLOAT"));
+    }
+    /* A cold build of the default variant leaves nothing in the warnings: the compiler had
+     * nothing to say (it would be there, not on stderr). */
+    if (automatic_width("float")) {
+        const size_t before = strlen(fk_context_warnings(context));
+        config = (fk_eval_config){.kernel = "ga", .potential = 1, .refresh_cache = 1};
+        (void)variant_of(&config);
+        if (strlen(fk_context_warnings(context)) != before)
+            fail_msg("the default lane build warned: %s", fk_context_warnings(context) + before);
+    }
     static const int bad[] = {4, 3, -2, 32, 1};
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
         config = (fk_eval_config){.kernel = "ga", .lanes = bad[b]};
@@ -418,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_lanes_two_bodies_exact),
         cmocka_unit_test(test_lanes_against_reference),
         cmocka_unit_test(test_lanes_splits_unroll_no_potential),
+        cmocka_unit_test(test_lanes_fixed_point_bit_identical),
         cmocka_unit_test(test_lanes_fallback_results),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -375,19 +375,94 @@ static fk_context *context_with_databases(const char *user, const char *shipped)
 }
 
 /* An entry for this very device, in the keys the library computes for it. */
+/* lanes < 0: no "lanes" key (an entry written before the tuner searched the lane loop). */
 static void write_entry_for(fk_context *context, const char *path, size_t n, const char *unroll,
-                            int group, const char *tiling, int splits)
+                            int group, const char *tiling, int splits, int lanes)
 {
     const fk_tuning_identity *id = &context->tuning->identity;
+    char lanes_key[32] = "";
+    if (lanes >= 0)
+        snprintf(lanes_key, sizeof lanes_key, ", \"lanes\": %d", lanes);
     char text[2048];
-    snprintf(
-        text, sizeof text,
-        "{\"entries\": [{\"type\": \"%s\", \"vendor\": \"%s\", \"architecture\": \"%s\", "
-        "\"device\": \"%s\", \"kernel\": \"ga\", \"accum\": \"float\", \"n\": %zu, "
-        "\"unroll\": \"%s\", \"work_group_size\": %d, \"local_tiling\": %s, \"j_splits\": %d}]}",
-        id->type, id->vendor, id->architecture[0] ? id->architecture : "default", id->device, n,
-        unroll, group, tiling, splits);
+    snprintf(text, sizeof text,
+             "{\"entries\": [{\"type\": \"%s\", \"vendor\": \"%s\", \"architecture\": \"%s\", "
+             "\"device\": \"%s\", \"kernel\": \"ga\", \"accum\": \"float\", \"n\": %zu, "
+             "\"unroll\": \"%s\", \"work_group_size\": %d, \"local_tiling\": %s, \"j_splits\": "
+             "%d%s}]}",
+             id->type, id->vendor, id->architecture[0] ? id->architecture : "default", id->device,
+             n, unroll, group, tiling, splits, lanes_key);
     write_text(path, text);
+}
+
+/* The lane width fk_eval_create takes by itself here (0: none: a GPU, or no 8-wide registers). */
+static int automatic_lanes(fk_context *context)
+{
+    cl_uint width = 0;
+    clGetDeviceInfo(context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof width, &width,
+                    NULL);
+    if (fk_context_device(context)->type != FK_DEVICE_CPU || width < 8)
+        return 0;
+    return width >= 16 ? 16 : 8;
+}
+
+static fk_variant variant_for(fk_context *context, const fk_eval_config *config)
+{
+    fk_eval *eval = NULL;
+    if (fk_eval_create(context, config, &eval) != FK_OK)
+        fail_msg("create: %s", fk_context_last_error(context));
+    fk_variant variant;
+    assert_int_equal(fk_eval_get_variant(eval, &variant), FK_OK);
+    fk_eval_destroy(eval);
+    return variant;
+}
+
+/* Deliverable 6 of issue #12: a user's entry never replaces the lane loop with something it was
+ * not compared with. An entry without "lanes" (measured on the scalar template only, by the tuner
+ * before it searched lanes; it made ga 3.4x slower on an AVX2 EPYC) gives way to automatic lanes
+ * on a CPU; an entry with "lanes": 8 runs the lane loop with its j-unroll and work-group size;
+ * "lanes": 0 (the tuner compared both, and the template won) is followed. */
+static void test_database_and_lanes(void **state)
+{
+    (void)state;
+    char *user = path_in_work("lanes.json");
+    fk_context *context = context_with_databases(NULL, NULL);
+    const int width = automatic_lanes(context);
+    write_entry_for(context, user, 4096, "2x4", 32, "false", 0, -1);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    fk_eval_config config = {.kernel = "ga", .eps = 0.01, .expected_count = 4000};
+    fk_variant variant = variant_for(context, &config);
+    if (width) {
+        assert_int_equal(variant.lanes, width);
+        assert_int_equal(variant.source, FK_VARIANT_DEFAULT);
+    } else {
+        assert_int_equal(variant.lanes, 0);
+        assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    }
+    fk_context_destroy(context);
+
+    context = context_with_databases(NULL, NULL);
+    write_entry_for(context, user, 4096, "1x4", 16, "false", 0, 8);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    assert_string_equal(fk_context_warnings(context), "");
+    variant = variant_for(context, &config);
+    if (width) {
+        assert_int_equal(variant.lanes, 8);
+        assert_int_equal(variant.unroll_j, 4);
+        assert_int_equal(variant.work_group_size, 16);
+        assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    }
+    fk_context_destroy(context);
+
+    /* A bad "lanes" value: the database is ignored with a warning. */
+    context = context_with_databases(NULL, NULL);
+    write_entry_for(context, user, 4096, "1x4", 16, "false", 0, 12);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    assert_non_null(strstr(fk_context_warnings(context), "lanes must be 0, 8 or 16"));
+    fk_context_destroy(context);
+    free(user);
 }
 
 static void test_eval_uses_database(void **state)
@@ -395,7 +470,7 @@ static void test_eval_uses_database(void **state)
     (void)state;
     char *user = path_in_work("eval.json");
     fk_context *context = context_with_databases(NULL, NULL);
-    write_entry_for(context, user, 4096, "2x4", 32, "false", 3);
+    write_entry_for(context, user, 4096, "2x4", 32, "false", 3, 0); /* the template won */
     fk_context_destroy(context);
     context = context_with_databases(user, NULL);
     assert_string_equal(fk_context_warnings(context), "");
@@ -760,7 +835,7 @@ static void test_variant_rules(void **state)
 
     /* A database entry with that shape is ignored with a warning; the built-in default runs. */
     char *user = path_in_work("wg5.json");
-    write_entry_for(context, user, 1024, "4x4", 5, "true", 0);
+    write_entry_for(context, user, 1024, "4x4", 5, "true", 0, -1);
     fk_context_destroy(context);
     context = context_with_databases(user, NULL);
     assert_non_null(strstr(fk_context_warnings(context), "entry 0 ignored: work-group size 5"));
@@ -922,6 +997,69 @@ static void test_large_database(void **state)
     free(path);
 }
 
+/* The tuner searches the lane loop on a CPU (its widths, j-unroll, work-group sizes) beside the
+ * scalar template, takes what runs by default (the lane loop) as its baseline and confirms against
+ * it, so the stored best is never slower than the default by its own measurement, and stores the
+ * lane choice, which fk_eval_create then follows. */
+static void test_tuner_searches_lanes(void **state)
+{
+    (void)state;
+    char *database = path_in_work("lanes_tuned.json");
+    setenv("FORCEKIT_TUNING_DB", database, 1);
+    setenv("FORCEKIT_SHIPPED_TUNING_DB", "off", 1);
+    fk_context *context = NULL;
+    assert_int_equal(fk_context_create(NULL, &context), FK_OK);
+    const int width = automatic_lanes(context);
+    fk_tune_config config = {.kernel = "ga",
+                             .accum = "float",
+                             .n = 1000,
+                             .budget_seconds = 300,
+                             .database = database,
+                             .unroll_i = 1,
+                             .unroll_j = 1,
+                             .local_tiling = -1,
+                             .j_splits = -1};
+    fk_tune_result *result = NULL;
+    if (fk_tune_run(context, &config, &result) != FK_OK)
+        fail_msg("tune: %s", fk_context_last_error(context));
+    const fk_tune_bucket_result *b = &result->buckets[0];
+    const size_t scalar_groups = fk_context_device(context)->type == FK_DEVICE_GPU ? 4 : 5;
+    const size_t widths = width == 16 ? 2 : width == 8 ? 1 : 0;
+    assert_int_equal(b->space_size, scalar_groups + 4 * widths);
+    assert_int_equal(b->tried_count, b->space_size);
+    size_t lane_points = 0;
+    for (size_t i = 0; i < b->tried_count; ++i)
+        if (b->tried[i].lanes) {
+            ++lane_points;
+            assert_true(b->tried[i].lanes <= width);
+            if (b->tried[i].outcome != FK_TUNE_MEASURED)
+                fail_msg("lanes %d wg %d: %s", b->tried[i].lanes, b->tried[i].work_group_size,
+                         b->tried[i].note);
+        }
+    assert_int_equal(lane_points, 4 * widths);
+    assert_true(b->has_best);
+    if (width) {
+        /* The default (the lane loop) was measured and confirmed beside the best. */
+        assert_true(isfinite(b->untuned_seconds));
+        assert_true(isfinite(b->best.confirmed_seconds));
+        assert_true(b->best.seconds <= b->untuned_seconds);
+    }
+    const int best_lanes = b->best.lanes;
+    fk_tune_result_free(result);
+    char *text = fk__read_file(database, NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"lanes\""));
+    free(text);
+    fk_eval_config eval_config = {.kernel = "ga", .expected_count = 1000};
+    const fk_variant variant = variant_for(context, &eval_config);
+    assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    assert_int_equal(variant.lanes, best_lanes);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(database);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -933,6 +1071,8 @@ int main(void)
         cmocka_unit_test(test_user_overrides_shipped),
         cmocka_unit_test(test_corrupt_database),
         cmocka_unit_test(test_eval_uses_database),
+        cmocka_unit_test(test_database_and_lanes),
+        cmocka_unit_test(test_tuner_searches_lanes),
         cmocka_unit_test(test_wrong_variant_rejected),
         cmocka_unit_test(test_resume_after_interruption),
         cmocka_unit_test(test_tiny_budget),

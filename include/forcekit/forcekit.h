@@ -382,6 +382,7 @@ typedef struct fk_tune_point {
     int local_tiling; /* 1 on, 0 off */
     int j_splits;     /* requested: 0 automatic */
     int effective_j_splits;
+    int lanes; /* CPU lanes (fk_eval_config.lanes): 8 or 16; 0 the scalar template */
     fk_tune_outcome outcome;
     double seconds;           /* median device seconds per evaluation (measured points) */
     double confirmed_seconds; /* the confirmation round's median, NaN unless re-timed there */
@@ -430,6 +431,10 @@ typedef struct fk_tune_config {
     /* Narrow the search space (0: search the dimension). local_tiling 1 on, -1 off; j_splits -1
      * automatic only. */
     int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
+    /* CPU lanes: 0 search the scalar template and, on a CPU, the lane loop at the widths the
+     * device holds (8, 16) with its j-unrolling and work-group size; -1 the scalar template only;
+     * 8 or 16 that width only. */
+    int lanes;
     fk_tune_progress_fn progress;
     void *user;
 } fk_tune_config;

@@ -15,7 +15,8 @@
 static const char tune_usage[] =
     "usage: forcekit tune --kernel K [--accum A] [--n N] [--budget SECONDS] [--seed S]\n"
     "                     [--device SEL] [--json]\n\n"
-    "Searches unroll factors (IxJ), work-group size, local tiling and the j-split (small N) for\n"
+    "Searches unroll factors (IxJ), work-group size, local tiling and the j-split (small N), and\n"
+    "on CPUs the lane loop (its width, j-unroll and work-group size; docs/cpu.md), for\n"
     "kernel K on the device, per N bucket (1024, 4096, ..., 1048576), and stores the best of each\n"
     "bucket in the user's tuning database, which `--unroll auto` (the default) then uses. Every\n"
     "candidate is checked against the double-precision host reference before it is timed (a\n"
@@ -77,8 +78,11 @@ static void describe(const fk_tune_point *p, char *text, size_t size)
         snprintf(splits, sizeof splits, "%d", p->j_splits);
     else
         snprintf(splits, sizeof splits, "auto");
-    snprintf(text, size, "%dx%d wg %d tiling %s splits %s", p->unroll_i, p->unroll_j,
-             p->work_group_size, p->local_tiling ? "on" : "off", splits);
+    char lanes[24] = "";
+    if (p->lanes > 0) /* the CPU lane loop */
+        snprintf(lanes, sizeof lanes, " lanes %d", p->lanes);
+    snprintf(text, size, "%dx%d wg %d tiling %s splits %s%s", p->unroll_i, p->unroll_j,
+             p->work_group_size, p->local_tiling ? "on" : "off", splits, lanes);
 }
 
 static void clear_bar(tune_view *view)
@@ -140,6 +144,7 @@ static cJSON *point_json(const fk_tune_point *p, size_t n, double flops)
     cJSON_AddBoolToObject(object, "local_tiling", p->local_tiling != 0);
     cJSON_AddNumberToObject(object, "j_splits", p->j_splits); /* 0: automatic */
     cJSON_AddNumberToObject(object, "effective_j_splits", p->effective_j_splits);
+    cJSON_AddNumberToObject(object, "lanes", p->lanes); /* 0: the scalar template */
     cJSON_AddStringToObject(object, "outcome", outcome_token(p->outcome));
     const double rate = (double)n * (double)n / p->seconds;
     cli_json_number(object, "seconds_per_eval", p->seconds);
@@ -235,7 +240,7 @@ static void print_table(const fk_tune_result *result, const fk_context *context,
     printf("%s (%s) on %s [%s / %s / %s], budget %.0f s, %.1f s used\n", result->kernel,
            result->accum, fk_context_device(context)->name, result->vendor, result->architecture,
            result->device, budget, result->seconds);
-    printf("%-8s %-10s %9s  %-34s %11s %11s %8s\n", "N", "SEARCH", "TRIED", "BEST", "S/EVAL",
+    printf("%-8s %-10s %9s  %-42s %11s %11s %8s\n", "N", "SEARCH", "TRIED", "BEST", "S/EVAL",
            "UNTUNED S", "SPEEDUP");
     for (size_t i = 0; i < result->bucket_count; ++i) {
         const fk_tune_bucket_result *b = &result->buckets[i];
@@ -243,7 +248,7 @@ static void print_table(const fk_tune_result *result, const fk_context *context,
         snprintf(tried, sizeof tried, "%zu/%zu", b->tried_count, b->space_size);
         if (b->has_best)
             describe(&b->best, best, sizeof best);
-        printf("%-8zu %-10s %9s  %-34s %11.4e %11.4e %8.2f\n", b->n, search_token(b->search), tried,
+        printf("%-8zu %-10s %9s  %-42s %11.4e %11.4e %8.2f\n", b->n, search_token(b->search), tried,
                best, b->has_best ? b->best.seconds : NAN, b->untuned_seconds,
                b->has_best ? b->untuned_seconds / b->best.seconds : NAN);
         if (b->search != FK_TUNE_EXHAUSTIVE && b->note[0])
