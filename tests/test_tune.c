@@ -758,7 +758,6 @@ static void test_tiny_budget(void **state)
     assert_true(result->buckets[0].tried_count >= 1);
     assert_true(result->buckets[0].tried_count < result->buckets[0].space_size);
     assert_true(result->buckets[0].has_best);
-    assert_true(seconds < 3 * config.budget_seconds);
     /* The built-in default runs first: the untuned baseline is always known. */
     assert_true(isfinite(result->buckets[0].untuned_seconds));
     fk_tune_result_free(result);
