@@ -491,11 +491,13 @@ static void test_lanes_choice(void **state)
     config.local_tiling = 1; /* so is explicit tiling */
     assert_int_equal(variant_of(&config).lanes, 0);
     config.local_tiling = 0;
-    config.work_group_size = 4; /* a work-group size applies to lanes too */
-    v = variant_of(&config);
-    assert_int_equal(v.work_group_size, 4);
-    assert_int_equal(v.lanes, automatic_width("float"));
-    config.work_group_size = 0;
+    if (automatic_width("float")) { /* on a GPU the template's tiles would not hold 4 */
+        config.work_group_size = 4; /* a work-group size applies to lanes too */
+        v = variant_of(&config);
+        assert_int_equal(v.work_group_size, 4);
+        assert_int_equal(v.lanes, automatic_width("float"));
+        config.work_group_size = 0;
+    }
     config.accum = "ti"; /* no lane form: the template, automatically */
     assert_int_equal(variant_of(&config).lanes, 0);
     config.accum = NULL;
