@@ -79,8 +79,14 @@ typedef FK_VEC(int) fk_maskv; /* a vector comparison of floatN or intN values yi
 #error "FK_LANES must be 8 or 16"
 #endif
 
-/* Lane functions of the headers: inlined always, so that constant forms fold (above). */
+/* Lane functions of the headers: inlined always, so that constant forms fold (above). Not in an
+ * unoptimized build (-cl-opt-disable, which oclgrind needs): there the always-inliner turns the
+ * restrict parameters into llvm.experimental.noalias.scope.decl, which oclgrind 21.10 cannot run. */
+#ifdef __OPTIMIZE__
 #define FK_LANE_INLINE static inline __attribute__((always_inline))
+#else
+#define FK_LANE_INLINE static inline
+#endif
 
 #include ACCUM_HEADER
 
