@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "internal.h"
+#include "splitmix64.h"
 #include "test_support.h"
 
 static fk_context *context;
@@ -44,19 +45,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* splitmix64: fixed inputs on every platform */
-static uint64_t next_bits(uint64_t *seed)
-{
-    uint64_t z = (*seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* In [0, 1) on a grid of 2^-24: exact in float, so no input rounding differs anywhere. */
+/* Fixed inputs on every platform (splitmix64), exact in float. */
 static double uniform(uint64_t *seed)
 {
-    return (double)(next_bits(seed) >> 40) * 0x1p-24;
+    return fk_splitmix64_float_uniform(seed);
 }
 
 static uint64_t fnv1a(const uint32_t *words, size_t count)
@@ -114,7 +106,7 @@ static void molecular_system(system_t *s)
                 for (int k = 0; k < 3; ++k)
                     s->position[3 * i + (size_t)k] =
                         SPACING * (cell[k] + 0.5) + 0.25 * (uniform(&seed) - 0.5);
-                s->type[i] = (int)(next_bits(&seed) & 1u);
+                s->type[i] = (int)(fk_splitmix64(&seed) & 1u);
                 s->mass[i] = i % 2 ? -0.5 : 0.5;
             }
     s->exclusion_count = 0;

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "splitmix64.h"
 
 static const char selftest_usage[] =
     "usage: forcekit selftest [--device SEL] [--all] [--n N] [--json]\n\n"
@@ -33,18 +34,10 @@ typedef struct selftest_system {
     double box;
 } selftest_system;
 
-/* splitmix64: the same inputs on every machine, so that checksums can be compared. */
-static uint64_t next_bits(uint64_t *seed)
-{
-    uint64_t z = (*seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* The same inputs on every machine (splitmix64), so that checksums can be compared. */
 static double uniform(uint64_t *seed)
 {
-    return (double)(next_bits(seed) >> 40) * 0x1p-24; /* exact in float */
+    return fk_splitmix64_float_uniform(seed);
 }
 
 static void free_system(selftest_system *s)

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "splitmix64.h"
 #include "suite.h"
 
 static const char sumtest_usage[] =
@@ -26,18 +27,10 @@ static const char sumtest_usage[] =
     "  --device SEL  P:D, a substring of the device name, cpu or gpu\n"
     "  --json        print the results as one JSON document on standard output\n";
 
-/* splitmix64: a small, seedable generator; the values only need to be reproducible. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
+/* The values only need to be reproducible: splitmix64. */
 static double next_uniform(uint64_t *state)
 {
-    return (double)(next_random(state) >> 11) * 0x1p-53;
+    return (double)(fk_splitmix64(state) >> 11) * 0x1p-53;
 }
 
 static int compare_floats(const void *a, const void *b)
