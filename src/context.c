@@ -6,6 +6,7 @@
 
 #include "cache.h"
 #include "internal.h"
+#include "text.h"
 #include "tune.h"
 
 static int has_template(const char *dir)
@@ -19,15 +20,6 @@ static int has_template(const char *dir)
     int found = stat(path, &st) == 0 && S_ISREG(st.st_mode);
     free(path);
     return found;
-}
-
-static char *duplicate(const char *text)
-{
-    size_t size = strlen(text) + 1;
-    char *copy = malloc(size);
-    if (copy)
-        memcpy(copy, text, size);
-    return copy;
 }
 
 /* An explicitly named directory (config or FORCEKIT_KERNEL_DIR) is authoritative: if it lacks the
@@ -44,13 +36,13 @@ static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
                             "kernel sources not found: %s/pairwise.cl does not exist (set by %s)",
                             explicit_dir,
                             (configured && *configured) ? "the caller" : "FORCEKIT_KERNEL_DIR");
-        context->kernel_dir = duplicate(explicit_dir);
+        context->kernel_dir = fk_copy_string(explicit_dir);
         return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
     }
     const char *candidates[] = {FK_SOURCE_KERNEL_DIR, FK_INSTALL_KERNEL_DIR};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i)
         if (has_template(candidates[i])) {
-            context->kernel_dir = duplicate(candidates[i]);
+            context->kernel_dir = fk_copy_string(candidates[i]);
             return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
         }
     return fk__fail(

@@ -1,6 +1,7 @@
 /* Writing files without destroying what is not ours; see files.h. */
 #define _DEFAULT_SOURCE /* flock, realpath */
 #include "files.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,25 +30,6 @@ struct fk_file_writer {
     int finished;
 };
 
-static void set_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
-
-static char *duplicate(const char *text)
-{
-    size_t size = strlen(text) + 1;
-    char *copy = malloc(size);
-    if (copy)
-        memcpy(copy, text, size);
-    return copy;
-}
-
 /* Problems with the target the user can fix on the command line, as opposed to a failing disk. */
 static fk_status status_for_errno(int code)
 {
@@ -72,7 +54,7 @@ static fk_status fail(char *error, size_t error_size, const char *what, const ch
 {
     if (code == 0)
         code = EIO;
-    set_error(error, error_size, "%s %s: %s", what, path, strerror(code));
+    fk_format_message(error, error_size, "%s %s: %s", what, path, strerror(code));
     return status_for_errno(code);
 }
 
@@ -89,7 +71,7 @@ static mode_t default_file_mode(void)
  * the file is created where the link points and the link stays. malloc'ed; NULL with errno. */
 static char *follow_dangling_links(const char *path)
 {
-    char *current = duplicate(path);
+    char *current = fk_copy_string(path);
     for (int hop = 0; current && hop < MAX_LINK_HOPS; ++hop) {
         struct stat st;
         if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode))
@@ -104,7 +86,7 @@ static char *follow_dangling_links(const char *path)
         char *next;
         const char *slash = strrchr(current, '/');
         if (link[0] == '/' || !slash) {
-            next = duplicate(link);
+            next = fk_copy_string(link);
         } else {
             size_t directory = (size_t)(slash - current) + 1;
             next = malloc(directory + (size_t)length + 1);
@@ -160,7 +142,7 @@ static int is_random_suffix(const char *text)
 static void remove_stale_temporaries(const char *prefix)
 {
     const char *slash = strrchr(prefix, '/');
-    char *directory = slash ? malloc((size_t)(slash - prefix) + 2) : duplicate(".");
+    char *directory = slash ? malloc((size_t)(slash - prefix) + 2) : fk_copy_string(".");
     if (!directory)
         return;
     if (slash) {
@@ -215,7 +197,7 @@ static fk_status plan_output(const char *path, plan *out, char *error, size_t er
         if (!S_ISREG(st.st_mode)) {
             /* /dev/null, /dev/full, a FIFO, /dev/stdout on a pipe: never rename over these. */
             out->in_place = 1;
-            out->target = duplicate(path);
+            out->target = fk_copy_string(path);
             return out->target ? FK_OK : FK_ERR_HOST_MEMORY;
         }
         /* A read-only file is refused, as the shell and cp refuse it (root may write anyway). */
@@ -236,7 +218,7 @@ static fk_status plan_output(const char *path, plan *out, char *error, size_t er
             free(resolved);
             out->in_place = 1;
         }
-        out->target = duplicate(path);
+        out->target = fk_copy_string(path);
         return out->target ? FK_OK : FK_ERR_HOST_MEMORY;
     }
     if (errno != ENOENT)
@@ -286,7 +268,7 @@ fk_status fk__writer_open(const char *path, fk_file_writer **writer, FILE **file
     if (file)
         *file = NULL;
     if (!path || !*path || !writer || !file) {
-        set_error(error, error_size, "no output file name");
+        fk_format_message(error, error_size, "no output file name");
         return FK_ERR_INVALID_ARGUMENT;
     }
     plan target;
@@ -294,13 +276,13 @@ fk_status fk__writer_open(const char *path, fk_file_writer **writer, FILE **file
     if (status != FK_OK) {
         free(target.target);
         if (status == FK_ERR_HOST_MEMORY)
-            set_error(error, error_size, "%s: out of memory", path);
+            fk_format_message(error, error_size, "%s: out of memory", path);
         return status;
     }
     fk_file_writer *w = calloc(1, sizeof *w);
     if (!w) {
         free(target.target);
-        set_error(error, error_size, "%s: out of memory", path);
+        fk_format_message(error, error_size, "%s: out of memory", path);
         return FK_ERR_HOST_MEMORY;
     }
     w->target = target.target;
@@ -318,7 +300,7 @@ fk_status fk__writer_open(const char *path, fk_file_writer **writer, FILE **file
         if (!w->temp) {
             free(prefix);
             writer_free(w);
-            set_error(error, error_size, "%s: out of memory", path);
+            fk_format_message(error, error_size, "%s: out of memory", path);
             return FK_ERR_HOST_MEMORY;
         }
         snprintf(w->temp, strlen(prefix) + sizeof TEMP_RANDOM, "%s%s", prefix, TEMP_RANDOM);
@@ -354,7 +336,7 @@ fk_status fk__writer_open(const char *path, fk_file_writer **writer, FILE **file
 fk_status fk__writer_check(const char *path, char *error, size_t error_size)
 {
     if (!path || !*path) {
-        set_error(error, error_size, "no output file name");
+        fk_format_message(error, error_size, "no output file name");
         return FK_ERR_INVALID_ARGUMENT;
     }
     plan target;
@@ -364,7 +346,7 @@ fk_status fk__writer_check(const char *path, char *error, size_t error_size)
         char *probe = prefix ? malloc(strlen(prefix) + sizeof TEMP_RANDOM) : NULL;
         if (!probe) {
             status = FK_ERR_HOST_MEMORY;
-            set_error(error, error_size, "%s: out of memory", path);
+            fk_format_message(error, error_size, "%s: out of memory", path);
         } else {
             snprintf(probe, strlen(prefix) + sizeof TEMP_RANDOM, "%s%s", prefix, TEMP_RANDOM);
             int fd = create_locked_temporary(probe);

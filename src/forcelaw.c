@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "text.h"
 
 /* Indices of the physics buffer of the molecular laws (cl/forces/molecular.clh FK_PHYS_*). */
 enum {
@@ -23,17 +24,6 @@ enum {
 };
 
 static const double default_lj_cutoff = 2.5;
-
-static void say(char *message, size_t size, const char *format, ...) FK_PRINTF(3, 4);
-static void say(char *message, size_t size, const char *format, ...)
-{
-    if (!message || size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, size, format, args);
-    va_end(args);
-}
 
 static int is_molecular(const fk_kernel_desc *kernel)
 {
@@ -52,28 +42,28 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     memset(out, 0, sizeof *out);
     const char *name = kernel->info.name;
     if (!isfinite(in->eps) || in->eps < 0) {
-        say(message, message_size, "softening eps must be finite and >= 0");
+        fk_format_message(message, message_size, "softening eps must be finite and >= 0");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (!isfinite(in->cutoff) || in->cutoff < 0) {
-        say(message, message_size, "cutoff must be finite and >= 0 (0: the default)");
+        fk_format_message(message, message_size, "cutoff must be finite and >= 0 (0: the default)");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (!isfinite(in->coulomb)) {
-        say(message, message_size, "the Coulomb constant must be finite");
+        fk_format_message(message, message_size, "the Coulomb constant must be finite");
         return FK_ERR_INVALID_ARGUMENT;
     }
     int boxed = 0;
     for (int k = 0; k < 3; ++k) {
         if (!isfinite(in->box[k]) || in->box[k] < 0) {
-            say(message, message_size, "box sides must be finite and > 0");
+            fk_format_message(message, message_size, "box sides must be finite and > 0");
             return FK_ERR_INVALID_ARGUMENT;
         }
         boxed |= in->box[k] > 0;
     }
     for (int k = 0; k < 4; ++k)
         if (!isfinite(in->dielectric[k])) {
-            say(message, message_size, "dielectric parameters must be finite");
+            fk_format_message(message, message_size, "dielectric parameters must be finite");
             return FK_ERR_INVALID_ARGUMENT;
         }
 
@@ -82,7 +72,8 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
         for (int k = 0; k < 4; ++k)
             dielectric |= in->dielectric[k] != 0;
         if (in->cutoff != 0 || in->coulomb != 0 || boxed || dielectric) {
-            say(message, message_size,
+            fk_format_message(
+                message, message_size,
                 "%s is a gravity kernel: cutoff, Coulomb, dielectric and box options apply to the "
                 "molecular kernels (ljc_*, lj, buck)",
                 name);
@@ -93,7 +84,8 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     }
 
     if (in->eps != 0) {
-        say(message, message_size, "softening eps applies to the gravity kernels, not to %s", name);
+        fk_format_message(message, message_size,
+                          "softening eps applies to the gravity kernels, not to %s", name);
         return FK_ERR_INVALID_ARGUMENT;
     }
     out->cutoff = in->cutoff;
@@ -104,8 +96,9 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     /* The device computes in float: like the pair table, the constant must fit (1e300 gave
      * inf and nan forces). */
     if (fabs(out->coulomb) > FLT_MAX) {
-        say(message, message_size, "the Coulomb constant %g is out of float range (|k| <= %g)",
-            out->coulomb, (double)FLT_MAX);
+        fk_format_message(message, message_size,
+                          "the Coulomb constant %g is out of float range (|k| <= %g)", out->coulomb,
+                          (double)FLT_MAX);
         return FK_ERR_INVALID_ARGUMENT;
     }
     switch (kernel->law) {
@@ -113,8 +106,8 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     case FK_LAW_LJC_LINEAR:
         if (in->dielectric[0] < 0 || in->dielectric[1] != 0 || in->dielectric[2] != 0 ||
             in->dielectric[3] != 0) {
-            say(message, message_size, "%s takes one dielectric parameter (%s), > 0", name,
-                kernel->law == FK_LAW_LJC_CONSTANT ? "D0" : "s in D = s r");
+            fk_format_message(message, message_size, "%s takes one dielectric parameter (%s), > 0",
+                              name, kernel->law == FK_LAW_LJC_CONSTANT ? "D0" : "s in D = s r");
             return FK_ERR_INVALID_ARGUMENT;
         }
         out->dielectric[0] = in->dielectric[0] != 0 ? in->dielectric[0] : 1.0;
@@ -125,7 +118,7 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     default:
         for (int k = 0; k < 4; ++k)
             if (in->dielectric[k] != 0) {
-                say(message, message_size, "%s has no dielectric parameters", name);
+                fk_format_message(message, message_size, "%s has no dielectric parameters", name);
                 return FK_ERR_INVALID_ARGUMENT;
             }
         break;
@@ -133,18 +126,20 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
     if (boxed) {
         for (int k = 0; k < 3; ++k)
             if (!(in->box[k] > 0)) {
-                say(message, message_size, "a periodic box needs three sides > 0");
+                fk_format_message(message, message_size, "a periodic box needs three sides > 0");
                 return FK_ERR_INVALID_ARGUMENT;
             }
         double shortest = fmin(in->box[0], fmin(in->box[1], in->box[2]));
         if (!out->shifted) {
-            say(message, message_size,
+            fk_format_message(
+                message, message_size,
                 "a periodic box needs a cutoff for %s (at most half the shortest side, %g)", name,
                 0.5 * shortest);
             return FK_ERR_INVALID_ARGUMENT;
         }
         if (out->cutoff > 0.5 * shortest) {
-            say(message, message_size,
+            fk_format_message(
+                message, message_size,
                 "cutoff %g exceeds half the shortest box side (%g): the minimum image would "
                 "miss pairs",
                 out->cutoff, 0.5 * shortest);
@@ -164,33 +159,37 @@ static fk_status check_pair_values(const fk_kernel_desc *kernel, const double *v
 {
     for (unsigned p = 0; p < kernel->info.pair_parameters; ++p)
         if (!isfinite(v[p])) {
-            say(message, size, "pair table: type pair (%zu, %zu): parameter %u is %g", a, b, p + 1,
-                v[p]);
+            fk_format_message(message, size, "pair table: type pair (%zu, %zu): parameter %u is %g",
+                              a, b, p + 1, v[p]);
             return FK_ERR_INVALID_INPUT;
         }
     if (kernel->law == FK_LAW_BUCK) {
         if (v[0] < 0 || !(v[1] > 0) || v[2] < 0) {
-            say(message, size,
+            fk_format_message(
+                message, size,
                 "pair table: type pair (%zu, %zu): A = %g, rho = %g, C = %g; need A >= 0, "
                 "rho > 0, C >= 0",
                 a, b, v[0], v[1], v[2]);
             return FK_ERR_INVALID_INPUT;
         }
         if (v[0] > FLT_MAX || 1.0 / v[1] > FLT_MAX || v[2] > FLT_MAX) {
-            say(message, size, "pair table: type pair (%zu, %zu): parameters out of float range", a,
-                b);
+            fk_format_message(message, size,
+                              "pair table: type pair (%zu, %zu): parameters out of float range", a,
+                              b);
             return FK_ERR_INVALID_INPUT;
         }
         return FK_OK;
     }
     if (v[0] < 0 || v[1] < 0) {
-        say(message, size,
+        fk_format_message(
+            message, size,
             "pair table: type pair (%zu, %zu): epsilon = %g, sigma = %g; both must be >= 0", a, b,
             v[0], v[1]);
         return FK_ERR_INVALID_INPUT;
     }
     if (48.0 * v[0] * pow(v[1], 12) > FLT_MAX) {
-        say(message, size,
+        fk_format_message(
+            message, size,
             "pair table: type pair (%zu, %zu): 48 epsilon sigma^12 = %g exceeds single precision",
             a, b, 48.0 * v[0] * pow(v[1], 12));
         return FK_ERR_INVALID_INPUT;
@@ -204,7 +203,7 @@ fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table
     memset(out, 0, sizeof *out);
     const unsigned parameters = kernel->info.pair_parameters;
     if (!is_molecular(kernel) || parameters == 0) {
-        say(message, message_size, "%s takes no pair table", kernel->info.name);
+        fk_format_message(message, message_size, "%s takes no pair table", kernel->info.name);
         return FK_ERR_INVALID_ARGUMENT;
     }
     static const double default_lj[2] = {1.0, 1.0};        /* epsilon, sigma (SPEC) */
@@ -215,8 +214,8 @@ fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table
         table = &fallback;
     const size_t types = table->types;
     if (types == 0 || types > FK_MAX_PAIR_TYPES || !table->values) {
-        say(message, message_size, "pair table: %zu types (1 to %d, with values)", types,
-            FK_MAX_PAIR_TYPES);
+        fk_format_message(message, message_size, "pair table: %zu types (1 to %d, with values)",
+                          types, FK_MAX_PAIR_TYPES);
         return FK_ERR_INVALID_ARGUMENT;
     }
     const size_t pairs = types * types;
@@ -241,7 +240,8 @@ fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table
             if (status == FK_OK && b < a &&
                 ((table->present && !table->present[ba]) ||
                  memcmp(v, table->values + ba * parameters, parameters * sizeof *v) != 0)) {
-                say(message, message_size,
+                fk_format_message(
+                    message, message_size,
                     "pair table: type pair (%zu, %zu) differs from (%zu, %zu); pairs are "
                     "symmetric",
                     a, b, b, a);
@@ -279,7 +279,8 @@ fk_status fk__pair_params_check_types(const fk__pair_params *params, const fk_pa
     for (size_t i = 0; i < n && status == FK_OK; ++i) {
         const int type = particles->type ? particles->type[i] : 0;
         if (type < 0 || (size_t)type >= types) {
-            say(message, message_size,
+            fk_format_message(
+                message, message_size,
                 "particle %zu has type %d; the pair table has types 0 to %zu (without one: "
                 "type 0 only)",
                 i, type, types - 1);
@@ -296,7 +297,8 @@ fk_status fk__pair_params_check_types(const fk__pair_params *params, const fk_pa
             const size_t other = a == b ? second[a] : first[b];
             if (first[a] == n || other == n || params->present[a * types + b])
                 continue;
-            say(message, message_size,
+            fk_format_message(
+                message, message_size,
                 "no pair parameters for types (%zu, %zu), which particles %zu and %zu have", a, b,
                 first[a] < other ? first[a] : other, first[a] < other ? other : first[a]);
             status = FK_ERR_INVALID_INPUT;
@@ -406,7 +408,8 @@ fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **n
     for (size_t e = 0; e < count; ++e) {
         size_t i = pairs[2 * e], j = pairs[2 * e + 1];
         if (i == j) {
-            say(message, message_size, "exclusion %zu excludes particle %zu from itself", e, i);
+            fk_format_message(message, message_size,
+                              "exclusion %zu excludes particle %zu from itself", e, i);
             free(sorted);
             return FK_ERR_INVALID_INPUT;
         }

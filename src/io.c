@@ -1,6 +1,7 @@
 /* Particle files (text and TIPSY) and force output (SPEC "Files"). Never prints: every failure is
  * described in the caller's error buffer. */
 #include "io.h"
+#include "text.h"
 #include "files.h"
 
 #include <errno.h>
@@ -19,16 +20,6 @@
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Helpers */
-
-static void set_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
 
 /* a * b without wrapping; 0 on overflow. */
 static int mul_size(size_t a, size_t b, size_t *result)
@@ -282,8 +273,8 @@ static fk_status parse_line(char *line, size_t length, fk_layout layout, const c
     if (found == 0)
         return FK_OK;
     if (found != columns) {
-        set_error(error, error_size, "%s:%zu: expected %u columns (%s), found %u", path,
-                  line_number, columns, layout_columns_text(layout), found);
+        fk_format_message(error, error_size, "%s:%zu: expected %u columns (%s), found %u", path,
+                          line_number, columns, layout_columns_text(layout), found);
         return FK_ERR_PARSE;
     }
     for (unsigned c = 0; c < columns; c++) {
@@ -295,21 +286,22 @@ static fk_status parse_line(char *line, size_t length, fk_layout layout, const c
             errno = 0;
             long value = strtol(token, &end, 10);
             if (end == token || end != token_end) {
-                set_error(error, error_size,
-                          "%s:%zu: column %u (type): '%.*s' is not a non-negative integer", path,
-                          line_number, c + 1, TOKEN_SHOWN, token);
+                fk_format_message(error, error_size,
+                                  "%s:%zu: column %u (type): '%.*s' is not a non-negative integer",
+                                  path, line_number, c + 1, TOKEN_SHOWN, token);
                 return FK_ERR_PARSE;
             }
             if (value < 0 && errno != ERANGE) {
-                set_error(error, error_size,
-                          "%s:%zu: column %u (type): %.*s is negative; types are integers from 0",
-                          path, line_number, c + 1, TOKEN_SHOWN, token);
+                fk_format_message(
+                    error, error_size,
+                    "%s:%zu: column %u (type): %.*s is negative; types are integers from 0", path,
+                    line_number, c + 1, TOKEN_SHOWN, token);
                 return FK_ERR_PARSE;
             }
             if (errno == ERANGE || value < 0 || value > INT_MAX) {
-                set_error(error, error_size,
-                          "%s:%zu: column %u (type): %.*s is out of range (0 to %d)", path,
-                          line_number, c + 1, TOKEN_SHOWN, token, INT_MAX);
+                fk_format_message(error, error_size,
+                                  "%s:%zu: column %u (type): %.*s is out of range (0 to %d)", path,
+                                  line_number, c + 1, TOKEN_SHOWN, token, INT_MAX);
                 return FK_ERR_PARSE;
             }
             *type = (int)value;
@@ -318,13 +310,13 @@ static fk_status parse_line(char *line, size_t length, fk_layout layout, const c
         /* Underflow to a tiny value is harmless; overflow shows up as Inf below. */
         double value = strtod(token, &end);
         if (end == token || end != token_end) {
-            set_error(error, error_size, "%s:%zu: column %u: '%.*s' is not a number", path,
-                      line_number, c + 1, TOKEN_SHOWN, token);
+            fk_format_message(error, error_size, "%s:%zu: column %u: '%.*s' is not a number", path,
+                              line_number, c + 1, TOKEN_SHOWN, token);
             return FK_ERR_PARSE;
         }
         if (!isfinite(value)) {
-            set_error(error, error_size, "%s:%zu: column %u: '%.*s' is not a finite number", path,
-                      line_number, c + 1, TOKEN_SHOWN, token);
+            fk_format_message(error, error_size, "%s:%zu: column %u: '%.*s' is not a finite number",
+                              path, line_number, c + 1, TOKEN_SHOWN, token);
             return FK_ERR_PARSE;
         }
         values[c] = value;
@@ -361,12 +353,12 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || !layout_valid(layout)) {
-        set_error(error, error_size, "invalid arguments to fk_io_read_text");
+        fk_format_message(error, error_size, "invalid arguments to fk_io_read_text");
         return FK_ERR_INVALID_ARGUMENT;
     }
     FILE *file = fopen(path, "r");
     if (!file) {
-        set_error(error, error_size, "cannot open %s: %s", path, strerror(errno));
+        fk_format_message(error, error_size, "cannot open %s: %s", path, strerror(errno));
         return FK_ERR_IO;
     }
     unsigned columns = fk_io_layout_columns(layout);
@@ -379,9 +371,10 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
         errno = 0;
         long got = fk_io_getline(&line, &line_capacity, file);
         if (got == -2) {
-            set_error(error, error_size,
-                      "%s:%zu: input too large: a line longer than %zu bytes is not particle data",
-                      path, line_number + 1, FK_IO_MAX_LINE);
+            fk_format_message(
+                error, error_size,
+                "%s:%zu: input too large: a line longer than %zu bytes is not particle data", path,
+                line_number + 1, FK_IO_MAX_LINE);
             status = FK_ERR_PARSE;
             break;
         }
@@ -389,12 +382,12 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
             if (ferror(file) || got == -3) {
                 int saved = errno;
                 if (got == -3) {
-                    set_error(error, error_size, "%s:%zu: out of memory reading a line", path,
-                              line_number + 1);
+                    fk_format_message(error, error_size, "%s:%zu: out of memory reading a line",
+                                      path, line_number + 1);
                     status = FK_ERR_HOST_MEMORY;
                 } else {
-                    set_error(error, error_size, "cannot read %s: %s", path,
-                              strerror(saved ? saved : EIO));
+                    fk_format_message(error, error_size, "cannot read %s: %s", path,
+                                      strerror(saved ? saved : EIO));
                     status = FK_ERR_IO;
                 }
             }
@@ -414,13 +407,13 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
             length = (size_t)(comment - text);
         }
         if (!text_rows_reserve(&rows, columns)) {
-            set_error(error, error_size, "%s:%zu: out of memory", path, line_number);
+            fk_format_message(error, error_size, "%s:%zu: out of memory", path, line_number);
             status = FK_ERR_HOST_MEMORY;
             break;
         }
         if (rows.count >= FK_IO_MAX_PARTICLES) {
-            set_error(error, error_size, "%s:%zu: input too large: more than %zu particles", path,
-                      line_number, FK_IO_MAX_PARTICLES);
+            fk_format_message(error, error_size, "%s:%zu: input too large: more than %zu particles",
+                              path, line_number, FK_IO_MAX_PARTICLES);
             status = FK_ERR_PARSE;
             break;
         }
@@ -436,14 +429,15 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
     free(line);
     fclose(file);
     if (status == FK_OK && rows.count == 0) {
-        set_error(error, error_size, "%s: no particles (expected lines of %s)", path,
-                  layout_columns_text(layout));
+        fk_format_message(error, error_size, "%s: no particles (expected lines of %s)", path,
+                          layout_columns_text(layout));
         status = FK_ERR_PARSE;
     }
     if (status == FK_OK) {
         status = rows_to_set(&rows, layout, set);
         if (status != FK_OK)
-            set_error(error, error_size, "%s: out of memory for %zu particles", path, rows.count);
+            fk_format_message(error, error_size, "%s: out of memory for %zu particles", path,
+                              rows.count);
     }
     free(rows.values);
     free(rows.types);
@@ -546,7 +540,7 @@ static fk_status read_tipsy_bytes(const char *path, unsigned char **data, size_t
     size_t file_size = 0;
     FILE *file = fopen(path, "rb");
     if (!file) {
-        set_error(error, error_size, "cannot open %s: %s", path, strerror(errno));
+        fk_format_message(error, error_size, "cannot open %s: %s", path, strerror(errno));
         return FK_ERR_IO;
     }
     unsigned char header[TIPSY_HEADER_PADDED];
@@ -586,14 +580,15 @@ static fk_status read_tipsy_bytes(const char *path, unsigned char **data, size_t
     }
     if (!buffer) {
         fclose(file);
-        set_error(error, error_size, "%s: out of memory reading the file", path);
+        fk_format_message(error, error_size, "%s: out of memory reading the file", path);
         return FK_ERR_HOST_MEMORY;
     }
     if (ferror(file)) {
         int saved = errno;
         free(buffer);
         fclose(file);
-        set_error(error, error_size, "cannot read %s: %s", path, strerror(saved ? saved : EIO));
+        fk_format_message(error, error_size, "cannot read %s: %s", path,
+                          strerror(saved ? saved : EIO));
         return FK_ERR_IO;
     }
     /* A regular file whose size disagrees with its header was read no further than the header:
@@ -637,8 +632,9 @@ static fk_status decode_records(const unsigned char *bytes, size_t count, size_t
                  (!isfinite(velocity[0]) || !isfinite(velocity[1]) || !isfinite(velocity[2])))
             bad = "velocity";
         if (bad) {
-            set_error(error, error_size, "%s: %s particle %zu (body %zu) has a non-finite %s", path,
-                      kind, i, index, bad);
+            fk_format_message(error, error_size,
+                              "%s: %s particle %zu (body %zu) has a non-finite %s", path, kind, i,
+                              index, bad);
             return FK_ERR_PARSE;
         }
         set->mass[index] = mass;
@@ -657,14 +653,15 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || !layout_valid(layout)) {
-        set_error(error, error_size, "invalid arguments to fk_io_read_tipsy");
+        fk_format_message(error, error_size, "invalid arguments to fk_io_read_tipsy");
         return FK_ERR_INVALID_ARGUMENT;
     }
     /* Checked before touching the file: no TIPSY content could satisfy a typed kernel. */
     if (layout != FK_LAYOUT_XYZM && layout != FK_LAYOUT_XYZM_VEL) {
-        set_error(error, error_size,
-                  "%s: TIPSY files carry gravity data (x y z m); kernel needs %s (use a text file)",
-                  path, layout_columns_text(layout));
+        fk_format_message(
+            error, error_size,
+            "%s: TIPSY files carry gravity data (x y z m); kernel needs %s (use a text file)", path,
+            layout_columns_text(layout));
         return FK_ERR_PARSE;
     }
     unsigned char *data;
@@ -676,8 +673,8 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
     tipsy_header header;
     int swap = 0;
     if (size < TIPSY_HEADER_UNPADDED) {
-        set_error(error, error_size, "%s: not a TIPSY file (%zu bytes, shorter than a header)",
-                  path, size);
+        fk_format_message(error, error_size,
+                          "%s: not a TIPSY file (%zu bytes, shorter than a header)", path, size);
         status = FK_ERR_PARSE;
         goto done;
     }
@@ -686,14 +683,15 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
         swap = 1;
         decode_header(data, 1, &header);
         if (!header_consistent(&header)) {
-            set_error(error, error_size,
-                      "%s: not a TIPSY file (header is inconsistent in either byte order)", path);
+            fk_format_message(error, error_size,
+                              "%s: not a TIPSY file (header is inconsistent in either byte order)",
+                              path);
             status = FK_ERR_PARSE;
             goto done;
         }
     }
     if (header.nbodies == 0) {
-        set_error(error, error_size, "%s: TIPSY file has no particles", path);
+        fk_format_message(error, error_size, "%s: TIPSY file has no particles", path);
         status = FK_ERR_PARSE;
         goto done;
     }
@@ -707,20 +705,21 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
         if ((uint64_t)size == TIPSY_HEADER_UNPADDED + records) {
             header_size = TIPSY_HEADER_UNPADDED; /* the rare variant without the pad word */
         } else if ((uint64_t)size < expected) {
-            set_error(error, error_size,
-                      "%s: truncated TIPSY file: expected %llu bytes (%d gas, %d dark, %d star), "
-                      "found %zu",
-                      path, (unsigned long long)expected, (int)header.nsph, (int)header.ndark,
-                      (int)header.nstar, size);
+            fk_format_message(
+                error, error_size,
+                "%s: truncated TIPSY file: expected %llu bytes (%d gas, %d dark, %d star), "
+                "found %zu",
+                path, (unsigned long long)expected, (int)header.nsph, (int)header.ndark,
+                (int)header.nstar, size);
             status = FK_ERR_PARSE;
             goto done;
         } else {
-            set_error(error, error_size,
-                      "%s: TIPSY file has %llu unexpected trailing bytes: expected %llu bytes "
-                      "(%d gas, %d dark, %d star), found %zu",
-                      path, (unsigned long long)((uint64_t)size - expected),
-                      (unsigned long long)expected, (int)header.nsph, (int)header.ndark,
-                      (int)header.nstar, size);
+            fk_format_message(
+                error, error_size,
+                "%s: TIPSY file has %llu unexpected trailing bytes: expected %llu bytes "
+                "(%d gas, %d dark, %d star), found %zu",
+                path, (unsigned long long)((uint64_t)size - expected), (unsigned long long)expected,
+                (int)header.nsph, (int)header.ndark, (int)header.nstar, size);
             status = FK_ERR_PARSE;
             goto done;
         }
@@ -728,8 +727,8 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
 
     status = fk_particle_set_alloc(set, layout, (size_t)header.nbodies);
     if (status != FK_OK) {
-        set_error(error, error_size, "%s: out of memory for %d particles", path,
-                  (int)header.nbodies);
+        fk_format_message(error, error_size, "%s: out of memory for %d particles", path,
+                          (int)header.nbodies);
         goto done;
     }
     const unsigned char *cursor = data + header_size;
@@ -768,7 +767,7 @@ fk_status fk_io_read_particles(const char *path, fk_file_format format, fk_layou
     if (set)
         memset(set, 0, sizeof *set);
     if (!path) {
-        set_error(error, error_size, "no input file given");
+        fk_format_message(error, error_size, "no input file given");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (format == FK_FORMAT_AUTO)
@@ -782,7 +781,7 @@ fk_status fk_io_read_particles(const char *path, fk_file_format format, fk_layou
     case FK_FORMAT_AUTO:
         break;
     }
-    set_error(error, error_size, "%s: unknown file format %d", path, (int)format);
+    fk_format_message(error, error_size, "%s: unknown file format %d", path, (int)format);
     return FK_ERR_INVALID_ARGUMENT;
 }
 
@@ -823,21 +822,21 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
                              size_t error_size)
 {
     if (components == 0 || (count > 0 && !forces)) {
-        set_error(error, error_size, "invalid arguments to fk_io_write_forces");
+        fk_format_message(error, error_size, "invalid arguments to fk_io_write_forces");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (!path || strcmp(path, "-") == 0) {
         errno = 0;
         if (write_force_lines(stdout, count, components, forces, potentials) != 0 ||
             fflush(stdout) != 0 || ferror(stdout)) {
-            set_error(error, error_size, "cannot write standard output: %s",
-                      strerror(errno ? errno : EIO));
+            fk_format_message(error, error_size, "cannot write standard output: %s",
+                              strerror(errno ? errno : EIO));
             return FK_ERR_IO;
         }
         return FK_OK;
     }
     if (*path == '\0') {
-        set_error(error, error_size, "empty output file name");
+        fk_format_message(error, error_size, "empty output file name");
         return FK_ERR_INVALID_ARGUMENT;
     }
 

@@ -10,20 +10,9 @@
 #include <string.h>
 
 #include "io.h"
+#include "text.h"
 
 enum { MAX_FIELDS = 8, TOKEN_SHOWN = 40 };
-
-static void set_error(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
 
 /* A line split into white-space separated fields, comment ('#') removed; count may exceed
  * MAX_FIELDS (only the first MAX_FIELDS are kept). */
@@ -75,7 +64,7 @@ static fk_status read_lines(const char *path, line_handler handle, void *state, 
 {
     FILE *file = fopen(path, "r");
     if (!file) {
-        set_error(error, error_size, "cannot open %s: %s", path, strerror(errno));
+        fk_format_message(error, error_size, "cannot open %s: %s", path, strerror(errno));
         return FK_ERR_IO;
     }
     char *line = NULL;
@@ -85,22 +74,23 @@ static fk_status read_lines(const char *path, line_handler handle, void *state, 
         errno = 0;
         long got = fk_io_getline(&line, &capacity, file);
         if (got == -2) {
-            set_error(error, error_size, "%s:%zu: input too large: a line longer than %zu bytes",
-                      path, number + 1, FK_IO_MAX_LINE);
+            fk_format_message(error, error_size,
+                              "%s:%zu: input too large: a line longer than %zu bytes", path,
+                              number + 1, FK_IO_MAX_LINE);
             status = FK_ERR_PARSE;
             break;
         }
         if (got < 0) {
             if (ferror(file) || got == -3) {
-                set_error(error, error_size, "cannot read %s: %s", path,
-                          strerror(errno ? errno : EIO));
+                fk_format_message(error, error_size, "cannot read %s: %s", path,
+                                  strerror(errno ? errno : EIO));
                 status = got == -3 ? FK_ERR_HOST_MEMORY : FK_ERR_IO;
             }
             break;
         }
         ++number;
         if ((size_t)got != strlen(line)) {
-            set_error(error, error_size, "%s:%zu: a NUL byte in a text file", path, number);
+            fk_format_message(error, error_size, "%s:%zu: a NUL byte in a text file", path, number);
             status = FK_ERR_PARSE;
             break;
         }
@@ -142,31 +132,32 @@ static fk_status handle_pair(const fields *line, size_t number, void *opaque, ch
     params_state *state = opaque;
     const size_t want = 2 + state->parameters;
     if (line->count != want) {
-        set_error(error, error_size, "%s:%zu: expected %zu columns (%s), found %zu", state->path,
-                  number, want, state->format, line->count);
+        fk_format_message(error, error_size, "%s:%zu: expected %zu columns (%s), found %zu",
+                          state->path, number, want, state->format, line->count);
         return FK_ERR_PARSE;
     }
     pair_entry entry = {.line = number};
     for (int side = 0; side < 2; ++side) {
         size_t *type = side ? &entry.b : &entry.a;
         if (!parse_index(line->field[side], FK_MAX_PAIR_TYPES - 1, type)) {
-            set_error(error, error_size,
-                      "%s:%zu: column %d (type): '%.*s' is not a type from 0 to %d", state->path,
-                      number, side + 1, TOKEN_SHOWN, line->field[side], FK_MAX_PAIR_TYPES - 1);
+            fk_format_message(error, error_size,
+                              "%s:%zu: column %d (type): '%.*s' is not a type from 0 to %d",
+                              state->path, number, side + 1, TOKEN_SHOWN, line->field[side],
+                              FK_MAX_PAIR_TYPES - 1);
             return FK_ERR_PARSE;
         }
     }
     for (unsigned p = 0; p < state->parameters; ++p)
         if (!parse_number(line->field[2 + p], &entry.values[p])) {
-            set_error(error, error_size, "%s:%zu: column %u: '%.*s' is not a finite number",
-                      state->path, number, 3 + p, TOKEN_SHOWN, line->field[2 + p]);
+            fk_format_message(error, error_size, "%s:%zu: column %u: '%.*s' is not a finite number",
+                              state->path, number, 3 + p, TOKEN_SHOWN, line->field[2 + p]);
             return FK_ERR_PARSE;
         }
     if (state->count == state->capacity) {
         size_t capacity = state->capacity ? 2 * state->capacity : 64;
         pair_entry *grown = realloc(state->entries, capacity * sizeof *grown);
         if (!grown) {
-            set_error(error, error_size, "%s:%zu: out of memory", state->path, number);
+            fk_format_message(error, error_size, "%s:%zu: out of memory", state->path, number);
             return FK_ERR_HOST_MEMORY;
         }
         state->entries = grown;
@@ -183,14 +174,14 @@ fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const cha
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || parameters == 0 || parameters > MAX_FIELDS - 2) {
-        set_error(error, error_size, "invalid arguments to fk_io_read_pair_table");
+        fk_format_message(error, error_size, "invalid arguments to fk_io_read_pair_table");
         return FK_ERR_INVALID_ARGUMENT;
     }
     params_state state = {.path = path, .parameters = parameters, .format = format ? format : ""};
     fk_status status = read_lines(path, handle_pair, &state, error, error_size);
     if (status == FK_OK && state.count == 0) {
-        set_error(error, error_size, "%s: no type pairs (expected lines of %s)", path,
-                  state.format);
+        fk_format_message(error, error_size, "%s: no type pairs (expected lines of %s)", path,
+                          state.format);
         status = FK_ERR_PARSE;
     }
     size_t types = at_least_types < FK_MAX_PAIR_TYPES ? at_least_types : FK_MAX_PAIR_TYPES;
@@ -205,7 +196,7 @@ fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const cha
         set->present = calloc(types * types, 1);
         size_t *line_of = calloc(types * types, sizeof *line_of);
         if (!set->values || !set->present || !line_of) {
-            set_error(error, error_size, "%s: out of memory for %zu types", path, types);
+            fk_format_message(error, error_size, "%s: out of memory for %zu types", path, types);
             status = FK_ERR_HOST_MEMORY;
         }
         set->types = types;
@@ -218,9 +209,10 @@ fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const cha
                 double *v = set->values + cells[c] * parameters;
                 if (set->present[cells[c]] &&
                     memcmp(v, entry->values, parameters * sizeof *v) != 0) {
-                    set_error(error, error_size,
-                              "%s:%zu: type pair (%zu, %zu) has other parameters on line %zu", path,
-                              entry->line, entry->a, entry->b, line_of[cells[c]]);
+                    fk_format_message(
+                        error, error_size,
+                        "%s:%zu: type pair (%zu, %zu) has other parameters on line %zu", path,
+                        entry->line, entry->a, entry->b, line_of[cells[c]]);
                     status = FK_ERR_PARSE;
                 }
                 memcpy(v, entry->values, parameters * sizeof *v);
@@ -266,34 +258,35 @@ static fk_status handle_exclusion(const fields *line, size_t number, void *opaqu
 {
     exclusions_state *state = opaque;
     if (line->count != 2) {
-        set_error(error, error_size, "%s:%zu: expected 2 columns (i j), found %zu", state->path,
-                  number, line->count);
+        fk_format_message(error, error_size, "%s:%zu: expected 2 columns (i j), found %zu",
+                          state->path, number, line->count);
         return FK_ERR_PARSE;
     }
     size_t index[2];
     for (int c = 0; c < 2; ++c) {
         if (!parse_index(line->field[c], SIZE_MAX, &index[c])) {
-            set_error(error, error_size,
-                      "%s:%zu: column %d: '%.*s' is not a particle index (an integer from 0)",
-                      state->path, number, c + 1, TOKEN_SHOWN, line->field[c]);
+            fk_format_message(
+                error, error_size,
+                "%s:%zu: column %d: '%.*s' is not a particle index (an integer from 0)",
+                state->path, number, c + 1, TOKEN_SHOWN, line->field[c]);
             return FK_ERR_PARSE;
         }
         if (state->particle_count && index[c] >= state->particle_count) {
-            set_error(error, error_size, "%s:%zu: particle %zu does not exist (N = %zu)",
-                      state->path, number, index[c], state->particle_count);
+            fk_format_message(error, error_size, "%s:%zu: particle %zu does not exist (N = %zu)",
+                              state->path, number, index[c], state->particle_count);
             return FK_ERR_PARSE;
         }
     }
     if (index[0] == index[1]) {
-        set_error(error, error_size, "%s:%zu: excludes particle %zu from itself", state->path,
-                  number, index[0]);
+        fk_format_message(error, error_size, "%s:%zu: excludes particle %zu from itself",
+                          state->path, number, index[0]);
         return FK_ERR_PARSE;
     }
     if (state->count == state->capacity) {
         size_t capacity = state->capacity ? 2 * state->capacity : 256;
         size_t *grown = realloc(state->pairs, 2 * capacity * sizeof *grown);
         if (!grown) {
-            set_error(error, error_size, "%s:%zu: out of memory", state->path, number);
+            fk_format_message(error, error_size, "%s:%zu: out of memory", state->path, number);
             return FK_ERR_HOST_MEMORY;
         }
         state->pairs = grown;
@@ -309,7 +302,7 @@ fk_status fk_io_read_exclusions(const char *path, size_t particle_count, size_t 
                                 size_t *count, char *error, size_t error_size)
 {
     if (!path || !pairs || !count) {
-        set_error(error, error_size, "invalid arguments to fk_io_read_exclusions");
+        fk_format_message(error, error_size, "invalid arguments to fk_io_read_exclusions");
         return FK_ERR_INVALID_ARGUMENT;
     }
     *pairs = NULL;

@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "files.h"
+#include "text.h"
 #include "tune.h"
 
 #define DB_FORMAT "forcekit-tuning"
@@ -246,15 +247,6 @@ void fk__tuning_identity_query(cl_platform_id platform, cl_device_id device,
 
 /* ---- paths ----------------------------------------------------------------------------------- */
 
-static char *duplicate(const char *text)
-{
-    size_t size = strlen(text) + 1;
-    char *copy = malloc(size);
-    if (copy)
-        memcpy(copy, text, size);
-    return copy;
-}
-
 static char *concatenate(const char *a, const char *b)
 {
     size_t size = strlen(a) + strlen(b) + 1;
@@ -273,7 +265,7 @@ char *fk__tuning_user_path(const char *configured)
 {
     const char *chosen = configured && *configured ? configured : getenv("FORCEKIT_TUNING_DB");
     if (chosen && *chosen)
-        return is_off(chosen) ? NULL : duplicate(chosen);
+        return is_off(chosen) ? NULL : fk_copy_string(chosen);
     const char *xdg = getenv("XDG_DATA_HOME");
     if (xdg && *xdg)
         return concatenate(xdg, "/forcekit/tuning.json");
@@ -293,11 +285,11 @@ char *fk__tuning_shipped_path(void)
 {
     const char *chosen = getenv("FORCEKIT_SHIPPED_TUNING_DB");
     if (chosen && *chosen)
-        return is_off(chosen) ? NULL : duplicate(chosen);
+        return is_off(chosen) ? NULL : fk_copy_string(chosen);
     const char *candidates[] = {FK_SOURCE_TUNING_DB, FK_INSTALL_TUNING_DB};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i)
         if (is_file(candidates[i]))
-            return duplicate(candidates[i]);
+            return fk_copy_string(candidates[i]);
     return NULL;
 }
 
@@ -317,7 +309,7 @@ void fk__tuning_resume_key(const fk_tuning_identity *identity, const char *kerne
 
 static int make_parent_directories(const char *path)
 {
-    char *copy = duplicate(path);
+    char *copy = fk_copy_string(path);
     if (!copy)
         return -1;
     char *slash = strrchr(copy, '/');
@@ -682,8 +674,8 @@ fk_status fk__tuning_db_load(const fk_tuning_identity *identity, const char *use
     if (!db)
         return FK_ERR_HOST_MEMORY;
     db->identity = *identity;
-    db->user_path = user_path ? duplicate(user_path) : NULL;
-    db->shipped_path = shipped_path ? duplicate(shipped_path) : NULL;
+    db->user_path = user_path ? fk_copy_string(user_path) : NULL;
+    db->shipped_path = shipped_path ? fk_copy_string(shipped_path) : NULL;
     fk_status status = FK_OK;
     if ((user_path && !db->user_path) || (shipped_path && !db->shipped_path))
         status = FK_ERR_HOST_MEMORY;
