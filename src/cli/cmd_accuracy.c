@@ -252,21 +252,6 @@ static int generate_molecular(accuracy_run *run, const accuracy_options *options
     return CLI_EXIT_OK;
 }
 
-/* The on-the-fly kernel checks as many slots as the busiest particle needs. */
-static int exclusion_slots(const accuracy_run *run)
-{
-    size_t *per_particle = calloc(run->particles.count, sizeof *per_particle);
-    if (!per_particle)
-        return -1;
-    size_t most = 0;
-    for (size_t e = 0; e < 2 * run->data.exclusion_count; ++e) {
-        size_t count = ++per_particle[run->data.exclusions[e]];
-        most = count > most ? count : most;
-    }
-    free(per_particle);
-    return most > 64 ? 64 : (int)most;
-}
-
 /* Loads or generates the particles; returns an exit code, having reported any failure. */
 static int load_particles(accuracy_run *run, const accuracy_options *options)
 {
@@ -783,7 +768,8 @@ int cmd_accuracy(int argc, char **argv)
         code = cli_physics_load("accuracy", run.kernel, &options.physics, &run.particles,
                                 &run.physics, &run.data);
     if (code == CLI_EXIT_OK && run.data.exclusion_count) {
-        const int slots = exclusion_slots(&run);
+        const int slots =
+            cli_exclusion_slots(run.data.exclusions, run.data.exclusion_count, run.particles.count);
         if (slots < 0)
             code = cli_report_status(FK_ERR_HOST_MEMORY, NULL);
         run.physics.max_exclusions = slots;

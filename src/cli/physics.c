@@ -142,21 +142,29 @@ int cli_physics_load(const char *command, const fk_kernel_info *kernel,
             cli_physics_data_free(data);
             return cli_exit_code(status);
         }
-        /* The on-the-fly kernel checks as many slots as the busiest particle needs. */
-        size_t *per_particle = calloc(particles->count, sizeof *per_particle);
-        if (!per_particle) {
+        const int slots =
+            cli_exclusion_slots(data->exclusions, data->exclusion_count, particles->count);
+        if (slots < 0) {
             cli_physics_data_free(data);
             return cli_exit_code(FK_ERR_HOST_MEMORY);
         }
-        size_t most = 0;
-        for (size_t e = 0; e < 2 * data->exclusion_count; ++e) {
-            size_t count = ++per_particle[data->exclusions[e]];
-            most = count > most ? count : most;
-        }
-        free(per_particle);
-        config->max_exclusions = most > 64 ? 64 : (int)most;
+        config->max_exclusions = slots;
     }
     return CLI_EXIT_OK;
+}
+
+int cli_exclusion_slots(const size_t *exclusions, size_t exclusion_count, size_t particle_count)
+{
+    size_t *per_particle = calloc(particle_count, sizeof *per_particle);
+    if (!per_particle)
+        return -1;
+    size_t most = 0;
+    for (size_t e = 0; e < 2 * exclusion_count; ++e) {
+        size_t count = ++per_particle[exclusions[e]];
+        most = count > most ? count : most;
+    }
+    free(per_particle);
+    return most > 64 ? 64 : (int)most;
 }
 
 fk_status cli_physics_apply(fk_eval *eval, const cli_physics_data *data)

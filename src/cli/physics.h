@@ -51,6 +51,11 @@ typedef struct cli_physics_data {
 int cli_physics_config(const char *command, const fk_kernel_info *kernel,
                        const cli_physics_options *options, fk_eval_config *config);
 
+/* The exclusion slots the on-the-fly kernel needs: the most partners any particle has (at most
+ * 64, the library's limit, which then names the particle). Set before fk_eval_create, it spares
+ * the library's automatic slots a second build at fk_eval_set_exclusions. -1: out of memory. */
+int cli_exclusion_slots(const size_t *exclusions, size_t exclusion_count, size_t particle_count);
+
 /* Reads --params and --exclude for these particles; sets config->max_exclusions for exclusions
  * on the fly. Reports errors and returns the exit code. */
 int cli_physics_load(const char *command, const fk_kernel_info *kernel,
