@@ -5,7 +5,8 @@
 
 Each result is matched by its file name (kernel, accumulator, algorithm, N) and its variant (unroll,
 work-group size, tiling, lanes); the ratio is after / before of the best (minimum) seconds per
-evaluation, which is the least disturbed by other work on the machine. Prints a table of every
+evaluation, which is the least disturbed by other work on the machine. Repeated runs of one item
+(NAME.json, NAME.r2.json, ... as bench/ab.sh writes them) count as one, with the best of them. Prints a table of every
 variant slower than the threshold and a JSON summary (worst ratio, median ratio, counts); exits 1
 when a variant is slower by more than the threshold, so a script can gate on it. Variants present
 on one side only are listed, not failed (a refactor may change which variants a device runs).
@@ -29,10 +30,14 @@ def load(folder):
         if not isinstance(document, dict) or "results" not in document:
             continue
         for result in document["results"]:
-            key = (os.path.basename(path), result.get("unroll"), result.get("work_group_size"),
+            name = os.path.basename(path)
+            stem, _, rest = name.partition(".r")
+            if rest and rest[:-len(".json")].isdigit():
+                name = stem + ".json"
+            key = (name, result.get("unroll"), result.get("work_group_size"),
                    result.get("local_tiling"), result.get("lanes", 0))
             seconds = result.get("min_seconds") or result.get("seconds_per_eval")
-            if seconds:
+            if seconds and (key not in runs or seconds < runs[key][0]):
                 runs[key] = (seconds, document.get("device", "?"))
     return runs
 
