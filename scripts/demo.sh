@@ -11,7 +11,8 @@ build_dir=${FORCEKIT_BUILD_DIR:-$root/build}
 if [ ! -x "$build_dir/forcekit" ]; then
     cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build_dir" -j "$(nproc)" --target forcekit_cli >/dev/null
+# The command and both libraries: everything `cmake --install "$build_dir"` installs afterwards.
+cmake --build "$build_dir" -j "$(nproc)" --target forcekit_cli forcekit forcekit_static >/dev/null
 forcekit="$build_dir/forcekit"
 
 echo "== forcekit devices" >&2

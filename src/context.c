@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cache.h"
+#include "install_paths.h"
 #include "internal.h"
 #include "text.h"
 #include "tune.h"
@@ -39,17 +40,56 @@ static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
         context->kernel_dir = fk_copy_string(explicit_dir);
         return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
     }
-    const char *candidates[] = {FK_SOURCE_KERNEL_DIR, FK_INSTALL_KERNEL_DIR};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i)
+    char *candidates[4];
+    const size_t count = fk__data_candidates("cl", FK_SOURCE_KERNEL_DIR, candidates, 4);
+    char searched[2048] = "";
+    size_t used = 0;
+    fk_status status = FK_ERR_KERNEL_SOURCE;
+    for (size_t i = 0; i < count && status == FK_ERR_KERNEL_SOURCE; ++i) {
         if (has_template(candidates[i])) {
-            context->kernel_dir = fk_copy_string(candidates[i]);
-            return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
+            context->kernel_dir = candidates[i];
+            candidates[i] = NULL;
+            status = context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
+        } else if (used < sizeof searched) {
+            used +=
+                (size_t)snprintf(searched + used, sizeof searched - used, ", %s", candidates[i]);
         }
-    return fk__fail(
-        context, FK_ERR_KERNEL_SOURCE,
-        "kernel sources (pairwise.cl) not found; searched: $FORCEKIT_KERNEL_DIR (unset), "
-        "%s (build tree), %s (install prefix)",
-        FK_SOURCE_KERNEL_DIR, FK_INSTALL_KERNEL_DIR);
+    }
+    fk__data_candidates_free(candidates, count);
+    if (status == FK_OK)
+        return status;
+    return fk__fail(context, FK_ERR_KERNEL_SOURCE,
+                    "kernel sources (pairwise.cl) not found; searched: $FORCEKIT_KERNEL_DIR "
+                    "(unset)%s",
+                    searched);
+}
+
+/* The kernel sources carry their own version (cl/VERSION): users may edit or replace an installed
+ * kernel directory, and a library built for other kernels would fail in ways hard to trace. A
+ * mismatch is a warning, not an error: edited kernels are a supported use. */
+static void read_kernel_version(fk_context *context)
+{
+    size_t size = strlen(context->kernel_dir) + sizeof "/VERSION";
+    char *path = malloc(size);
+    if (!path)
+        return;
+    snprintf(path, size, "%s/VERSION", context->kernel_dir);
+    size_t length = 0;
+    char *text = fk__read_file(path, &length);
+    free(path);
+    if (text) {
+        text[strcspn(text, "\r\n")] = '\0';
+        snprintf(context->kernel_version, sizeof context->kernel_version, "%s", text);
+        free(text);
+    } else {
+        snprintf(context->kernel_version, sizeof context->kernel_version, "unknown");
+    }
+    if (strcmp(context->kernel_version, fk_version()) != 0)
+        fk__warn(&context->warnings,
+                 "the kernel sources in %s are version %s, this library is %s: results may be "
+                 "wrong or builds may fail; point FORCEKIT_KERNEL_DIR at the kernels of this "
+                 "version",
+                 context->kernel_dir, context->kernel_version, fk_version());
 }
 
 fk_status fk_context_create(const fk_context_config *config, fk_context **out)
@@ -97,6 +137,8 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     if (status != FK_OK)
         return status;
 
+    read_kernel_version(context);
+
     /* A cache directory that cannot be created only costs speed: run without it. */
     if (fk_cache_dir_resolve(config->cache_dir, &context->cache_dir) != 0)
         context->cache_dir = NULL;
@@ -131,6 +173,11 @@ const fk_device_info *fk_context_device(const fk_context *context)
 const char *fk_context_kernel_dir(const fk_context *context)
 {
     return context ? context->kernel_dir : NULL;
+}
+
+const char *fk_context_kernel_version(const fk_context *context)
+{
+    return context ? context->kernel_version : NULL;
 }
 
 const char *fk_context_cache_dir(const fk_context *context)

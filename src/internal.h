@@ -24,6 +24,7 @@ struct fk_context {
     cl_context cl;
     cl_command_queue queue; /* in-order, profiling enabled */
     char *kernel_dir;
+    char kernel_version[32]; /* kernel_dir/VERSION, "unknown" without one */
     char *cache_dir; /* NULL: cache off */
     char *last_error;
     size_t last_error_capacity;

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "install_paths.h"
+
 #include <cJSON.h>
 
 #include "files.h"
@@ -286,11 +288,17 @@ char *fk__tuning_shipped_path(void)
     const char *chosen = getenv("FORCEKIT_SHIPPED_TUNING_DB");
     if (chosen && *chosen)
         return is_off(chosen) ? NULL : fk_copy_string(chosen);
-    const char *candidates[] = {FK_SOURCE_TUNING_DB, FK_INSTALL_TUNING_DB};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i)
-        if (is_file(candidates[i]))
-            return fk_copy_string(candidates[i]);
-    return NULL;
+    char *candidates[4];
+    const size_t count =
+        fk__data_candidates("tuning/shipped.json", FK_SOURCE_TUNING_DB, candidates, 4);
+    char *found = NULL;
+    for (size_t i = 0; i < count && !found; ++i)
+        if (is_file(candidates[i])) {
+            found = candidates[i];
+            candidates[i] = NULL;
+        }
+    fk__data_candidates_free(candidates, count);
+    return found;
 }
 
 char *fk__tuning_resume_path(const char *database_path)

@@ -126,6 +126,9 @@ FK_API const fk_device_info *fk_context_device(const fk_context *context);
 FK_API const char *fk_context_warnings(const fk_context *context);
 /* The kernel directory in use, and the cache directory (NULL when the cache is off). */
 FK_API const char *fk_context_kernel_dir(const fk_context *context);
+/* The version of the kernel sources in use (their directory's VERSION file; "unknown" without
+ * one). A version other than fk_version() is also reported by fk_context_warnings. */
+FK_API const char *fk_context_kernel_version(const fk_context *context);
 FK_API const char *fk_context_cache_dir(const fk_context *context);
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -61,6 +61,21 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "--version") == 0) {
         printf("forcekit %s\n", fk_version());
+        /* The kernels are found and read when a context is created, on the default device. */
+        fk_context *context = NULL;
+        const fk_status status = fk_context_create(NULL, &context);
+        if (status != FK_OK) {
+            printf("kernels: not available: %s\n",
+                   context ? fk_context_last_error(context) : fk_status_string(status));
+            fk_context_destroy(context);
+            return CLI_EXIT_RUNTIME;
+        }
+        printf("kernels %s in %s\n", fk_context_kernel_version(context),
+               fk_context_kernel_dir(context));
+        const char *warnings = fk_context_warnings(context);
+        if (warnings && *warnings)
+            fprintf(stderr, "forcekit: warning: %s\n", warnings);
+        fk_context_destroy(context);
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
