@@ -120,6 +120,17 @@ if [ "$sanitize" -eq 1 ]; then
     else
         record sanitize FAIL
     fi
+    # ThreadSanitizer: the thread-safety rule of forcekit.h, two contexts in two threads
+    # (tests/test_threads.c; tests/tsan.supp suppresses the OpenCL implementation only).
+    start=$(date +%s)
+    if cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Tsan -DFORCEKIT_BUILD_BENCH=OFF \
+            -DFORCEKIT_BUILD_EXAMPLES=OFF >/dev/null &&
+        cmake --build "$root/build-tsan" -j "$jobs" --target test_threads >/dev/null &&
+        run_ctest "$root/build-tsan" -R '^test_threads$'; then
+        record tsan PASS "$(seconds_since "$start") s"
+    else
+        record tsan FAIL
+    fi
 fi
 
 line=""

@@ -1,5 +1,6 @@
-/* Device discovery and selection (SPEC: "Device selector SEL"). */
+/* Device discovery and selection (docs/cli.md: the device selector). */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,25 @@ fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
 /* Enumerates (platform, device) pairs; calls visit for each until it returns non-zero. */
 typedef int (*device_visitor)(cl_platform_id, cl_device_id, const fk_device_info *, void *);
 
+static fk_status enumerate_unlocked(device_visitor visit, void *user, char *message,
+                                    size_t message_size);
+
+/* Device discovery is serialized process-wide: OpenCL calls are thread-safe by the specification,
+ * but implementations set themselves up on the first clGetPlatformIDs / clGetDeviceIDs, and with
+ * POCL 3.1 behind ocl-icd two threads creating contexts at once made one of them see "platforms
+ * found, but no devices" (tests/test_threads.c). The lock costs nothing beside context creation. */
+static pthread_mutex_t discovery = PTHREAD_MUTEX_INITIALIZER;
+
 static fk_status enumerate(device_visitor visit, void *user, char *message, size_t message_size)
+{
+    pthread_mutex_lock(&discovery);
+    const fk_status status = enumerate_unlocked(visit, user, message, message_size);
+    pthread_mutex_unlock(&discovery);
+    return status;
+}
+
+static fk_status enumerate_unlocked(device_visitor visit, void *user, char *message,
+                                    size_t message_size)
 {
     cl_uint platform_count = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &platform_count);

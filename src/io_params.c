@@ -1,5 +1,5 @@
-/* Pair-parameter (--params) and exclusion (--exclude) files (SPEC "Files"). Never prints: every
- * failure is described in the caller's error buffer, naming the file and line. */
+/* Pair-parameter (--params) and exclusion (--exclude) files (docs/file-formats.md). Never prints:
+ * every failure is described in the caller's error buffer, naming the file and line. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -27,7 +27,8 @@ static void split(char *line, fields *out)
     if (comment)
         *comment = '\0';
     out->count = 0;
-    for (char *token = strtok(line, " \t\r\n\v\f"); token; token = strtok(NULL, " \t\r\n\v\f")) {
+    for (char *save = NULL, *token = strtok_r(line, " \t\r\n\v\f", &save); token;
+         token = strtok_r(NULL, " \t\r\n\v\f", &save)) {
         if (out->count < MAX_FIELDS)
             out->field[out->count] = token;
         out->count++;

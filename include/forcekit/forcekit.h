@@ -7,6 +7,14 @@
  *
  * Configuration structs follow the rule "zero means default": memset them to 0 (or use {0}) and set
  * only what you need, so fields added later break nobody.
+ *
+ * Threads: objects of different contexts may be used concurrently from different threads; one
+ * context and everything created from it (its evaluations, tuning runs) must be used from one
+ * thread at a time (the caller serializes). Functions that take no context (fk_devices_list,
+ * fk_reference_forces, the registry queries, fk_version) may be called from any thread at any
+ * time. The library keeps no mutable process-wide state except a lock around device discovery;
+ * environment variables are read at context creation, so do not change them meanwhile.
+ * tests/test_threads.c runs two contexts at once under ThreadSanitizer.
  */
 #ifndef FORCEKIT_FORCEKIT_H
 #define FORCEKIT_FORCEKIT_H
@@ -210,7 +218,7 @@ typedef struct fk_eval_config {
      * whether the device can. Without it, each pair term is whatever the device's compiler makes
      * of the source, which may differ between two programs (README "Bit-identity promises"). */
     int reproducible;
-    /* Molecular kernels (ljc_*, lj, buck; SPEC "Physics"); zero means the default named. Gravity
+    /* Molecular kernels (ljc_*, lj, buck; docs/force-laws.md); zero means the default named. Gravity
      * kernels reject nonzero values here. */
     double cutoff;        /* rc, an absolute distance: pairs at r >= rc contribute nothing and the
                            * pair function is force-shifted (f(r) - f(rc)); lj: 0 means 2.5;
@@ -258,7 +266,7 @@ typedef enum fk_exclusion_mode {
     FK_EXCLUDE_AFTERWARDS = 1
 } fk_exclusion_mode;
 
-/* Typed pair parameters (SPEC --params): types T (particle types are 0..T-1), values[(a * T + b) *
+/* Typed pair parameters (--params, docs/file-formats.md): types T (particle types are 0..T-1), values[(a * T + b) *
  * P + p] the P = fk_kernel_info.pair_parameters parameters of pair (a, b) (lj, ljc_*: epsilon,
  * sigma; buck: A, rho, C), symmetric. present (NULL: all) flags the pairs that have parameters; a
  * pair the particles use without them is an error naming it. */
