@@ -206,7 +206,7 @@ fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table
         fk_format_message(message, message_size, "%s takes no pair table", kernel->info.name);
         return FK_ERR_INVALID_ARGUMENT;
     }
-    static const double default_lj[2] = {1.0, 1.0};        /* epsilon, sigma (SPEC) */
+    static const double default_lj[2] = {1.0, 1.0};        /* epsilon, sigma */
     static const double default_buck[3] = {1.0, 1.0, 1.0}; /* A, rho, C */
     fk_pair_table fallback = {.types = 1,
                               .values = kernel->law == FK_LAW_BUCK ? default_buck : default_lj};

@@ -1,4 +1,4 @@
-/* Particle files (text and TIPSY) and force output (SPEC "Files"). Never prints: every failure is
+/* Particle files (text and TIPSY) and force output (docs/file-formats.md). Never prints: every failure is
  * described in the caller's error buffer. */
 #include "io.h"
 #include "text.h"

@@ -1,4 +1,4 @@
-/* Particle, parameter and force files (SPEC "Files"). Internal to the command and the tests. */
+/* Particle, parameter and force files (docs/file-formats.md). Internal to the command and the tests. */
 #ifndef FK_IO_H
 #define FK_IO_H
 
@@ -60,7 +60,7 @@ void fk_particle_set_free(fk_particle_set *set);
 /* A read-only view for the library API. */
 fk_particles fk_particle_set_view(const fk_particle_set *set);
 
-/* Writes forces as text (SPEC: one line per particle, %.17g, potential as a last column when
+/* Writes forces as text (docs/file-formats.md: one line per particle, %.17g, potential as a last column when
  * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise as fk_io_write_atomic. */
 fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
                              const double *forces, const double *potentials, char *error,
@@ -75,7 +75,7 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
 fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
                              const void *context, char *error, size_t error_size);
 
-/* Pair parameters (--params, SPEC "Files"): lines `a b p1 p2 ...` with `parameters` numbers
+/* Pair parameters (--params, docs/file-formats.md): lines `a b p1 p2 ...` with `parameters` numbers
  * (fk_kernel_info.pair_parameters; format names them for messages, "a b epsilon sigma").
  * Symmetric: (a, b) also sets (b, a); a pair given twice with other values is an error naming
  * both lines. The table has max(at_least_types, largest type + 1) types, so that particle types

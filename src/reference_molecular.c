@@ -1,4 +1,4 @@
-/* The double-precision reference of the molecular kernels (ljc_*, lj, buck): SPEC's formulas
+/* The double-precision reference of the molecular kernels (ljc_*, lj, buck): the formulas of docs/force-laws.md
  * evaluated directly, O(N^2), skipping the excluded pairs. */
 #include <math.h>
 #include <stdlib.h>

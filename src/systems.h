@@ -101,7 +101,7 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system);
 fk_status fk_generate_lj65536(size_t count, double density, uint64_t seed, fk_layout layout,
                               fk_system *system);
 
-/* Text writers (SPEC "Files"): each header line becomes a '#' comment; values %.17g. Return 0,
+/* Text writers (docs/file-formats.md): each header line becomes a '#' comment; values %.17g. Return 0,
  * or -1 on a write error. Particles in the layout's columns; velocities `vx vy vz`; a pair table
  * `a b p1 p2 ...` for a <= b; exclusions `i j`. */
 int fk_system_write_particles(FILE *file, const fk_particle_set *set, fk_layout layout,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The forcekit command, driven from outside: exit codes (SPEC "Exit codes"), outputs, JSON documents
+# The forcekit command, driven from outside: exit codes (docs/cli.md), outputs, JSON documents
 # and atomic output files.
 #   test_cli.sh FORCEKIT_BINARY SOURCE_DIR
 # CTest sets FORCEKIT_KERNEL_DIR and FORCEKIT_CACHE_DIR. Prints "N passed, M failed" at the end.
@@ -167,7 +167,7 @@ done
 expect_exit "devices exits 0" 0 "$FK" devices
 if grep -q '0:0' "$WORK/out"; then pass "devices lists selector 0:0"; else fail "devices lists selector 0:0"; fi
 expect_exit "devices --json exits 0" 0 "$FK" devices --json
-expect_json "devices --json is a list with the SPEC keys" "$WORK/out" \
+expect_json "devices --json is a list with the documented keys" "$WORK/out" \
     'isinstance(d, list) and len(d) >= 1 and all(all(k in x for k in ("selector", "name", "vendor", "type", "compute_units", "fp64")) for x in d) and sum(1 for x in d if x["default"]) == 1'
 expect_exit "devices --device nosuchdevice exits 2" 2 "$FK" devices --device nosuchdevice
 
@@ -263,7 +263,7 @@ fi
 
 # ---- bench ---------------------------------------------------------------------------------------
 expect_exit "bench --json exits 0" 0 "$FK" bench --kernel ga --n 1000 --reps 3 --json
-expect_json "bench --json has the SPEC keys and a real variant" "$WORK/out" \
+expect_json "bench --json has the documented keys and a real variant" "$WORK/out" \
     'all(k in d for k in ("kernel", "accum", "n", "device", "results", "reps", "date", "device_type", "driver_version", "platform")) and d["n"] == 1000 and len(d["results"]) == 1 and all(all(k in r for k in ("unroll", "seconds_per_eval", "interactions_per_second", "gflops")) and r["unroll"] != "auto" and r["seconds_per_eval"] > 0 and r["gflops"] > 0 for r in d["results"])'
 expect_exit "bench --unroll all exits 0" 0 "$FK" bench --kernel ga --n 300 --reps 2 --unroll all --json
 expect_json "bench --unroll all gives 16 variants" "$WORK/out" \
@@ -306,7 +306,7 @@ expect_json "accuracy: compensated errors at most 1e-6, below float's" "$WORK/ou
 # The protein (Narumi's System 1 analogue) on the fly: compensated and fixed-point sums at the level
 # of the float pair terms, float's sum above them; zero offsets for narumi and fixed64.
 expect_exit "accuracy --system protein --json exits 0" 0 "$FK" accuracy --system protein --exclude-mode onthefly --accum float,ti,composite,narumi,fixed64 --reps 1 --json
-expect_json "accuracy protein: SPEC keys, 3339 atoms, ljc_constant, on the fly" "$WORK/out" \
+expect_json "accuracy protein: documented keys, 3339 atoms, ljc_constant, on the fly" "$WORK/out" \
     'd["kernel"] == "ljc_constant" and d["n"] == 3339 and d["device"] and d["exclusions"] == 7321 and all(set(("accum", "error", "offset", "seconds_per_eval")) <= set(r) and r["exclusion_mode"] == "onthefly" for r in d["results"]) and "exclusion_comparison" not in d'
 expect_json "accuracy protein: ti, composite, narumi, fixed64 errors <= 1e-6, float's larger" "$WORK/out" \
     'all(0 < r["error"] <= 1e-6 and r["error"] < [f for f in d["results"] if f["accum"] == "float"][0]["error"] for r in d["results"] if r["accum"] in ("ti", "composite", "narumi", "fixed64")) and len(d["results"]) == 5'
@@ -334,7 +334,7 @@ expect_json "forces --reproducible: the same checksum for another variant" "$WOR
     'd["checksum"] == json.load(open(sys.argv[1][:-3] + "r1.json"))["checksum"]'
 expect_exit "forces --reproducible with --accum float exits 2" 2 "$FK" forces --kernel ga --in "$WORK/four.txt" --reproducible --accum float
 expect_exit "sumtest --json exits 0" 0 "$FK" sumtest --json
-expect_json "sumtest: 24 rows (4 thread counts x 6 orders) with SPEC's keys" "$WORK/out" \
+expect_json "sumtest: 24 rows (4 thread counts x 6 orders) with the documented keys" "$WORK/out" \
     'len(d["results"]) == 24 and all(all(k in r for k in ("threads", "order", "float", "double", "composite", "ti", "fixed64")) for r in d["results"]) and sorted(set(r["threads"] for r in d["results"])) == [1, 10, 100, 1000]'
 expect_json "sumtest: fixed64 sums are exactly 0, float's are not all 0" "$WORK/out" \
     'all(r["fixed64"] == 0 for r in d["results"]) and any(r["float"] != 0 for r in d["results"])'
@@ -353,7 +353,7 @@ expect_exit "tune --budget abc exits 2" 2 "$FK" tune --kernel ga --budget abc
 # The budget is checked by what the run says it did (it sampled), never by the wall clock: a
 # loaded machine may take any time.
 expect_exit "tune --budget 2 exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" tune --kernel ga --n 1024 --budget 2 --json
-expect_json "tune --json has the SPEC keys and says it sampled" "$WORK/out" \
+expect_json "tune --json has the documented keys and says it sampled" "$WORK/out" \
     'all(k in d for k in ("kernel", "accum", "n", "device", "best", "tried")) and d["n"] == 1024 and d["search"] == "sampled" and d["buckets"][0]["search"] == "sampled" and d["best"]["unroll"] != "auto" and d["best"]["seconds_per_eval"] > 0 and len(d["tried"]) >= 1 and all("outcome" in t for t in d["tried"])'
 expect_json "tune stored its best in FORCEKIT_TUNING_DB" "$DB" \
     'len(d["entries"]) == 1 and d["entries"][0]["kernel"] == "ga" and d["entries"][0]["n"] == 1024'

@@ -513,7 +513,7 @@ static void kernel_physics(const char *kernel, fk_physics *ph)
 /*
  * Program builds dominate the test's time (about 1 s each on POCL, more on a cold cache), so the
  * product kernel x variant x accumulator is not run whole: each kernel runs every accumulator at
- * one variant (`full`, a different one per kernel, so that every SPEC variant meets every
+ * one variant (`full`, a different one per kernel, so that every required variant meets every
  * accumulator on some kernel) and its other variants with float. The unrolling changes which
  * work-item adds which term, not the accumulator's arithmetic, and the accumulators' own algebra
  * is tested in test_accum and test_precision.
@@ -867,7 +867,7 @@ static void test_lj_cutoff_exact(void **state)
 }
 
 /* Total energy (sum of potentials) of the reference against its forces by central differences:
- * the forces are the exact negative gradient of the potential SPEC defines, shift included. */
+ * the forces are the exact negative gradient of the potential docs/force-laws.md defines, shift included. */
 static void test_energy_consistency(void **state)
 {
     (void)state;

@@ -234,7 +234,7 @@ static void test_ga_float_every_unroll(void **state)
     all_unroll_variants("float");
 }
 
-/* double's unrolling: the four SPEC variants (float has all 16: the unrolling changes which
+/* double's unrolling: the four required variants (float has all 16: the unrolling changes which
  * work-item adds which term, not the accumulator's arithmetic; CI time, issue 12). */
 static void test_ga_double_every_unroll(void **state)
 {
@@ -261,10 +261,10 @@ static void test_ga_tiling_splits_softening(void **state)
 }
 
 /* Every other accumulator (ti, nitadori, nitadori_large, narumi, ref, composite, fixed64): one
- * SPEC variant with tiling as automatic, one without local tiling and with forced j-splits, one
+ * required variant with tiling as automatic, one without local tiling and with forced j-splits, one
  * with tiling and j-splits (the splits' reduction runs each accumulator's merge), with and without
  * softening and the potential. The other unroll variants are float's (all 16) and double's (the
- * SPEC four): CI time, issue 12. */
+ * required four): CI time, issue 12. */
 static void test_ga_every_accumulator(void **state)
 {
     (void)state;

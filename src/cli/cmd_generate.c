@@ -1,4 +1,4 @@
-/* `forcekit generate`: writes one of the built-in systems (systems.h, generate.h) as SPEC text
+/* `forcekit generate`: writes one of the built-in systems (systems.h, generate.h) as text
  * files: the particles, and where the model has them its pair parameters (FILE.params), exclusions
  * (FILE.exclude) and velocities (FILE.vel). Every file goes to a temporary name in the target
  * directory and is renamed only when all of them are written, the particles last. */
@@ -19,7 +19,7 @@
 static const char generate_usage[] =
     "usage: forcekit generate --model M --out FILE [--n N] [--seed S] [--kernel K]\n"
     "                         [--density D] [--temperature T] [--json]\n\n"
-    "Writes a built-in system as text files (SPEC \"Files\"), each headed by '#' comments that "
+    "Writes a built-in system as text files (docs/file-formats.md), each headed by '#' comments that "
     "say\n"
     "how it was made, its units and the forces command that reads it:\n"
     "  plummer   Plummer sphere, N-body units, equal masses (ga: x y z m; gaj adds vx vy vz)\n"

@@ -563,7 +563,7 @@ int cmd_simulate(int argc, char **argv)
     if (code != CLI_EXIT_OK)
         return code;
     if ((fluid || strcmp(run.kernel->name, "lj") == 0) && isnan(options.physics.cutoff))
-        config.eval.cutoff = 2.5; /* SPEC's lj default, also for ljc_* and buck in the fluid */
+        config.eval.cutoff = 2.5; /* lj's default cutoff, also for ljc_* and buck in the fluid */
 
     /* pair loop and variant */
     int auto_algorithm = !options.algorithm || strcmp(options.algorithm, "auto") == 0;

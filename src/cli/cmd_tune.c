@@ -1,5 +1,5 @@
 /* `forcekit tune`: the autotuner (fk_tune_run) with a progress bar, a summary and the JSON
- * document of SPEC ("tune"). */
+ * document of docs/cli.md ("tune"). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
 /* The largest seed: JSON numbers are doubles, and seeds above 2^53 would be reported inexactly. */
 #define CLI_MAX_SEED 9007199254740992.0
 
-/* SPEC "Exit codes". */
+/* Exit codes (docs/cli.md). */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2 };
 
 /* The one place a library status becomes an exit code: bad input and bad usage are 2, everything

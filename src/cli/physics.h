@@ -1,5 +1,5 @@
 /* The molecular kernels' options shared by `forces` and `bench`: --params, --exclude,
- * --exclude-mode, --cutoff, --coulomb, --dielectric, --box (SPEC "Physics", "Files"). */
+ * --exclude-mode, --cutoff, --coulomb, --dielectric, --box (docs/force-laws.md, docs/file-formats.md). */
 #ifndef FK_CLI_PHYSICS_H
 #define FK_CLI_PHYSICS_H
 
