@@ -9,10 +9,10 @@
 #include "accum.h"
 #include "eval.h"
 #include "internal.h"
+#include "loops/loop.h"
 #include "tune.h"
 
 /* Precision (at the end of this file): the bound pre-pass and reproducible mode. */
-static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request);
 static fk_status create_subtraction(fk_eval *eval, const fk_program_request *request);
 static fk_status choose_accum_parameters(fk_eval *eval);
 static const char *reproducible_options(fk_eval *eval);
@@ -200,24 +200,12 @@ void fk_eval_destroy(fk_eval *eval)
         clReleaseMemObject(eval->table);
     free(eval->host_body);
     fk__forcelaw_state_free(&eval->law);
-    fk__symmetric_destroy(eval);
-    fk__cells_destroy(eval);
-    if (eval->pairwise)
-        clReleaseKernel(eval->pairwise);
-    if (eval->reduce)
-        clReleaseKernel(eval->reduce);
+    if (eval->loop)
+        eval->loop->destroy(eval->loop_state);
     if (eval->subtract)
         clReleaseKernel(eval->subtract);
     if (eval->subtract_program)
         clReleaseProgram(eval->subtract_program);
-    if (eval->program)
-        clReleaseProgram(eval->program);
-    if (eval->bound_pairwise)
-        clReleaseKernel(eval->bound_pairwise);
-    if (eval->bound_reduce)
-        clReleaseKernel(eval->bound_reduce);
-    if (eval->bound_program)
-        clReleaseProgram(eval->bound_program);
     free(eval);
 }
 
@@ -354,6 +342,14 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
         fk_eval_destroy(eval);
         return law_status;
     }
+    const fk__loop *loop = fk__loop_for(config->algorithm);
+    char loop_reason[512] = "";
+    fk_status supported = loop->supports(context, kernel, accum, config, &eval->law.physics,
+                                         loop_reason, sizeof loop_reason);
+    if (supported != FK_OK) {
+        fk_eval_destroy(eval);
+        return fk__fail(context, supported, "%s", loop_reason);
+    }
     if (tuned) {
         eval->tuned_j_splits = tuned->j_splits;
         eval->tuned_bucket = fk_tune_bucket_for(tuned->n);
@@ -386,12 +382,19 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
                  request.extra_options ? request.extra_options : "");
         request.extra_options = options;
     }
-    fk_program_result built;
-    fk_status status = fk__program_build(context, &request, &built);
+    /* Only the programs the loop needs: its create builds them (the all-pairs program is not
+     * built for symmetric or cells). */
+    eval->variant = variant;
+    eval->variant.program_from_cache = 1;
+    eval->variant.build_seconds = 0;
+    eval->loop = loop;
+    fk_status status = loop->create(eval, &request, &eval->loop_state);
     if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
         /* Automatic lanes are an optimization that the registry promises for the shipped headers;
          * an edited kernel directory without the lane sections still runs the scalar template,
          * and a build error is then the template's own. */
+        loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
         variant = scalar_variant;
         eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
         eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
@@ -403,58 +406,14 @@ static fk_status eval_create(fk_context *context, const fk_eval_config *config,
         request.lanes = 0;
         request.lane_rsqrt_newton = 0;
         fk__clear_error(context);
-        status = fk__program_build(context, &request, &built);
+        eval->variant = variant;
+        eval->variant.program_from_cache = 1;
+        eval->variant.build_seconds = 0;
+        status = loop->create(eval, &request, &eval->loop_state);
     }
-    if (status != FK_OK) {
-        fk_eval_destroy(eval);
-        return status;
-    }
-    eval->program = built.program;
-    variant.program_from_cache = built.from_cache;
-    variant.build_seconds = built.seconds;
-
-    cl_int err = CL_SUCCESS;
-    eval->pairwise = clCreateKernel(eval->program, "fk_pairwise", &err);
-    if (err == CL_SUCCESS)
-        eval->reduce = clCreateKernel(eval->program, "fk_reduce_splits", &err);
-    if (err != CL_SUCCESS) {
-        status = fk__cl_fail(context, "clCreateKernel", err);
-        fk_eval_destroy(eval);
-        return status;
-    }
-    size_t kernel_group = 0;
-    cl_ulong local_bytes = 0;
-    clGetKernelWorkGroupInfo(eval->pairwise, context->device, CL_KERNEL_WORK_GROUP_SIZE,
-                             sizeof kernel_group, &kernel_group, NULL);
-    clGetKernelWorkGroupInfo(eval->pairwise, context->device, CL_KERNEL_LOCAL_MEM_SIZE,
-                             sizeof local_bytes, &local_bytes, NULL);
-    if (kernel_group && (size_t)variant.work_group_size > kernel_group) {
-        fk_eval_destroy(eval);
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "variant %dx%d with work-group size %d exceeds this kernel's limit of %zu "
-                        "work-items on %s (registers)",
-                        variant.unroll_i, variant.unroll_j, variant.work_group_size, kernel_group,
-                        context->info.name);
-    }
-    if (local_bytes > context->info.local_memory_bytes) {
-        fk_eval_destroy(eval);
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "variant needs %llu bytes of local memory; %s has %llu",
-                        (unsigned long long)local_bytes, context->info.name,
-                        (unsigned long long)context->info.local_memory_bytes);
-    }
-    status = create_subtraction(eval, &request);
+    eval->acc_param[0] = 1.0f;
     if (status == FK_OK)
-        status = create_bound_pass(eval, &request);
-    if (status != FK_OK) {
-        fk_eval_destroy(eval);
-        return status;
-    }
-    eval->variant = variant;
-    if (config->algorithm == FK_ALGORITHM_SYMMETRIC)
-        status = fk__symmetric_create(eval, &request);
-    else if (config->algorithm == FK_ALGORITHM_CELLS)
-        status = fk__cells_create(eval, &request);
+        status = create_subtraction(eval, &request);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
@@ -706,11 +665,9 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->count = n;
     eval->j_chunk = (int)chunk;
     eval->variant.j_splits = effective_splits;
-    status = choose_accum_parameters(eval);
-    if (status == FK_OK && eval->symmetric)
-        status = fk__symmetric_set_particles(eval);
-    else if (status == FK_OK && eval->cells)
-        status = fk__cells_set_particles(eval);
+    status = eval->loop->prepare(eval, eval->loop_state);
+    if (status == FK_OK)
+        status = choose_accum_parameters(eval);
     if (status != FK_OK)
         eval->count = 0;
     return status;
@@ -782,11 +739,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         eval->count = 0; /* the device holds neither the old nor the new particles for sure */
         return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
     }
-    status = choose_accum_parameters(eval); /* the scale depends on the data: every update */
-    if (status == FK_OK && eval->symmetric)
-        status = fk__symmetric_set_particles(eval);
-    else if (status == FK_OK && eval->cells)
-        status = fk__cells_set_particles(eval);
+    status = eval->loop->prepare(eval, eval->loop_state);
+    if (status == FK_OK) /* the scale depends on the data: every update */
+        status = choose_accum_parameters(eval);
     if (status != FK_OK)
         eval->count = 0;
     return status;
@@ -838,35 +793,26 @@ fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const ch
 }
 
 /* Exclude afterwards: enqueues fk_subtract_exclusions on the results of the pair loop just
- * enqueued (the queue is in order). *event stays NULL when there is nothing to subtract, and in the
- * bound pre-pass (eval->pairwise swapped): that pass measures every pair's term, which bounds the
- * subtracted ones too (cl/pairwise.cl). */
+ * enqueued (the queue is in order). *event stays NULL when there is nothing to subtract. Not after
+ * the bound pre-pass: it measures every pair's term, which bounds the subtracted ones too
+ * (cl/pairwise.cl). */
 static fk_status enqueue_subtraction(fk_eval *eval, cl_event *event)
 {
     *event = NULL;
-    if (!eval->excluded || (eval->bound_pairwise && eval->pairwise == eval->bound_pairwise))
+    if (!eval->excluded)
         return FK_OK;
     const cl_int n = (cl_int)eval->count;
-    const cl_float4 acc_param = {
-        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
-    cl_kernel kernel = eval->subtract;
-    cl_int err = CL_SUCCESS;
-    cl_uint a = 0;
-    err |= clSetKernelArg(kernel, a++, sizeof n, &n);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->excluded);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body_aux);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->table);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->physics);
-    err |= clSetKernelArg(kernel, a++, sizeof acc_param, &acc_param);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->result);
-    if (err != CL_SUCCESS)
-        return fk__fail(eval->context, FK_ERR_OPENCL,
-                        "clSetKernelArg failed for fk_subtract_exclusions");
+    const cl_float4 acc_param = fk__eval_acc_param(eval);
+    fk_status status = FK__SET_ARGS(
+        eval->context, eval->subtract, "fk_subtract_exclusions", 0, FK__ARG(n),
+        FK__ARG(eval->excluded), FK__ARG(eval->body), FK__ARG(eval->body_aux), FK__ARG(eval->table),
+        FK__ARG(eval->physics), FK__ARG(acc_param), FK__ARG(eval->result));
+    if (status != FK_OK)
+        return status;
     const size_t group = 64;
     const size_t global = (eval->count + group - 1) / group * group;
-    err = clEnqueueNDRangeKernel(eval->context->queue, kernel, 1, NULL, &global, &group, 0, NULL,
-                                 event);
+    const cl_int err = clEnqueueNDRangeKernel(eval->context->queue, eval->subtract, 1, NULL,
+                                              &global, &group, 0, NULL, event);
     if (err != CL_SUCCESS) {
         *event = NULL;
         return fk__cl_fail(eval->context, "clEnqueueNDRangeKernel (fk_subtract_exclusions)", err);
@@ -874,19 +820,31 @@ static fk_status enqueue_subtraction(fk_eval *eval, cl_event *event)
     return FK_OK;
 }
 
-/* After the symmetric or cell loop (which finished on their own): the subtraction, its device time
- * added to *seconds (may be NULL; stays -1 when unknown). */
-static fk_status run_subtraction(fk_eval *eval, double *seconds)
+/* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended. */
+static fk_status run_pass(fk_eval *eval, fk__pass pass, double *seconds)
 {
-    cl_event event = NULL;
-    fk_status status = enqueue_subtraction(eval, &event);
-    if (status != FK_OK || !event)
+    fk_context *context = eval->context;
+    cl_event first = NULL, last = NULL;
+    fk_status status = eval->loop->enqueue(eval, eval->loop_state, pass, &first, &last);
+    if (status != FK_OK)
         return status;
-    double more = -1.0;
-    status = fk__eval_finish(eval, event, NULL, "fk_subtract_exclusions", &more);
-    if (status == FK_OK && seconds && *seconds >= 0)
-        *seconds = more >= 0 ? *seconds + more : -1.0;
-    return status;
+    cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
+    if (pass == FK__PASS_FORCES)
+        status = enqueue_subtraction(eval, &subtracted);
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        if (first)
+            clReleaseEvent(first);
+        if (last)
+            clReleaseEvent(last);
+        return status;
+    }
+    if (subtracted) {
+        if (last)
+            clReleaseEvent(last);
+        last = subtracted;
+    }
+    return fk__eval_finish(eval, first, last, "pair loop", seconds);
 }
 
 fk_status fk_eval_compute(fk_eval *eval, double *seconds)
@@ -897,75 +855,8 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
     fk__clear_error(context);
     if (eval->count == 0)
         return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
-    if (eval->symmetric || eval->cells) {
-        fk_status status = eval->symmetric ? fk__symmetric_compute(eval, seconds)
-                                           : fk__cells_compute(eval, seconds);
-        if (status == FK_OK) /* exclude afterwards, as after the all-pairs loop */
-            status = run_subtraction(eval, seconds);
-        eval->computed = status == FK_OK;
-        return status;
-    }
-    const cl_int n = (cl_int)eval->count;
-    const cl_int chunk = eval->j_chunk;
-    const cl_float4 acc_param = {
-        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
-    cl_int err = CL_SUCCESS;
-    cl_uint a = 0;
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof n, &n);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof chunk, &chunk);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->body);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->body_aux);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->table);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->physics);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof acc_param, &acc_param);
-    err |= clSetKernelArg(eval->pairwise, a++, sizeof(cl_mem), &eval->partial);
-    if (err != CL_SUCCESS)
-        return fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_pairwise");
-
-    const size_t group = (size_t)eval->variant.work_group_size;
-    const size_t i_block = i_per_group(&eval->variant);
-    const size_t global[2] = {(eval->count + i_block - 1) / i_block * group,
-                              (size_t)eval->variant.j_splits};
-    const size_t local[2] = {group, 1};
-    cl_event first = NULL, last = NULL;
-    err = clEnqueueNDRangeKernel(context->queue, eval->pairwise, 2, NULL, global, local, 0, NULL,
-                                 &first);
-    if (err != CL_SUCCESS)
-        return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_pairwise)", err);
-    if (eval->variant.j_splits > 1) {
-        const cl_int splits = eval->variant.j_splits;
-        err |= clSetKernelArg(eval->reduce, 0, sizeof n, &n);
-        err |= clSetKernelArg(eval->reduce, 1, sizeof splits, &splits);
-        err |= clSetKernelArg(eval->reduce, 2, sizeof(cl_mem), &eval->partial);
-        err |= clSetKernelArg(eval->reduce, 3, sizeof(cl_mem), &eval->result);
-        const size_t reduce_group = 64;
-        const size_t items = eval->count * eval->components;
-        const size_t reduce_global = (items + reduce_group - 1) / reduce_group * reduce_group;
-        if (err == CL_SUCCESS)
-            err = clEnqueueNDRangeKernel(context->queue, eval->reduce, 1, NULL, &reduce_global,
-                                         &reduce_group, 0, NULL, &last);
-        if (err != CL_SUCCESS) {
-            clReleaseEvent(first);
-            return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_reduce_splits)", err);
-        }
-    }
-    cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
-    fk_status queued = enqueue_subtraction(eval, &subtracted);
-    if (queued != FK_OK) {
-        clFinish(context->queue);
-        clReleaseEvent(first);
-        if (last)
-            clReleaseEvent(last);
-        return queued;
-    }
-    if (subtracted) {
-        if (last)
-            clReleaseEvent(last);
-        last = subtracted;
-    }
-    const fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
-    if (status == FK_OK)
-        eval->computed = 1;
+    const fk_status status = run_pass(eval, FK__PASS_FORCES, seconds);
+    eval->computed = status == FK_OK;
     return status;
 }
 
@@ -1126,41 +1017,15 @@ static fk_status read_packed(fk_eval *eval, uint32_t *words)
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clEnqueueReadBuffer", err);
 }
 
-/* fixed64, narumi and nitadori_large take their scale or LARGE from the data: a program of the
- * same variant with the `bound` accumulator measures the pair terms. */
-static fk_status create_bound_pass(fk_eval *eval, const fk_program_request *request)
-{
-    eval->acc_param[0] = 1.0f;
-    if (!eval->accum->choose_parameters)
-        return FK_OK;
-    fk_program_request bound = *request;
-    bound.accum = "bound";
-    fk_program_result built;
-    fk_status status = fk__program_build(eval->context, &bound, &built);
-    if (status != FK_OK)
-        return status;
-    eval->bound_program = built.program;
-    cl_int err = CL_SUCCESS;
-    eval->bound_pairwise = clCreateKernel(eval->bound_program, "fk_pairwise", &err);
-    if (err == CL_SUCCESS)
-        eval->bound_reduce = clCreateKernel(eval->bound_program, "fk_reduce_splits", &err);
-    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clCreateKernel (bound)", err);
-}
-
 /* Exclude afterwards subtracts on the device, after any of the pair loops (fk_eval_compute), with
- * cl/pairwise.cl's fk_subtract_exclusions: from the pair loop's own program, which has it unless it
- * came from another template; then from pairwise.cl built with the same request. */
+ * cl/pairwise.cl's fk_subtract_exclusions, built with the loop's request on the scalar template:
+ * for the scalar all-pairs loop that is the loop's own program, which the context's program cache
+ * hands back without a second build. */
 static fk_status create_subtraction(fk_eval *eval, const fk_program_request *request)
 {
     if (!eval->kernel->uses_table || eval->config.exclusion_mode != FK_EXCLUDE_AFTERWARDS)
         return FK_OK;
     cl_int err = CL_SUCCESS;
-    eval->subtract = clCreateKernel(eval->program, "fk_subtract_exclusions", &err);
-    if (err == CL_SUCCESS)
-        return FK_OK;
-    eval->subtract = NULL;
-    if (err != CL_INVALID_KERNEL_NAME)
-        return fk__cl_fail(eval->context, "clCreateKernel (fk_subtract_exclusions)", err);
     fk_program_request own = *request;
     own.file = NULL;
     own.lanes = 0;
@@ -1182,15 +1047,10 @@ static fk_status create_subtraction(fk_eval *eval, const fk_program_request *req
  * and the order, so fixed64's scale, and hence its results, are too. */
 static fk_status choose_accum_parameters(fk_eval *eval)
 {
-    if (!eval->bound_pairwise)
+    if (!eval->accum->choose_parameters)
         return FK_OK;
     fk_context *context = eval->context;
-    cl_kernel pairwise = eval->pairwise, reduce = eval->reduce;
-    eval->pairwise = eval->bound_pairwise;
-    eval->reduce = eval->bound_reduce;
-    fk_status status = fk_eval_compute(eval, NULL);
-    eval->pairwise = pairwise;
-    eval->reduce = reduce;
+    fk_status status = run_pass(eval, FK__PASS_BOUND, NULL);
     eval->computed = 0;
     const size_t values = eval->count * eval->components;
     uint32_t *packed = status == FK_OK ? malloc(values * 2 * sizeof *packed) : NULL;
@@ -1289,4 +1149,19 @@ void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value)
 {
     if (eval && index < 4)
         eval->acc_param[index] = value;
+}
+
+fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
+                                  size_t *count)
+{
+    if (!eval || !count || (capacity && !figures))
+        return FK_ERR_INVALID_ARGUMENT;
+    *count = eval->loop->figures(eval, eval->loop_state, figures, capacity);
+    if (eval->subtract) {
+        if (*count < capacity)
+            fk__kernel_figures_of(eval->context, eval->subtract, "fk_subtract_exclusions",
+                                  &figures[*count]);
+        ++*count;
+    }
+    return FK_OK;
 }
