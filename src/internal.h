@@ -30,6 +30,7 @@ struct fk_context {
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
     int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
+    struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
@@ -152,6 +153,8 @@ typedef struct fk_program_result {
 
 fk_status fk__program_build(fk_context *context, const fk_program_request *request,
                             fk_program_result *result);
+/* Releases the context's in-memory program cache (fk_context_destroy). */
+void fk__program_memo_free(fk_context *context);
 /* Builds another .cl file of the kernel directory (the Taufer suite, device unit tests) with the
  * same include expansion and program cache; options may be NULL. */
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
