@@ -274,8 +274,11 @@ void fk__program_memo_free(fk_context *context)
     context->programs = NULL;
 }
 
+/* Both only while the cache is on: "off" means every build compiles (fresh builds on purpose). */
 static cl_program memo_find(fk_context *context, const fk_cache_key *key)
 {
+    if (!context->cache_dir)
+        return NULL;
     struct fk__program_memo *memo = context->programs;
     for (size_t k = 0; memo && k < PROGRAM_MEMO_CAPACITY; ++k)
         if (memo->entries[k].program && strcmp(memo->entries[k].key, key->hex) == 0) {
@@ -289,6 +292,8 @@ static cl_program memo_find(fk_context *context, const fk_cache_key *key)
 /* Keeps a reference to program; a failure to allocate only costs speed. */
 static void memo_keep(fk_context *context, const fk_cache_key *key, cl_program program)
 {
+    if (!context->cache_dir)
+        return;
     if (!context->programs)
         context->programs = calloc(1, sizeof *context->programs);
     struct fk__program_memo *memo = context->programs;
