@@ -39,6 +39,9 @@ struct fk_eval {
     void *loop_state;
 };
 
+/* For the tuner: the j-split (j_splits > 0; 0 automatic) the next set_particles applies. */
+void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
+
 /* Event-profiled device seconds from the start of first to the end of last ; -1 when the
  * profiling information is missing. */
 double fk__event_seconds(cl_event first, cl_event last);

@@ -13,6 +13,8 @@
 
 #include <cJSON.h>
 
+#include "eval.h"
+#include "eval/choose.h"
 #include "tune.h"
 
 #define DEFAULT_BUDGET_SECONDS 600.0

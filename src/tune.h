@@ -105,14 +105,4 @@ char *fk__tuning_resume_path(const char *database_path);
 void fk__tuning_resume_key(const fk_tuning_identity *identity, const char *kernel,
                            const char *accum, size_t bucket, char *key, size_t size);
 
-/* Used by plan.c: sets the j-split the next set_particles applies (tuner), and the tuned split of
- * a database entry, applied only while N stays in the entry's bucket. */
-void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
-/* The built-in default variant for a device (plan.c): the tuner's untuned baseline. */
-void fk__builtin_variant(const fk_device_info *device, fk_variant *variant);
-/* The lane width fk_eval_create takes automatically for kernel and accumulator on this device (8 or
- * 16; 0: none, the scalar template runs), with the default lane variant in *variant when not 0. */
-int fk__automatic_lanes(fk_context *context, const char *kernel, const char *accum,
-                        fk_variant *variant);
-
 #endif
