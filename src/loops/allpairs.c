@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/choose.h"
 #include "loop.h"
 
 fk_status fk__set_kernel_args(fk_context *context, cl_kernel kernel, const char *what,
@@ -259,6 +260,133 @@ static size_t all_pairs_figures(const fk_eval *eval, const void *opaque,
     return count;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space (src/tune.c measures it) */
+
+#define SPLIT_SEARCH_MAX_N 65536 /* above this N the automatic split is the only one searched */
+
+static const int unroll_values[] = {1, 2, 4, 8};
+static const int gpu_groups[] = {64, 128, 256, 512};
+static const int cpu_groups[] = {16, 32, 64, 128, 256};
+static const int split_values[] = {0, 1, 4, 16, 64}; /* 0: automatic */
+/* The lane loop (cl/pairwise_lanes.cl) on CPUs: its widths, j-unrolling and work-group sizes. */
+static const int lane_widths[] = {8, 16};
+static const int lane_unrolls[] = {1, 2, 4};
+static const int lane_groups[] = {4, 8, 16, 32};
+
+int fk__shape_index(const int *values, int count, int value)
+{
+    int k = 0;
+    while (k < count && values[k] != value)
+        ++k;
+    return k;
+}
+
+static int pinned_or(int pinned, int value)
+{
+    return !pinned || pinned == value;
+}
+
+static size_t all_pairs_tuning_space(const fk__tuning_query *t, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &t->context->info;
+    const fk_tune_config *config = t->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? gpu_groups : cpu_groups;
+    const size_t group_count =
+        gpu ? sizeof gpu_groups / sizeof gpu_groups[0] : sizeof cpu_groups / sizeof cpu_groups[0];
+    const size_t splits_count = sizeof split_values / sizeof split_values[0];
+    const size_t capacity = (4 * 4 * group_count * 2 + 2 * 3 * 4) * splits_count;
+    fk__loop_shape *space = calloc(capacity, sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b)
+            for (size_t g = 0; g < group_count; ++g)
+                for (int tiling = 1; tiling >= 0; --tiling)
+                    for (size_t s = 0; s < splits_count; ++s) {
+                        const int group = groups[g], splits = split_values[s];
+                        if (config->lanes > 0 || !pinned_or(config->unroll_i, unroll_values[a]) ||
+                            !pinned_or(config->unroll_j, unroll_values[b]) ||
+                            !pinned_or(config->work_group_size, group) ||
+                            (size_t)group > device->max_work_group_size)
+                            continue;
+                        if (config->local_tiling && (config->local_tiling > 0) != tiling)
+                            continue;
+                        /* The split matters for small N only; a split larger than N / WG would be
+                         * capped to that and repeat another candidate. */
+                        if (config->j_splits
+                                ? (config->j_splits < 0 ? splits != 0 : splits != config->j_splits)
+                                : splits != 0 &&
+                                      (t->n > SPLIT_SEARCH_MAX_N ||
+                                       (size_t)splits > (t->n + (size_t)group - 1) / (size_t)group))
+                            continue;
+                        fk__loop_shape *c = &space[count++];
+                        c->unroll_i = unroll_values[a];
+                        c->unroll_j = unroll_values[b];
+                        c->work_group_size = group;
+                        c->local_tiling = tiling;
+                        c->j_splits = splits;
+                        const int coordinate[6] = {a, b, (int)g, tiling, (int)s, 0};
+                        memcpy(c->coordinate, coordinate, sizeof coordinate);
+                    }
+    /* The lane loop, where the device holds the width (t->lane_width, from the evaluation's rule).
+     */
+    for (size_t w = 0; w < sizeof lane_widths / sizeof lane_widths[0]; ++w)
+        for (size_t b = 0; b < sizeof lane_unrolls / sizeof lane_unrolls[0]; ++b)
+            for (size_t g = 0; g < sizeof lane_groups / sizeof lane_groups[0]; ++g)
+                for (size_t s = 0; s < splits_count; ++s) {
+                    const int lanes = lane_widths[w], group = lane_groups[g];
+                    const int splits = split_values[s];
+                    if (config->lanes < 0 || lanes > t->lane_width ||
+                        (config->lanes > 0 && config->lanes != lanes) || config->unroll_i > 1 ||
+                        !pinned_or(config->unroll_j, lane_unrolls[b]) ||
+                        !pinned_or(config->work_group_size, group) || config->local_tiling > 0 ||
+                        (size_t)group > device->max_work_group_size)
+                        continue;
+                    const size_t i_block = (size_t)group * (size_t)lanes;
+                    if (config->j_splits
+                            ? (config->j_splits < 0 ? splits != 0 : splits != config->j_splits)
+                            : splits != 0 && (t->n > SPLIT_SEARCH_MAX_N ||
+                                              (size_t)splits > (t->n + i_block - 1) / i_block))
+                        continue;
+                    fk__loop_shape *c = &space[count++];
+                    c->unroll_i = 1;
+                    c->unroll_j = lane_unrolls[b];
+                    c->work_group_size = group;
+                    c->local_tiling = 0;
+                    c->j_splits = splits;
+                    c->lanes = lanes;
+                    const int coordinate[6] = {0, (int)b, (int)g, 0, (int)s, 1 + (int)w};
+                    memcpy(c->coordinate, coordinate, sizeof coordinate);
+                }
+    /* An explicit split the user pinned but that is not in split_values. */
+    if (config->j_splits > 0 && count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+/* fk_eval_create's defaults: the lane loop at the device's width on a CPU where the kernel and
+ * accumulator have one, else the built-in scalar variant. */
+static void all_pairs_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    fk_variant builtin = {0};
+    if (query->lane_width == 0 || query->pinned->lanes < 0 ||
+        !fk__automatic_lanes(query->context, query->kernel, query->accum, &builtin))
+        fk__builtin_variant(&query->context->info, &builtin);
+    memset(shape, 0, sizeof *shape);
+    shape->unroll_i = builtin.unroll_i;
+    shape->unroll_j = builtin.unroll_j;
+    shape->work_group_size = builtin.work_group_size;
+    shape->local_tiling = builtin.local_tiling != 0;
+    shape->lanes = builtin.lanes;
+}
+
 const fk__loop fk__loop_all_pairs = {
     .name = "all-pairs",
     .supports = all_pairs_supports,
@@ -267,4 +395,6 @@ const fk__loop fk__loop_all_pairs = {
     .enqueue = all_pairs_enqueue,
     .figures = all_pairs_figures,
     .destroy = all_pairs_destroy,
+    .tuning_space = all_pairs_tuning_space,
+    .default_shape = all_pairs_default_shape,
 };

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "loop.h"
+#include "tune.h"
 
 enum { AUX_WG = 64 }; /* FK_CELLS_AUX_WG in cl/cells_build.cl */
 
@@ -213,6 +214,18 @@ static fk_status cells_supports(fk_context *context, const fk_kernel_desc *kerne
     return FK_OK;
 }
 
+/* The built-in shape of the pair loop, where neither the configuration nor a tuning database
+ * entry gives one (the measurements are in cells_create). Local memory pays on GPUs; on CPUs it
+ * is ordinary memory, and the loop without barriers compiles faster and runs faster on POCL
+ * (measured: README "Cell lists"). */
+static void builtin_shape(const fk_device_info *device, int *group, int *unroll, int *tiling)
+{
+    const int gpu = device->type == FK_DEVICE_GPU;
+    *group = gpu ? 32 : 1;
+    *unroll = gpu ? 1 : 4;
+    *tiling = gpu;
+}
+
 static fk_status cells_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
@@ -238,9 +251,18 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
      * 4 at 0.4 and 0.1 and 5% slower at 1 (README "Cell lists"). config.work_group_size and
      * unroll_i override. */
     const fk_device_info *device = &context->info;
+    /* A tuning database entry for the cell loop (`forcekit tune --algorithm cells`) replaces the
+     * built-in shape where the configuration leaves it automatic. */
+    const fk_tuning_entry *tuned =
+        eval->config.work_group_size > 0 || eval->config.unroll_i
+            ? NULL
+            : fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_CELLS, eval->kernel->info.name,
+                                     eval->accum->info.name, eval->config.expected_count);
+    int builtin_group, builtin_unroll, builtin_tiling;
+    builtin_shape(device, &builtin_group, &builtin_unroll, &builtin_tiling);
     size_t group = eval->config.work_group_size > 0 ? (size_t)eval->config.work_group_size
-                   : device->type == FK_DEVICE_GPU  ? 32
-                                                    : 1;
+                   : tuned                          ? (size_t)tuned->work_group_size
+                                                    : (size_t)builtin_group;
     if (group > device->max_work_group_size)
         group = device->max_work_group_size;
     if (device->max_work_group_size < AUX_WG)
@@ -248,13 +270,12 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
                         "cells: the build kernels need %d work-items per group; %s allows %zu",
                         AUX_WG, device->name, device->max_work_group_size);
     cells->group = (int)group;
-    cells->unroll = eval->config.unroll_i           ? eval->config.unroll_i
-                    : device->type == FK_DEVICE_GPU ? 1
-                                                    : 4;
-    /* Local memory pays on GPUs; on CPUs it is ordinary memory, and the loop without barriers
-     * compiles faster and runs faster on POCL (measured: README "Cell lists"). */
-    cells->tiling =
-        eval->config.local_tiling ? eval->config.local_tiling > 0 : device->type == FK_DEVICE_GPU;
+    cells->unroll = eval->config.unroll_i ? eval->config.unroll_i
+                    : tuned               ? tuned->unroll_i
+                                          : builtin_unroll;
+    cells->tiling = eval->config.local_tiling ? eval->config.local_tiling > 0
+                    : tuned                   ? tuned->local_tiling != 0
+                                              : builtin_tiling;
 
     /* The build kernels do not depend on the force law or accumulator: one program (and one
      * cache entry) for every evaluation; the pair loop is specialized like the all-pairs one. */
@@ -296,8 +317,9 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
 
     eval->variant.source = eval->config.work_group_size > 0 || eval->config.unroll_i
                                ? FK_VARIANT_EXPLICIT
-                               : FK_VARIANT_DEFAULT;
-    eval->variant.tuned_count = 0;
+                           : tuned ? tuned->origin
+                                   : FK_VARIANT_DEFAULT;
+    eval->variant.tuned_count = tuned ? tuned->n : 0;
     eval->variant.build_seconds += built_kernels.seconds + built.seconds + bound_built.seconds;
     eval->variant.program_from_cache =
         eval->variant.program_from_cache && built_kernels.from_cache && built.from_cache;
@@ -645,6 +667,68 @@ static size_t cells_figures(const fk_eval *eval, const void *opaque, fk__kernel_
     return count;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space: placeholders per work-item (unroll I; J is 1: a cell's j-particles are not
+ * unrolled), work-group sizes around a cell's occupancy (2 to 20 particles with the default skin)
+ * and tiling on and off. */
+
+static const int cells_unrolls[] = {1, 2, 4, 8};
+static const int cells_cpu_groups[] = {1, 2, 4, 8, 16, 32};
+static const int cells_gpu_groups[] = {8, 16, 32, 64, 128};
+
+static int pinned_or(int pinned, int value)
+{
+    return !pinned || pinned == value;
+}
+
+static size_t cells_tuning_space(const fk__tuning_query *query, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &query->context->info;
+    const fk_tune_config *pinned = query->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? cells_gpu_groups : cells_cpu_groups;
+    const int group_count = gpu ? 5 : 6;
+    if (pinned->lanes > 0 || pinned->j_splits > 0 || (pinned->unroll_j && pinned->unroll_j != 1))
+        return 0;
+    fk__loop_shape *space = calloc(4 * (size_t)group_count * 2, sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int g = 0; g < group_count; ++g)
+            for (int tiling = 1; tiling >= 0; --tiling) {
+                if (!pinned_or(pinned->unroll_i, cells_unrolls[a]) ||
+                    !pinned_or(pinned->work_group_size, groups[g]) ||
+                    (pinned->local_tiling && (pinned->local_tiling > 0) != tiling) ||
+                    (size_t)groups[g] > device->max_work_group_size)
+                    continue;
+                fk__loop_shape *s = &space[count++];
+                s->unroll_i = cells_unrolls[a];
+                s->unroll_j = 1;
+                s->work_group_size = groups[g];
+                s->local_tiling = tiling;
+                const int coordinate[6] = {a, 0, g, tiling, 0, 0};
+                memcpy(s->coordinate, coordinate, sizeof coordinate);
+            }
+    if (count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+static void cells_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    builtin_shape(&query->context->info, &shape->work_group_size, &shape->unroll_i,
+                  &shape->local_tiling);
+    if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
+        shape->work_group_size = (int)query->context->info.max_work_group_size;
+    shape->unroll_j = 1;
+}
+
 const fk__loop fk__loop_cells = {
     .name = "cells",
     .supports = cells_supports,
@@ -653,4 +737,6 @@ const fk__loop fk__loop_cells = {
     .enqueue = cells_enqueue,
     .figures = cells_figures,
     .destroy = cells_destroy,
+    .tuning_space = cells_tuning_space,
+    .default_shape = cells_default_shape,
 };

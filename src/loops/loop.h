@@ -21,6 +21,10 @@
  *             evaluation waits on (after appending the exclusion subtraction to a forces pass). On
  *             failure the loop drains the queue, releases its events and leaves both NULL.
  *   figures   clGetKernelWorkGroupInfo of its kernels (bench/kernel_info.c).
+ *   tuning_space, default_shape  for the tuner (src/tune.c): the shapes worth measuring for this
+ *             loop, and the untuned baseline its create picks without a database entry; the tuner
+ *             runs each shape through fk_eval_create with config.algorithm set, and the winner is
+ *             stored in the tuning database under the loop's name, where create looks it up.
  *   destroy   releases *state (may be NULL).
  *
  * What comes next plugs in as new loop files, without a change here:
@@ -46,6 +50,26 @@ typedef enum fk__pass {
     FK__PASS_BOUND       /* the `bound` accumulator: the data-scaled accumulators' pre-pass */
 } fk__pass;
 
+/* One point of a loop's tuning space, as fk_eval_config would pin it (local_tiling 1 on, 0 off;
+ * j_splits 0 automatic; lanes 0 the scalar template). coordinate: the index along each searched
+ * dimension (unroll I, unroll J, work-group size, tiling, split, lanes), so that the tuner can
+ * measure neighbours of the best first. */
+typedef struct fk__loop_shape {
+    int unroll_i, unroll_j, work_group_size, local_tiling, j_splits, lanes;
+    int coordinate[6];
+} fk__loop_shape;
+
+/* What the tuning space depends on: the device, the search's pinned dimensions (fk_tune_config:
+ * unroll_i, unroll_j, work_group_size, local_tiling, j_splits, lanes; 0 searches), the N being
+ * measured and the widest lanes the device holds for this kernel (0: none). */
+typedef struct fk__tuning_query {
+    fk_context *context;
+    const char *kernel, *accum;
+    const fk_tune_config *pinned;
+    size_t n;
+    int lane_width;
+} fk__tuning_query;
+
 typedef struct fk__loop {
     const char *name; /* fk_algorithm_name */
     fk_status (*supports)(fk_context *context, const fk_kernel_desc *kernel,
@@ -59,7 +83,14 @@ typedef struct fk__loop {
     size_t (*figures)(const fk_eval *eval, const void *state, fk__kernel_figures *figures,
                       size_t capacity);
     void (*destroy)(void *state);
+    /* A malloc'ed array of shapes in *shapes; returns the count (0 with *shapes NULL: none or no
+     * memory). */
+    size_t (*tuning_space)(const fk__tuning_query *query, fk__loop_shape **shapes);
+    void (*default_shape)(const fk__tuning_query *query, fk__loop_shape *shape);
 } fk__loop;
+
+/* The index of value in values[0 .. count), for shape coordinates; count when absent. */
+int fk__shape_index(const int *values, int count, int value);
 
 extern const fk__loop fk__loop_all_pairs; /* src/loops/allpairs.c: cl/pairwise.cl and lanes */
 extern const fk__loop fk__loop_symmetric; /* src/loops/symmetric.c: cl/symmetric.cl */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "loop.h"
+#include "tune.h"
 
 /* Device memory for the slots of one launch: 2 slots (i-side, j-side) of N x components packed
  * results per block distance. Distances beyond what fits go to further launches. */
@@ -43,8 +44,9 @@ static int accum_supported(const char *name)
  * 2.61e12 N^2-equivalent pairs/s against 2.40e12 for 4x4 and 2.02e12 for the all-pairs loop;
  * bench/results/2026-11-21_nvidia-h200/perf/suite/symmetric_variants_ga_n262144.json). When the
  * tile and the j-sums outgrow the device's local memory (fixed64's sums are 16 bytes with their
- * overflow flag), the work-group is halved (fk__symmetric_create). The all-pairs tuning database
- * does not apply: the loops differ. */
+ * overflow flag), the work-group is halved (symmetric_create). The all-pairs entries of the tuning
+ * database do not apply (the loops differ); entries tuned for symmetric do
+ * (`forcekit tune --algorithm symmetric`). */
 static void default_variant(const fk_device_info *device, int *unroll_i, int *unroll_j, int *group)
 {
     if (device->type == FK_DEVICE_GPU) {
@@ -196,6 +198,20 @@ static fk_status symmetric_create(fk_eval *eval, const fk_program_request *reque
     int unroll_i, unroll_j, group;
     fk_variant_source source = FK_VARIANT_DEFAULT;
     default_variant(&context->info, &unroll_i, &unroll_j, &group);
+    /* Automatic unrolling takes the tuning database's symmetric entry (user, then shipped) for
+     * this device, kernel, accumulator and N bucket; explicit values win. */
+    const fk_tuning_entry *tuned =
+        config->unroll_i || config->unroll_j
+            ? NULL
+            : fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_SYMMETRIC,
+                                     eval->kernel->info.name, eval->accum->info.name,
+                                     config->expected_count);
+    if (tuned) {
+        unroll_i = tuned->unroll_i;
+        unroll_j = tuned->unroll_j;
+        group = tuned->work_group_size;
+        source = tuned->origin;
+    }
     if (config->unroll_i || config->unroll_j) { /* the evaluation validated them */
         unroll_i = config->unroll_i;
         unroll_j = config->unroll_j;
@@ -240,8 +256,10 @@ static fk_status symmetric_create(fk_eval *eval, const fk_program_request *reque
         release_programs(state);
         group /= 2;
     }
-    if (status == FK_OK)
+    if (status == FK_OK) {
         fk__clear_error(context); /* a smaller work-group fitted: the refusals were not errors */
+        eval->variant.tuned_count = tuned ? tuned->n : 0;
+    }
     return status;
 }
 
@@ -408,6 +426,69 @@ static size_t symmetric_figures(const fk_eval *eval, const void *opaque,
     return count;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space: unroll IxJ with J <= I (the j-slots of a step come from the i-block), the
+ * work-group sizes the all-pairs search tries, tiling always (the block pairs are staged through
+ * local memory). j_splits (distances per launch) only when pinned: it bounds memory, not time. */
+
+static const int symmetric_unrolls[] = {1, 2, 4, 8};
+static const int symmetric_gpu_groups[] = {64, 128, 256, 512};
+static const int symmetric_cpu_groups[] = {16, 32, 64, 128, 256};
+
+static int pinned_or(int pinned, int value)
+{
+    return !pinned || pinned == value;
+}
+
+static size_t symmetric_tuning_space(const fk__tuning_query *query, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &query->context->info;
+    const fk_tune_config *pinned = query->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? symmetric_gpu_groups : symmetric_cpu_groups;
+    const int group_count = gpu ? 4 : 5;
+    if (pinned->local_tiling < 0 || pinned->lanes > 0)
+        return 0;
+    fk__loop_shape *space = calloc(4 * 4 * (size_t)group_count, sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b <= a; ++b)
+            for (int g = 0; g < group_count; ++g) {
+                if (!pinned_or(pinned->unroll_i, symmetric_unrolls[a]) ||
+                    !pinned_or(pinned->unroll_j, symmetric_unrolls[b]) ||
+                    !pinned_or(pinned->work_group_size, groups[g]) ||
+                    (size_t)groups[g] > device->max_work_group_size)
+                    continue;
+                fk__loop_shape *s = &space[count++];
+                s->unroll_i = symmetric_unrolls[a];
+                s->unroll_j = symmetric_unrolls[b];
+                s->work_group_size = groups[g];
+                s->local_tiling = 1;
+                s->j_splits = pinned->j_splits > 0 ? pinned->j_splits : 0;
+                const int coordinate[6] = {a, b, g, 1, 0, 0};
+                memcpy(s->coordinate, coordinate, sizeof coordinate);
+            }
+    if (count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+static void symmetric_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    default_variant(&query->context->info, &shape->unroll_i, &shape->unroll_j,
+                    &shape->work_group_size);
+    if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
+        shape->work_group_size = (int)query->context->info.max_work_group_size;
+    shape->local_tiling = 1;
+}
+
 const fk__loop fk__loop_symmetric = {
     .name = "symmetric",
     .supports = symmetric_supports,
@@ -416,4 +497,6 @@ const fk__loop fk__loop_symmetric = {
     .enqueue = symmetric_enqueue,
     .figures = symmetric_figures,
     .destroy = symmetric_destroy,
+    .tuning_space = symmetric_tuning_space,
+    .default_shape = symmetric_default_shape,
 };
