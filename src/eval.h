@@ -1,4 +1,4 @@
-/* The evaluation object: the state the evaluation (src/plan.c) shares with the pair loops of
+/* The evaluation object: the state the evaluation (src/eval/) shares with the pair loops of
  * src/loops/ (loop.h), which read the particles, physics and accumulator parameters from it and
  * leave their results in its result buffer. Not installed. */
 #ifndef FK_EVAL_H

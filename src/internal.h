@@ -128,7 +128,7 @@ typedef struct fk_accum_desc {
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
 const fk_accum_desc *fk__accum_desc(const char *name);
-/* Both names exist and the device can run the accumulator; otherwise records why (plan.c). */
+/* Both names exist and the device can run the accumulator; otherwise records why (src/eval/). */
 fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name,
                                     const char *accum_name, const fk_kernel_desc **kernel,
                                     const fk_accum_desc **accum);
@@ -140,7 +140,7 @@ typedef struct fk_program_request {
     int unroll_i, unroll_j, work_group_size, local_tiling, potential;
     const char *extra_options; /* appended to the build options, may be NULL */
     int refresh_cache;
-    const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells.c: "cells.cl") */
+    const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells: "cells.cl") */
     int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
     int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/lanes_rsqrt.c) */
 } fk_program_request;
@@ -166,7 +166,7 @@ int fk__program_has_lanes(fk_context *context, const char *force, const char *ac
 /* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
-/* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
+/* Precision internals (src/eval/), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */
 fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words);
 double fk__eval_accum_scale(const fk_eval *eval);

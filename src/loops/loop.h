@@ -1,5 +1,5 @@
 /* The host pair-loop interface (issue #14): one table of operations per loop, one file per loop
- * under src/loops/. The evaluation (src/plan.c) chooses the loop from fk_eval_config.algorithm and
+ * under src/loops/. The evaluation (src/eval/) chooses the loop from fk_eval_config.algorithm and
  * only calls it; a loop never calls back into fk_eval_compute or the evaluation's entry points. It
  * may use the evaluation's shared state (struct fk_eval: particles, physics, accumulator
  * parameters, the result buffer) and the small helpers of eval.h. Not installed.
