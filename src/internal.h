@@ -166,7 +166,7 @@ int fk__program_has_lanes(fk_context *context, const char *force, const char *ac
 /* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
-/* Precision internals (src/eval/), for tests: the packed 8-byte results of the last compute (2 words
+/* Precision internals (eval/), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */
 fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words);
 double fk__eval_accum_scale(const fk_eval *eval);
