@@ -123,7 +123,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         fk_eval_destroy(eval);
         return law_status;
     }
-    const fk__loop *loop = fk__loop_for(config->algorithm);
+    /* Lanes are the all-pairs loop in another template (src/loops/lanes.c). */
+    const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
     char loop_reason[512] = "";
     fk_status supported = loop->supports(context, kernel, accum, config, &eval->law.physics,
                                          loop_reason, sizeof loop_reason);
@@ -144,13 +145,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                                   .local_tiling = variant.local_tiling,
                                   .potential = config->potential != 0,
                                   .refresh_cache = config->refresh_cache,
-                                  .file = variant.lanes ? "pairwise_lanes.cl" : NULL,
-                                  .lanes = variant.lanes,
-                                  /* Not for fixed64 and narumi, whose lane sums are the scalar
-                                   * template's bit for bit (same rsqrt), nor their pre-pass. */
-                                  .lane_rsqrt_newton = variant.lanes && !config->reproducible &&
-                                                       !accum->choose_parameters &&
-                                                       fk__native_rsqrt_estimate_ok(context)};
+                                  /* the scalar template: lanes.c asks for its own file */
+                                  .file = NULL};
     if (config->reproducible)
         request.extra_options = fk__eval_reproducible_options(eval);
     else
@@ -176,6 +172,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
          * and a build error is then the template's own. */
         loop->destroy(eval->loop_state);
         eval->loop_state = NULL;
+        loop = &fk__loop_all_pairs;
+        eval->loop = loop;
         variant = scalar_variant;
         eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
         eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
@@ -183,9 +181,6 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         request.unroll_j = variant.unroll_j;
         request.work_group_size = variant.work_group_size;
         request.local_tiling = variant.local_tiling;
-        request.file = NULL;
-        request.lanes = 0;
-        request.lane_rsqrt_newton = 0;
         fk__clear_error(context);
         eval->variant = variant;
         eval->variant.program_from_cache = 1;

@@ -92,11 +92,13 @@ typedef struct fk__loop {
 /* The index of value in values[0 .. count), for shape coordinates; count when absent. */
 int fk__shape_index(const int *values, int count, int value);
 
-extern const fk__loop fk__loop_all_pairs; /* src/loops/allpairs.c: cl/pairwise.cl and lanes */
+extern const fk__loop fk__loop_all_pairs; /* src/loops/allpairs.c: cl/pairwise.cl */
+/* src/loops/lanes.c: cl/pairwise_lanes.cl, the all-pairs loop when variant.lanes > 0 */
+extern const fk__loop fk__loop_lanes;
 extern const fk__loop fk__loop_symmetric; /* src/loops/symmetric.c: cl/symmetric.cl */
 extern const fk__loop fk__loop_cells;     /* src/loops/cells.c: cl/cells.cl, cells_build.cl */
 
-/* The loop of an algorithm; NULL for an unknown one. */
+/* The loop of an algorithm; NULL for an unknown one. All-pairs with lanes is fk__loop_lanes. */
 const fk__loop *fk__loop_for(int algorithm);
 
 /* One kernel argument for fk__set_kernel_args: FK__ARG(value) for a variable, FK__ARG_MEM(buffer)
