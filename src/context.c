@@ -153,6 +153,7 @@ void fk_context_destroy(fk_context *context)
 {
     if (!context)
         return;
+    fk__program_memo_free(context); /* before the OpenCL context its programs belong to */
     if (context->queue)
         clReleaseCommandQueue(context->queue);
     if (context->cl)

@@ -1,5 +1,6 @@
-/* The evaluation object, shared by the modules that run a pair loop: plan.c (all-pairs, the
- * default), symmetric.c (Newton's third law) and cells.c (cell lists). Not installed. */
+/* The evaluation object: the state the evaluation (src/eval/) shares with the pair loops of
+ * src/loops/ (loop.h), which read the particles, physics and accumulator parameters from it and
+ * leave their results in its result buffer. Not installed. */
 #ifndef FK_EVAL_H
 #define FK_EVAL_H
 
@@ -15,15 +16,11 @@ struct fk_eval {
     fk_eval_config config;
     fk_variant variant;
     unsigned components; /* per particle on the device: force components + potential */
-    cl_program program;
-    cl_kernel pairwise;
-    cl_kernel reduce;
     size_t count;
     int j_chunk;
     cl_mem body, body_aux, table, physics, partial, result;
-    /* Exclude afterwards: cl/pairwise.cl's fk_subtract_exclusions (molecular kernels in that mode;
-     * from program, or from subtract_program when the pair loop came from another template) and
-     * the partner lists of the current particles (NULL: none to subtract). */
+    /* Exclude afterwards: cl/pairwise.cl's fk_subtract_exclusions (molecular kernels in that mode)
+     * and the partner lists of the current particles (NULL: none to subtract). */
     cl_kernel subtract;
     cl_program subtract_program;
     cl_mem excluded;
@@ -31,37 +28,21 @@ struct fk_eval {
     float physics_values[FK_MAX_PHYSICS];
     fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;
-    float acc_param[4];       /* the accumulator's per-launch parameters (accum.c) */
-    cl_program bound_program; /* the bound pre-pass of fixed64, narumi, nitadori_large */
-    cl_kernel bound_pairwise, bound_reduce;
+    float acc_param[4];              /* the accumulator's per-launch parameters (accum.c) */
     int reproducible;                /* -1 not asked, 0 asked but the device falls short, 1 yes */
     const char *reproducible_reason; /* what the device lacks */
     int computed;
     int tuned_j_splits;  /* from the tuning database entry, 0: none */
     size_t tuned_bucket; /* the entry's N bucket: its split applies only there */
-    /* The other pair loops (config.algorithm); NULL for all-pairs. Each module owns its state. */
-    struct fk__symmetric *symmetric; /* symmetric.c */
-    struct fk__cells *cells;         /* cells.c */
+    /* The pair loop of config.algorithm (src/loops/loop.h) and its state, which it owns. */
+    const struct fk__loop *loop;
+    void *loop_state;
 };
 
-/* Hooks of the alternative pair loops, called by plan.c when config.algorithm selects them.
- * create: after the all-pairs program is built (request describes it; the module builds its own
- * programs and checks that the kernel and accumulator are supported, else FK_ERR_UNSUPPORTED with
- * the reason recorded). set_particles: after plan.c uploaded body, body_aux, table, physics and
- * allocated result for the new particles (eval->count is set). compute: instead of the all-pairs
- * launch; leaves the packed results in eval->result and sets *seconds (may be NULL) to device
- * time. destroy: releases the module's state (may be called with it NULL). */
-fk_status fk__symmetric_create(fk_eval *eval, const fk_program_request *request);
-fk_status fk__symmetric_set_particles(fk_eval *eval);
-fk_status fk__symmetric_compute(fk_eval *eval, double *seconds);
-void fk__symmetric_destroy(fk_eval *eval);
+/* For the tuner: the j-split (j_splits > 0; 0 automatic) the next set_particles applies. */
+void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
 
-fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request);
-fk_status fk__cells_set_particles(fk_eval *eval);
-fk_status fk__cells_compute(fk_eval *eval, double *seconds);
-void fk__cells_destroy(fk_eval *eval);
-
-/* Event-profiled device seconds from the start of first to the end of last (plan.c); -1 when the
+/* Event-profiled device seconds from the start of first to the end of last ; -1 when the
  * profiling information is missing. */
 double fk__event_seconds(cl_event first, cl_event last);
 

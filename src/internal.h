@@ -31,6 +31,7 @@ struct fk_context {
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
     int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
+    struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
@@ -128,7 +129,7 @@ typedef struct fk_accum_desc {
 
 const fk_kernel_desc *fk__kernel_desc(const char *name);
 const fk_accum_desc *fk__accum_desc(const char *name);
-/* Both names exist and the device can run the accumulator; otherwise records why (plan.c). */
+/* Both names exist and the device can run the accumulator; otherwise records why (src/eval/). */
 fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name,
                                     const char *accum_name, const fk_kernel_desc **kernel,
                                     const fk_accum_desc **accum);
@@ -140,7 +141,7 @@ typedef struct fk_program_request {
     int unroll_i, unroll_j, work_group_size, local_tiling, potential;
     const char *extra_options; /* appended to the build options, may be NULL */
     int refresh_cache;
-    const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells.c: "cells.cl") */
+    const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells: "cells.cl") */
     int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
     int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/lanes_rsqrt.c) */
 } fk_program_request;
@@ -153,6 +154,8 @@ typedef struct fk_program_result {
 
 fk_status fk__program_build(fk_context *context, const fk_program_request *request,
                             fk_program_result *result);
+/* Releases the context's in-memory program cache (fk_context_destroy). */
+void fk__program_memo_free(fk_context *context);
 /* Builds another .cl file of the kernel directory (the Taufer suite, device unit tests) with the
  * same include expansion and program cache; options may be NULL. */
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
@@ -164,7 +167,7 @@ int fk__program_has_lanes(fk_context *context, const char *force, const char *ac
 /* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
-/* Precision internals (plan.c), for tests: the packed 8-byte results of the last compute (2 words
+/* Precision internals (eval/), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */
 fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words);
 double fk__eval_accum_scale(const fk_eval *eval);

@@ -246,8 +246,81 @@ static int load_binary(fk_context *context, const fk_cache_key *key, const char 
     return 1;
 }
 
-/* The cache around a build: key over the expanded source, options and device identity; a hit
- * loads the binary, a miss (or refresh) compiles from source and stores the result. */
+/* The in-memory cache in front of the disk cache: the last programs built in this context, by the
+ * disk cache's key (expanded source, options, device identity), so that a second evaluation of the
+ * same variant, the exclusion subtraction of the all-pairs program or the tuner's repeated
+ * candidates take a reference instead of a load and clBuildProgram. Bounded: a tuner builds
+ * hundreds of variants, and each program holds its device code. */
+enum { PROGRAM_MEMO_CAPACITY = 16 };
+
+struct fk__program_memo {
+    struct {
+        char key[sizeof(((fk_cache_key *)0)->hex)];
+        cl_program program;
+        unsigned long used; /* the clock at the last hit: the least recent one is replaced */
+    } entries[PROGRAM_MEMO_CAPACITY];
+    unsigned long clock;
+};
+
+void fk__program_memo_free(fk_context *context)
+{
+    struct fk__program_memo *memo = context->programs;
+    if (!memo)
+        return;
+    for (size_t k = 0; k < PROGRAM_MEMO_CAPACITY; ++k)
+        if (memo->entries[k].program)
+            clReleaseProgram(memo->entries[k].program);
+    free(memo);
+    context->programs = NULL;
+}
+
+/* Both only while the cache is on: "off" means every build compiles (fresh builds on purpose). */
+static cl_program memo_find(fk_context *context, const fk_cache_key *key)
+{
+    if (!context->cache_dir)
+        return NULL;
+    struct fk__program_memo *memo = context->programs;
+    for (size_t k = 0; memo && k < PROGRAM_MEMO_CAPACITY; ++k)
+        if (memo->entries[k].program && strcmp(memo->entries[k].key, key->hex) == 0) {
+            memo->entries[k].used = ++memo->clock;
+            clRetainProgram(memo->entries[k].program);
+            return memo->entries[k].program;
+        }
+    return NULL;
+}
+
+/* Keeps a reference to program; a failure to allocate only costs speed. */
+static void memo_keep(fk_context *context, const fk_cache_key *key, cl_program program)
+{
+    if (!context->cache_dir)
+        return;
+    if (!context->programs)
+        context->programs = calloc(1, sizeof *context->programs);
+    struct fk__program_memo *memo = context->programs;
+    if (!memo)
+        return;
+    size_t slot = 0;
+    for (size_t k = 0; k < PROGRAM_MEMO_CAPACITY; ++k) {
+        if (memo->entries[k].program && strcmp(memo->entries[k].key, key->hex) == 0) {
+            slot = k; /* refreshed: the new build replaces the old */
+            break;
+        }
+        if (!memo->entries[k].program || memo->entries[k].used < memo->entries[slot].used)
+            slot = k;
+        if (!memo->entries[k].program)
+            break;
+    }
+    if (memo->entries[slot].program)
+        clReleaseProgram(memo->entries[slot].program);
+    clRetainProgram(program);
+    memcpy(memo->entries[slot].key, key->hex, sizeof memo->entries[slot].key);
+    memo->entries[slot].program = program;
+    memo->entries[slot].used = ++memo->clock;
+}
+
+/* The cache around a build: key over the expanded source, options and device identity; a hit in
+ * memory or on disk gives the program without compiling, a miss (or refresh) compiles from source
+ * and stores the result in both. */
 static fk_status build_cached(fk_context *context, const text *source, const char *options,
                               int refresh_cache, fk_program_result *result)
 {
@@ -260,7 +333,12 @@ static fk_status build_cached(fk_context *context, const text *source, const cha
                                 .device_version = context->info.device_version,
                                 .driver_version = context->info.driver_version};
     fk_cache_key_compute(&parts, &key);
-    cl_program program = NULL;
+    cl_program program = refresh_cache ? NULL : memo_find(context, &key);
+    if (program) {
+        result->from_cache = 1;
+        result->program = program;
+        return FK_OK;
+    }
     if (context->cache_dir && !refresh_cache && load_binary(context, &key, options, &program)) {
         result->from_cache = 1;
     } else {
@@ -270,6 +348,7 @@ static fk_status build_cached(fk_context *context, const text *source, const cha
         if (context->cache_dir)
             store_binary(context, program, &key);
     }
+    memo_keep(context, &key, program);
     result->program = program;
     return FK_OK;
 }

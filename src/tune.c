@@ -13,6 +13,9 @@
 
 #include <cJSON.h>
 
+#include "eval.h"
+#include "eval/choose.h"
+#include "loops/loop.h"
 #include "tune.h"
 
 #define DEFAULT_BUDGET_SECONDS 600.0
@@ -23,21 +26,11 @@
 #define REFERENCE_PAIR_BUDGET (1u << 25) /* host reference pair terms per bucket, at most */
 #define MAX_TARGETS 256
 #define MIN_TARGETS 32
-#define REFINE_AFTER 0.7         /* of a bucket's budget spent on random samples before refining */
-#define SPLIT_SEARCH_MAX_N 65536 /* above this N the automatic split is the only one searched */
-#define CONFIRM_TOP 3            /* candidates timed again at the end of a bucket */
+#define REFINE_AFTER 0.7 /* of a bucket's budget spent on random samples before refining */
+#define CONFIRM_TOP 3    /* candidates timed again at the end of a bucket */
 #define CONFIRM_ROUNDS 2
 
 enum { DIM_UNROLL_I, DIM_UNROLL_J, DIM_GROUP, DIM_TILING, DIM_SPLITS, DIM_LANES, DIM_COUNT };
-
-static const int unroll_values[] = {1, 2, 4, 8};
-static const int gpu_groups[] = {64, 128, 256, 512};
-static const int cpu_groups[] = {16, 32, 64, 128, 256};
-static const int split_values[] = {0, 1, 4, 16, 64}; /* 0: automatic */
-/* The lane loop (cl/pairwise_lanes.cl) on CPUs: its widths, j-unrolling and work-group sizes. */
-static const int lane_widths[] = {8, 16};
-static const int lane_unrolls[] = {1, 2, 4};
-static const int lane_groups[] = {4, 8, 16, 32};
 
 typedef struct candidate {
     int unroll_i, unroll_j, work_group_size, local_tiling, j_splits;
@@ -72,6 +65,8 @@ typedef struct tuner {
     fk_eval *eval; /* kept while consecutive candidates share its program */
     int eval_key[5];
     int lane_width; /* the widest lanes the device holds (0: no lanes here) */
+    int algorithm;  /* the pair loop tuned (fk_algorithm) */
+    const fk__loop *loop;
     /* Resume file. */
     char *database_path, *resume_path;
     cJSON *resume;
@@ -246,89 +241,34 @@ static double check_forces(const tuner *t)
 
 /* ---- the search space ------------------------------------------------------------------------ */
 
-static int pinned_or(int pinned, int value)
-{
-    return !pinned || pinned == value;
-}
-
+/* The candidates: the loop's tuning space (src/loops/), each shape a candidate. */
 static size_t build_space(const tuner *t, candidate **out)
 {
-    const fk_device_info *device = &t->context->info;
-    const fk_tune_config *config = t->config;
-    const int gpu = device->type == FK_DEVICE_GPU;
-    const int *groups = gpu ? gpu_groups : cpu_groups;
-    const size_t group_count =
-        gpu ? sizeof gpu_groups / sizeof gpu_groups[0] : sizeof cpu_groups / sizeof cpu_groups[0];
-    const size_t splits_count = sizeof split_values / sizeof split_values[0];
-    const size_t capacity = (4 * 4 * group_count * 2 + 2 * 3 * 4) * splits_count;
-    candidate *space = calloc(capacity, sizeof *space);
-    if (!space)
-        return 0;
-    size_t count = 0;
-    for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b)
-            for (size_t g = 0; g < group_count; ++g)
-                for (int tiling = 1; tiling >= 0; --tiling)
-                    for (size_t s = 0; s < splits_count; ++s) {
-                        const int group = groups[g], splits = split_values[s];
-                        if (config->lanes > 0 || !pinned_or(config->unroll_i, unroll_values[a]) ||
-                            !pinned_or(config->unroll_j, unroll_values[b]) ||
-                            !pinned_or(config->work_group_size, group) ||
-                            (size_t)group > device->max_work_group_size)
-                            continue;
-                        if (config->local_tiling && (config->local_tiling > 0) != tiling)
-                            continue;
-                        /* The split matters for small N only; a split larger than N / WG would be
-                         * capped to that and repeat another candidate. */
-                        if (config->j_splits
-                                ? (config->j_splits < 0 ? splits != 0 : splits != config->j_splits)
-                                : splits != 0 &&
-                                      (t->n > SPLIT_SEARCH_MAX_N ||
-                                       (size_t)splits > (t->n + (size_t)group - 1) / (size_t)group))
-                            continue;
-                        candidate *c = &space[count++];
-                        c->unroll_i = unroll_values[a];
-                        c->unroll_j = unroll_values[b];
-                        c->work_group_size = group;
-                        c->local_tiling = tiling;
-                        c->j_splits = splits;
-                        const int coordinate[DIM_COUNT] = {a, b, (int)g, tiling, (int)s, 0};
-                        memcpy(c->coordinate, coordinate, sizeof coordinate);
-                    }
-    /* The lane loop, where the device holds the width (t->lane_width, from plan.c's rule). */
-    for (size_t w = 0; w < sizeof lane_widths / sizeof lane_widths[0]; ++w)
-        for (size_t b = 0; b < sizeof lane_unrolls / sizeof lane_unrolls[0]; ++b)
-            for (size_t g = 0; g < sizeof lane_groups / sizeof lane_groups[0]; ++g)
-                for (size_t s = 0; s < splits_count; ++s) {
-                    const int lanes = lane_widths[w], group = lane_groups[g];
-                    const int splits = split_values[s];
-                    if (config->lanes < 0 || lanes > t->lane_width ||
-                        (config->lanes > 0 && config->lanes != lanes) || config->unroll_i > 1 ||
-                        !pinned_or(config->unroll_j, lane_unrolls[b]) ||
-                        !pinned_or(config->work_group_size, group) || config->local_tiling > 0 ||
-                        (size_t)group > device->max_work_group_size)
-                        continue;
-                    const size_t i_block = (size_t)group * (size_t)lanes;
-                    if (config->j_splits
-                            ? (config->j_splits < 0 ? splits != 0 : splits != config->j_splits)
-                            : splits != 0 && (t->n > SPLIT_SEARCH_MAX_N ||
-                                              (size_t)splits > (t->n + i_block - 1) / i_block))
-                        continue;
-                    candidate *c = &space[count++];
-                    c->unroll_i = 1;
-                    c->unroll_j = lane_unrolls[b];
-                    c->work_group_size = group;
-                    c->local_tiling = 0;
-                    c->j_splits = splits;
-                    c->lanes = lanes;
-                    const int coordinate[DIM_COUNT] = {0, (int)b, (int)g, 0, (int)s, 1 + (int)w};
-                    memcpy(c->coordinate, coordinate, sizeof coordinate);
-                }
-    /* An explicit split the user pinned but that is not in split_values. */
-    if (config->j_splits > 0 && count == 0) {
-        free(space);
+    const fk__tuning_query query = {.context = t->context,
+                                    .kernel = t->kernel->name,
+                                    .accum = t->accum,
+                                    .pinned = t->config,
+                                    .n = t->n,
+                                    .lane_width = t->lane_width};
+    fk__loop_shape *shapes = NULL;
+    const size_t count = t->loop->tuning_space(&query, &shapes);
+    candidate *space = count ? calloc(count, sizeof *space) : NULL;
+    if (!space) {
+        free(shapes);
         return 0;
     }
+    for (size_t k = 0; k < count; ++k) {
+        const fk__loop_shape *s = &shapes[k];
+        candidate *c = &space[k];
+        c->unroll_i = s->unroll_i;
+        c->unroll_j = s->unroll_j;
+        c->work_group_size = s->work_group_size;
+        c->local_tiling = s->local_tiling;
+        c->j_splits = s->j_splits;
+        c->lanes = s->lanes;
+        memcpy(c->coordinate, s->coordinate, sizeof c->coordinate);
+    }
+    free(shapes);
     *out = space;
     return count;
 }
@@ -513,7 +453,8 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
                                  .j_splits = c->j_splits,
                                  .eps = t->eps,
                                  .expected_count = t->n,
-                                 .lanes = c->lanes ? c->lanes : -1};
+                                 .lanes = c->lanes ? c->lanes : -1,
+                                 .algorithm = t->algorithm};
         status = fk_eval_create(t->context, &config, &t->eval);
         if (status == FK_ERR_UNSUPPORTED) {
             p->outcome = FK_TUNE_UNSUPPORTED;
@@ -656,10 +597,20 @@ static int compare_by_program(const void *a, const void *b)
  * scalar variant. The untuned baseline, and the one every tuned entry must beat. */
 static void default_candidate(const tuner *t, fk_variant *builtin)
 {
+    const fk__tuning_query query = {.context = t->context,
+                                    .kernel = t->kernel->name,
+                                    .accum = t->accum,
+                                    .pinned = t->config,
+                                    .n = t->n,
+                                    .lane_width = t->lane_width};
+    fk__loop_shape shape;
+    t->loop->default_shape(&query, &shape);
     memset(builtin, 0, sizeof *builtin);
-    if (t->lane_width == 0 || t->config->lanes < 0 ||
-        !fk__automatic_lanes(t->context, t->kernel->name, t->accum, builtin))
-        fk__builtin_variant(&t->context->info, builtin);
+    builtin->unroll_i = shape.unroll_i;
+    builtin->unroll_j = shape.unroll_j;
+    builtin->work_group_size = shape.work_group_size;
+    builtin->local_tiling = shape.local_tiling;
+    builtin->lanes = shape.lanes;
 }
 
 static int is_builtin(const fk_tune_point *p, const fk_variant *builtin)
@@ -749,7 +700,8 @@ static fk_status write_entry(tuner *t)
                              .work_group_size = b->best.work_group_size,
                              .local_tiling = b->best.local_tiling,
                              .j_splits = b->best.j_splits,
-                             .lanes = b->best.lanes};
+                             .lanes = b->best.lanes,
+                             .algorithm = t->algorithm};
     snprintf(entry.type, sizeof entry.type, "%s", t->identity.type);
     snprintf(entry.vendor, sizeof entry.vendor, "%s", t->identity.vendor);
     snprintf(entry.architecture, sizeof entry.architecture, "%s",
@@ -838,6 +790,10 @@ static fk_status tune_bucket(tuner *t, double share)
 
     fk__tuning_resume_key(&t->identity, t->kernel->name, t->accum, b->bucket, t->resume_key,
                           sizeof t->resume_key);
+    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) { /* another loop's points are not these */
+        const size_t used = strlen(t->resume_key);
+        snprintf(t->resume_key + used, sizeof t->resume_key - used, "|%s", t->loop->name);
+    }
     cJSON *saved = resume_points(t, 0);
     const cJSON *item;
     cJSON_ArrayForEach(item, saved)
@@ -984,7 +940,10 @@ static void probe(tuner *t, double *seconds, size_t *n, double *overhead)
                              .unroll_i = builtin.unroll_i,
                              .unroll_j = builtin.unroll_j,
                              .work_group_size = builtin.work_group_size,
-                             .eps = t->eps};
+                             .eps = t->eps,
+                             .algorithm = t->algorithm};
+    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) /* the loop's own default shape */
+        config.unroll_i = config.unroll_j = config.work_group_size = 0;
     fk_eval *eval = NULL;
     double measured = -1;
     if (make_system(t) == FK_OK && fk_eval_create(t->context, &config, &eval) == FK_OK) {
@@ -1011,6 +970,12 @@ static double predicted_cost(double seconds0, size_t n0, size_t n, double overhe
 
 fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune_result **out)
 {
+    return fk__tune_run_loop(context, config, FK_ALGORITHM_ALL_PAIRS, out);
+}
+
+fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, int algorithm,
+                            fk_tune_result **out)
+{
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
@@ -1032,6 +997,29 @@ fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "the budget must be finite and >= 0");
     if (config->n > (size_t)1 << 30)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "N = %zu exceeds 2^30", config->n);
+    const fk__loop *loop = fk__loop_for(algorithm);
+    if (!loop)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d", algorithm);
+    if (algorithm != FK_ALGORITHM_ALL_PAIRS) {
+        if (config->lanes > 0)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "lanes are a form of the all-pairs loop, not of algorithm %s",
+                            loop->name);
+        /* What the loop refuses for this kernel and accumulator (cells without a cutoff, the
+         * symmetric loop with a compensated accumulator) is an error of the run, not of every
+         * candidate. */
+        const fk_eval_config probe_config = {
+            .kernel = kernel->name,
+            .accum = accum->name,
+            .algorithm = algorithm,
+            .lanes = -1,
+            .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0};
+        fk_eval *probe_eval = NULL;
+        const fk_status supported = fk_eval_create(context, &probe_config, &probe_eval);
+        fk_eval_destroy(probe_eval);
+        if (supported != FK_OK)
+            return supported;
+    }
 
     fk_tune_result *result = calloc(1, sizeof *result);
     if (!result)
@@ -1047,11 +1035,14 @@ fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune
                .random_state = config->seed ? config->seed : 0x5eed5eed5eedull,
                .components = kernel->force_components,
                /* Gravity kernels read masses ("x y z m ..."); the others reject a softening. */
-               .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0};
+               .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0,
+               .algorithm = algorithm,
+               .loop = loop};
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
     {
         fk_variant lanes = {0};
-        t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
+        if (algorithm == FK_ALGORITHM_ALL_PAIRS) /* lanes: a form of the all-pairs loop only */
+            t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
     }
     snprintf(result->kernel, sizeof result->kernel, "%s", kernel->name);
     snprintf(result->accum, sizeof result->accum, "%s", accum->name);

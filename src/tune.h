@@ -44,6 +44,9 @@ typedef struct fk_tuning_entry {
      * lanes; automatic lanes take precedence over it). */
     int lanes;
     fk_variant_source origin; /* FK_VARIANT_USER_DB or FK_VARIANT_SHIPPED_DB */
+    /* The pair loop it was tuned for (fk_algorithm): "algorithm" in the file, absent for
+     * all-pairs, so that databases written before loops were keyed stay valid. */
+    int algorithm;
 } fk_tuning_entry;
 
 /* The databases a context reads, loaded once at context creation. */
@@ -73,6 +76,9 @@ void fk__tuning_context_load(fk_context *context);
  * anything), then the nearest N bucket. NULL when nothing matches. */
 const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *kernel,
                                          const char *accum, size_t n);
+/* The same for the entries of one pair loop (fk_algorithm); fk__tuning_lookup is all-pairs. */
+const fk_tuning_entry *fk__tuning_lookup_loop(const fk_tuning_db *db, int algorithm,
+                                              const char *kernel, const char *accum, size_t n);
 
 /* Adds or replaces (same device keys, kernel, accumulator and n) entries in the database file at
  * path, under a lock on path.lock (concurrent tune runs keep each other's entries), written to a
@@ -84,6 +90,11 @@ const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *ker
 fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
                               const char *const *extra_json, size_t count, char **warnings,
                               char *message, size_t message_size);
+
+/* fk_tune_run for one pair loop (fk_algorithm): its tuning space (src/loops/), entries stored
+ * under the loop's name. fk_tune_run is all-pairs. */
+fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, int algorithm,
+                            fk_tune_result **result);
 
 /* Appends a line to a malloc'ed warnings text. */
 void fk__warn(char **warnings, const char *format, ...) FK_PRINTF(2, 3);
@@ -104,15 +115,5 @@ char *fk__tuning_resume_path(const char *database_path);
 /* Its key for one run: device keys, kernel, accumulator and bucket. */
 void fk__tuning_resume_key(const fk_tuning_identity *identity, const char *kernel,
                            const char *accum, size_t bucket, char *key, size_t size);
-
-/* Used by plan.c: sets the j-split the next set_particles applies (tuner), and the tuned split of
- * a database entry, applied only while N stays in the entry's bucket. */
-void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
-/* The built-in default variant for a device (plan.c): the tuner's untuned baseline. */
-void fk__builtin_variant(const fk_device_info *device, fk_variant *variant);
-/* The lane width fk_eval_create takes automatically for kernel and accumulator on this device (8 or
- * 16; 0: none, the scalar template runs), with the default lane variant in *variant when not 0. */
-int fk__automatic_lanes(fk_context *context, const char *kernel, const char *accum,
-                        fk_variant *variant);
 
 #endif

@@ -464,6 +464,14 @@ static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const
                   (lanes->valuedouble != 0 && lanes->valuedouble != 8 && lanes->valuedouble != 16)))
         return 0;
     entry->lanes = lanes ? (int)lanes->valuedouble : -1;
+    /* "algorithm": the pair loop; absent in entries of all-pairs and in older databases. */
+    const cJSON *algorithm = cJSON_GetObjectItemCaseSensitive(object, "algorithm");
+    *reason = "algorithm must be all-pairs, symmetric or cells";
+    fk_algorithm loop = FK_ALGORITHM_ALL_PAIRS;
+    if (algorithm &&
+        (!cJSON_IsString(algorithm) || fk_algorithm_find(algorithm->valuestring, &loop) != FK_OK))
+        return 0;
+    entry->algorithm = (int)loop;
     return 1;
 }
 
@@ -570,7 +578,8 @@ static int same_key(const fk_tuning_entry *a, const fk_tuning_entry *b)
 {
     return strcmp(a->type, b->type) == 0 && strcmp(a->vendor, b->vendor) == 0 &&
            strcmp(a->architecture, b->architecture) == 0 && strcmp(a->device, b->device) == 0 &&
-           strcmp(a->kernel, b->kernel) == 0 && strcmp(a->accum, b->accum) == 0 && a->n == b->n;
+           strcmp(a->kernel, b->kernel) == 0 && strcmp(a->accum, b->accum) == 0 && a->n == b->n &&
+           a->algorithm == b->algorithm;
 }
 
 /* An open-addressing set of entry indices, keyed as same_key compares. */
@@ -592,7 +601,8 @@ static uint64_t hash_key(const fk_tuning_entry *e)
     const char *parts[] = {e->type, e->vendor, e->architecture, e->device, e->kernel, e->accum};
     for (size_t k = 0; k < sizeof parts / sizeof parts[0]; ++k)
         hash = hash_text(hash, parts[k]);
-    return (hash ^ (uint64_t)e->n) * 1099511628211ull;
+    hash = (hash ^ (uint64_t)e->n) * 1099511628211ull;
+    return (hash ^ (uint64_t)e->algorithm) * 1099511628211ull;
 }
 
 static int key_set_init(key_set *set, size_t count)
@@ -738,6 +748,12 @@ static int level_match(const char *entry_value, const char *device_value)
 const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *kernel,
                                          const char *accum, size_t n)
 {
+    return fk__tuning_lookup_loop(db, FK_ALGORITHM_ALL_PAIRS, kernel, accum, n);
+}
+
+const fk_tuning_entry *fk__tuning_lookup_loop(const fk_tuning_db *db, int algorithm,
+                                              const char *kernel, const char *accum, size_t n)
+{
     if (!db)
         return NULL;
     const fk_tuning_identity *id = &db->identity;
@@ -747,7 +763,8 @@ const fk_tuning_entry *fk__tuning_lookup(const fk_tuning_db *db, const char *ker
     double best_distance = HUGE_VAL;
     for (size_t i = 0; i < db->count; ++i) {
         const fk_tuning_entry *e = &db->entries[i];
-        if (strcmp(e->kernel, kernel) != 0 || strcmp(e->accum, accum) != 0)
+        if (e->algorithm != algorithm || strcmp(e->kernel, kernel) != 0 ||
+            strcmp(e->accum, accum) != 0)
             continue;
         int type = level_match(e->type, id->type);
         int vendor = level_match(e->vendor, id->vendor);
@@ -792,6 +809,8 @@ static cJSON *entry_to_json(const fk_tuning_entry *e)
     cJSON_AddNumberToObject(object, "j_splits", e->j_splits);
     if (e->lanes >= 0)
         cJSON_AddNumberToObject(object, "lanes", e->lanes);
+    if (e->algorithm != FK_ALGORITHM_ALL_PAIRS) /* absent: all-pairs, as in older databases */
+        cJSON_AddStringToObject(object, "algorithm", fk_algorithm_name((fk_algorithm)e->algorithm));
     return object;
 }
 

@@ -1,5 +1,5 @@
 /*
- * The cells algorithm (cl/cells.cl, src/cells.c): the same forces as all-pairs with the cutoff,
+ * The cells algorithm (cl/cells.cl, src/loops/cells.c): the same forces as all-pairs with the cutoff,
  * both held to the double-precision host reference (fk_reference_forces) on fresh random inputs,
  * and fixed64 bit-identical to all-pairs in reproducible mode (integer sums do not depend on the
  * order, the pairs the cell loop skips are beyond the cutoff, exactly 0 in all-pairs, and

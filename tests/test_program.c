@@ -100,7 +100,12 @@ static void test_cache_hit_miss_corrupt(void **state)
     double cold[9], warm[9], rebuilt[9];
     assert_int_equal(evaluate(context, &config, cold), 0); /* miss: compiled and stored */
     assert_int_equal(count_entries(cache, ".fkbin"), 1);
-    assert_int_equal(evaluate(context, &config, warm), 1); /* hit */
+    assert_int_equal(evaluate(context, &config, warm), 1); /* hit, in memory */
+    assert_memory_equal(cold, warm, sizeof cold);
+    /* The disk cache itself: a new context has nothing in memory. */
+    fk_context_destroy(context);
+    assert_int_equal(fk_context_create(&context_config, &context), FK_OK);
+    assert_int_equal(evaluate(context, &config, warm), 1); /* hit, on disk */
     assert_memory_equal(cold, warm, sizeof cold);
 
     /* Another variant is another entry. */
@@ -112,6 +117,8 @@ static void test_cache_hit_miss_corrupt(void **state)
 
     /* A corrupt entry is a miss and a rebuild, never an error; the entry is rewritten. */
     corrupt_entries(cache);
+    fk_context_destroy(context);
+    assert_int_equal(fk_context_create(&context_config, &context), FK_OK);
     assert_int_equal(evaluate(context, &config, rebuilt), 0);
     assert_memory_equal(cold, rebuilt, sizeof cold);
     assert_int_equal(evaluate(context, &config, rebuilt), 1);

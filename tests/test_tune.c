@@ -465,6 +465,76 @@ static void test_database_and_lanes(void **state)
     free(user);
 }
 
+/* Entries are keyed by pair loop (issue #14): a symmetric entry serves the symmetric loop only, an
+ * entry without "algorithm" (every database written before) all-pairs only. */
+static void test_database_keyed_by_loop(void **state)
+{
+    (void)state;
+    char *user = path_in_work("loops.json");
+    fk_context *context = context_with_databases(NULL, NULL);
+    const fk_tuning_identity *id = &context->tuning->identity;
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"entries\": [{\"type\": \"%s\", \"vendor\": \"%s\", \"architecture\": "
+             "\"%s\", \"device\": \"%s\", \"kernel\": \"ga\", \"accum\": \"float\", \"n\": "
+             "4096, \"unroll\": \"2x2\", \"work_group_size\": 16, \"local_tiling\": true, "
+             "\"j_splits\": 0, \"lanes\": 0, \"algorithm\": \"symmetric\"}]}",
+             id->type, id->vendor, id->architecture[0] ? id->architecture : "default", id->device);
+    write_text(user, text);
+    fk_context_destroy(context);
+    context = context_with_databases(user, NULL);
+    assert_string_equal(fk_context_warnings(context), "");
+    assert_null(fk__tuning_lookup(context->tuning, "ga", "float", 4096));
+    const fk_tuning_entry *entry =
+        fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_SYMMETRIC, "ga", "float", 4096);
+    assert_non_null(entry);
+    assert_int_equal(entry->algorithm, FK_ALGORITHM_SYMMETRIC);
+
+    fk_eval_config config = {
+        .kernel = "ga", .eps = 0.01, .expected_count = 4000, .algorithm = FK_ALGORITHM_SYMMETRIC};
+    fk_variant variant = variant_for(context, &config);
+    assert_int_equal(variant.source, FK_VARIANT_USER_DB);
+    assert_int_equal(variant.unroll_i, 2);
+    assert_int_equal(variant.unroll_j, 2);
+    assert_int_equal(variant.work_group_size, 16);
+    assert_int_equal(variant.tuned_count, 4096);
+    config.algorithm = FK_ALGORITHM_ALL_PAIRS;
+    variant = variant_for(context, &config);
+    assert_int_not_equal(variant.source, FK_VARIANT_USER_DB);
+    fk_context_destroy(context);
+
+    /* Stored back, the key survives; an unknown loop name makes the database ignored. */
+    fk_tuning_db *db = NULL;
+    char *warnings = NULL;
+    fk_tuning_identity identity;
+    context = context_with_databases(NULL, NULL);
+    identity = context->tuning->identity;
+    fk_context_destroy(context);
+    assert_int_equal(fk__tuning_db_load(&identity, user, NULL, &db, &warnings), FK_OK);
+    assert_int_equal(db->count, 1);
+    fk_tuning_entry copy = db->entries[0];
+    fk__tuning_db_free(db);
+    copy.algorithm = FK_ALGORITHM_CELLS;
+    copy.unroll_j = 1;
+    char message[1024];
+    assert_int_equal(fk__tuning_db_store(user, &copy, NULL, 1, &warnings, message, sizeof message),
+                     FK_OK);
+    assert_int_equal(fk__tuning_db_load(&identity, user, NULL, &db, &warnings), FK_OK);
+    assert_int_equal(db->count, 2); /* the symmetric entry and the cells one: different keys */
+    assert_non_null(fk__tuning_lookup_loop(db, FK_ALGORITHM_CELLS, "ga", "float", 4096));
+    fk__tuning_db_free(db);
+    write_text(user, "{\"entries\": [{\"type\": \"default\", \"vendor\": \"default\", "
+                     "\"architecture\": \"default\", \"device\": \"default\", \"kernel\": "
+                     "\"ga\", \"accum\": \"float\", \"n\": 4096, \"unroll\": \"2x2\", "
+                     "\"work_group_size\": 16, \"j_splits\": 0, \"algorithm\": \"tree\"}]}");
+    assert_int_equal(fk__tuning_db_load(&identity, user, NULL, &db, &warnings), FK_OK);
+    assert_non_null(warnings);
+    assert_non_null(strstr(warnings, "algorithm must be all-pairs, symmetric or cells"));
+    fk__tuning_db_free(db);
+    free(warnings);
+    free(user);
+}
+
 static void test_eval_uses_database(void **state)
 {
     (void)state;
@@ -1070,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_user_overrides_shipped),
         cmocka_unit_test(test_corrupt_database),
         cmocka_unit_test(test_eval_uses_database),
+        cmocka_unit_test(test_database_keyed_by_loop),
         cmocka_unit_test(test_database_and_lanes),
         cmocka_unit_test(test_tuner_searches_lanes),
         cmocka_unit_test(test_wrong_variant_rejected),

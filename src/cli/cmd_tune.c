@@ -11,10 +11,11 @@
 
 #include "commands.h"
 #include "common.h"
+#include "tune.h" /* fk__tune_run_loop: the public fk_tune_run tunes all-pairs */
 
 static const char tune_usage[] =
-    "usage: forcekit tune --kernel K [--accum A] [--n N] [--budget SECONDS] [--seed S]\n"
-    "                     [--device SEL] [--json]\n\n"
+    "usage: forcekit tune --kernel K [--accum A] [--algorithm L] [--n N] [--budget SECONDS]\n"
+    "                     [--seed S] [--device SEL] [--json]\n\n"
     "Searches unroll factors (IxJ), work-group size, local tiling and the j-split (small N), and\n"
     "on CPUs the lane loop (its width, j-unroll and work-group size; docs/cpu.md), for\n"
     "kernel K on the device, per N bucket (1024, 4096, ..., 1048576), and stores the best of each\n"
@@ -26,6 +27,9 @@ static const char tune_usage[] =
     "same arguments resumes from the points already measured.\n\n"
     "  --kernel K        force law\n"
     "  --accum A         accumulator (default float)\n"
+    "  --algorithm L     the pair loop to tune: all-pairs (default), symmetric (unroll IxJ with\n"
+    "                    J <= I, work-group size) or cells (placeholders per work-item,\n"
+    "                    work-group size, tiling); entries are stored under the loop's name\n"
     "  --n N             tune only the bucket holding N, measured at N\n"
     "  --budget SECONDS  wall time for the whole run (default 600)\n"
     "  --seed S          order of the sampled search (default: fixed)\n"
@@ -259,13 +263,14 @@ static void print_table(const fk_tune_result *result, const fk_context *context,
 
 int cmd_tune(int argc, char **argv)
 {
-    const char *kernel_name = NULL, *accum_name = "float", *device = NULL;
+    const char *kernel_name = NULL, *accum_name = "float", *device = NULL, *algorithm_name = NULL;
     long long n = 0, seed = 0;
     double budget = 600;
     int json = 0, help = 0;
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &kernel_name},
         {.name = "accum", .kind = CLI_STRING, .value = &accum_name},
+        {.name = "algorithm", .kind = CLI_STRING, .value = &algorithm_name},
         {.name = "n", .kind = CLI_INT, .value = &n, .min = 1, .max = 1 << 30},
         {.name = "budget", .kind = CLI_DOUBLE, .value = &budget, .min = 0.001, .max = 1e7},
         {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = CLI_MAX_SEED},
@@ -284,6 +289,9 @@ int cmd_tune(int argc, char **argv)
     const fk_kernel_info *kernel = NULL;
     const fk_accum_info *accum = NULL;
     if (cli_find_kernel("tune", kernel_name, &kernel) || cli_find_accum("tune", accum_name, &accum))
+        return CLI_EXIT_USAGE;
+    fk_algorithm algorithm = FK_ALGORITHM_ALL_PAIRS;
+    if (cli_parse_algorithm("tune", algorithm_name, &algorithm))
         return CLI_EXIT_USAGE;
     /* A database path naming a directory or a device is refused before the budget is spent
      * (the library refuses to store there too, and never moves such a thing aside). */
@@ -315,7 +323,7 @@ int cmd_tune(int argc, char **argv)
                              .user = &view};
     signal(SIGINT, on_interrupt);
     fk_tune_result *result = NULL;
-    fk_status status = fk_tune_run(context, &config, &result);
+    fk_status status = fk__tune_run_loop(context, &config, (int)algorithm, &result);
     signal(SIGINT, SIG_DFL);
     clear_bar(&view);
     /* Warnings that arose while tuning (a database moved aside, a resume file not written). */

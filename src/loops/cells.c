@@ -8,15 +8,14 @@
  * to cells): then every pair closer than the cutoff was closer than cutoff + skin at the build, so
  * it lies in neighbouring cells.
  *
- * When things happen. plan.c calls fk__cells_set_particles after every upload of positions
- * (fk_eval_set_particles, fk_eval_update_positions). That runs one check on the device (the
- * largest displacement against skin / 2, particles far outside a periodic box, the bounding box)
- * and rebuilds only when needed. The accumulators that take their scale from the data (fixed64,
- * narumi, nitadori_large) run plan.c's bound pre-pass first, through fk_eval_compute with the
- * bound kernels swapped in; it lands in fk__cells_compute before fk__cells_set_particles, so
- * compute recognises it, brings the cells up to date itself and runs the cell loop compiled with
- * the `bound` accumulator (the pre-pass then costs one cell loop, not N^2). Repeated computes on
- * the same positions reuse the cells.
+ * When things happen. The evaluation calls the loop's prepare (cells_prepare) after every upload
+ * of positions (fk_eval_set_particles, fk_eval_update_positions). That runs one check on the
+ * device (the largest displacement against skin / 2, particles far outside a periodic box, the
+ * bounding box) and rebuilds only when needed. Both passes then run on those cells: the bound
+ * pre-pass of the accumulators that take their scale from the data (fixed64, narumi,
+ * nitadori_large) runs the cell loop compiled with the `bound` accumulator (one cell loop, not
+ * N^2), then every compute the cell loop itself. Repeated computes on the same positions reuse the
+ * cells.
  */
 #include <float.h>
 #include <limits.h>
@@ -25,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "loop.h"
+#include "tune.h"
 
 enum { AUX_WG = 64 }; /* FK_CELLS_AUX_WG in cl/cells_build.cl */
 
@@ -63,11 +63,10 @@ struct fk__cells {
     size_t cells;
     float origin[3], inv_size[3];
     double size[3];
-    int capacity;   /* placeholders per cell */
-    int max_count;  /* the fullest cell of the build */
-    size_t built;   /* particles of the build; 0: none yet */
-    int current;    /* the build is valid for the positions on the device */
-    int bound_done; /* the bound pre-pass of this upload already brought the cells up to date */
+    int capacity;  /* placeholders per cell */
+    int max_count; /* the fullest cell of the build */
+    size_t built;  /* particles of the build; 0: none yet */
+    int current;   /* the build is valid for the positions on the device */
     uint64_t pairs_examined;
     size_t rebuilds, resizes;
     double build_seconds;
@@ -124,9 +123,8 @@ static float decode_ordered(cl_int key)
     return value;
 }
 
-static void fill_variant(fk_eval *eval)
+static void fill_variant(fk_eval *eval, const struct fk__cells *cells)
 {
-    const struct fk__cells *cells = eval->cells;
     fk_variant *v = &eval->variant;
     v->unroll_i = cells->unroll;
     v->unroll_j = 1;
@@ -148,17 +146,17 @@ static void fill_variant(fk_eval *eval)
 /* ---------------------------------------------------------------------------------------------- */
 /* Creation */
 
-static fk_status build_cells_program(fk_eval *eval, const fk_program_request *request,
-                                     const char *accum, cl_program *program,
-                                     fk_program_result *built)
+static fk_status build_cells_program(fk_eval *eval, const struct fk__cells *cells,
+                                     const fk_program_request *request, const char *accum,
+                                     cl_program *program, fk_program_result *built)
 {
     fk_program_request cells_request = *request;
     cells_request.file = "cells.cl";
     cells_request.accum = accum;
-    cells_request.unroll_i = eval->cells->unroll;
+    cells_request.unroll_i = cells->unroll;
     cells_request.unroll_j = 1;
-    cells_request.local_tiling = eval->cells->tiling;
-    cells_request.work_group_size = eval->cells->group;
+    cells_request.local_tiling = cells->tiling;
+    cells_request.work_group_size = cells->group;
     fk_status status = fk__program_build(eval->context, &cells_request, built);
     if (status == FK_OK)
         *program = built->program;
@@ -190,29 +188,53 @@ static fk_status check_group(fk_eval *eval, cl_kernel kernel, size_t group, cons
     return FK_OK;
 }
 
-fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request)
+static fk_status cells_supports(fk_context *context, const fk_kernel_desc *kernel,
+                                const fk_accum_desc *accum, const fk_eval_config *config,
+                                const fk__physics *physics, char *reason, size_t reason_size)
+{
+    (void)context, (void)accum;
+    if (!kernel->uses_table) {
+        snprintf(reason, reason_size,
+                 "the cells algorithm needs a short-range force law with a cutoff; %s is "
+                 "long-range gravity with no cutoff: use all-pairs or symmetric",
+                 kernel->info.name);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (!physics->shifted || !(physics->cutoff > 0)) {
+        snprintf(reason, reason_size,
+                 "the cells algorithm needs a cutoff: %s has none unless one is given "
+                 "(--cutoff, fk_eval_config.cutoff)",
+                 kernel->info.name);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(config->skin)) {
+        snprintf(reason, reason_size, "cells: the skin must be finite");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    return FK_OK;
+}
+
+/* The built-in shape of the pair loop, where neither the configuration nor a tuning database
+ * entry gives one (the measurements are in cells_create). Local memory pays on GPUs; on CPUs it
+ * is ordinary memory, and the loop without barriers compiles faster and runs faster on POCL
+ * (measured: README "Cell lists"). */
+static void builtin_shape(const fk_device_info *device, int *group, int *unroll, int *tiling)
+{
+    const int gpu = device->type == FK_DEVICE_GPU;
+    *group = gpu ? 32 : 1;
+    *unroll = gpu ? 1 : 4;
+    *tiling = gpu;
+}
+
+static fk_status cells_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
-    const fk_kernel_desc *kernel = eval->kernel;
     const fk__physics *physics = &eval->law.physics;
-    if (!kernel->uses_table)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "the cells algorithm needs a short-range force law with a cutoff; %s is "
-                        "long-range gravity with no cutoff: use all-pairs or symmetric",
-                        kernel->info.name);
-    if (!physics->shifted || !(physics->cutoff > 0))
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "the cells algorithm needs a cutoff: %s has none unless one is given "
-                        "(--cutoff, fk_eval_config.cutoff)",
-                        kernel->info.name);
     const double skin_config = eval->config.skin;
-    if (!isfinite(skin_config))
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "cells: the skin must be finite");
-
     struct fk__cells *cells = calloc(1, sizeof *cells);
     if (!cells)
         return FK_ERR_HOST_MEMORY;
-    eval->cells = cells;
+    *out = cells; /* the evaluation destroys it on any failure below */
     cells->skin = skin_config > 0    ? skin_config
                   : skin_config == 0 ? DEFAULT_SKIN_FRACTION * physics->cutoff
                                      : 0.0;
@@ -229,9 +251,18 @@ fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request)
      * 4 at 0.4 and 0.1 and 5% slower at 1 (README "Cell lists"). config.work_group_size and
      * unroll_i override. */
     const fk_device_info *device = &context->info;
+    /* A tuning database entry for the cell loop (`forcekit tune --algorithm cells`) replaces the
+     * built-in shape where the configuration leaves it automatic. */
+    const fk_tuning_entry *tuned =
+        eval->config.work_group_size > 0 || eval->config.unroll_i
+            ? NULL
+            : fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_CELLS, eval->kernel->info.name,
+                                     eval->accum->info.name, eval->config.expected_count);
+    int builtin_group, builtin_unroll, builtin_tiling;
+    builtin_shape(device, &builtin_group, &builtin_unroll, &builtin_tiling);
     size_t group = eval->config.work_group_size > 0 ? (size_t)eval->config.work_group_size
-                   : device->type == FK_DEVICE_GPU  ? 32
-                                                    : 1;
+                   : tuned                          ? (size_t)tuned->work_group_size
+                                                    : (size_t)builtin_group;
     if (group > device->max_work_group_size)
         group = device->max_work_group_size;
     if (device->max_work_group_size < AUX_WG)
@@ -239,13 +270,12 @@ fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request)
                         "cells: the build kernels need %d work-items per group; %s allows %zu",
                         AUX_WG, device->name, device->max_work_group_size);
     cells->group = (int)group;
-    cells->unroll = eval->config.unroll_i           ? eval->config.unroll_i
-                    : device->type == FK_DEVICE_GPU ? 1
-                                                    : 4;
-    /* Local memory pays on GPUs; on CPUs it is ordinary memory, and the loop without barriers
-     * compiles faster and runs faster on POCL (measured: README "Cell lists"). */
-    cells->tiling =
-        eval->config.local_tiling ? eval->config.local_tiling > 0 : device->type == FK_DEVICE_GPU;
+    cells->unroll = eval->config.unroll_i ? eval->config.unroll_i
+                    : tuned               ? tuned->unroll_i
+                                          : builtin_unroll;
+    cells->tiling = eval->config.local_tiling ? eval->config.local_tiling > 0
+                    : tuned                   ? tuned->local_tiling != 0
+                                              : builtin_tiling;
 
     /* The build kernels do not depend on the force law or accumulator: one program (and one
      * cache entry) for every evaluation; the pair loop is specialized like the all-pairs one. */
@@ -256,11 +286,12 @@ fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request)
         fk__program_build_file(context, "cells_build.cl", build_options, &built_kernels);
     if (status == FK_OK) {
         cells->build_program = built_kernels.program;
-        status =
-            build_cells_program(eval, request, eval->accum->info.name, &cells->program, &built);
+        status = build_cells_program(eval, cells, request, eval->accum->info.name, &cells->program,
+                                     &built);
     }
     if (status == FK_OK && eval->accum->choose_parameters)
-        status = build_cells_program(eval, request, "bound", &cells->bound_program, &bound_built);
+        status =
+            build_cells_program(eval, cells, request, "bound", &cells->bound_program, &bound_built);
     if (status == FK_OK)
         status = create_kernel(eval, cells->build_program, "fk_cells_check", &cells->check);
     if (status == FK_OK)
@@ -286,18 +317,19 @@ fk_status fk__cells_create(fk_eval *eval, const fk_program_request *request)
 
     eval->variant.source = eval->config.work_group_size > 0 || eval->config.unroll_i
                                ? FK_VARIANT_EXPLICIT
-                               : FK_VARIANT_DEFAULT;
-    eval->variant.tuned_count = 0;
+                           : tuned ? tuned->origin
+                                   : FK_VARIANT_DEFAULT;
+    eval->variant.tuned_count = tuned ? tuned->n : 0;
     eval->variant.build_seconds += built_kernels.seconds + built.seconds + bound_built.seconds;
     eval->variant.program_from_cache =
         eval->variant.program_from_cache && built_kernels.from_cache && built.from_cache;
-    fill_variant(eval);
+    fill_variant(eval, cells);
     return FK_OK;
 }
 
-void fk__cells_destroy(fk_eval *eval)
+static void cells_destroy(void *opaque)
 {
-    struct fk__cells *cells = eval ? eval->cells : NULL;
+    struct fk__cells *cells = opaque;
     if (!cells)
         return;
     cl_kernel kernels[] = {cells->check, cells->bin, cells->finish, cells->pairs,
@@ -316,7 +348,6 @@ void fk__cells_destroy(fk_eval *eval)
         if (buffers[k])
             clReleaseMemObject(buffers[k]);
     free(cells);
-    eval->cells = NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -380,10 +411,9 @@ static void choose_grid(struct fk__cells *cells, size_t n, const cl_int *stats)
     cells->cells = (size_t)cells->grid[0] * (size_t)cells->grid[1] * (size_t)cells->grid[2];
 }
 
-static fk_status bin_once(fk_eval *eval, cl_int *stats, double *seconds)
+static fk_status bin_once(fk_eval *eval, struct fk__cells *cells, cl_int *stats, double *seconds)
 {
     fk_context *context = eval->context;
-    struct fk__cells *cells = eval->cells;
     const cl_int n = (cl_int)eval->count, cell_count = (cl_int)cells->cells;
     const cl_int capacity = cells->capacity;
     const cl_int4 grid = {{cells->grid[0], cells->grid[1], cells->grid[2], cells->periodic}};
@@ -396,23 +426,21 @@ static fk_status bin_once(fk_eval *eval, cl_int *stats, double *seconds)
     if (err == CL_SUCCESS)
         err = clEnqueueWriteBuffer(context->queue, cells->stats, CL_FALSE, 0, sizeof initial_stats,
                                    initial_stats, 0, NULL, &events[1]);
-    cl_uint a = 0;
-    err |= clSetKernelArg(cells->bin, a++, sizeof n, &n);
-    err |= clSetKernelArg(cells->bin, a++, sizeof(cl_mem), &eval->body);
-    err |= clSetKernelArg(cells->bin, a++, sizeof origin, &origin);
-    err |= clSetKernelArg(cells->bin, a++, sizeof inv_size, &inv_size);
-    err |= clSetKernelArg(cells->bin, a++, sizeof grid, &grid);
-    err |= clSetKernelArg(cells->bin, a++, sizeof capacity, &capacity);
-    err |= clSetKernelArg(cells->bin, a++, sizeof(cl_mem), &cells->count);
-    err |= clSetKernelArg(cells->bin, a++, sizeof(cl_mem), &cells->slots);
-    err |= clSetKernelArg(cells->bin, a++, sizeof(cl_mem), &cells->stats);
-    a = 0;
-    err |= clSetKernelArg(cells->finish, a++, sizeof cell_count, &cell_count);
-    err |= clSetKernelArg(cells->finish, a++, sizeof grid, &grid);
-    err |= clSetKernelArg(cells->finish, a++, sizeof capacity, &capacity);
-    err |= clSetKernelArg(cells->finish, a++, sizeof(cl_mem), &cells->count);
-    err |= clSetKernelArg(cells->finish, a++, sizeof(cl_mem), &cells->slots);
-    err |= clSetKernelArg(cells->finish, a++, sizeof(cl_mem), &cells->stats);
+    fk_status status =
+        FK__SET_ARGS(context, cells->bin, "fk_cells_bin", 0, FK__ARG(n), FK__ARG(eval->body),
+                     FK__ARG(origin), FK__ARG(inv_size), FK__ARG(grid), FK__ARG(capacity),
+                     FK__ARG(cells->count), FK__ARG(cells->slots), FK__ARG(cells->stats));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, cells->finish, "fk_cells_finish", 0, FK__ARG(cell_count),
+                              FK__ARG(grid), FK__ARG(capacity), FK__ARG(cells->count),
+                              FK__ARG(cells->slots), FK__ARG(cells->stats));
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        for (size_t k = 0; k < 2; ++k)
+            if (events[k])
+                clReleaseEvent(events[k]);
+        return status;
+    }
     const size_t group = AUX_WG;
     const size_t bin_global = ((size_t)n + group - 1) / group * group;
     const size_t finish_global = (cells->cells + group - 1) / group * group;
@@ -436,9 +464,9 @@ static fk_status bin_once(fk_eval *eval, cl_int *stats, double *seconds)
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, "cell lists: binning", err);
 }
 
-static fk_status build(fk_eval *eval, const cl_int *check_stats, double check_seconds)
+static fk_status build(fk_eval *eval, struct fk__cells *cells, const cl_int *check_stats,
+                       double check_seconds)
 {
-    struct fk__cells *cells = eval->cells;
     const size_t n = eval->count;
     choose_grid(cells, n, check_stats);
 
@@ -480,7 +508,7 @@ static fk_status build(fk_eval *eval, const cl_int *check_stats, double check_se
                                 cells->cells, cells->capacity, eval->context->info.name,
                                 cells->max_count, n);
         }
-        fk_status status = bin_once(eval, stats, &seconds);
+        fk_status status = bin_once(eval, cells, stats, &seconds);
         if (status != FK_OK)
             return status;
         cells->max_count = stats[STAT_MAX_COUNT];
@@ -508,10 +536,9 @@ static fk_status build(fk_eval *eval, const cl_int *check_stats, double check_se
 
 /* Brings the cells up to date with the positions on the device: one check, and a build when the
  * particles are new or some particle moved more than skin / 2 since the last build. */
-static fk_status update(fk_eval *eval)
+static fk_status update(fk_eval *eval, struct fk__cells *cells)
 {
     fk_context *context = eval->context;
-    struct fk__cells *cells = eval->cells;
     cells->current = 0;
     const cl_int n = (cl_int)eval->count;
     const cl_int has_reference = cells->built == eval->count;
@@ -524,15 +551,16 @@ static fk_status update(fk_eval *eval)
     cl_event events[2] = {NULL};
     cl_int err = clEnqueueWriteBuffer(context->queue, cells->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    cl_uint a = 0;
-    err |= clSetKernelArg(cells->check, a++, sizeof n, &n);
-    err |= clSetKernelArg(cells->check, a++, sizeof(cl_mem), &eval->body);
-    err |= clSetKernelArg(cells->check, a++, sizeof(cl_mem), &reference);
-    err |= clSetKernelArg(cells->check, a++, sizeof has_reference, &has_reference);
-    err |= clSetKernelArg(cells->check, a++, sizeof threshold2, &threshold2);
-    err |= clSetKernelArg(cells->check, a++, sizeof box, &box);
-    err |= clSetKernelArg(cells->check, a++, sizeof periodic, &periodic);
-    err |= clSetKernelArg(cells->check, a++, sizeof(cl_mem), &cells->stats);
+    fk_status status =
+        FK__SET_ARGS(context, cells->check, "fk_cells_check", 0, FK__ARG(n), FK__ARG(eval->body),
+                     FK__ARG(reference), FK__ARG(has_reference), FK__ARG(threshold2), FK__ARG(box),
+                     FK__ARG(periodic), FK__ARG(cells->stats));
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        if (events[0])
+            clReleaseEvent(events[0]);
+        return status;
+    }
     const size_t group = AUX_WG;
     const size_t global = ((size_t)n + group - 1) / group * group;
     if (err == CL_SUCCESS)
@@ -562,72 +590,153 @@ static fk_status update(fk_eval *eval)
         cells->current = 1; /* within the skin: the assignment still holds */
         return FK_OK;
     }
-    return build(eval, stats, seconds);
+    return build(eval, cells, stats, seconds);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Evaluation */
 
-fk_status fk__cells_set_particles(fk_eval *eval)
+/* After every upload: one check on the device, a rebuild when needed; both passes then run on
+ * the cells of these positions. */
+static fk_status cells_prepare(fk_eval *eval, void *opaque)
 {
-    struct fk__cells *cells = eval->cells;
-    fk_status status = FK_OK;
-    if (cells->bound_done) /* the bound pre-pass of this upload did it */
-        cells->bound_done = 0;
-    else
-        status = update(eval);
+    struct fk__cells *cells = opaque;
+    fk_status status = update(eval, cells);
     if (status == FK_OK && !cells->current)
         status = fk__fail(eval->context, FK_ERR_STATE, "cell lists were not built");
-    fill_variant(eval);
+    fill_variant(eval, cells);
     return status;
 }
 
-fk_status fk__cells_compute(fk_eval *eval, double *seconds)
+static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
+                               cl_event *last)
 {
     fk_context *context = eval->context;
-    struct fk__cells *cells = eval->cells;
-    /* plan.c's bound pre-pass swaps the bound kernels into eval->pairwise and calls compute
-     * right after an upload, before fk__cells_set_particles: run the cell loop compiled with the
-     * bound accumulator on cells brought up to date here. */
-    const int bound = eval->bound_pairwise && eval->pairwise == eval->bound_pairwise;
-    cl_kernel kernel = cells->pairs;
-    if (bound) {
-        cells->bound_done = 0;
-        fk_status status = update(eval);
-        if (status != FK_OK)
-            return status;
-        cells->bound_done = 1;
-        kernel = cells->bound_pairs;
-    } else if (!cells->current || cells->built != eval->count) {
+    struct fk__cells *cells = opaque;
+    *first = *last = NULL;
+    /* The bound pre-pass is the cell loop compiled with the `bound` accumulator: it costs one
+     * cell loop, not N^2. */
+    cl_kernel kernel = pass == FK__PASS_BOUND ? cells->bound_pairs : cells->pairs;
+    if (!cells->current || cells->built != eval->count)
         return fk__fail(context, FK_ERR_STATE, "compute: the cell lists are not up to date");
-    }
     const cl_int capacity = cells->capacity;
     const cl_int4 grid = {{cells->grid[0], cells->grid[1], cells->grid[2], cells->periodic}};
-    const cl_float4 acc_param = {
-        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
-    cl_int err = CL_SUCCESS;
-    cl_uint a = 0;
-    err |= clSetKernelArg(kernel, a++, sizeof capacity, &capacity);
-    err |= clSetKernelArg(kernel, a++, sizeof grid, &grid);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &cells->count);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &cells->slots);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->body_aux);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->table);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->physics);
-    err |= clSetKernelArg(kernel, a++, sizeof acc_param, &acc_param);
-    err |= clSetKernelArg(kernel, a++, sizeof(cl_mem), &eval->result);
-    if (err != CL_SUCCESS)
-        return fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_cells_pairs");
+    const cl_float4 acc_param = fk__eval_acc_param(eval);
+    fk_status status = FK__SET_ARGS(
+        context, kernel, "fk_cells_pairs", 0, FK__ARG(capacity), FK__ARG(grid),
+        FK__ARG(cells->count), FK__ARG(cells->slots), FK__ARG(eval->body), FK__ARG(eval->body_aux),
+        FK__ARG(eval->table), FK__ARG(eval->physics), FK__ARG(acc_param), FK__ARG(eval->result));
+    if (status != FK_OK)
+        return status;
     const size_t group = (size_t)cells->group;
     const size_t fullest = (size_t)(cells->max_count < capacity ? cells->max_count : capacity);
     const size_t per_group = group * (size_t)cells->unroll;
     const size_t chunks = fullest ? (fullest + per_group - 1) / per_group : 1;
     const size_t global[2] = {cells->cells * group, chunks};
     const size_t local[2] = {group, 1};
-    cl_event event = NULL;
-    err = clEnqueueNDRangeKernel(context->queue, kernel, 2, NULL, global, local, 0, NULL, &event);
-    if (err != CL_SUCCESS)
+    const cl_int err =
+        clEnqueueNDRangeKernel(context->queue, kernel, 2, NULL, global, local, 0, NULL, first);
+    if (err != CL_SUCCESS) {
+        *first = NULL;
         return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_cells_pairs)", err);
-    return fk__eval_finish(eval, event, NULL, "fk_cells_pairs", seconds);
+    }
+    return FK_OK;
 }
+
+static size_t cells_figures(const fk_eval *eval, const void *opaque, fk__kernel_figures *figures,
+                            size_t capacity)
+{
+    const struct fk__cells *cells = opaque;
+    const struct {
+        cl_kernel kernel;
+        const char *name;
+    } kernels[] = {
+        {cells->pairs, "fk_cells_pairs"},
+        {cells->bound_pairs, "fk_cells_pairs (bound pre-pass)"},
+        {cells->bin, "fk_cells_bin"},
+    };
+    size_t count = 0;
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
+        if (!kernels[k].kernel)
+            continue;
+        if (count < capacity)
+            fk__kernel_figures_of(eval->context, kernels[k].kernel, kernels[k].name,
+                                  &figures[count]);
+        ++count;
+    }
+    return count;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space: placeholders per work-item (unroll I; J is 1: a cell's j-particles are not
+ * unrolled), work-group sizes around a cell's occupancy (2 to 20 particles with the default skin)
+ * and tiling on and off. */
+
+static const int cells_unrolls[] = {1, 2, 4, 8};
+static const int cells_cpu_groups[] = {1, 2, 4, 8, 16, 32};
+static const int cells_gpu_groups[] = {8, 16, 32, 64, 128};
+
+static int pinned_or(int pinned, int value)
+{
+    return !pinned || pinned == value;
+}
+
+static size_t cells_tuning_space(const fk__tuning_query *query, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &query->context->info;
+    const fk_tune_config *pinned = query->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? cells_gpu_groups : cells_cpu_groups;
+    const int group_count = gpu ? 5 : 6;
+    if (pinned->lanes > 0 || pinned->j_splits > 0 || (pinned->unroll_j && pinned->unroll_j != 1))
+        return 0;
+    fk__loop_shape *space = calloc(4 * (size_t)group_count * 2, sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int g = 0; g < group_count; ++g)
+            for (int tiling = 1; tiling >= 0; --tiling) {
+                if (!pinned_or(pinned->unroll_i, cells_unrolls[a]) ||
+                    !pinned_or(pinned->work_group_size, groups[g]) ||
+                    (pinned->local_tiling && (pinned->local_tiling > 0) != tiling) ||
+                    (size_t)groups[g] > device->max_work_group_size)
+                    continue;
+                fk__loop_shape *s = &space[count++];
+                s->unroll_i = cells_unrolls[a];
+                s->unroll_j = 1;
+                s->work_group_size = groups[g];
+                s->local_tiling = tiling;
+                const int coordinate[6] = {a, 0, g, tiling, 0, 0};
+                memcpy(s->coordinate, coordinate, sizeof coordinate);
+            }
+    if (count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+static void cells_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    builtin_shape(&query->context->info, &shape->work_group_size, &shape->unroll_i,
+                  &shape->local_tiling);
+    if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
+        shape->work_group_size = (int)query->context->info.max_work_group_size;
+    shape->unroll_j = 1;
+}
+
+const fk__loop fk__loop_cells = {
+    .name = "cells",
+    .supports = cells_supports,
+    .create = cells_create,
+    .prepare = cells_prepare,
+    .enqueue = cells_enqueue,
+    .figures = cells_figures,
+    .destroy = cells_destroy,
+    .tuning_space = cells_tuning_space,
+    .default_shape = cells_default_shape,
+};

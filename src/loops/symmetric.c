@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
-#include "symmetric.h"
+#include "loop.h"
+#include "tune.h"
 
 /* Device memory for the slots of one launch: 2 slots (i-side, j-side) of N x components packed
  * results per block distance. Distances beyond what fits go to further launches. */
@@ -15,11 +15,15 @@
 struct fk__symmetric {
     cl_program program;
     cl_kernel pair, edges, reduce; /* full block pairs, one-sided blocks, the merge */
-    fk_variant all_pairs; /* the variant of plan.c's programs (the bound pre-pass runs them) */
-    size_t block;         /* particles per block: work-group size x UNROLL_I */
-    size_t blocks;        /* nb for the current particles */
-    size_t distances;     /* nb / 2 + 1 */
-    size_t batch;         /* distances per launch */
+    /* The bound pre-pass (fixed64) runs the all-pairs program with the `bound` accumulator: the
+     * symmetric template has no bound form. all_pairs is the variant it was compiled for. */
+    cl_program bound_program;
+    cl_kernel bound_pairwise, bound_reduce;
+    fk_variant all_pairs;
+    size_t block;     /* particles per block: work-group size x UNROLL_I */
+    size_t blocks;    /* nb for the current particles */
+    size_t distances; /* nb / 2 + 1 */
+    size_t batch;     /* distances per launch */
     size_t slot_bytes;
     cl_mem slots;
 };
@@ -40,8 +44,9 @@ static int accum_supported(const char *name)
  * 2.61e12 N^2-equivalent pairs/s against 2.40e12 for 4x4 and 2.02e12 for the all-pairs loop;
  * bench/results/2026-11-21_nvidia-h200/perf/suite/symmetric_variants_ga_n262144.json). When the
  * tile and the j-sums outgrow the device's local memory (fixed64's sums are 16 bytes with their
- * overflow flag), the work-group is halved (fk__symmetric_create). The all-pairs tuning database
- * does not apply: the loops differ. */
+ * overflow flag), the work-group is halved (symmetric_create). The all-pairs entries of the tuning
+ * database do not apply (the loops differ); entries tuned for symmetric do
+ * (`forcekit tune --algorithm symmetric`). */
 static void default_variant(const fk_device_info *device, int *unroll_i, int *unroll_j, int *group)
 {
     if (device->type == FK_DEVICE_GPU) {
@@ -108,11 +113,11 @@ static void release_programs(struct fk__symmetric *state)
 
 /* Builds the symmetric program for one variant, checks it against the device's limits and
  * reports it as the evaluation's variant. */
-static fk_status build_variant(fk_eval *eval, const fk_program_request *request, int unroll_i,
-                               int unroll_j, int group, fk_variant_source source)
+static fk_status build_variant(fk_eval *eval, struct fk__symmetric *state,
+                               const fk_program_request *request, int unroll_i, int unroll_j,
+                               int group, fk_variant_source source)
 {
     fk_context *context = eval->context;
-    struct fk__symmetric *state = eval->symmetric;
     state->block = (size_t)group * (size_t)unroll_i;
 
     fk_program_request own = *request;
@@ -135,8 +140,8 @@ static fk_status build_variant(fk_eval *eval, const fk_program_request *request,
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clCreateKernel (symmetric)", err);
 
-    /* What runs is reported as the variant; plan.c's all-pairs variant is kept for its own
-     * programs (the bound pre-pass of fixed64). */
+    /* What runs is reported as the variant; the all-pairs variant is kept for the bound
+     * pre-pass's program (state->all_pairs). */
     fk_variant *variant = &eval->variant;
     variant->unroll_i = unroll_i;
     variant->unroll_j = unroll_j;
@@ -152,22 +157,62 @@ static fk_status build_variant(fk_eval *eval, const fk_program_request *request,
     return status;
 }
 
-fk_status fk__symmetric_create(fk_eval *eval, const fk_program_request *request)
+static fk_status symmetric_supports(fk_context *context, const fk_kernel_desc *kernel,
+                                    const fk_accum_desc *accum, const fk_eval_config *config,
+                                    const fk__physics *physics, char *reason, size_t reason_size)
+{
+    (void)context, (void)kernel, (void)config, (void)physics;
+    if (accum_supported(accum->info.name))
+        return FK_OK;
+    snprintf(reason, reason_size,
+             "the symmetric algorithm supports the float, double and fixed64 accumulators, not %s "
+             "(it merges many short partial sums per particle, which the compensated "
+             "accumulators' error bounds do not cover); use --algorithm all-pairs",
+             accum->info.name);
+    return FK_ERR_UNSUPPORTED;
+}
+
+static void symmetric_destroy(void *opaque)
+{
+    struct fk__symmetric *state = opaque;
+    if (!state)
+        return;
+    if (state->slots)
+        clReleaseMemObject(state->slots);
+    release_programs(state);
+    if (state->bound_pairwise)
+        clReleaseKernel(state->bound_pairwise);
+    if (state->bound_reduce)
+        clReleaseKernel(state->bound_reduce);
+    if (state->bound_program)
+        clReleaseProgram(state->bound_program);
+    free(state);
+}
+
+/* request: the all-pairs program the evaluation would build (its variant is eval->variant on
+ * entry); the symmetric program takes its force law, accumulator and switches. */
+static fk_status symmetric_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
-    if (!accum_supported(eval->accum->info.name))
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "the symmetric algorithm supports the float, double and fixed64 "
-                        "accumulators, not %s (it merges many short partial sums per particle, "
-                        "which the compensated accumulators' error bounds do not cover); use "
-                        "--algorithm all-pairs",
-                        eval->accum->info.name);
-
     int unroll_i, unroll_j, group;
     fk_variant_source source = FK_VARIANT_DEFAULT;
     default_variant(&context->info, &unroll_i, &unroll_j, &group);
-    if (config->unroll_i || config->unroll_j) { /* plan.c validated them */
+    /* Automatic unrolling takes the tuning database's symmetric entry (user, then shipped) for
+     * this device, kernel, accumulator and N bucket; explicit values win. */
+    const fk_tuning_entry *tuned =
+        config->unroll_i || config->unroll_j
+            ? NULL
+            : fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_SYMMETRIC,
+                                     eval->kernel->info.name, eval->accum->info.name,
+                                     config->expected_count);
+    if (tuned) {
+        unroll_i = tuned->unroll_i;
+        unroll_j = tuned->unroll_j;
+        group = tuned->work_group_size;
+        source = tuned->origin;
+    }
+    if (config->unroll_i || config->unroll_j) { /* the evaluation validated them */
         unroll_i = config->unroll_i;
         unroll_j = config->unroll_j;
         source = FK_VARIANT_EXPLICIT;
@@ -181,19 +226,28 @@ fk_status fk__symmetric_create(fk_eval *eval, const fk_program_request *request)
     if (known_miscompile(eval, unroll_i, unroll_j))
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "symmetric fixed64 variant %dx%d: POCL computes wrong results for it "
-                        "(UNROLL_I x UNROLL_J >= 16 with fixed64; see src/symmetric.c); use a "
-                        "variant with I x J <= 8",
+                        "(UNROLL_I x UNROLL_J >= 16 with fixed64; see src/loops/symmetric.c); use "
+                        "a variant with I x J <= 8",
                         unroll_i, unroll_j);
 
     struct fk__symmetric *state = calloc(1, sizeof *state);
     if (!state)
         return FK_ERR_HOST_MEMORY;
-    eval->symmetric = state; /* fk__symmetric_destroy releases it on any failure below */
+    *out = state; /* the evaluation destroys it on any failure below */
     state->all_pairs = eval->variant;
+    fk_status status = FK_OK;
+    if (eval->accum->choose_parameters) {
+        fk_program_request bound = *request;
+        bound.accum = "bound";
+        fk_program_result built;
+        status = fk__all_pairs_build(eval, &bound, &state->bound_program, &state->bound_pairwise,
+                                     &state->bound_reduce, &built);
+        if (status != FK_OK)
+            return status;
+    }
     const int automatic_group = source == FK_VARIANT_DEFAULT && !config->work_group_size;
-    fk_status status;
     for (;;) {
-        status = build_variant(eval, request, unroll_i, unroll_j, group, source);
+        status = build_variant(eval, state, request, unroll_i, unroll_j, group, source);
         /* The automatic variant adapts to the device: a wider accumulator (fixed64 carries a flag
          * beside its sum) can outgrow the 48 KB of local memory NVIDIA allows a work-group; halve
          * the work-group until the tile and the j-sums fit. */
@@ -202,14 +256,16 @@ fk_status fk__symmetric_create(fk_eval *eval, const fk_program_request *request)
         release_programs(state);
         group /= 2;
     }
-    if (status == FK_OK)
+    if (status == FK_OK) {
         fk__clear_error(context); /* a smaller work-group fitted: the refusals were not errors */
+        eval->variant.tuned_count = tuned ? tuned->n : 0;
+    }
     return status;
 }
 
-fk_status fk__symmetric_set_particles(fk_eval *eval)
+static fk_status symmetric_prepare(fk_eval *eval, void *opaque)
 {
-    struct fk__symmetric *state = eval->symmetric;
+    struct fk__symmetric *state = opaque;
     fk_context *context = eval->context;
     const size_t n = eval->count;
     const size_t blocks = (n + state->block - 1) / state->block;
@@ -252,74 +308,58 @@ fk_status fk__symmetric_set_particles(fk_eval *eval)
     return FK_OK;
 }
 
-/* plan.c's bound pre-pass (fixed64) runs its all-pairs program through fk_eval_compute, which
- * lands here: run it as all-pairs, with the variant it was compiled for and the j-split that
- * set_particles prepared (eval->j_chunk). */
-static fk_status compute_all_pairs(fk_eval *eval, double *seconds)
+static fk_status symmetric_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
+                                   cl_event *last)
 {
-    struct fk__symmetric *state = eval->symmetric;
-    const fk_variant reported = eval->variant;
-    eval->variant = state->all_pairs;
-    eval->variant.j_splits =
-        (int)((eval->count + (size_t)eval->j_chunk - 1) / (size_t)eval->j_chunk);
-    eval->symmetric = NULL;
-    fk_status status = fk_eval_compute(eval, seconds);
-    eval->symmetric = state;
-    eval->variant = reported;
-    return status;
-}
-
-fk_status fk__symmetric_compute(fk_eval *eval, double *seconds)
-{
-    if (eval->bound_pairwise && eval->pairwise == eval->bound_pairwise)
-        return compute_all_pairs(eval, seconds);
-    struct fk__symmetric *state = eval->symmetric;
+    struct fk__symmetric *state = opaque;
+    *first = *last = NULL;
+    if (pass == FK__PASS_BOUND) {
+        /* The all-pairs bound program, with the variant it was compiled for and the j-split of
+         * the evaluation's upload (eval->j_chunk, eval->partial). */
+        const int splits = (int)((eval->count + (size_t)eval->j_chunk - 1) / (size_t)eval->j_chunk);
+        return fk__all_pairs_enqueue(eval, state->bound_pairwise, state->bound_reduce,
+                                     &state->all_pairs, splits, first, last);
+    }
     fk_context *context = eval->context;
     const cl_int n = (cl_int)eval->count;
     const cl_int blocks = (cl_int)state->blocks;
-    const cl_float4 acc_param = {
-        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
+    const cl_float4 acc_param = fk__eval_acc_param(eval);
     const size_t group = (size_t)eval->variant.work_group_size;
     const size_t reduce_group = 64;
     const size_t items = eval->count * eval->components;
     const size_t reduce_global = (items + reduce_group - 1) / reduce_group * reduce_group;
 
-    cl_int err = CL_SUCCESS;
     cl_kernel pair_kernels[2] = {state->pair, state->edges};
-    for (int k = 0; k < 2; ++k) {
-        cl_uint a = 0;
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof n, &n);
-        a++; /* first_d, per launch */
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof(cl_mem), &eval->body);
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof(cl_mem), &eval->body_aux);
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof(cl_mem), &eval->table);
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof(cl_mem), &eval->physics);
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof acc_param, &acc_param);
-        err |= clSetKernelArg(pair_kernels[k], a++, sizeof(cl_mem), &state->slots);
-    }
-    err |= clSetKernelArg(state->reduce, 0, sizeof n, &n);
-    err |= clSetKernelArg(state->reduce, 1, sizeof blocks, &blocks);
-    err |= clSetKernelArg(state->reduce, 5, sizeof(cl_mem), &state->slots);
-    err |= clSetKernelArg(state->reduce, 6, sizeof(cl_mem), &eval->result);
-    if (err != CL_SUCCESS)
-        return fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_symmetric");
-
-    cl_event first = NULL, last = NULL;
+    const char *names[2] = {"fk_symmetric", "fk_symmetric_edges"};
     fk_status status = FK_OK;
+    for (int k = 0; k < 2 && status == FK_OK; ++k) /* argument 1, first_d, is set per launch */
+        status = FK__SET_ARGS(context, pair_kernels[k], names[k], 0, FK__ARG(n), FK__ARG_SKIP,
+                              FK__ARG(eval->body), FK__ARG(eval->body_aux), FK__ARG(eval->table),
+                              FK__ARG(eval->physics), FK__ARG(acc_param), FK__ARG(state->slots));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->reduce, "fk_symmetric_reduce", 0, FK__ARG(n),
+                              FK__ARG(blocks));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->reduce, "fk_symmetric_reduce", 5,
+                              FK__ARG(state->slots), FK__ARG(eval->result));
+    if (status != FK_OK)
+        return status;
+
+    cl_event start = NULL, end = NULL;
+    cl_int err = CL_SUCCESS;
     for (size_t d = 0; d < state->distances && status == FK_OK; d += state->batch) {
         const cl_int first_d = (cl_int)d;
         const size_t left = state->distances - d;
         const cl_int count = (cl_int)(left < state->batch ? left : state->batch);
         const cl_int accumulate = d > 0;
-        err = clSetKernelArg(state->pair, 1, sizeof first_d, &first_d);
-        err |= clSetKernelArg(state->edges, 1, sizeof first_d, &first_d);
-        err |= clSetKernelArg(state->reduce, 2, sizeof first_d, &first_d);
-        err |= clSetKernelArg(state->reduce, 3, sizeof count, &count);
-        err |= clSetKernelArg(state->reduce, 4, sizeof accumulate, &accumulate);
-        if (err != CL_SUCCESS) {
-            status = fk__fail(context, FK_ERR_OPENCL, "clSetKernelArg failed for fk_symmetric");
+        status = FK__SET_ARGS(context, state->pair, "fk_symmetric", 1, FK__ARG(first_d));
+        if (status == FK_OK)
+            status = FK__SET_ARGS(context, state->edges, "fk_symmetric_edges", 1, FK__ARG(first_d));
+        if (status == FK_OK)
+            status = FK__SET_ARGS(context, state->reduce, "fk_symmetric_reduce", 2,
+                                  FK__ARG(first_d), FK__ARG(count), FK__ARG(accumulate));
+        if (status != FK_OK)
             break;
-        }
         /* Both kernels cover the same grid of block pairs; each takes its own and writes its own
          * slots. */
         const size_t global[2] = {state->blocks * group, (size_t)count};
@@ -327,94 +367,136 @@ fk_status fk__symmetric_compute(fk_eval *eval, double *seconds)
         for (int k = 0; k < 2 && status == FK_OK; ++k) {
             cl_event event = NULL;
             err = clEnqueueNDRangeKernel(context->queue, pair_kernels[k], 2, NULL, global, local, 0,
-                                         NULL, first ? NULL : &event);
+                                         NULL, start ? NULL : &event);
             if (err != CL_SUCCESS)
                 status = fk__cl_fail(context,
                                      k ? "clEnqueueNDRangeKernel (fk_symmetric_edges)"
                                        : "clEnqueueNDRangeKernel (fk_symmetric)",
                                      err);
-            else if (!first)
-                first = event;
+            else if (!start)
+                start = event;
         }
         if (status != FK_OK)
             break;
-        if (last)
-            clReleaseEvent(last);
-        last = NULL;
+        if (end)
+            clReleaseEvent(end);
+        end = NULL;
         err = clEnqueueNDRangeKernel(context->queue, state->reduce, 1, NULL, &reduce_global,
-                                     &reduce_group, 0, NULL, &last);
-        if (err != CL_SUCCESS)
+                                     &reduce_group, 0, NULL, &end);
+        if (err != CL_SUCCESS) {
+            end = NULL;
             status = fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_symmetric_reduce)", err);
+        }
     }
-    if (status == FK_OK)
-        return fk__eval_finish(eval, first, last, "symmetric loop", seconds);
+    if (status == FK_OK) {
+        *first = start;
+        *last = end;
+        return FK_OK;
+    }
     clFinish(context->queue); /* drain what was queued before the failure */
-    if (first)
-        clReleaseEvent(first);
-    if (last && last != first)
-        clReleaseEvent(last);
+    if (start)
+        clReleaseEvent(start);
+    if (end && end != start)
+        clReleaseEvent(end);
     return status;
 }
 
-void fk__symmetric_destroy(fk_eval *eval)
+static size_t symmetric_figures(const fk_eval *eval, const void *opaque,
+                                fk__kernel_figures *figures, size_t capacity)
 {
-    struct fk__symmetric *state = eval ? eval->symmetric : NULL;
-    if (!state)
-        return;
-    if (state->slots)
-        clReleaseMemObject(state->slots);
-    release_programs(state);
-    free(state);
-    eval->symmetric = NULL;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
-/* Kernel figures for bench/kernel_info.c */
-
-static void kernel_figures(fk_context *context, cl_kernel kernel, const char *name,
-                           fk__kernel_figures *out)
-{
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    cl_ulong private_bytes = 0, local_bytes = 0;
-    size_t group = 0, multiple = 0;
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_PRIVATE_MEM_SIZE,
-                             sizeof private_bytes, &private_bytes, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes,
-                             &local_bytes, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof group,
-                             &group, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                             sizeof multiple, &multiple, NULL);
-    out->private_bytes = (uint64_t)private_bytes;
-    out->local_bytes = (uint64_t)local_bytes;
-    out->work_group_size = group;
-    out->preferred_multiple = multiple;
-}
-
-fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
-                                  size_t *count)
-{
-    if (!eval || !count || (capacity && !figures))
-        return FK_ERR_INVALID_ARGUMENT;
-    struct {
+    const struct fk__symmetric *state = opaque;
+    const struct {
         cl_kernel kernel;
         const char *name;
     } kernels[] = {
-        {eval->pairwise, "fk_pairwise"},
-        {eval->reduce, "fk_reduce_splits"},
-        {eval->bound_pairwise, "fk_pairwise (bound pre-pass)"},
-        {eval->symmetric ? eval->symmetric->pair : NULL, "fk_symmetric"},
-        {eval->symmetric ? eval->symmetric->edges : NULL, "fk_symmetric_edges"},
-        {eval->symmetric ? eval->symmetric->reduce : NULL, "fk_symmetric_reduce"},
+        {state->bound_pairwise, "fk_pairwise (bound pre-pass)"},
+        {state->pair, "fk_symmetric"},
+        {state->edges, "fk_symmetric_edges"},
+        {state->reduce, "fk_symmetric_reduce"},
     };
-    *count = 0;
+    size_t count = 0;
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
         if (!kernels[k].kernel)
             continue;
-        if (*count < capacity)
-            kernel_figures(eval->context, kernels[k].kernel, kernels[k].name, &figures[*count]);
-        ++*count;
+        if (count < capacity)
+            fk__kernel_figures_of(eval->context, kernels[k].kernel, kernels[k].name,
+                                  &figures[count]);
+        ++count;
     }
-    return FK_OK;
+    return count;
 }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space: unroll IxJ with J <= I (the j-slots of a step come from the i-block), the
+ * work-group sizes the all-pairs search tries, tiling always (the block pairs are staged through
+ * local memory). j_splits (distances per launch) only when pinned: it bounds memory, not time. */
+
+static const int symmetric_unrolls[] = {1, 2, 4, 8};
+static const int symmetric_gpu_groups[] = {64, 128, 256, 512};
+static const int symmetric_cpu_groups[] = {16, 32, 64, 128, 256};
+
+static int pinned_or(int pinned, int value)
+{
+    return !pinned || pinned == value;
+}
+
+static size_t symmetric_tuning_space(const fk__tuning_query *query, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &query->context->info;
+    const fk_tune_config *pinned = query->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? symmetric_gpu_groups : symmetric_cpu_groups;
+    const int group_count = gpu ? 4 : 5;
+    if (pinned->local_tiling < 0 || pinned->lanes > 0)
+        return 0;
+    fk__loop_shape *space = calloc(4 * 4 * (size_t)group_count, sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b <= a; ++b)
+            for (int g = 0; g < group_count; ++g) {
+                if (!pinned_or(pinned->unroll_i, symmetric_unrolls[a]) ||
+                    !pinned_or(pinned->unroll_j, symmetric_unrolls[b]) ||
+                    !pinned_or(pinned->work_group_size, groups[g]) ||
+                    (size_t)groups[g] > device->max_work_group_size)
+                    continue;
+                fk__loop_shape *s = &space[count++];
+                s->unroll_i = symmetric_unrolls[a];
+                s->unroll_j = symmetric_unrolls[b];
+                s->work_group_size = groups[g];
+                s->local_tiling = 1;
+                s->j_splits = pinned->j_splits > 0 ? pinned->j_splits : 0;
+                const int coordinate[6] = {a, b, g, 1, 0, 0};
+                memcpy(s->coordinate, coordinate, sizeof coordinate);
+            }
+    if (count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+static void symmetric_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    default_variant(&query->context->info, &shape->unroll_i, &shape->unroll_j,
+                    &shape->work_group_size);
+    if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
+        shape->work_group_size = (int)query->context->info.max_work_group_size;
+    shape->local_tiling = 1;
+}
+
+const fk__loop fk__loop_symmetric = {
+    .name = "symmetric",
+    .supports = symmetric_supports,
+    .create = symmetric_create,
+    .prepare = symmetric_prepare,
+    .enqueue = symmetric_enqueue,
+    .figures = symmetric_figures,
+    .destroy = symmetric_destroy,
+    .tuning_space = symmetric_tuning_space,
+    .default_shape = symmetric_default_shape,
+};

@@ -1,0 +1,324 @@
+/* The evaluation's entry points and state: create (variant, loop, subtraction), destroy, compute
+ * through the pair loop (src/loops/loop.h), waiting and timing, getters. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval_internal.h"
+#include "tune.h"
+
+void fk__eval_release_buffers(fk_eval *eval)
+{
+    /* Not the pair table: it is uploaded once, by fk_eval_set_pair_table or the first particles. */
+    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->physics,
+                         &eval->partial, &eval->result,   &eval->excluded};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
+        if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
+            clReleaseMemObject(*buffers[i]);
+        *buffers[i] = NULL;
+    }
+}
+
+void fk_eval_destroy(fk_eval *eval)
+{
+    if (!eval)
+        return;
+    if (eval->partial == eval->result)
+        eval->partial = NULL;
+    fk__eval_release_buffers(eval);
+    if (eval->table)
+        clReleaseMemObject(eval->table);
+    free(eval->host_body);
+    fk__forcelaw_state_free(&eval->law);
+    if (eval->loop)
+        eval->loop->destroy(eval->loop_state);
+    if (eval->subtract)
+        clReleaseKernel(eval->subtract);
+    if (eval->subtract_program)
+        clReleaseProgram(eval->subtract_program);
+    free(eval);
+}
+
+/* The checks every entry point that names a kernel and an accumulator needs: both exist, and the
+ * device can run the accumulator. */
+fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name,
+                                    const char *accum_name, const fk_kernel_desc **kernel,
+                                    const fk_accum_desc **accum)
+{
+    if (!kernel_name)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    *kernel = fk__kernel_desc(kernel_name);
+    if (!*kernel)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown kernel '%s'", kernel_name);
+    *accum = fk__accum_desc(accum_name);
+    if (!*accum)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", accum_name);
+    if ((*accum)->info.needs_fp64 && !context->info.fp64)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "accumulator '%s' needs double precision (cl_khr_fp64), which %s lacks; "
+                        "use float or a compensated accumulator",
+                        (*accum)->info.name, context->info.name);
+    return FK_OK;
+}
+
+/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
+fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
+                                unsigned exclusion_slots, fk_eval **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!context || !context->device)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(context);
+    if (!config)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    const char *accum_name = config->accum          ? config->accum
+                             : config->reproducible ? "fixed64"
+                                                    : "float";
+    const fk_kernel_desc *kernel = NULL;
+    const fk_accum_desc *accum = NULL;
+    fk_status found =
+        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
+    if (found != FK_OK)
+        return found;
+    if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
+        strcmp(accum_name, "narumi") != 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "reproducible mode sums in fixed point (fixed64 or narumi: exact and "
+                        "order-independent); accumulator '%s' is not",
+                        accum_name);
+    if (!isfinite(config->eps) || config->eps < 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
+
+    fk__variant_choice choice;
+    fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
+    if (chosen != FK_OK)
+        return chosen;
+    fk_variant variant = choice.variant;
+    const fk_tuning_entry *tuned = choice.tuned;
+    const fk_variant scalar_variant = choice.scalar;
+    const fk_tuning_entry *const scalar_tuned = choice.scalar_tuned;
+
+    fk_eval *eval = calloc(1, sizeof *eval);
+    if (!eval)
+        return FK_ERR_HOST_MEMORY;
+    eval->context = context;
+    eval->kernel = kernel;
+    eval->accum = accum;
+    eval->config = *config;
+    eval->config.kernel = kernel->info.name; /* keep static strings, not the caller's */
+    eval->config.accum = accum->info.name;
+    eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
+    eval->accum_scale = 1.0;
+    eval->physics_values[0] = (float)(config->eps * config->eps);
+    char law_options[256];
+    fk_status law_status =
+        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, &eval->law,
+                             eval->physics_values, law_options, sizeof law_options);
+    if (law_status != FK_OK) {
+        fk_eval_destroy(eval);
+        return law_status;
+    }
+    /* Lanes are the all-pairs loop in another template (src/loops/lanes.c). */
+    const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
+    char loop_reason[512] = "";
+    fk_status supported = loop->supports(context, kernel, accum, config, &eval->law.physics,
+                                         loop_reason, sizeof loop_reason);
+    if (supported != FK_OK) {
+        fk_eval_destroy(eval);
+        return fk__fail(context, supported, "%s", loop_reason);
+    }
+    if (tuned) {
+        eval->tuned_j_splits = tuned->j_splits;
+        eval->tuned_bucket = fk_tune_bucket_for(tuned->n);
+    }
+
+    fk_program_request request = {.force = kernel->info.name,
+                                  .accum = accum->info.name,
+                                  .unroll_i = variant.unroll_i,
+                                  .unroll_j = variant.unroll_j,
+                                  .work_group_size = variant.work_group_size,
+                                  .local_tiling = variant.local_tiling,
+                                  .potential = config->potential != 0,
+                                  .refresh_cache = config->refresh_cache,
+                                  /* the scalar template: lanes.c asks for its own file */
+                                  .file = NULL};
+    if (config->reproducible)
+        request.extra_options = fk__eval_reproducible_options(eval);
+    else
+        eval->reproducible = -1;
+    char options[512];
+    const char *flush =
+        !config->reproducible && accum->flush_denormals ? "-cl-denorms-are-zero" : "";
+    if (law_options[0] || flush[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
+        snprintf(options, sizeof options, "%s %s %s", law_options, flush,
+                 request.extra_options ? request.extra_options : "");
+        request.extra_options = options;
+    }
+    /* Only the programs the loop needs: its create builds them (the all-pairs program is not
+     * built for symmetric or cells). */
+    eval->variant = variant;
+    eval->variant.program_from_cache = 1;
+    eval->variant.build_seconds = 0;
+    eval->loop = loop;
+    fk_status status = loop->create(eval, &request, &eval->loop_state);
+    if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
+        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
+         * an edited kernel directory without the lane sections still runs the scalar template,
+         * and a build error is then the template's own. */
+        loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
+        loop = &fk__loop_all_pairs;
+        eval->loop = loop;
+        variant = scalar_variant;
+        eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
+        eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
+        request.unroll_i = variant.unroll_i;
+        request.unroll_j = variant.unroll_j;
+        request.work_group_size = variant.work_group_size;
+        request.local_tiling = variant.local_tiling;
+        fk__clear_error(context);
+        eval->variant = variant;
+        eval->variant.program_from_cache = 1;
+        eval->variant.build_seconds = 0;
+        status = loop->create(eval, &request, &eval->loop_state);
+    }
+    eval->acc_param[0] = 1.0f;
+    if (status == FK_OK)
+        status = fk__eval_create_subtraction(eval, &request);
+    if (status != FK_OK) {
+        fk_eval_destroy(eval);
+        return status;
+    }
+    *out = eval;
+    return FK_OK;
+}
+
+fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
+{
+    /* No exclusions yet: an automatic on-the-fly build checks none (no cost per pair) until
+     * fk_eval_set_exclusions says how many partners a particle has. */
+    return fk__eval_create_slots(context, config, 0, out);
+}
+
+double fk__event_seconds(cl_event first, cl_event last)
+{
+    cl_ulong start = 0, end = 0;
+    if (clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
+            CL_SUCCESS ||
+        clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+            CL_SUCCESS)
+        return -1.0;
+    return end > start ? (double)(end - start) * 1e-9 : 0.0;
+}
+
+fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
+                          double *seconds)
+{
+    fk_context *context = eval->context;
+    if (!last)
+        last = first;
+    fk_status status = FK_OK;
+    const cl_int err = clFinish(context->queue);
+    if (err != CL_SUCCESS) {
+        status = fk__cl_fail(context, "clFinish", err);
+    } else {
+        /* An in-order queue ran first .. last; a launch that failed says so in its status. */
+        cl_int state_first = CL_COMPLETE, state_last = CL_COMPLETE;
+        if (first)
+            clGetEventInfo(first, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_first,
+                           &state_first, NULL);
+        if (last && last != first)
+            clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state_last, &state_last,
+                           NULL);
+        if (state_first < 0 || state_last < 0) {
+            char call[96];
+            snprintf(call, sizeof call, "kernel execution (%s)", what);
+            status = fk__cl_fail(context, call, state_first < 0 ? state_first : state_last);
+        }
+    }
+    if (status == FK_OK && seconds)
+        *seconds = first ? fk__event_seconds(first, last) : -1.0;
+    if (first)
+        clReleaseEvent(first);
+    if (last && last != first)
+        clReleaseEvent(last);
+    return status;
+}
+
+/* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended. */
+fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds)
+{
+    fk_context *context = eval->context;
+    cl_event first = NULL, last = NULL;
+    fk_status status = eval->loop->enqueue(eval, eval->loop_state, pass, &first, &last);
+    if (status != FK_OK)
+        return status;
+    cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
+    if (pass == FK__PASS_FORCES)
+        status = fk__eval_enqueue_subtraction(eval, &subtracted);
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        if (first)
+            clReleaseEvent(first);
+        if (last)
+            clReleaseEvent(last);
+        return status;
+    }
+    if (subtracted) {
+        if (last)
+            clReleaseEvent(last);
+        last = subtracted;
+    }
+    return fk__eval_finish(eval, first, last, "pair loop", seconds);
+}
+
+fk_status fk_eval_compute(fk_eval *eval, double *seconds)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (eval->count == 0)
+        return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
+    const fk_status status = fk__eval_run_pass(eval, FK__PASS_FORCES, seconds);
+    eval->computed = status == FK_OK;
+    return status;
+}
+
+void fk__eval_set_j_splits(fk_eval *eval, int j_splits)
+{
+    eval->config.j_splits = j_splits > 0 ? j_splits : 0;
+}
+
+fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
+{
+    if (!eval || !variant)
+        return FK_ERR_INVALID_ARGUMENT;
+    *variant = eval->variant;
+    return FK_OK;
+}
+
+size_t fk_eval_force_components(const fk_eval *eval)
+{
+    return eval ? eval->kernel->info.force_components : 0;
+}
+
+fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
+                                  size_t *count)
+{
+    if (!eval || !count || (capacity && !figures))
+        return FK_ERR_INVALID_ARGUMENT;
+    *count = eval->loop->figures(eval, eval->loop_state, figures, capacity);
+    if (eval->subtract) {
+        if (*count < capacity)
+            fk__kernel_figures_of(eval->context, eval->subtract, "fk_subtract_exclusions",
+                                  &figures[*count]);
+        ++*count;
+    }
+    return FK_OK;
+}

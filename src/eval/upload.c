@@ -1,0 +1,348 @@
+/* Upload and validation: the particles (and the pair table) checked, converted and written to the
+ * device, the all-pairs j-split chosen, then the loop prepared and the accumulator parameters
+ * measured. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval_internal.h"
+#include "tune.h"
+
+/* i-particles per work-group: the unrolled ones, or the lanes. */
+static size_t i_per_group(const fk_variant *variant)
+{
+    return (size_t)variant->work_group_size * (size_t)variant->unroll_i *
+           (size_t)(variant->lanes > 0 ? variant->lanes : 1);
+}
+
+static int choose_splits(const fk_eval *eval, size_t count)
+{
+    const int group = eval->variant.work_group_size;
+    const size_t i_block = i_per_group(&eval->variant);
+    const size_t i_groups = (count + i_block - 1) / i_block;
+    const size_t max_splits = (count + (size_t)group - 1) / (size_t)group; /* >= one tile each */
+    size_t splits;
+    if (eval->config.j_splits > 0) {
+        splits = (size_t)eval->config.j_splits;
+    } else if (eval->tuned_j_splits > 0 && fk_tune_bucket_for(count) == eval->tuned_bucket) {
+        /* A tuned split is a count of work-groups for that bucket's N; elsewhere it could
+         * multiply the partial-sum memory, so other N get the automatic split. */
+        splits = (size_t)eval->tuned_j_splits;
+    } else {
+        /* Enough work-groups to fill the device: GPUs need several resident groups per compute
+         * unit to hide latency; a CPU runs one group per core thread at a time. */
+        const fk_device_info *device = &eval->context->info;
+        size_t target = (size_t)device->compute_units * (device->type == FK_DEVICE_GPU ? 8 : 2);
+        splits = (target + i_groups - 1) / i_groups;
+    }
+    if (splits > max_splits)
+        splits = max_splits;
+    if (splits < 1)
+        splits = 1;
+    return (int)splits;
+}
+
+static fk_status check_particles(fk_eval *eval, const fk_particles *particles)
+{
+    fk_context *context = eval->context;
+    const size_t n = particles->count;
+    if (n == 0)
+        return fk__fail(context, FK_ERR_INVALID_INPUT, "no particles (N = 0)");
+    if (n > (size_t)(1u << 30))
+        return fk__fail(context, FK_ERR_INVALID_INPUT, "N = %zu exceeds the limit of 2^30", n);
+    if (!particles->position)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no positions given");
+    for (size_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            double x = particles->position[3 * i + (size_t)k];
+            if (!isfinite(x) || fabs(x) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: coordinate %d is %g (not a finite float)", i, k, x);
+        }
+        if (particles->mass) {
+            double m = particles->mass[i];
+            if (!isfinite(m) || fabs(m) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: mass/charge is %g (not a finite float)", i, m);
+        }
+    }
+    return FK_OK;
+}
+
+/* With eps = 0 two bodies at the same (single-precision) position have an infinite force: a user
+ * error that must be reported, not turned into NaN. O(N log N). */
+static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
+{
+    /* The molecular kernels check in fk__forcelaw_particles (modulo their periodic box). */
+    if (eval->config.eps > 0 || n < 2 || eval->kernel->uses_table)
+        return FK_OK;
+    size_t a = 0, b = 0;
+    fk_status status = fk__find_coincident(body, n, NULL, &a, &b);
+    if (status != FK_OK || a == SIZE_MAX)
+        return status;
+    return fk__fail(eval->context, FK_ERR_INVALID_INPUT,
+                    "particles %zu and %zu are at the same position (%g, %g, %g) and the "
+                    "softening eps is 0: their force is infinite; use --eps",
+                    a, b, (double)body[4 * a], (double)body[4 * a + 1], (double)body[4 * a + 2]);
+}
+
+fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
+                                 void *host, const char *what)
+{
+    cl_int err = CL_SUCCESS;
+    *buffer = clCreateBuffer(eval->context->cl, flags, bytes, host, &err);
+    if (err != CL_SUCCESS)
+        return fk__fail(eval->context, fk__cl_status(err),
+                        "clCreateBuffer (%s, %zu bytes) failed: %s (%d)", what, bytes,
+                        fk__cl_error_name(err), (int)err);
+    return FK_OK;
+}
+
+fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
+{
+    if (!eval || !particles)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    fk_status status = check_particles(eval, particles);
+    if (status != FK_OK)
+        return status;
+    const size_t n = particles->count;
+
+    float *body = malloc(n * 4 * sizeof *body);
+    if (!body)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k)
+            body[4 * i + (size_t)k] = (float)particles->position[3 * i + (size_t)k];
+        body[4 * i + 3] = particles->mass ? (float)particles->mass[i] : 1.0f;
+    }
+    status = check_coincident(eval, body, n);
+    void *aux = NULL;
+    size_t aux_bytes = 0;
+    if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
+        status = fk__forcelaw_particles(context, eval->kernel, &eval->law, particles, body, &aux,
+                                        &aux_bytes);
+    int32_t *excluded = NULL; /* exclude afterwards: the partner lists */
+    size_t excluded_bytes = 0;
+    if (status == FK_OK && eval->subtract)
+        status = fk__forcelaw_exclusion_lists(context, &eval->law, n, &excluded, &excluded_bytes);
+    float *table = NULL;
+    size_t table_bytes = 0;
+    if (status == FK_OK && !eval->table && eval->kernel->uses_table)
+        status = fk__forcelaw_table(context, eval->kernel, &eval->law, &table, &table_bytes);
+    if (status != FK_OK) {
+        free(body);
+        free(aux);
+        free(excluded);
+        return status;
+    }
+
+    const int splits = choose_splits(eval, n);
+    const int group = eval->variant.work_group_size;
+    size_t chunk = (n + (size_t)splits - 1) / (size_t)splits;
+    chunk = (chunk + (size_t)group - 1) / (size_t)group * (size_t)group;
+    const int effective_splits = (int)((n + chunk - 1) / chunk);
+
+    /* Check the sizes against the device before asking: many drivers allocate lazily and would
+     * only fail at the first launch. */
+    const size_t result_bytes = n * eval->components * 8;
+    const size_t partial_bytes = effective_splits > 1 ? result_bytes * (size_t)effective_splits : 0;
+    const size_t body_bytes = n * 4 * sizeof(float);
+    const size_t total =
+        body_bytes * (eval->kernel->uses_aux ? 2 : 1) + result_bytes + partial_bytes;
+    const fk_device_info *device = &context->info;
+    size_t largest = partial_bytes > result_bytes ? partial_bytes : result_bytes;
+    if (largest < body_bytes)
+        largest = body_bytes;
+    if (total > device->global_memory_bytes || largest > device->max_allocation_bytes) {
+        free(body);
+        free(aux);
+        free(table);
+        free(excluded);
+        return fk__fail(context, FK_ERR_DEVICE_MEMORY,
+                        "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
+                        "%llu (largest allocation %llu)",
+                        n, total, largest, device->name,
+                        (unsigned long long)device->global_memory_bytes,
+                        (unsigned long long)device->max_allocation_bytes);
+    }
+
+    if (eval->partial == eval->result)
+        eval->partial = NULL;
+    fk__eval_release_buffers(eval);
+    eval->computed = 0;
+    eval->count = 0;
+    const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+    status = fk__eval_create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
+    free(eval->host_body); /* kept: fk_eval_update_positions rewrites only its positions */
+    eval->host_body = body;
+    /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
+     * list fixed. */
+    if (status == FK_OK && aux)
+        status = fk__eval_create_buffer(eval, &eval->body_aux, read_only, aux_bytes, aux, "aux");
+    else if (status == FK_OK)
+        status = fk__eval_create_buffer(eval, &eval->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
+    free(aux);
+    if (status == FK_OK && table)
+        status =
+            fk__eval_create_buffer(eval, &eval->table, read_only, table_bytes, table, "pair table");
+    else if (status == FK_OK && !eval->table)
+        status = fk__eval_create_buffer(eval, &eval->table, CL_MEM_READ_ONLY, 16, NULL, "table");
+    free(table);
+    if (status == FK_OK)
+        status =
+            fk__eval_create_buffer(eval, &eval->physics, read_only, sizeof eval->physics_values,
+                                   eval->physics_values, "physics");
+    if (status == FK_OK && excluded)
+        status = fk__eval_create_buffer(eval, &eval->excluded, read_only, excluded_bytes, excluded,
+                                        "exclusion lists");
+    free(excluded);
+    if (status == FK_OK)
+        status = fk__eval_create_buffer(eval, &eval->result, CL_MEM_READ_WRITE, result_bytes, NULL,
+                                        "results");
+    if (status == FK_OK && effective_splits > 1)
+        status = fk__eval_create_buffer(eval, &eval->partial, CL_MEM_READ_WRITE, partial_bytes,
+                                        NULL, "partial sums");
+    else if (status == FK_OK)
+        eval->partial = eval->result;
+    /* Poison the results (all bits set: NaN in every float format) so an element the kernel fails
+     * to write shows up as NaN instead of a stale or zero value. */
+    if (status == FK_OK) {
+        const cl_uchar poison = 0xff;
+        cl_int err =
+            fk__enqueue_fill(context, eval->result, &poison, 1, result_bytes, 0, NULL, NULL);
+        if (err == CL_SUCCESS && eval->partial != eval->result)
+            err =
+                fk__enqueue_fill(context, eval->partial, &poison, 1, partial_bytes, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clFinish(context->queue);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
+    }
+    if (status != FK_OK) {
+        if (eval->partial == eval->result)
+            eval->partial = NULL;
+        fk__eval_release_buffers(eval);
+        return status;
+    }
+    eval->count = n;
+    eval->j_chunk = (int)chunk;
+    eval->variant.j_splits = effective_splits;
+    status = eval->loop->prepare(eval, eval->loop_state);
+    if (status == FK_OK)
+        status = fk__eval_choose_accum_parameters(eval);
+    if (status != FK_OK)
+        eval->count = 0;
+    return status;
+}
+
+/* The time-stepping fast path: the particles stay, only positions (and gaj's velocities) change,
+ * so the buffers, types, pair table and exclusions are kept and the new coordinates are written
+ * into the existing buffers. What is not repeated, and why that is safe:
+ * - check_particles' count and mass checks: count and masses are those already checked;
+ * - the molecular kernels' O(N log N) search for coincident particles (fk__forcelaw_particles):
+ *   a coincident pair is masked nowhere, so rsqrt(0) makes its forces NaN; float and the other
+ *   plain accumulators return that NaN, and the data-scaled ones (fixed64, narumi,
+ *   nitadori_large) fail their bound pre-pass with FK_ERR_OVERFLOW; neither passes silently.
+ * Gravity with eps = 0 keeps its check (the self-term floor would give a huge finite force). */
+fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const double *velocity)
+{
+    if (!eval || !position)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (eval->count == 0 || !eval->host_body)
+        return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
+    const size_t n = eval->count;
+    const int gaj = eval->kernel->law == FK_LAW_GAJ;
+    if (gaj && !velocity)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
+    float *body = eval->host_body;
+    for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            const double x = position[3 * i + (size_t)k];
+            if (!isfinite(x) || fabs(x) > FLT_MAX)
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: coordinate %d is %g (not a finite float)", i, k, x);
+            body[4 * i + (size_t)k] = (float)x;
+        }
+    float *aux = NULL;
+    if (gaj) {
+        aux = malloc(4 * n * sizeof *aux);
+        if (!aux)
+            return FK_ERR_HOST_MEMORY;
+        for (size_t i = 0; i < n; ++i) {
+            for (int k = 0; k < 3; ++k) {
+                const double v = velocity[3 * i + (size_t)k];
+                if (!isfinite(v) || fabs(v) > FLT_MAX) {
+                    free(aux);
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "particle %zu: velocity %d is %g (not a finite float)", i, k,
+                                    v);
+                }
+                aux[4 * i + (size_t)k] = (float)v;
+            }
+            aux[4 * i + 3] = 0.0f;
+        }
+    }
+    fk_status status = check_coincident(eval, body, n);
+    if (status != FK_OK) {
+        free(aux);
+        return status;
+    }
+    /* Blocking writes: the host arrays are reused by the next update. */
+    cl_int err = clEnqueueWriteBuffer(context->queue, eval->body, CL_TRUE, 0, 4 * n * sizeof *body,
+                                      body, 0, NULL, NULL);
+    if (err == CL_SUCCESS && aux)
+        err = clEnqueueWriteBuffer(context->queue, eval->body_aux, CL_TRUE, 0, 4 * n * sizeof *aux,
+                                   aux, 0, NULL, NULL);
+    free(aux);
+    eval->computed = 0;
+    if (err != CL_SUCCESS) {
+        eval->count = 0; /* the device holds neither the old nor the new particles for sure */
+        return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
+    }
+    status = eval->loop->prepare(eval, eval->loop_state);
+    if (status == FK_OK) /* the scale depends on the data: every update */
+        status = fk__eval_choose_accum_parameters(eval);
+    if (status != FK_OK)
+        eval->count = 0;
+    return status;
+}
+
+/* Both invalidate the particles: types and exclusion indices are checked, and exclusions built
+ * into body_aux, by the next fk_eval_set_particles. */
+fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
+{
+    if (!eval || !table)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    char message[512] = "";
+    fk__pair_params params;
+    fk_status status = fk__pair_params_copy(eval->kernel, table, &params, message, sizeof message);
+    if (status != FK_OK)
+        return fk__fail(context, status, "%s", message);
+    fk__pair_params_free(&eval->law.pairs);
+    eval->law.pairs = params;
+    float *values = NULL;
+    size_t bytes = 0;
+    status = fk__forcelaw_table(context, eval->kernel, &eval->law, &values, &bytes);
+    cl_mem buffer = NULL;
+    if (status == FK_OK)
+        status = fk__eval_create_buffer(eval, &buffer, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                        bytes, values, "pair table");
+    free(values);
+    if (status != FK_OK)
+        return status;
+    if (eval->table)
+        clReleaseMemObject(eval->table);
+    eval->table = buffer;
+    eval->count = 0;
+    eval->computed = 0;
+    return FK_OK;
+}
