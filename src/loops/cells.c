@@ -421,11 +421,15 @@ static fk_status bin_once(fk_eval *eval, struct fk__cells *cells, cl_int *stats,
     const cl_float4 inv_size = {{cells->inv_size[0], cells->inv_size[1], cells->inv_size[2], 0.0f}};
     cl_event events[5] = {NULL};
     const cl_int zero = 0;
+    /* The call that failed, for the caller's detail. */
+    const char *call = "clEnqueueFillBuffer (cell lists: cell counts)";
     cl_int err = fk__enqueue_fill(context, cells->count, &zero, sizeof zero,
                                   cells->cells * sizeof(cl_int), 0, NULL, &events[0]);
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueWriteBuffer (cell lists: statistics)";
         err = clEnqueueWriteBuffer(context->queue, cells->stats, CL_FALSE, 0, sizeof initial_stats,
                                    initial_stats, 0, NULL, &events[1]);
+    }
     fk_status status =
         FK__SET_ARGS(context, cells->bin, "fk_cells_bin", 0, FK__ARG(n), FK__ARG(eval->body),
                      FK__ARG(origin), FK__ARG(inv_size), FK__ARG(grid), FK__ARG(capacity),
@@ -444,24 +448,32 @@ static fk_status bin_once(fk_eval *eval, struct fk__cells *cells, cl_int *stats,
     const size_t group = AUX_WG;
     const size_t bin_global = ((size_t)n + group - 1) / group * group;
     const size_t finish_global = (cells->cells + group - 1) / group * group;
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueNDRangeKernel (fk_cells_bin)";
         err = clEnqueueNDRangeKernel(context->queue, cells->bin, 1, NULL, &bin_global, &group, 0,
                                      NULL, &events[2]);
-    if (err == CL_SUCCESS)
+    }
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueNDRangeKernel (fk_cells_finish)";
         err = clEnqueueNDRangeKernel(context->queue, cells->finish, 1, NULL, &finish_global, &group,
                                      0, NULL, &events[3]);
+    }
     /* The positions of this build, for the next displacement check. */
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueCopyBuffer (cell lists: positions)";
         err = clEnqueueCopyBuffer(context->queue, eval->body, cells->reference, 0, 0,
                                   (size_t)n * 4 * sizeof(cl_float), 0, NULL, &events[4]);
-    if (err == CL_SUCCESS)
+    }
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueReadBuffer (cell lists: statistics)";
         err = clEnqueueReadBuffer(context->queue, cells->stats, CL_TRUE, 0, sizeof initial_stats,
                                   stats, 0, NULL, NULL);
+    }
     if (err == CL_SUCCESS)
         collect_events(events, 5, seconds);
     else
         collect_events(events, 5, &(double){0});
-    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, "cell lists: binning", err);
+    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, call, err);
 }
 
 static fk_status build(fk_eval *eval, struct fk__cells *cells, const cl_int *check_stats,
@@ -500,13 +512,19 @@ static fk_status build(fk_eval *eval, struct fk__cells *cells, const cl_int *che
             fk_status status =
                 replace_buffer(eval, &cells->slots, entries * sizeof(cl_int), "placeholders");
             cells->slot_capacity = status == FK_OK ? entries : 0;
-            if (status != FK_OK)
+            if (status != FK_OK) {
+                /* Keep the allocation's own detail; say "clustered" only when the last build
+                 * found a cell far above the mean (a first build has not looked yet). */
+                char detail[512];
+                snprintf(detail, sizeof detail, "%s", fk_context_last_error(eval->context));
+                const int clustered = cells->max_count > 2 * (int)ceil(mean) + 8;
                 return fk__fail(eval->context, status,
-                                "cell lists: %zu cells x %d placeholders do not fit on %s: the "
-                                "particles are too clustered for fixed placeholders (the fullest "
-                                "cell holds %d of %zu); use the all-pairs algorithm",
-                                cells->cells, cells->capacity, eval->context->info.name,
-                                cells->max_count, n);
+                                "cell lists: %zu cells x %d placeholders do not fit on %s: %s%s",
+                                cells->cells, cells->capacity, eval->context->info.name, detail,
+                                clustered ? "; the particles are too clustered for fixed "
+                                            "placeholders: use the all-pairs algorithm"
+                                          : "");
+            }
         }
         fk_status status = bin_once(eval, cells, stats, &seconds);
         if (status != FK_OK)
@@ -549,6 +567,7 @@ static fk_status update(fk_eval *eval, struct fk__cells *cells)
         {(cl_float)cells->box[0], (cl_float)cells->box[1], (cl_float)cells->box[2], 0.0f}};
     const cl_int periodic = cells->periodic;
     cl_event events[2] = {NULL};
+    const char *call = "clEnqueueWriteBuffer (cell lists: statistics)"; /* what failed */
     cl_int err = clEnqueueWriteBuffer(context->queue, cells->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
     fk_status status =
@@ -563,17 +582,21 @@ static fk_status update(fk_eval *eval, struct fk__cells *cells)
     }
     const size_t group = AUX_WG;
     const size_t global = ((size_t)n + group - 1) / group * group;
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueNDRangeKernel (fk_cells_check)";
         err = clEnqueueNDRangeKernel(context->queue, cells->check, 1, NULL, &global, &group, 0,
                                      NULL, &events[1]);
+    }
     cl_int stats[STAT_COUNT];
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueReadBuffer (cell lists: statistics)";
         err = clEnqueueReadBuffer(context->queue, cells->stats, CL_TRUE, 0, sizeof stats, stats, 0,
                                   NULL, NULL);
+    }
     double seconds = 0.0;
     collect_events(events, 2, &seconds);
     if (err != CL_SUCCESS)
-        return fk__cl_fail(context, "cell lists: displacement check", err);
+        return fk__cl_fail(context, call, err);
     if (stats[STAT_BAD] != INT_MAX) {
         const cl_int bad = stats[STAT_BAD];
         cl_float p[4] = {0};
