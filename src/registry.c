@@ -21,8 +21,8 @@ static const fk_kernel_desc kernels[] = {
         .reference = fk__reference_ga,
     },
     /* Flops per interaction: Elsen et al., Table 1 for gaj and ljc_* (their count of the plain
-     * kernels, kept for comparison with the paper); lj 30 and buck 40 are forcekit's own counts. README "Force
-     * laws" gives our own count of what each kernel executes. */
+     * kernels, kept for comparison with the paper); lj 30 and buck 40 are forcekit's own counts.
+     * docs/force-laws.md "Force laws" gives our own count of what each kernel executes. */
     {
         .info = {.name = "gaj",
                  .description = "gravitational acceleration and jerk (Hermite), softening eps",

@@ -72,7 +72,7 @@ fk_status fk_generate_fluorite(size_t count, fk_system *system);
  * SPC/E waters in a shell around it; typed LJ (AMBER parm99 and SPC/E) + Coulomb; exclusions: the
  * 1-2 and 1-3 pairs inside residues and waters. Non-excluded atoms are at least the sum of their
  * clash radii apart (heavy 1.35, hydrogen 0.9 Angstrom). Units: Angstrom, kcal/mol, e (Coulomb
- * k = 332.0637 kcal/mol Angstrom / e^2). See systems.c and README "Generating systems". */
+ * k = 332.0637 kcal/mol Angstrom / e^2). See systems.c and docs/systems.md. */
 #define FK_PROTEIN_ATOMS 3339
 #define FK_PROTEIN_SOLUTE_ATOMS 2715
 #define FK_PROTEIN_WATERS 208

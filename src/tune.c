@@ -1,4 +1,4 @@
-/* The autotuner (README "Autotuning"): per N bucket, every candidate variant is built, checked
+/* The autotuner (docs/tuning.md): per N bucket, every candidate variant is built, checked
  * against the double-precision host reference on sampled particles, and only then timed (a
  * warm-up, then the median of at least 5 evaluations by OpenCL event profiling). The budget
  * decides between an exhaustive search and a sampled one with local refinement around the best.

@@ -1,4 +1,4 @@
-/* The tuning database: device keys, files, lookup and update (README "Autotuning").
+/* The tuning database: device keys, files, lookup and update (docs/tuning.md).
  *
  * A database is one JSON document {"format": "forcekit-tuning", "version": 1, "entries": [...]};
  * each entry names a device at three levels (vendor, architecture, device name, each possibly

@@ -362,7 +362,7 @@ expect_json "bench takes the user database's entry" "$WORK/out" \
     'd["results"][0]["variant_source"] == "user_db"'
 expect_exit "forces after tune exits 0" 0 env FORCEKIT_TUNING_DB="$DB" "$FK" forces --kernel ga --in "$WORK/two.txt"
 expect_stderr "forces names the user database" "(user tuning database)"
-# ti: on CPUs, ga with float or double takes the lane loop over shipped entries (README "Lanes")
+# ti: on CPUs, ga with float or double takes the lane loop over shipped entries (docs/algorithms.md "CPU lanes")
 printf '{"entries": [{"kernel": "ga", "accum": "ti", "n": 1024, "unroll": "2x2", "work_group_size": 16}]}\n' >"$WORK/shipped.json"
 expect_exit "forces with a shipped default entry exits 0" 0 env FORCEKIT_TUNING_DB=off FORCEKIT_SHIPPED_TUNING_DB="$WORK/shipped.json" "$FK" forces --kernel ga --accum ti --in "$WORK/two.txt"
 expect_stderr "forces names the shipped database" "variant 2x2 (shipped tuning database)"

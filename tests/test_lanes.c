@@ -389,7 +389,7 @@ static uint32_t *packed_words(const fk_eval_config *config, const lane_system *s
  * a multiple of the width. The pair terms must be the same bits too: with --reproducible
  * (correctly rounded sqrt and divide) on every device; with rsqrt only where the compiler rounds
  * it alike in vector and scalar code, which POCL does (sqrt + divide) and Intel's CPU runtime
- * does not (README, issue #12): there a difference is reported, not failed. */
+ * does not (docs/precision.md, issue #12): there a difference is reported, not failed. */
 static void test_lanes_fixed_point_bit_identical(void **state)
 {
     (void)state;

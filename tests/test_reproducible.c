@@ -1,7 +1,7 @@
 /*
  * Reproducible mode across devices, pair loops and exclusion modes: golden checksums.
  *
- * README ("Bit-identity promises") promises that with fk_eval_config.reproducible the results of
+ * docs/precision.md ("Bit-identity promises") promises that with fk_eval_config.reproducible the results of
  * fixed64 and narumi are the same bits on every conformant device that can run the mode
  * (fk_eval_reproducible() == 1), in every pair loop and exclusion mode: every pair term is built
  * from correctly rounded operations only (+, -, *, /, sqrt; no rsqrt, no contraction, denormals

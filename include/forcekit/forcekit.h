@@ -216,10 +216,11 @@ typedef struct fk_eval_config {
      * pair arithmetic that is the same bits on every conformant device (correctly rounded divide
      * and sqrt instead of rsqrt, no contraction, denormals kept). fk_eval_reproducible() says
      * whether the device can. Without it, each pair term is whatever the device's compiler makes
-     * of the source, which may differ between two programs (README "Bit-identity promises"). */
+     * of the source, which may differ between two programs (docs/precision.md, "Bit-identity
+     * promises"). */
     int reproducible;
-    /* Molecular kernels (ljc_*, lj, buck; docs/force-laws.md); zero means the default named. Gravity
-     * kernels reject nonzero values here. */
+    /* Molecular kernels (ljc_*, lj, buck; docs/force-laws.md); zero means the default named.
+     * Gravity kernels reject nonzero values here. */
     double cutoff;        /* rc, an absolute distance: pairs at r >= rc contribute nothing and the
                            * pair function is force-shifted (f(r) - f(rc)); lj: 0 means 2.5;
                            * ljc_*, buck: 0 means no cutoff (plain all-pairs) */
@@ -266,10 +267,10 @@ typedef enum fk_exclusion_mode {
     FK_EXCLUDE_AFTERWARDS = 1
 } fk_exclusion_mode;
 
-/* Typed pair parameters (--params, docs/file-formats.md): types T (particle types are 0..T-1), values[(a * T + b) *
- * P + p] the P = fk_kernel_info.pair_parameters parameters of pair (a, b) (lj, ljc_*: epsilon,
- * sigma; buck: A, rho, C), symmetric. present (NULL: all) flags the pairs that have parameters; a
- * pair the particles use without them is an error naming it. */
+/* Typed pair parameters (--params, docs/file-formats.md): types T (particle types are 0..T-1),
+ * values[(a * T + b) * P + p] the P = fk_kernel_info.pair_parameters parameters of pair (a, b) (lj,
+ * ljc_*: epsilon, sigma; buck: A, rho, C), symmetric. present (NULL: all) flags the pairs that have
+ * parameters; a pair the particles use without them is an error naming it. */
 #define FK_MAX_PAIR_TYPES 1024
 typedef struct fk_pair_table {
     size_t types;
@@ -452,7 +453,7 @@ typedef struct fk_tune_config {
 
 typedef struct fk_tune_result {
     char kernel[64], accum[64];
-    /* The database keys of this device (see README "Autotuning"). */
+    /* The database keys of this device (see docs/tuning.md). */
     char device_type[16], vendor[128], architecture[128], device[256];
     char database[1024]; /* where the entries were written; empty when nothing was written */
     char resume[1024];   /* the resume file */

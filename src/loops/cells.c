@@ -217,7 +217,7 @@ static fk_status cells_supports(fk_context *context, const fk_kernel_desc *kerne
 /* The built-in shape of the pair loop, where neither the configuration nor a tuning database
  * entry gives one (the measurements are in cells_create). Local memory pays on GPUs; on CPUs it
  * is ordinary memory, and the loop without barriers compiles faster and runs faster on POCL
- * (measured: README "Cell lists"). */
+ * (measured: docs/algorithms.md "Cell lists"). */
 static void builtin_shape(const fk_device_info *device, int *group, int *unroll, int *tiling)
 {
     const int gpu = device->type == FK_DEVICE_GPU;
@@ -248,8 +248,8 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
      * does not vectorize this loop across work-items): one work-item of 4 unrolled placeholders,
      * 4 independent sums; at densities 0.1 to 1 it measured 1.3 to 9 times faster than 4 x 4 and
      * 16 x 1, 1 to 4.4 times faster than 1 x 1, 3 to 7 than 1 x 8, 1.2 to 2.4 times faster than 2 x
-     * 4 at 0.4 and 0.1 and 5% slower at 1 (README "Cell lists"). config.work_group_size and
-     * unroll_i override. */
+     * 4 at 0.4 and 0.1 and 5% slower at 1 (docs/algorithms.md "Cell lists"). config.work_group_size
+     * and unroll_i override. */
     const fk_device_info *device = &context->info;
     /* A tuning database entry for the cell loop (`forcekit tune --algorithm cells`) replaces the
      * built-in shape where the configuration leaves it automatic. */
