@@ -34,7 +34,9 @@ int main(void)
     }
     printf("device: %s\n", fk_context_device(context)->name);
 
-    fk_eval_config config = {.kernel = "ga", .accum = "float", .eps = 0.01};
+    /* struct_size: a later library that has grown the struct reads only what this program has */
+    fk_eval_config config = {
+        .struct_size = sizeof(fk_eval_config), .kernel = "ga", .accum = "float", .eps = 0.01};
     fk_eval *eval = NULL;
     fk_particles particles = {.count = N, .position = position, .mass = mass};
     double seconds = 0;

@@ -104,6 +104,12 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     if (!context)
         return FK_ERR_HOST_MEMORY;
     *out = context;
+    fk_context_config copy;
+    fk_status copied = fk__config_copy(context, "fk_context_config", &copy, sizeof copy, config,
+                                       FK__SIZE_0_2(fk_context_config, cache_dir));
+    if (copied != FK_OK)
+        return copied;
+    config = &copy;
 
     const char *selector = config->device;
     if (!selector || !*selector)

@@ -7,6 +7,7 @@
 #endif
 #include <CL/cl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "forcekit/forcekit.h"
@@ -25,7 +26,7 @@ struct fk_context {
     cl_command_queue queue; /* in-order, profiling enabled */
     char *kernel_dir;
     char kernel_version[32]; /* kernel_dir/VERSION, "unknown" without one */
-    char *cache_dir; /* NULL: cache off */
+    char *cache_dir;         /* NULL: cache off */
     char *last_error;
     size_t last_error_capacity;
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
@@ -43,6 +44,17 @@ int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local
 /* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
  * per context; src/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);
+
+/* Copies a caller's configuration struct (in, whose first member is struct_size) into out
+ * (out_size bytes, this library's layout): only the bytes the caller's version has, the rest zero
+ * (defaults); struct_size 0 means size_0_2, the layout of 0.2.0. FK_ERR_INVALID_ARGUMENT, with the
+ * reason recorded on context (may be NULL), for an implausible size or a larger struct that sets
+ * bytes this library does not know. */
+fk_status fk__config_copy(fk_context *context, const char *type, void *out, size_t out_size,
+                          const void *in, size_t size_0_2);
+/* The sizes of 0.2.0's configuration structs (their last member's end), what struct_size 0 means.
+ */
+#define FK__SIZE_0_2(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
 
 /* Records the detail of a failure and returns status (so callers can `return fk__fail(...)`). */
 fk_status fk__fail(fk_context *context, fk_status status, const char *format, ...) FK_PRINTF(3, 4);

@@ -984,6 +984,12 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__clear_error(context);
     if (!config)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    fk_tune_config copy;
+    const fk_status copied = fk__config_copy(context, "fk_tune_config", &copy, sizeof copy, config,
+                                             FK__SIZE_0_2(fk_tune_config, user));
+    if (copied != FK_OK)
+        return copied;
+    config = &copy;
     const fk_kernel_desc *kernel_desc = NULL;
     const fk_accum_desc *accum_desc = NULL;
     fk_status found =

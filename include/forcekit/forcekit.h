@@ -6,7 +6,12 @@
  * and read with fk_context_last_error(). The library never prints and never exits.
  *
  * Configuration structs follow the rule "zero means default": memset them to 0 (or use {0}) and set
- * only what you need, so fields added later break nobody.
+ * only what you need, so fields added later break nobody. Their first member, struct_size, makes
+ * that hold for binaries too: set it to sizeof the struct (FK_CONFIG_INIT(type) does), and a later
+ * library that has grown the struct reads only the bytes your program has and takes its new
+ * fields as zero. 0 means the layout of 0.2.0, the first with the field; a struct larger than the
+ * library knows is accepted when the bytes it does not know are zero, and refused
+ * (FK_ERR_INVALID_ARGUMENT) when they set something.
  *
  * Threads: objects of different contexts may be used concurrently from different threads; one
  * context and everything created from it (its evaluations, tuning runs) must be used from one
@@ -35,6 +40,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* An initializer for a configuration struct with its struct_size set and everything else zero
+ * (default): fk_eval_config config = FK_CONFIG_INIT(fk_eval_config); */
+#define FK_CONFIG_INIT(type)                                                                       \
+    {                                                                                              \
+        .struct_size = sizeof(type)                                                                \
+    }
 
 /* The library's version, "MAJOR.MINOR.PATCH", and as MAJOR * 10000 + MINOR * 100 + PATCH: that
  * of the library loaded at run time, which may differ from the FK_VERSION_* a program was
@@ -113,9 +125,11 @@ FK_API fk_status fk_device_select(const fk_device_info *devices, size_t count, c
 typedef struct fk_context fk_context;
 
 typedef struct fk_context_config {
+    size_t struct_size; /* sizeof(fk_context_config), or 0 (0.2.0); see the top of this file */
     const char *device; /* selector; NULL: $FORCEKIT_DEVICE, else first GPU, else first CPU */
-    const char
-        *kernel_dir; /* NULL: $FORCEKIT_KERNEL_DIR, then the build tree, then the install prefix */
+    /* NULL: $FORCEKIT_KERNEL_DIR, then share/forcekit/cl beside the installed library (wherever
+     * the prefix was moved), then the build tree for the build tree's own library */
+    const char *kernel_dir;
     const char
         *cache_dir; /* NULL: $FORCEKIT_CACHE_DIR, else $XDG_CACHE_HOME/forcekit; "off" disables */
 } fk_context_config;
@@ -198,6 +212,7 @@ FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
 
 typedef struct fk_eval_config {
+    size_t struct_size;     /* sizeof(fk_eval_config), or 0 (0.2.0); see the top of this file */
     const char *kernel;     /* "ga"; required */
     const char *accum;      /* NULL: "float" */
     int unroll_i, unroll_j; /* each 1, 2, 4 or 8; 0: automatic */
@@ -434,6 +449,7 @@ typedef struct fk_tune_progress {
 typedef int (*fk_tune_progress_fn)(const fk_tune_progress *progress, void *user);
 
 typedef struct fk_tune_config {
+    size_t struct_size;    /* sizeof(fk_tune_config), or 0 (0.2.0); see the top of this file */
     const char *kernel;    /* required */
     const char *accum;     /* NULL: "float" */
     size_t n;              /* 0: every bucket; else only the bucket holding n, measured at n */

@@ -200,6 +200,16 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
 
 fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
 {
+    fk_eval_config copy;
+    if (config && context && out) {
+        *out = NULL;
+        fk__clear_error(context);
+        const fk_status status = fk__config_copy(context, "fk_eval_config", &copy, sizeof copy,
+                                                 config, FK__SIZE_0_2(fk_eval_config, lanes));
+        if (status != FK_OK)
+            return status;
+        config = &copy;
+    }
     /* No exclusions yet: an automatic on-the-fly build checks none (no cost per pair) until
      * fk_eval_set_exclusions says how many partners a particle has. */
     return fk__eval_create_slots(context, config, 0, out);
