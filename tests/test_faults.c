@@ -238,16 +238,8 @@ static int setup(void **state)
     gravity.particles =
         (fk_particles){.count = N, .position = gravity.position, .mass = gravity.mass};
     const fk_physics gravity_physics = {.eps = 0.01};
-    size_t i = 0;
-    for (int x = 0; x < SIDE; ++x)
-        for (int y = 0; y < SIDE; ++y)
-            for (int z = 0; z < SIDE; ++z, ++i) {
-                const int cell[3] = {x, y, z};
-                for (int k = 0; k < 3; ++k)
-                    fluid.position[3 * i + (size_t)k] =
-                        1.1 * (cell[k] + 0.5) + 0.2 * (fk_test_rng_uniform(&rng) - 0.5);
-                fluid.type[i] = 0;
-            }
+    fk_test_jittered_lattice(fluid.position, SIDE, 1.1, 0.2, &rng);
+    memset(fluid.type, 0, sizeof fluid.type);
     fluid.particles = (fk_particles){.count = N, .position = fluid.position, .type = fluid.type};
     const fk_physics fluid_physics = {.cutoff = 2.5, .box = {1.1 * SIDE, 1.1 * SIDE, 1.1 * SIDE}};
     if (fk_reference_forces("ga", &gravity.particles, &gravity_physics, gravity.reference, NULL) !=

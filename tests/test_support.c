@@ -111,3 +111,17 @@ int fk_test_open_context(fk_context **context)
             fk_context_device(*context)->selector);
     return 0;
 }
+
+void fk_test_jittered_lattice(double *position, int side, double spacing, double jitter,
+                              fk_test_rng *rng)
+{
+    size_t i = 0;
+    for (int x = 0; x < side; ++x)
+        for (int y = 0; y < side; ++y)
+            for (int z = 0; z < side; ++z, ++i) {
+                const int cell[3] = {x, y, z};
+                for (int k = 0; k < 3; ++k)
+                    position[3 * i + (size_t)k] =
+                        spacing * (cell[k] + 0.5) + jitter * (fk_test_rng_uniform(rng) - 0.5);
+            }
+}

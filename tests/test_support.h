@@ -14,6 +14,12 @@ typedef struct fk_test_rng {
 void fk_test_rng_init(fk_test_rng *rng, uint64_t seed);
 double fk_test_rng_uniform(fk_test_rng *rng); /* [0, 1) */
 
+/* A simple cubic lattice of side^3 points, spacing apart, each moved by up to +-jitter/2 per
+ * coordinate: position[3 * side^3], the cell centres at spacing * (index + 1/2), so the lattice
+ * fills the box [0, side * spacing)^3 periodically. */
+void fk_test_jittered_lattice(double *position, int side, double spacing, double jitter,
+                              fk_test_rng *rng);
+
 /* A new empty directory under $TMPDIR (malloc'ed path); fk_test_remove_tree deletes it. */
 char *fk_test_make_temp_dir(const char *prefix);
 void fk_test_remove_tree(const char *path);

@@ -103,15 +103,7 @@ static void *run(void *argument)
         if (evaluate(j, context, &ga, &gravity, &ga_physics) != 0)
             break;
         /* a jittered Lennard-Jones lattice in a periodic box, cell lists, fixed64 */
-        size_t i = 0;
-        for (int x = 0; x < SIDE; ++x)
-            for (int y = 0; y < SIDE; ++y)
-                for (int z = 0; z < SIDE; ++z, ++i) {
-                    const int cell[3] = {x, y, z};
-                    for (int k = 0; k < 3; ++k)
-                        position[3 * i + (size_t)k] =
-                            1.1 * (cell[k] + 0.5) + 0.2 * (fk_test_rng_uniform(&rng) - 0.5);
-                }
+        fk_test_jittered_lattice(position, SIDE, 1.1, 0.2, &rng);
         const fk_particles fluid = {.count = N, .position = position, .type = no_types};
         const fk_eval_config lj = {.kernel = "lj",
                                    .accum = "fixed64",

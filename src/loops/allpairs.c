@@ -236,28 +236,31 @@ static fk_status all_pairs_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
                                  eval->variant.j_splits, first, last);
 }
 
+size_t fk__figures_of_kernels(fk_context *context, const fk__named_kernel *kernels, size_t count,
+                              fk__kernel_figures *figures, size_t capacity)
+{
+    size_t built = 0;
+    for (size_t k = 0; k < count; ++k) {
+        if (!kernels[k].kernel)
+            continue;
+        if (built < capacity)
+            fk__kernel_figures_of(context, kernels[k].kernel, kernels[k].name, &figures[built]);
+        ++built;
+    }
+    return built;
+}
+
 static size_t all_pairs_figures(const fk_eval *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const all_pairs *state = opaque;
-    const struct {
-        cl_kernel kernel;
-        const char *name;
-    } kernels[] = {
+    const fk__named_kernel kernels[] = {
         {state->pairwise, "fk_pairwise"},
         {state->reduce, "fk_reduce_splits"},
         {state->bound_pairwise, "fk_pairwise (bound pre-pass)"},
     };
-    size_t count = 0;
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (!kernels[k].kernel)
-            continue;
-        if (count < capacity)
-            fk__kernel_figures_of(eval->context, kernels[k].kernel, kernels[k].name,
-                                  &figures[count]);
-        ++count;
-    }
-    return count;
+    return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
+                                  figures, capacity);
 }
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -670,24 +670,13 @@ static size_t cells_figures(const fk_eval *eval, const void *opaque, fk__kernel_
                             size_t capacity)
 {
     const struct fk__cells *cells = opaque;
-    const struct {
-        cl_kernel kernel;
-        const char *name;
-    } kernels[] = {
+    const fk__named_kernel kernels[] = {
         {cells->pairs, "fk_cells_pairs"},
         {cells->bound_pairs, "fk_cells_pairs (bound pre-pass)"},
         {cells->bin, "fk_cells_bin"},
     };
-    size_t count = 0;
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (!kernels[k].kernel)
-            continue;
-        if (count < capacity)
-            fk__kernel_figures_of(eval->context, kernels[k].kernel, kernels[k].name,
-                                  &figures[count]);
-        ++count;
-    }
-    return count;
+    return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
+                                  figures, capacity);
 }
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -122,6 +122,16 @@ fk_status fk__set_kernel_args(fk_context *context, cl_kernel kernel, const char 
 /* The evaluation's accumulator parameters as the kernels take them. */
 cl_float4 fk__eval_acc_param(const fk_eval *eval);
 
+/* A loop's kernel and the name its figures go under. */
+typedef struct fk__named_kernel {
+    cl_kernel kernel; /* NULL: not built, skipped */
+    const char *name;
+} fk__named_kernel;
+/* The figures of the built ones among kernels[0 .. count), up to capacity; returns how many
+ * there are (the figures operation of every loop). */
+size_t fk__figures_of_kernels(fk_context *context, const fk__named_kernel *kernels, size_t count,
+                              fk__kernel_figures *figures, size_t capacity);
+
 /* clGetKernelWorkGroupInfo of one kernel (figures). */
 void fk__kernel_figures_of(fk_context *context, cl_kernel kernel, const char *name,
                            fk__kernel_figures *out);

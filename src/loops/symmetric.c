@@ -405,25 +405,14 @@ static size_t symmetric_figures(const fk_eval *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const struct fk__symmetric *state = opaque;
-    const struct {
-        cl_kernel kernel;
-        const char *name;
-    } kernels[] = {
+    const fk__named_kernel kernels[] = {
         {state->bound_pairwise, "fk_pairwise (bound pre-pass)"},
         {state->pair, "fk_symmetric"},
         {state->edges, "fk_symmetric_edges"},
         {state->reduce, "fk_symmetric_reduce"},
     };
-    size_t count = 0;
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (!kernels[k].kernel)
-            continue;
-        if (count < capacity)
-            fk__kernel_figures_of(eval->context, kernels[k].kernel, kernels[k].name,
-                                  &figures[count]);
-        ++count;
-    }
-    return count;
+    return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
+                                  figures, capacity);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
