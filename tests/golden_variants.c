@@ -14,10 +14,10 @@
  *                                           written on another device or driver
  *
  * Each line: kernel loop variant exclusions result: the FNV-1a of the packed fixed64
- * words (forces and potentials), or refused-S with the fk_status S the variant was refused with. Every computed
- * result is also held loosely to the double-precision reference, so a checksum is never of wrong
- * forces. A variant the golden file says was refused and that runs now is reported, not failed (a
- * refactor may add support); a variant that ran and is refused now fails.
+ * words (forces and potentials), or refused-S with the fk_status S the variant was refused with.
+ * Every computed result is also held loosely to the double-precision reference, so a checksum is
+ * never of wrong forces. A variant the golden file says was refused and that runs now is reported,
+ * not failed (a refactor may add support); a variant that ran and is refused now fails.
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,7 +29,11 @@
 #include "splitmix64.h"
 #include "test_support.h"
 
-enum { GRAVITY_N = 389, LATTICE_SIDE = 7, MOLECULAR_N = LATTICE_SIDE * LATTICE_SIDE * LATTICE_SIDE };
+enum {
+    GRAVITY_N = 389,
+    LATTICE_SIDE = 7,
+    MOLECULAR_N = LATTICE_SIDE * LATTICE_SIDE * LATTICE_SIDE
+};
 #define MOST_N (GRAVITY_N > MOLECULAR_N ? GRAVITY_N : MOLECULAR_N)
 #define SPACING 1.125
 #define BOX (LATTICE_SIDE * SPACING)
@@ -61,19 +65,8 @@ static void gravity_system(system_t *s)
 /* A jittered lattice in a periodic box, two types, charges +-0.5, pairs (2k, 2k+1) excluded. */
 static void molecular_system(system_t *s)
 {
-    uint64_t seed = 1123;
     s->n = MOLECULAR_N;
-    size_t i = 0;
-    for (int x = 0; x < LATTICE_SIDE; ++x)
-        for (int y = 0; y < LATTICE_SIDE; ++y)
-            for (int z = 0; z < LATTICE_SIDE; ++z, ++i) {
-                const int cell[3] = {x, y, z};
-                for (int k = 0; k < 3; ++k)
-                    s->position[3 * i + (size_t)k] =
-                        SPACING * (cell[k] + 0.5) + 0.25 * (fk_splitmix64_float_uniform(&seed) - 0.5);
-                s->type[i] = (int)(fk_splitmix64(&seed) & 1u);
-                s->mass[i] = i % 2 ? -0.5 : 0.5;
-            }
+    fk_test_fixed_lattice(LATTICE_SIDE, SPACING, 1123, s->position, s->type, s->mass);
     s->exclusion_count = 0;
     for (size_t j = 0; j + 1 < s->n; j += 2) {
         s->exclusions[2 * s->exclusion_count] = j;
@@ -92,8 +85,8 @@ typedef struct variant {
 
 static int subset_variant(const variant *v)
 {
-    static const variant subset[] = {{1, 1, -1, -1}, {1, 4, 1, -1}, {2, 4, -1, -1},
-                                     {4, 4, 1, -1},  {8, 8, -1, -1}, {1, 1, -1, 8},  {1, 4, -1, 16}};
+    static const variant subset[] = {{1, 1, -1, -1}, {1, 4, 1, -1}, {2, 4, -1, -1}, {4, 4, 1, -1},
+                                     {8, 8, -1, -1}, {1, 1, -1, 8}, {1, 4, -1, 16}};
     for (size_t k = 0; k < sizeof subset / sizeof subset[0]; ++k)
         if (memcmp(&subset[k], v, sizeof *v) == 0)
             return 1;
@@ -291,8 +284,8 @@ int main(int argc, char **argv)
     static system_t gravity, molecular;
     gravity_system(&gravity);
     molecular_system(&molecular);
-    static const char *const kernels[] = {"ga",           "gaj", "ljc_constant", "ljc_linear",
-                                          "ljc_sigmoidal", "lj",  "buck"};
+    static const char *const kernels[] = {
+        "ga", "gaj", "ljc_constant", "ljc_linear", "ljc_sigmoidal", "lj", "buck"};
     static const fk_algorithm loops[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
                                          FK_ALGORITHM_CELLS};
     static const int unrolls[] = {1, 2, 4, 8};
@@ -310,14 +303,16 @@ int main(int argc, char **argv)
                     for (int uj = 0; uj < 4; ++uj)
                         for (int tiling = -1; tiling <= 1; tiling += 2) {
                             variant v = {unrolls[ui], unrolls[uj], tiling,
-                                         form == 0 ? -1 : form == 1 ? 8 : 16};
+                                         form == 0   ? -1
+                                         : form == 1 ? 8
+                                                     : 16};
                             if (form > 0 && (ui > 0 || tiling == 1))
                                 continue;
                             if (!all && !subset_variant(&v))
                                 continue;
-                            const int modes = loops[l] == FK_ALGORITHM_ALL_PAIRS &&
-                                                      !is_gravity && strcmp(kernel, "lj") != 0 &&
-                                                      form == 0 && ui == 0 && uj == 0
+                            const int modes = loops[l] == FK_ALGORITHM_ALL_PAIRS && !is_gravity &&
+                                                      strcmp(kernel, "lj") != 0 && form == 0 &&
+                                                      ui == 0 && uj == 0
                                                   ? 2
                                                   : 1;
                             for (int m = 0; m < modes; ++m) {
@@ -327,8 +322,7 @@ int main(int argc, char **argv)
                                 snprintf(key, sizeof key, "%s %s %dx%d tiling=%s lanes=%d %s",
                                          kernel, fk_algorithm_name(loops[l]), v.unroll_i,
                                          v.unroll_j, tiling > 0 ? "on" : "off",
-                                         v.lanes > 0 ? v.lanes : 0,
-                                         m ? "afterwards" : "onthefly");
+                                         v.lanes > 0 ? v.lanes : 0, m ? "afterwards" : "onthefly");
                                 run_variant(kernel, s, loops[l], &v, mode, result, sizeof result);
                                 if (!check) {
                                     printf("%s %s\n", key, result);
@@ -336,7 +330,8 @@ int main(int argc, char **argv)
                                     continue;
                                 }
                                 const char *expected = golden_result(&g, key);
-                                const int refused_then = expected && strncmp(expected, "refused", 7) == 0;
+                                const int refused_then =
+                                    expected && strncmp(expected, "refused", 7) == 0;
                                 const int refused_now = strncmp(result, "refused", 7) == 0;
                                 if (!expected) {
                                     fprintf(stderr, "MISSING %s: not in %s\n", key, check);

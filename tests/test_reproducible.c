@@ -1,8 +1,8 @@
 /*
  * Reproducible mode across devices, pair loops and exclusion modes: golden checksums.
  *
- * docs/precision.md ("Bit-identity promises") promises that with fk_eval_config.reproducible the results of
- * fixed64 and narumi are the same bits on every conformant device that can run the mode
+ * docs/precision.md ("Bit-identity promises") promises that with fk_eval_config.reproducible the
+ * results of fixed64 and narumi are the same bits on every conformant device that can run the mode
  * (fk_eval_reproducible() == 1), in every pair loop and exclusion mode: every pair term is built
  * from correctly rounded operations only (+, -, *, /, sqrt; no rsqrt, no contraction, denormals
  * kept), so it is the same bits in every program, and the fixed-point sums are exact and
@@ -96,19 +96,8 @@ static void gravity_system(system_t *s)
  * from the next (a bonded pair, close by). */
 static void molecular_system(system_t *s)
 {
-    uint64_t seed = 1123;
     s->n = MOLECULAR_N;
-    size_t i = 0;
-    for (int x = 0; x < LATTICE_SIDE; ++x)
-        for (int y = 0; y < LATTICE_SIDE; ++y)
-            for (int z = 0; z < LATTICE_SIDE; ++z, ++i) {
-                const int cell[3] = {x, y, z};
-                for (int k = 0; k < 3; ++k)
-                    s->position[3 * i + (size_t)k] =
-                        SPACING * (cell[k] + 0.5) + 0.25 * (uniform(&seed) - 0.5);
-                s->type[i] = (int)(fk_splitmix64(&seed) & 1u);
-                s->mass[i] = i % 2 ? -0.5 : 0.5;
-            }
+    fk_test_fixed_lattice(LATTICE_SIDE, SPACING, 1123, s->position, s->type, s->mass);
     s->exclusion_count = 0;
     for (size_t j = 0; j + 1 < s->n; j += 2) {
         s->exclusions[2 * s->exclusion_count] = j;

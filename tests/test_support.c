@@ -1,5 +1,6 @@
 #define _XOPEN_SOURCE 700
 #include "forcekit/forcekit.h"
+#include "splitmix64.h"
 #include "test_support.h"
 
 #include <ftw.h>
@@ -123,5 +124,21 @@ void fk_test_jittered_lattice(double *position, int side, double spacing, double
                 for (int k = 0; k < 3; ++k)
                     position[3 * i + (size_t)k] =
                         spacing * (cell[k] + 0.5) + jitter * (fk_test_rng_uniform(rng) - 0.5);
+            }
+}
+
+void fk_test_fixed_lattice(int side, double spacing, uint64_t seed, double *position, int *type,
+                           double *charge)
+{
+    size_t i = 0;
+    for (int x = 0; x < side; ++x)
+        for (int y = 0; y < side; ++y)
+            for (int z = 0; z < side; ++z, ++i) {
+                const int cell[3] = {x, y, z};
+                for (int k = 0; k < 3; ++k)
+                    position[3 * i + (size_t)k] = spacing * (cell[k] + 0.5) +
+                                                  0.25 * (fk_splitmix64_float_uniform(&seed) - 0.5);
+                type[i] = (int)(fk_splitmix64(&seed) & 1u);
+                charge[i] = i % 2 ? -0.5 : 0.5;
             }
 }

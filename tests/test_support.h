@@ -20,6 +20,13 @@ double fk_test_rng_uniform(fk_test_rng *rng); /* [0, 1) */
 void fk_test_jittered_lattice(double *position, int side, double spacing, double jitter,
                               fk_test_rng *rng);
 
+/* The same inputs on every machine (splitmix64 from seed; the values are exact in float): a
+ * jittered side^3 lattice, spacing apart, jitter +-0.125 per coordinate, random types 0 or 1, and
+ * charges +0.5 / -0.5 alternating. Golden checksums (test_reproducible, golden_variants) are of
+ * these inputs: a change here changes them. */
+void fk_test_fixed_lattice(int side, double spacing, uint64_t seed, double *position, int *type,
+                           double *charge);
+
 /* A new empty directory under $TMPDIR (malloc'ed path); fk_test_remove_tree deletes it. */
 char *fk_test_make_temp_dir(const char *prefix);
 void fk_test_remove_tree(const char *path);
