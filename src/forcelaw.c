@@ -12,19 +12,6 @@
 #include "internal.h"
 #include "text.h"
 
-/* Indices of the physics buffer of the molecular laws (cl/forces/molecular.clh FK_PHYS_*). */
-enum {
-    PHYS_CUTOFF2 = 1,
-    PHYS_COULOMB = 2,
-    PHYS_COULOMB_F_RC = 3,
-    PHYS_COULOMB_U_OFFSET = 4,
-    PHYS_BOX = 5,
-    PHYS_INV_BOX = 8,
-    PHYS_SIGMOID = 11
-};
-
-static const double default_lj_cutoff = 2.5;
-
 static int is_molecular(const fk_kernel_desc *kernel)
 {
     return kernel->uses_table;
@@ -32,6 +19,53 @@ static int is_molecular(const fk_kernel_desc *kernel)
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Options */
+
+/* The law's named parameters (fk_kernel_info.parameters): each value finite, 0 replaced by the
+ * default, any other value in range; values no parameter names must be 0. */
+static fk_status resolve_parameters(const fk_kernel_desc *kernel, const double *in, double *out,
+                                    char *message, size_t message_size)
+{
+    const char *name = kernel->info.name;
+    unsigned named[FK_LAW_PARAMETERS] = {0};
+    for (unsigned p = 0; p < kernel->info.parameter_count; ++p) {
+        const fk_kernel_parameter *parameter = &kernel->info.parameters[p];
+        for (unsigned k = parameter->first; k < parameter->first + parameter->count; ++k) {
+            named[k] = 1;
+            const double value = in[k];
+            /* the device takes them in float */
+            if (!isfinite(value) || fabs(value) > FLT_MAX) {
+                fk_format_message(message, message_size, "%s: %s must be a finite float", name,
+                                  parameter->name);
+                return FK_ERR_INVALID_ARGUMENT;
+            }
+            if (value == 0) {
+                out[k] = parameter->default_value;
+                continue;
+            }
+            if (value < parameter->minimum ||
+                (value == parameter->minimum && !parameter->minimum_inclusive)) {
+                fk_format_message(message, message_size, "%s: %s = %g must be %s %g (0: %g)", name,
+                                  parameter->name, value, parameter->minimum_inclusive ? ">=" : ">",
+                                  parameter->minimum, parameter->default_value);
+                return FK_ERR_INVALID_ARGUMENT;
+            }
+            out[k] = value;
+        }
+    }
+    for (unsigned k = 0; k < FK_LAW_PARAMETERS; ++k)
+        if (!named[k] && in[k] != 0) {
+            if (kernel->info.parameter_count == 0)
+                fk_format_message(message, message_size,
+                                  "%s has no named parameters (dielectric, kappa, ...)", name);
+            else
+                fk_format_message(message, message_size,
+                                  "%s's parameters (%s, ...) do not take value %u of the "
+                                  "parameters array",
+                                  name, kernel->info.parameters[0].name, k + 1);
+            return FK_ERR_INVALID_ARGUMENT;
+        }
+    return FK_OK;
+}
 
 fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in, fk__physics *out,
                               char *message, size_t message_size)
@@ -61,22 +95,16 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
         }
         boxed |= in->box[k] > 0;
     }
-    for (int k = 0; k < 4; ++k)
-        if (!isfinite(in->dielectric[k])) {
-            fk_format_message(message, message_size, "dielectric parameters must be finite");
-            return FK_ERR_INVALID_ARGUMENT;
-        }
-
+    fk_status status =
+        resolve_parameters(kernel, in->parameters, out->parameters, message, message_size);
+    if (status != FK_OK)
+        return status;
     if (!is_molecular(kernel)) {
-        int dielectric = 0;
-        for (int k = 0; k < 4; ++k)
-            dielectric |= in->dielectric[k] != 0;
-        if (in->cutoff != 0 || in->coulomb != 0 || boxed || dielectric) {
-            fk_format_message(
-                message, message_size,
-                "%s is a gravity kernel: cutoff, Coulomb, dielectric and box options apply to the "
-                "molecular kernels (ljc_*, lj, buck)",
-                name);
+        if (in->cutoff != 0 || in->coulomb != 0 || boxed) {
+            fk_format_message(message, message_size,
+                              "%s is a gravity kernel: cutoff, Coulomb and box options apply to "
+                              "the molecular kernels (those with a pair table)",
+                              name);
             return FK_ERR_INVALID_ARGUMENT;
         }
         out->eps = in->eps;
@@ -89,8 +117,8 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
         return FK_ERR_INVALID_ARGUMENT;
     }
     out->cutoff = in->cutoff;
-    if (kernel->law == FK_LAW_LJ && out->cutoff == 0)
-        out->cutoff = default_lj_cutoff;
+    if (out->cutoff == 0)
+        out->cutoff = kernel->default_cutoff;
     out->shifted = out->cutoff > 0;
     out->coulomb = in->coulomb != 0 ? in->coulomb : 1.0;
     /* The device computes in float: like the pair table, the constant must fit (1e300 gave
@@ -100,28 +128,6 @@ fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in
                           "the Coulomb constant %g is out of float range (|k| <= %g)", out->coulomb,
                           (double)FLT_MAX);
         return FK_ERR_INVALID_ARGUMENT;
-    }
-    switch (kernel->law) {
-    case FK_LAW_LJC_CONSTANT:
-    case FK_LAW_LJC_LINEAR:
-        if (in->dielectric[0] < 0 || in->dielectric[1] != 0 || in->dielectric[2] != 0 ||
-            in->dielectric[3] != 0) {
-            fk_format_message(message, message_size, "%s takes one dielectric parameter (%s), > 0",
-                              name, kernel->law == FK_LAW_LJC_CONSTANT ? "D0" : "s in D = s r");
-            return FK_ERR_INVALID_ARGUMENT;
-        }
-        out->dielectric[0] = in->dielectric[0] != 0 ? in->dielectric[0] : 1.0;
-        break;
-    case FK_LAW_LJC_SIGMOIDAL:
-        memcpy(out->dielectric, in->dielectric, sizeof out->dielectric);
-        break;
-    default:
-        for (int k = 0; k < 4; ++k)
-            if (in->dielectric[k] != 0) {
-                fk_format_message(message, message_size, "%s has no dielectric parameters", name);
-                return FK_ERR_INVALID_ARGUMENT;
-            }
-        break;
     }
     if (boxed) {
         for (int k = 0; k < 3; ++k)
@@ -163,35 +169,9 @@ static fk_status check_pair_values(const fk_kernel_desc *kernel, const double *v
                               a, b, p + 1, v[p]);
             return FK_ERR_INVALID_INPUT;
         }
-    if (kernel->law == FK_LAW_BUCK) {
-        if (v[0] < 0 || !(v[1] > 0) || v[2] < 0) {
-            fk_format_message(
-                message, size,
-                "pair table: type pair (%zu, %zu): A = %g, rho = %g, C = %g; need A >= 0, "
-                "rho > 0, C >= 0",
-                a, b, v[0], v[1], v[2]);
-            return FK_ERR_INVALID_INPUT;
-        }
-        if (v[0] > FLT_MAX || 1.0 / v[1] > FLT_MAX || v[2] > FLT_MAX) {
-            fk_format_message(message, size,
-                              "pair table: type pair (%zu, %zu): parameters out of float range", a,
-                              b);
-            return FK_ERR_INVALID_INPUT;
-        }
-        return FK_OK;
-    }
-    if (v[0] < 0 || v[1] < 0) {
-        fk_format_message(
-            message, size,
-            "pair table: type pair (%zu, %zu): epsilon = %g, sigma = %g; both must be >= 0", a, b,
-            v[0], v[1]);
-        return FK_ERR_INVALID_INPUT;
-    }
-    if (48.0 * v[0] * pow(v[1], 12) > FLT_MAX) {
-        fk_format_message(
-            message, size,
-            "pair table: type pair (%zu, %zu): 48 epsilon sigma^12 = %g exceeds single precision",
-            a, b, 48.0 * v[0] * pow(v[1], 12));
+    char reason[256] = "";
+    if (!kernel->check_pair(v, reason, sizeof reason)) {
+        fk_format_message(message, size, "pair table: type pair (%zu, %zu): %s", a, b, reason);
         return FK_ERR_INVALID_INPUT;
     }
     return FK_OK;
@@ -206,10 +186,7 @@ fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table
         fk_format_message(message, message_size, "%s takes no pair table", kernel->info.name);
         return FK_ERR_INVALID_ARGUMENT;
     }
-    static const double default_lj[2] = {1.0, 1.0};        /* epsilon, sigma */
-    static const double default_buck[3] = {1.0, 1.0, 1.0}; /* A, rho, C */
-    fk_pair_table fallback = {.types = 1,
-                              .values = kernel->law == FK_LAW_BUCK ? default_buck : default_lj};
+    fk_pair_table fallback = {.types = 1, .values = kernel->default_pair};
     if (!table)
         table = &fallback;
     const size_t types = table->types;
@@ -314,41 +291,7 @@ fk_status fk__pair_params_check_types(const fk__pair_params *params, const fk_pa
 void fk__pair_function(const fk_kernel_desc *kernel, const fk__physics *physics, const double *pair,
                        double qq, double r, double *force, double *energy)
 {
-    double f = 0, u = 0;
-    const double k = physics->coulomb;
-    if (kernel->law == FK_LAW_BUCK) {
-        const double born_mayer = pair[0] * exp(-r / pair[1]);
-        const double r6 = r * r * r * r * r * r;
-        f = born_mayer / pair[1] - 6.0 * pair[2] / (r6 * r) + k * qq / (r * r);
-        u = born_mayer - pair[2] / r6 + k * qq / r;
-    } else {
-        const double sr = pair[1] / r, sr2 = sr * sr, sr6 = sr2 * sr2 * sr2;
-        f = 4.0 * pair[0] * (12.0 * sr6 * sr6 - 6.0 * sr6) / r;
-        u = 4.0 * pair[0] * (sr6 * sr6 - sr6);
-        switch (kernel->law) {
-        case FK_LAW_LJC_CONSTANT:
-            u += k * qq / (physics->dielectric[0] * r);
-            f += k * qq / (physics->dielectric[0] * r * r);
-            break;
-        case FK_LAW_LJC_LINEAR: /* U = k q q / (s r^2) */
-            u += k * qq / (physics->dielectric[0] * r * r);
-            f += 2.0 * k * qq / (physics->dielectric[0] * r * r * r);
-            break;
-        case FK_LAW_LJC_SIGMOIDAL: { /* U = k q q / (zeta(r) r), zeta = exp(P(r)) */
-            const double *s = physics->dielectric;
-            const double p = s[0] * r * r * r + s[1] * r * r + s[2] * r + s[3];
-            const double dp = 3.0 * s[0] * r * r + 2.0 * s[1] * r + s[2];
-            const double coulomb = k * qq * exp(-p) / r;
-            u += coulomb;
-            f += coulomb * (1.0 / r + dp);
-            break;
-        }
-        default:
-            break;
-        }
-    }
-    *force = f;
-    *energy = u;
+    kernel->pair_function(physics, pair, qq, r, force, energy);
 }
 
 void fk__pair_function_shifted(const fk_kernel_desc *kernel, const fk__physics *physics,
@@ -469,7 +412,7 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
     options[0] = '\0';
     char message[512] = "";
     fk_physics in = {.eps = config->eps, .cutoff = config->cutoff, .coulomb = config->coulomb};
-    memcpy(in.dielectric, config->dielectric, sizeof in.dielectric);
+    memcpy(in.parameters, config->parameters, sizeof in.parameters);
     memcpy(in.box, config->box, sizeof in.box);
     fk_status status = fk__physics_resolve(kernel, &in, &state->physics, message, sizeof message);
     if (status != FK_OK)
@@ -500,36 +443,23 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
     const fk__physics *p = &state->physics;
     for (int k = 0; k < FK__PHYSICS_FLOATS; ++k)
         physics[k] = 0.0f;
-    physics[PHYS_CUTOFF2] = p->shifted ? (float)(p->cutoff * p->cutoff) : FLT_MAX;
-    switch (kernel->law) {
-    case FK_LAW_LJC_CONSTANT:
-    case FK_LAW_LJC_LINEAR:
-        physics[PHYS_COULOMB] = (float)(p->coulomb / p->dielectric[0]);
-        break;
-    case FK_LAW_LJC_SIGMOIDAL:
-        for (int k = 0; k < 4; ++k)
-            physics[PHYS_SIGMOID + k] = (float)p->dielectric[k];
-        physics[PHYS_COULOMB] = (float)p->coulomb;
-        break;
-    default:
-        physics[PHYS_COULOMB] = (float)p->coulomb;
-        break;
-    }
-    if (p->shifted && kernel->law != FK_LAW_LJ) {
-        /* The Coulomb part's shift per unit q_i q_j: the pair function without its short-range
-         * part (zero LJ / Born-Mayer parameters) at rc. */
-        static const double no_short_range[3] = {0.0, 1.0, 0.0};
-        static const double no_lj[2] = {0.0, 0.0};
-        const double *zero = kernel->law == FK_LAW_BUCK ? no_short_range : no_lj;
+    physics[FK_PHYS_CUTOFF2] = p->shifted ? (float)(p->cutoff * p->cutoff) : FLT_MAX;
+    physics[FK_PHYS_COULOMB] =
+        (float)(kernel->coulomb_factor ? kernel->coulomb_factor(p) : p->coulomb);
+    for (int k = 0; k < FK_LAW_PARAMETERS; ++k)
+        physics[FK_PHYS_LAW + k] = (float)p->parameters[k];
+    if (p->shifted && kernel->no_short_range) {
+        /* The charge part's shift per unit q_i q_j: the pair function without its short-range
+         * part at rc. */
         double f_rc, u_rc;
-        fk__pair_function(kernel, p, zero, 1.0, p->cutoff, &f_rc, &u_rc);
-        physics[PHYS_COULOMB_F_RC] = (float)f_rc;
-        physics[PHYS_COULOMB_U_OFFSET] = (float)(u_rc + p->cutoff * f_rc);
+        fk__pair_function(kernel, p, kernel->no_short_range, 1.0, p->cutoff, &f_rc, &u_rc);
+        physics[FK_PHYS_COULOMB_F_RC] = (float)f_rc;
+        physics[FK_PHYS_COULOMB_U_OFFSET] = (float)(u_rc + p->cutoff * f_rc);
     }
     if (p->periodic)
         for (int k = 0; k < 3; ++k) {
-            physics[PHYS_BOX + k] = (float)p->box[k];
-            physics[PHYS_INV_BOX + k] = (float)(1.0 / p->box[k]);
+            physics[FK_PHYS_BOX + k] = (float)p->box[k];
+            physics[FK_PHYS_INV_BOX + k] = (float)(1.0 / p->box[k]);
         }
     snprintf(options, options_size, "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u",
              p->periodic, p->shifted, state->exclusion_slots);
@@ -567,17 +497,8 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
             continue; /* never used: fk__pair_params_check_types rejects such particles */
         const double *v = params->values + ab * params->parameters;
         float *entry = values + ab * stride;
-        size_t shift = 2;
-        if (kernel->law == FK_LAW_BUCK) {
-            entry[0] = (float)v[0];
-            entry[1] = (float)(1.0 / v[1]);
-            entry[2] = (float)v[2];
-            shift = 3;
-        } else {
-            /* the force's coefficients 12 c12 and 6 c6 (cl/forces/molecular.clh) */
-            entry[0] = (float)(48.0 * v[0] * pow(v[1], 12));
-            entry[1] = (float)(24.0 * v[0] * pow(v[1], 6));
-        }
+        kernel->pack_pair(v, entry);
+        const size_t shift = kernel->shift_entry;
         if (short_range.shifted) {
             double f_rc, u_rc;
             fk__pair_function(kernel, &short_range, v, 0.0, short_range.cutoff, &f_rc, &u_rc);
@@ -714,7 +635,7 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
     *aux = NULL;
     *aux_bytes = 0;
     const size_t n = particles->count;
-    if (kernel->law == FK_LAW_GAJ) {
+    if (kernel->needs_velocity) {
         if (!particles->velocity)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
         float *velocity = malloc(4 * n * sizeof *velocity);
@@ -761,7 +682,7 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
                             "exclusion (%zu, %zu): particle %zu does not exist (N = %zu)",
                             state->exclusions[2 * e], state->exclusions[2 * e + 1],
                             state->exclusions[2 * e + 1], n);
-    if (kernel->law == FK_LAW_LJ)
+    if (!kernel->charged)
         for (size_t i = 0; i < n; ++i)
             body[4 * i + 3] = 0.0f; /* no charges: the lane is unused */
     status = check_coincident(context, &state->physics, body, n);

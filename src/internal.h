@@ -84,32 +84,54 @@ fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,
 fk_status fk__device_open(const char *selector, cl_platform_id *platform, cl_device_id *device,
                           fk_device_info *info, char *message, size_t message_size);
 
-/* Force laws, for the host code that validates their options, packs their data and evaluates the
- * reference (forcelaw.c, reference*.c). */
-typedef enum fk_law {
-    FK_LAW_GA = 0,
-    FK_LAW_GAJ,
-    FK_LAW_LJC_CONSTANT,
-    FK_LAW_LJC_LINEAR,
-    FK_LAW_LJC_SIGMOIDAL,
-    FK_LAW_LJ,
-    FK_LAW_BUCK
-} fk_law;
+/* One descriptor per force law (src/laws/<name>.c), listed once in src/registry.c: everything the
+ * host knows of a law. The device side is its header cl/forces/<name>.clh; adding a law is those
+ * two files, one registry line and a test (docs/extending.md). */
+/* Force-law options with the defaults applied (forcelaw.c). */
+typedef struct fk__physics {
+    double eps;                           /* gravity */
+    double cutoff;                        /* 0: none */
+    double coulomb;                       /* k */
+    double parameters[FK_LAW_PARAMETERS]; /* the law's named parameters, defaults applied */
+    double box[3];
+    int periodic, shifted;
+} fk__physics;
 
-/* Kernel and accumulator registry (registry.c). */
 typedef struct fk_kernel_desc {
-    fk_kernel_info info;
-    int uses_aux;   /* body_aux carries a second float4 per particle (velocity, type) */
-    int uses_table; /* typed pair table: the molecular kernels (ljc_*, lj, buck) */
-    unsigned physics_floats;
-    fk_law law;
+    fk_kernel_info info; /* the public part: name, columns, flops, named parameters */
+    int uses_aux;        /* body_aux carries a second float4 per particle (velocity, type) */
+    int uses_table;      /* typed pair table: the molecular laws (src/forcelaw.c) */
     /* 1: the header has a lane form (FK_INTERACT_LANES) for cl/pairwise_lanes.cl. Kept here so
      * that fk_eval_create need not read headers; tests/test_lanes.c checks the headers agree. */
     int lanes;
-    unsigned table_stride; /* floats per type pair in the device table (FK_TABLE_STRIDE) */
+    int needs_velocity; /* gravity: body_aux holds the velocities (gaj's jerk) */
+
+    /* Molecular laws (uses_table). */
+    int charged;                /* body.w is the particle's charge (0: the law has none, as lj) */
+    double default_cutoff;      /* what cutoff 0 means; 0: none (plain all-pairs) */
+    unsigned table_stride;      /* floats per type pair in the device table (FK_TABLE_STRIDE) */
+    const double *default_pair; /* the pair parameters of the default single-type table */
+    /* 1 when a pair's parameters (pair_parameters of them, finite) are valid; else 0 with the
+     * reason, e.g. "epsilon = -1, sigma = 1; both must be >= 0". */
+    int (*check_pair)(const double *values, char *reason, size_t reason_size);
+    /* A pair's device table entry from its parameters: the short-range coefficients; the force
+     * shift's two values follow at shift_entry (written by forcelaw.c). */
+    void (*pack_pair)(const double *values, float *entry);
+    unsigned shift_entry;
+    /* Pair parameters that switch the short-range part off, so that pair_function at q_i q_j = 1
+     * gives the charge part alone (its force-shift constants); NULL: no charge part. */
+    const double *no_short_range;
+    /* The law's factor of q_i q_j in the physics buffer (FK_PHYS_COULOMB); NULL: k itself. The
+     * named parameters go to FK_PHYS_LAW in any case. */
+    double (*coulomb_factor)(const fk__physics *physics);
+    /* The pair function in double, unshifted: f(r) = -dU/dr and U(r) at distance r for the type
+     * pair's parameters and charges q_i q_j: the reference, and the source of the shift terms. */
+    void (*pair_function)(const fk__physics *physics, const double *pair, double qq, double r,
+                          double *force, double *energy);
+
     /* Host reference: forces (components per particle) and optional potentials. */
-    fk_status (*reference)(const fk_particles *particles, const fk_physics *physics, double *forces,
-                           double *potentials);
+    fk_status (*reference)(const struct fk_kernel_desc *kernel, const fk_particles *particles,
+                           const fk_physics *physics, double *forces, double *potentials);
     /* NULL when the pair arithmetic is +, -, *, / and sqrt only, which reproducible mode makes
      * correctly rounded (the same bits everywhere); else what is not correctly rounded in OpenCL
      * ("exp"), and reproducible mode can then not promise bit identity. */
@@ -191,36 +213,13 @@ char *fk__read_file(const char *path, size_t *size);
 /* Monotonic wall-clock seconds. */
 double fk__now(void);
 
-/* Reference implementations (reference.c, reference_molecular.c). */
-fk_status fk__reference_ga(const fk_particles *particles, const fk_physics *physics, double *forces,
-                           double *potentials);
-fk_status fk__reference_gaj(const fk_particles *particles, const fk_physics *physics,
-                            double *forces, double *potentials);
-fk_status fk__reference_ljc_constant(const fk_particles *particles, const fk_physics *physics,
-                                     double *forces, double *potentials);
-fk_status fk__reference_ljc_linear(const fk_particles *particles, const fk_physics *physics,
-                                   double *forces, double *potentials);
-fk_status fk__reference_ljc_sigmoidal(const fk_particles *particles, const fk_physics *physics,
-                                      double *forces, double *potentials);
-fk_status fk__reference_lj(const fk_particles *particles, const fk_physics *physics, double *forces,
-                           double *potentials);
-fk_status fk__reference_buck(const fk_particles *particles, const fk_physics *physics,
-                             double *forces, double *potentials);
-/* The molecular reference, with the reason for a failure in message. */
+/* Reference implementations (reference.c, reference_molecular.c), for the descriptors. */
+fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,
+                           const fk_physics *physics, double *forces, double *potentials);
+fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *particles,
+                            const fk_physics *physics, double *forces, double *potentials);
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
-                                  const fk_physics *physics, double *forces, double *potentials,
-                                  char *message, size_t message_size);
-
-/* Force-law options with the defaults applied (forcelaw.c). */
-typedef struct fk__physics {
-    double eps;           /* gravity */
-    double cutoff;        /* 0: none */
-    double coulomb;       /* k */
-    double dielectric[4]; /* D0 | s | alpha, beta, gamma, delta */
-    double box[3];
-    int periodic, shifted;
-} fk__physics;
-
+                                  const fk_physics *physics, double *forces, double *potentials);
 /* A validated pair table in double: parameters per pair as in fk_kernel_info.pair_format. */
 typedef struct fk__pair_params {
     size_t types;
@@ -275,7 +274,9 @@ typedef struct fk__forcelaw_state {
     unsigned exclusion_slots; /* on the fly: slots per particle compiled into the kernel */
 } fk__forcelaw_state;
 
-#define FK__PHYSICS_FLOATS 16
+/* The physics buffer's layout, shared with the device (cl/forces/molecular_layout.h). */
+#include "../cl/forces/molecular_layout.h"
+#define FK__PHYSICS_FLOATS FK_PHYSICS_FLOATS
 /* The most excluded partners per particle the on-the-fly kernel checks (a compare per slot per
  * pair); beyond it, exclude afterwards. */
 #define FK__MAX_EXCLUSION_SLOTS 64

@@ -1,5 +1,5 @@
-/* Particle files (text and TIPSY) and force output (docs/file-formats.md). Never prints: every failure is
- * described in the caller's error buffer. */
+/* Particle files (text and TIPSY) and force output (docs/file-formats.md). Never prints: every
+ * failure is described in the caller's error buffer. */
 #include "io.h"
 #include "text.h"
 #include "files.h"
@@ -109,23 +109,15 @@ static const char *layout_columns_text(fk_layout layout)
 
 int fk_io_layout_for_kernel(const char *kernel)
 {
-    static const struct {
-        const char *name;
-        fk_layout layout;
-    } table[] = {
-        {"ga", FK_LAYOUT_XYZM},
-        {"gaj", FK_LAYOUT_XYZM_VEL},
-        {"ljc_constant", FK_LAYOUT_XYZQ_TYPE},
-        {"ljc_linear", FK_LAYOUT_XYZQ_TYPE},
-        {"ljc_sigmoidal", FK_LAYOUT_XYZQ_TYPE},
-        {"buck", FK_LAYOUT_XYZQ_TYPE},
-        {"lj", FK_LAYOUT_XYZ_TYPE},
-    };
-    if (!kernel)
+    /* The registry's input format names the layout: no list of laws here. */
+    const fk_kernel_info *info = kernel ? fk_kernel_find(kernel) : NULL;
+    if (!info)
         return -1;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(kernel, table[i].name) == 0)
-            return (int)table[i].layout;
+    static const fk_layout layouts[] = {FK_LAYOUT_XYZM, FK_LAYOUT_XYZM_VEL, FK_LAYOUT_XYZQ_TYPE,
+                                        FK_LAYOUT_XYZ_TYPE};
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; ++i)
+        if (strcmp(info->input_format, layout_columns_text(layouts[i])) == 0)
+            return (int)layouts[i];
     return -1;
 }
 

@@ -5,9 +5,10 @@
 
 #include "internal.h"
 
-fk_status fk__reference_ga(const fk_particles *particles, const fk_physics *physics, double *forces,
-                           double *potentials)
+fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,
+                           const fk_physics *physics, double *forces, double *potentials)
 {
+    (void)kernel;
     const size_t n = particles->count;
     const double eps2 = physics ? physics->eps * physics->eps : 0.0;
     const double *x = particles->position;
@@ -39,9 +40,10 @@ fk_status fk__reference_ga(const fk_particles *particles, const fk_physics *phys
     return FK_OK;
 }
 
-fk_status fk__reference_gaj(const fk_particles *particles, const fk_physics *physics,
-                            double *forces, double *potentials)
+fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *particles,
+                            const fk_physics *physics, double *forces, double *potentials)
 {
+    (void)kernel;
     const size_t n = particles->count;
     const double eps2 = physics ? physics->eps * physics->eps : 0.0;
     const double *x = particles->position, *v = particles->velocity;
@@ -84,5 +86,5 @@ fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
         return FK_ERR_INVALID_ARGUMENT;
     if (particles->count == 0)
         return FK_ERR_INVALID_INPUT;
-    return desc->reference(particles, physics, forces, potentials);
+    return desc->reference(desc, particles, physics, forces, potentials);
 }

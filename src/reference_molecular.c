@@ -1,4 +1,4 @@
-/* The double-precision reference of the molecular kernels (ljc_*, lj, buck): the formulas of docs/force-laws.md
+/* The double-precision reference of the molecular kernels (those with a pair table): the formulas of docs/force-laws.md
  * evaluated directly, O(N^2), skipping the excluded pairs. */
 #include <math.h>
 #include <stdlib.h>
@@ -37,9 +37,10 @@ static fk_status build_lists(const size_t *pairs, size_t count, size_t n, exclus
 }
 
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
-                                  const fk_physics *physics, double *forces, double *potentials,
-                                  char *message, size_t message_size)
+                                  const fk_physics *physics, double *forces, double *potentials)
 {
+    char message[256]; /* the status says what failed; the reference has no context to keep it */
+    const size_t message_size = sizeof message;
     fk__physics resolved;
     fk_status status = fk__physics_resolve(kernel, physics, &resolved, message, message_size);
     if (status != FK_OK)
@@ -68,9 +69,7 @@ fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particl
     for (size_t i = 0; status == FK_OK && i < n; ++i) {
         for (size_t e = lists.start[i]; e < lists.start[i + 1]; ++e)
             excluded[lists.partner[e]] = 1;
-        const double qi = kernel->law == FK_LAW_LJ ? 0.0
-                          : particles->mass        ? particles->mass[i]
-                                                   : 1.0;
+        const double qi = !kernel->charged ? 0.0 : particles->mass ? particles->mass[i] : 1.0;
         const size_t ti = particles->type ? (size_t)particles->type[i] : 0;
         double force[3] = {0, 0, 0}, energy = 0;
         for (size_t j = 0; j < n; ++j) {
@@ -85,9 +84,7 @@ fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particl
                 status = FK_ERR_INVALID_INPUT; /* coincident particles */
                 break;
             }
-            const double qj = kernel->law == FK_LAW_LJ ? 0.0
-                              : particles->mass        ? particles->mass[j]
-                                                       : 1.0;
+            const double qj = !kernel->charged ? 0.0 : particles->mass ? particles->mass[j] : 1.0;
             const size_t tj = particles->type ? (size_t)particles->type[j] : 0;
             double f, u;
             fk__pair_function_shifted(kernel, &resolved,
@@ -111,18 +108,3 @@ fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particl
     fk__pair_params_free(&params);
     return status;
 }
-
-/* Entries for the registry's reference pointers, one per molecular kernel. */
-#define FK_MOLECULAR_REFERENCE(function, name)                                                     \
-    fk_status function(const fk_particles *particles, const fk_physics *physics, double *forces,   \
-                       double *potentials)                                                         \
-    {                                                                                              \
-        char message[256];                                                                         \
-        return fk__reference_molecular(fk__kernel_desc(name), particles, physics, forces,          \
-                                       potentials, message, sizeof message);                       \
-    }
-FK_MOLECULAR_REFERENCE(fk__reference_ljc_constant, "ljc_constant")
-FK_MOLECULAR_REFERENCE(fk__reference_ljc_linear, "ljc_linear")
-FK_MOLECULAR_REFERENCE(fk__reference_ljc_sigmoidal, "ljc_sigmoidal")
-FK_MOLECULAR_REFERENCE(fk__reference_lj, "lj")
-FK_MOLECULAR_REFERENCE(fk__reference_buck, "buck")

@@ -1,123 +1,25 @@
-/* The kernels (force laws) and accumulators the library knows. Adding one: a header under cl/, an
- * entry here, a reference in reference.c. */
+/* The kernels (force laws) and accumulators the library knows. Adding a law: its header under
+ * cl/forces/, its descriptor under src/laws/, a line in FK_LAWS below (docs/extending.md). */
 #include <string.h>
 
 #include "accum.h"
 #include "internal.h"
 
-static const fk_kernel_desc kernels[] = {
-    {
-        .info = {.name = "ga",
-                 .description = "gravitational acceleration (optional potential), softening eps",
-                 .force_components = 3,
-                 .input_columns = 4,
-                 .input_format = "x y z m",
-                 .flops_per_interaction = 19.0},
-        .uses_aux = 0,
-        .uses_table = 0,
-        .physics_floats = 1,
-        .law = FK_LAW_GA,
-        .lanes = 1,
-        .reference = fk__reference_ga,
-    },
-    /* Flops per interaction: Elsen et al., Table 1 for gaj and ljc_* (their count of the plain
-     * kernels, kept for comparison with the paper); lj 30 and buck 40 are forcekit's own counts.
-     * docs/force-laws.md "Force laws" gives our own count of what each kernel executes. */
-    {
-        .info = {.name = "gaj",
-                 .description = "gravitational acceleration and jerk (Hermite), softening eps",
-                 .force_components = 6,
-                 .input_columns = 7,
-                 .input_format = "x y z m vx vy vz",
-                 .flops_per_interaction = 42.0},
-        .uses_aux = 1,
-        .physics_floats = 1,
-        .law = FK_LAW_GAJ,
-        .reference = fk__reference_gaj,
-    },
-    {
-        .info = {.name = "ljc_constant",
-                 .description = "Lennard-Jones + Coulomb, constant dielectric D0",
-                 .force_components = 3,
-                 .input_columns = 5,
-                 .input_format = "x y z q type",
-                 .flops_per_interaction = 30.0,
-                 .pair_parameters = 2,
-                 .pair_format = "a b epsilon sigma"},
-        .uses_aux = 1,
-        .uses_table = 1,
-        .physics_floats = FK__PHYSICS_FLOATS,
-        .law = FK_LAW_LJC_CONSTANT,
-        .table_stride = 4,
-        .reference = fk__reference_ljc_constant,
-    },
-    {
-        .info = {.name = "ljc_linear",
-                 .description = "Lennard-Jones + Coulomb, dielectric D = s r (energy-consistent)",
-                 .force_components = 3,
-                 .input_columns = 5,
-                 .input_format = "x y z q type",
-                 .flops_per_interaction = 30.0,
-                 .pair_parameters = 2,
-                 .pair_format = "a b epsilon sigma"},
-        .uses_aux = 1,
-        .uses_table = 1,
-        .physics_floats = FK__PHYSICS_FLOATS,
-        .law = FK_LAW_LJC_LINEAR,
-        .table_stride = 4,
-        .reference = fk__reference_ljc_linear,
-    },
-    {
-        .info = {.name = "ljc_sigmoidal",
-                 .description = "Lennard-Jones + Coulomb, dielectric exp(a r^3 + b r^2 + c r + d)",
-                 .force_components = 3,
-                 .input_columns = 5,
-                 .input_format = "x y z q type",
-                 .flops_per_interaction = 43.0,
-                 .pair_parameters = 2,
-                 .pair_format = "a b epsilon sigma"},
-        .uses_aux = 1,
-        .uses_table = 1,
-        .physics_floats = FK__PHYSICS_FLOATS,
-        .law = FK_LAW_LJC_SIGMOIDAL,
-        .table_stride = 4,
-        .reference = fk__reference_ljc_sigmoidal,
-        .inexact_builtin = "exp",
-    },
-    {
-        .info = {.name = "lj",
-                 .description = "Lennard-Jones, truncated and force-shifted at the cutoff (2.5)",
-                 .force_components = 3,
-                 .input_columns = 4,
-                 .input_format = "x y z type",
-                 .flops_per_interaction = 30.0,
-                 .pair_parameters = 2,
-                 .pair_format = "a b epsilon sigma"},
-        .uses_aux = 1,
-        .uses_table = 1,
-        .physics_floats = FK__PHYSICS_FLOATS,
-        .law = FK_LAW_LJ,
-        .table_stride = 4,
-        .reference = fk__reference_lj,
-    },
-    {
-        .info = {.name = "buck",
-                 .description = "Born-Mayer-Huggins (Buckingham) + Coulomb, for ionic crystals",
-                 .force_components = 3,
-                 .input_columns = 5,
-                 .input_format = "x y z q type",
-                 .flops_per_interaction = 40.0,
-                 .pair_parameters = 3,
-                 .pair_format = "a b A rho C"},
-        .uses_aux = 1,
-        .uses_table = 1,
-        .physics_floats = FK__PHYSICS_FLOATS,
-        .law = FK_LAW_BUCK,
-        .table_stride = 8,
-        .reference = fk__reference_buck,
-        .inexact_builtin = "exp",
-    },
-};
+/* The force laws, one line each: the descriptor fk__law_<name> in src/laws/<name>.c. The order is
+ * the one fk_kernel_at() lists them in. */
+#define FK_LAWS(X)                                                                                 \
+    X(ga)                                                                                          \
+    X(gaj)                                                                                         \
+    X(ljc_constant)                                                                                \
+    X(ljc_linear)                                                                                  \
+    X(ljc_sigmoidal)                                                                               \
+    X(lj)                                                                                          \
+    X(buck)
+
+#define FK_LAW_DECLARE(name) extern const fk_kernel_desc fk__law_##name;
+FK_LAWS(FK_LAW_DECLARE)
+#define FK_LAW_ENTRY(name) &fk__law_##name,
+static const fk_kernel_desc *const kernels[] = {FK_LAWS(FK_LAW_ENTRY)};
 
 static double decode_float(uint32_t lo, uint32_t hi, double scale)
 {
@@ -208,8 +110,8 @@ const fk_kernel_desc *fk__kernel_desc(const char *name)
     if (!name)
         return NULL;
     for (size_t i = 0; i < COUNT_OF(kernels); ++i)
-        if (strcmp(kernels[i].info.name, name) == 0)
-            return &kernels[i];
+        if (strcmp(kernels[i]->info.name, name) == 0)
+            return kernels[i];
     return NULL;
 }
 
@@ -237,7 +139,7 @@ const fk_accum_info *fk_accum_find(const char *name)
 
 const fk_kernel_info *fk_kernel_at(size_t index)
 {
-    return index < COUNT_OF(kernels) ? &kernels[index].info : NULL;
+    return index < COUNT_OF(kernels) ? &kernels[index]->info : NULL;
 }
 
 const fk_accum_info *fk_accum_at(size_t index)

@@ -167,7 +167,27 @@ typedef struct fk_kernel_info {
      * names as in the --params file ("epsilon sigma"); 0 and NULL for the gravity kernels. */
     unsigned pair_parameters;
     const char *pair_format;
+    /* The law's named scalar parameters (yukawa: kappa; ljc_*: the dielectric), in
+     * fk_eval_config.parameters / fk_physics.parameters at the places each one names; none for
+     * ga, gaj, lj and buck. Added in 0.3 (the struct is the library's, so it may grow). */
+    unsigned parameter_count;
+    const struct fk_kernel_parameter *parameters;
+    const char *output_format; /* the force output's columns: "ax ay az", "fx fy fz" (0.3) */
 } fk_kernel_info;
+
+/* A force law's named parameter: values[first .. first + count - 1] of the parameters array, each
+ * finite; 0 means default_value (so an explicit value equal to 0 cannot be given unless the
+ * default is 0); any other value must lie above minimum (at or above it when minimum_inclusive).
+ * The command line takes it as --NAME V (count 1) or --NAME V1,V2,... */
+#define FK_LAW_PARAMETERS 4
+typedef struct fk_kernel_parameter {
+    const char *name;        /* "kappa" */
+    const char *description; /* "inverse screening length (1/distance)" */
+    unsigned first, count;
+    double default_value;
+    double minimum; /* -HUGE_VAL: any finite value */
+    int minimum_inclusive;
+} fk_kernel_parameter;
 
 typedef struct fk_accum_info {
     const char *name; /* "float" */
@@ -234,24 +254,30 @@ typedef struct fk_eval_config {
      * of the source, which may differ between two programs (docs/precision.md, "Bit-identity
      * promises"). */
     int reproducible;
-    /* Molecular kernels (ljc_*, lj, buck; docs/force-laws.md); zero means the default named.
-     * Gravity kernels reject nonzero values here. */
-    double cutoff;        /* rc, an absolute distance: pairs at r >= rc contribute nothing and the
-                           * pair function is force-shifted (f(r) - f(rc)); lj: 0 means 2.5;
-                           * ljc_*, buck: 0 means no cutoff (plain all-pairs) */
-    double coulomb;       /* Coulomb constant k; 0 means 1 (zero charges switch Coulomb off) */
-    double dielectric[4]; /* ljc_constant: D0 (0: 1); ljc_linear: s in D = s r (0: 1);
-                           * ljc_sigmoidal: alpha, beta, gamma, delta (all 0: zeta = 1) */
-    double box[3];        /* periodic box Lx, Ly, Lz, minimum image; all 0: open boundaries.
-                           * Needs a cutoff of at most half the shortest side */
-    int exclusion_mode;   /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out;
-                           * 0: on the fly */
-    int max_exclusions;   /* on the fly: excluded partners per particle the kernel checks (its
-                           * cost per pair, at most 64). 0: automatic, the most any particle has
-                           * in the exclusions set (fk_eval_set_exclusions rebuilds the programs
-                           * when that changes; none set, none checked). An explicit value is
-                           * the build, and more partners for one particle are an error */
-    int algorithm;        /* fk_algorithm; 0: all-pairs */
+    /* Molecular kernels (those with a pair table: fk_kernel_info.pair_parameters > 0;
+     * docs/force-laws.md); zero means the default named. Gravity kernels reject nonzero values. */
+    double cutoff;  /* rc, an absolute distance: pairs at r >= rc contribute nothing and the
+                     * pair function is force-shifted (f(r) - f(rc)); 0 means the law's
+                     * default (lj: 2.5; the others: none, plain all-pairs) */
+    double coulomb; /* Coulomb constant k; 0 means 1 (zero charges switch Coulomb off) */
+    /* The force law's named parameters (fk_kernel_info.parameters; 0: each one's default):
+     * ljc_constant: D0 (default 1); ljc_linear: s in D = s r (default 1); ljc_sigmoidal: alpha,
+     * beta, gamma, delta (default 0: zeta = 1); yukawa: kappa (default 1). `dielectric` is the
+     * same storage under its 0.2 name. */
+    union {
+        double parameters[FK_LAW_PARAMETERS];
+        double dielectric[FK_LAW_PARAMETERS];
+    };
+    double box[3];      /* periodic box Lx, Ly, Lz, minimum image; all 0: open boundaries.
+                         * Needs a cutoff of at most half the shortest side */
+    int exclusion_mode; /* fk_exclusion_mode: how fk_eval_set_exclusions pairs are left out;
+                         * 0: on the fly */
+    int max_exclusions; /* on the fly: excluded partners per particle the kernel checks (its
+                         * cost per pair, at most 64). 0: automatic, the most any particle has
+                         * in the exclusions set (fk_eval_set_exclusions rebuilds the programs
+                         * when that changes; none set, none checked). An explicit value is
+                         * the build, and more partners for one particle are an error */
+    int algorithm;      /* fk_algorithm; 0: all-pairs */
     /* Cells: the Verlet skin, an absolute distance. Cells have a side of at least cutoff + skin,
      * and the particles' cell assignment is kept (not rebuilt) while no particle has moved more
      * than skin / 2 since the last build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no
@@ -491,7 +517,12 @@ FK_API void fk_tune_result_free(fk_tune_result *result);
 typedef struct fk_physics {
     double eps; /* softening (gravity) */
     /* Molecular kernels: as in fk_eval_config (zero means default). */
-    double cutoff, coulomb, dielectric[4], box[3];
+    double cutoff, coulomb;
+    union { /* the law's named parameters; dielectric: their 0.2 name */
+        double parameters[FK_LAW_PARAMETERS];
+        double dielectric[FK_LAW_PARAMETERS];
+    };
+    double box[3];
     const fk_pair_table *pair_table; /* NULL: the default single type */
     const size_t *exclusions;        /* pairs left out, 2 indices each */
     size_t exclusion_count;

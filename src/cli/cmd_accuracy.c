@@ -346,7 +346,7 @@ static fk_status compute_reference(accuracy_run *run, double eps)
                           .pair_table = run->data.has_table ? &table : NULL,
                           .exclusions = run->data.exclusions,
                           .exclusion_count = run->data.exclusion_count};
-    memcpy(physics.dielectric, run->physics.dielectric, sizeof physics.dielectric);
+    memcpy(physics.parameters, run->physics.parameters, sizeof physics.parameters);
     memcpy(physics.box, run->physics.box, sizeof physics.box);
     fk_status status = fk_reference_forces(run->kernel->name, &view, &physics, values, NULL);
     if (status == FK_OK) {
@@ -753,7 +753,8 @@ int cmd_accuracy(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(accuracy_usage, stdout);
-        fputs(cli_physics_usage, stdout);
+        cli_physics_print_usage(stdout);
+        cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     accuracy_run run = {0};

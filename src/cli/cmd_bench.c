@@ -22,7 +22,7 @@ static const char bench_usage[] =
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
     "event profiling. Interactions are N^2 per evaluation for all-pairs, the pairs examined\n"
     "(pairs_examined) for cells.\n\n"
-    "  --kernel K      force law: ga, gaj, ljc_constant, ljc_linear, ljc_sigmoidal, lj, buck\n"
+    "  --kernel K      force law (listed at the end)\n"
     "  --n N           number of particles\n"
     "  --accum A       accumulator (default float)\n"
     "  --unroll V      IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all\n"
@@ -384,7 +384,8 @@ int cmd_bench(int argc, char **argv)
     if (options.help) {
         fputs(bench_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
-        fputs(cli_physics_usage, stdout);
+        cli_physics_print_usage(stdout);
+        cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     if (options.reproducible) { /* reproducible mode sums in fixed64 */

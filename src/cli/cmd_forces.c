@@ -13,13 +13,13 @@ static const char forces_usage[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
     "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
     "                       [--json]\n\n"
-    "Computes the forces on the particles of FILE once and writes one line per particle (%.17g):\n"
-    "ga: ax ay az; gaj: ax ay az jx jy jz; ljc_*, lj, buck: fx fy fz. Without --out they go to\n"
-    "standard output. Outputs are written to a temporary\n"
-    "file and renamed, so a failure never leaves a partial file.\n\n"
-    "  --kernel K     force law: ga, gaj, ljc_constant, ljc_linear, ljc_sigmoidal, lj, buck\n"
-    "  --in FILE      particles, text (# comments), a line each: ga: x y z m; gaj: x y z m vx\n"
-    "                 vy vz; ljc_*, buck: x y z q type; lj: x y z type; or TIPSY (.bin, .tipsy)\n"
+    "Computes the forces on the particles of FILE once and writes one line per particle (%.17g),\n"
+    "the law's output columns (listed at the end). Without --out they go to standard output.\n"
+    "Outputs are written to a temporary file and renamed, so a failure never leaves a partial\n"
+    "file.\n\n"
+    "  --kernel K     force law (listed at the end)\n"
+    "  --in FILE      particles, text (# comments), a line each in the law's input columns (at\n"
+    "                 the end); or TIPSY (.bin, .tipsy)\n"
     "  --out FILE     write the forces here instead of standard output\n"
     "  --accum A      accumulator (default float)\n"
     "  --unroll IxJ   i and j unrolling, each 1, 2, 4 or 8; auto (default) takes the tuned choice\n"
@@ -109,7 +109,8 @@ int cmd_forces(int argc, char **argv)
     if (options.help) {
         fputs(forces_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
-        fputs(cli_physics_usage, stdout);
+        cli_physics_print_usage(stdout);
+        cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     if (!options.kernel)
@@ -183,7 +184,7 @@ int cmd_forces(int argc, char **argv)
     config.algorithm = (int)algorithm;
     config.cutoff = physics.cutoff;
     config.coulomb = physics.coulomb;
-    memcpy(config.dielectric, physics.dielectric, sizeof config.dielectric);
+    memcpy(config.parameters, physics.parameters, sizeof config.parameters);
     memcpy(config.box, physics.box, sizeof config.box);
     config.exclusion_mode = physics.exclusion_mode;
     config.max_exclusions = physics.max_exclusions;

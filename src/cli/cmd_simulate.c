@@ -499,7 +499,8 @@ int cmd_simulate(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(simulate_usage, stdout);
-        fputs(cli_physics_usage, stdout);
+        cli_physics_print_usage(stdout);
+        cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     if (!options.kernel)

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "forcekit/forcekit.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -40,8 +42,31 @@ static cli_option *find_option(cli_option *options, size_t count, const char *na
                                size_t name_length)
 {
     for (size_t i = 0; i < count; ++i)
-        if (strlen(options[i].name) == name_length &&
+        if (options[i].kind != CLI_LAW_PARAMETER && strlen(options[i].name) == name_length &&
             strncmp(options[i].name, name, name_length) == 0)
+            return &options[i];
+    return NULL;
+}
+
+/* The registry's name for a law parameter called name (its storage), or NULL: the names come
+ * from the force laws, so a new law's parameter is an option without a change here. */
+static const char *law_parameter_name(const char *name, size_t name_length)
+{
+    for (size_t k = 0; fk_kernel_at(k); ++k) {
+        const fk_kernel_info *kernel = fk_kernel_at(k);
+        for (unsigned p = 0; p < kernel->parameter_count; ++p) {
+            const char *candidate = kernel->parameters[p].name;
+            if (strlen(candidate) == name_length && strncmp(candidate, name, name_length) == 0)
+                return candidate;
+        }
+    }
+    return NULL;
+}
+
+static cli_option *law_parameter_option(cli_option *options, size_t count)
+{
+    for (size_t i = 0; i < count; ++i)
+        if (options[i].kind == CLI_LAW_PARAMETER)
             return &options[i];
     return NULL;
 }
@@ -69,6 +94,7 @@ static int store_value(const char *command, cli_option *option, const char *text
 {
     switch (option->kind) {
     case CLI_FLAG:
+    case CLI_LAW_PARAMETER:
         break;
     case CLI_STRING:
         *(const char **)option->value = text;
@@ -114,6 +140,10 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
         const char *equals = strchr(name, '=');
         size_t name_length = equals ? (size_t)(equals - name) : strlen(name);
         cli_option *option = find_option(options, count, name, name_length);
+        const char *parameter = NULL;
+        if (!option && (option = law_parameter_option(options, count)) != NULL &&
+            (parameter = law_parameter_name(name, name_length)) == NULL)
+            option = NULL;
         if (!option) {
             /* Print only the name part, so a long --name=value stays readable. */
             char shown[64];
@@ -136,6 +166,17 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
             if (index + 1 >= argc || strncmp(argv[index + 1], "--", 2) == 0)
                 return cli_usage_error(command, "option --%s needs a value", option->name);
             text = argv[++index];
+        }
+        if (parameter) {
+            cli_named_values *values = option->value;
+            for (size_t k = 0; k < values->count; ++k)
+                if (strcmp(values->name[k], parameter) == 0)
+                    return cli_usage_error(command, "--%s given twice", parameter);
+            if (values->count == CLI_MAX_NAMED_VALUES)
+                return cli_usage_error(command, "too many force-law parameters");
+            values->name[values->count] = parameter;
+            values->text[values->count++] = text;
+            continue;
         }
         if (store_value(command, option, text) != 0)
             return 2;

@@ -10,8 +10,19 @@ typedef enum cli_option_kind {
     CLI_FLAG,   /* int *: set to 1 */
     CLI_STRING, /* const char **: points into argv */
     CLI_INT,    /* long long *: an integer within [min, max] */
-    CLI_DOUBLE  /* double *: a finite number within [min, max] */
+    CLI_DOUBLE, /* double *: a finite number within [min, max] */
+    /* cli_named_values *: any --NAME VALUE whose NAME some force law declares as a named
+     * parameter (fk_kernel_info.parameters: --dielectric, --kappa, ...), kept by name for the
+     * command to check against its law. The table entry's own name is only for messages. */
+    CLI_LAW_PARAMETER
 } cli_option_kind;
+
+#define CLI_MAX_NAMED_VALUES 8
+typedef struct cli_named_values {
+    const char *name[CLI_MAX_NAMED_VALUES]; /* without "--" */
+    const char *text[CLI_MAX_NAMED_VALUES];
+    size_t count;
+} cli_named_values;
 
 typedef struct cli_option {
     const char *name; /* without the leading "--" */

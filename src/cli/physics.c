@@ -6,22 +6,48 @@
 
 #include "common.h"
 
-const char cli_physics_usage[] =
-    "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (lj: default 2.5; ljc_*,\n"
-    "                 buck: default none)\n"
+static const char physics_usage[] =
+    "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (default: the law's, below)\n"
     "  --coulomb K    Coulomb constant (default 1)\n"
-    "  --dielectric D ljc_constant: D0; ljc_linear: s in D = s r (default 1); ljc_sigmoidal:\n"
-    "                 ALPHA,BETA,GAMMA,DELTA in D = exp(a r^3 + b r^2 + c r + d) (default "
-    "0,0,0,0)\n"
     "  --box L        periodic box Lx,Ly,Lz (or one L for a cube), minimum image; needs a cutoff\n"
     "                 of at most half the shortest side\n"
-    "  --params FILE  pair parameters by type, a line per pair: a b epsilon sigma (lj, ljc_*),\n"
-    "                 a b A rho C (buck); default one type, epsilon = sigma = 1\n"
+    "  --params FILE  pair parameters by type, a line per pair: a b and the law's pair\n"
+    "                 parameters (below); default one type, all parameters 1\n"
     "  --exclude FILE pairs left out, a line per pair: i j (0-based particle indices)\n"
     "  --exclude-mode M  onthefly (default: the pair loop masks them, correct on every device)\n"
     "                 or afterwards (Narumi's experiment: every pair summed, then the excluded\n"
     "                 ones subtracted by a second kernel; exact only where both kernels compute\n"
     "                 the same bits, as with --reproducible)\n";
+
+void cli_physics_print_usage(FILE *out)
+{
+    fputs(physics_usage, out);
+    for (size_t k = 0; fk_kernel_at(k); ++k) {
+        const fk_kernel_info *kernel = fk_kernel_at(k);
+        for (unsigned p = 0; p < kernel->parameter_count; ++p) {
+            const fk_kernel_parameter *parameter = &kernel->parameters[p];
+            char option[64];
+            snprintf(option, sizeof option, "--%s V", parameter->name);
+            fprintf(out, "  %-14s %s: %s\n  %-14s ", option, kernel->name, parameter->description,
+                    "");
+            if (parameter->count > 1)
+                fprintf(out, "%u values V1,V2,..., ", parameter->count);
+            fprintf(out, "default %g\n", parameter->default_value);
+        }
+    }
+}
+
+void cli_print_kernels(FILE *out)
+{
+    fputs("\nForce laws (--kernel): input columns -> output columns\n", out);
+    for (size_t k = 0; fk_kernel_at(k); ++k) {
+        const fk_kernel_info *kernel = fk_kernel_at(k);
+        fprintf(out, "  %-14s %s -> %s\n  %-14s %s\n", kernel->name, kernel->input_format,
+                kernel->output_format, "", kernel->description);
+        if (kernel->pair_parameters)
+            fprintf(out, "  %-14s --params lines: %s\n", "", kernel->pair_format);
+    }
+}
 
 /* "a,b,c" into up to max finite numbers; returns how many, 0 on a malformed list. */
 static size_t parse_list(const char *text, double *values, size_t max)
@@ -50,21 +76,54 @@ static int is_molecular(const fk_kernel_info *kernel)
     return kernel->pair_parameters > 0;
 }
 
+/* One --NAME VALUE of the law's named parameters into config->parameters. */
+static int law_parameter_config(const char *command, const fk_kernel_info *kernel, const char *name,
+                                const char *text, fk_eval_config *config)
+{
+    const fk_kernel_parameter *parameter = NULL;
+    for (unsigned p = 0; p < kernel->parameter_count; ++p)
+        if (strcmp(kernel->parameters[p].name, name) == 0)
+            parameter = &kernel->parameters[p];
+    if (!parameter)
+        return cli_usage_error(command, "--%s does not apply to %s", name, kernel->name);
+    double values[FK_LAW_PARAMETERS];
+    const size_t count = parse_list(text, values, FK_LAW_PARAMETERS);
+    if (count != parameter->count)
+        return cli_usage_error(command, "--%s '%s': %s takes %u number%s (%s)", name, text,
+                               kernel->name, parameter->count, parameter->count > 1 ? "s" : "",
+                               parameter->description);
+    for (size_t k = 0; k < count; ++k) {
+        const double value = values[k];
+        /* The library reads 0 as "default": an explicit 0 would silently mean something else. */
+        const int zero_is_default = value == 0 && parameter->default_value != 0;
+        if (zero_is_default || value < parameter->minimum ||
+            (value == parameter->minimum && !parameter->minimum_inclusive))
+            return cli_usage_error(command, "--%s %s: each value must be %s %g", name, text,
+                                   parameter->minimum_inclusive ? ">=" : ">", parameter->minimum);
+        config->parameters[parameter->first + k] = value;
+    }
+    return CLI_EXIT_OK;
+}
+
 int cli_physics_config(const char *command, const fk_kernel_info *kernel,
                        const cli_physics_options *options, fk_eval_config *config)
 {
-    const int any = options->params || options->exclude || options->exclude_mode ||
-                    options->dielectric || options->box || !isnan(options->cutoff) ||
-                    !isnan(options->coulomb);
-    if (!is_molecular(kernel)) {
-        if (any)
-            return cli_usage_error(command,
-                                   "--params, --exclude, --exclude-mode, --cutoff, --coulomb, "
-                                   "--dielectric and --box apply to the molecular kernels "
-                                   "(ljc_*, lj, buck), not to %s",
-                                   kernel->name);
-        return CLI_EXIT_OK;
+    const int any = options->params || options->exclude || options->exclude_mode || options->box ||
+                    !isnan(options->cutoff) || !isnan(options->coulomb);
+    if (!is_molecular(kernel) && any)
+        return cli_usage_error(command,
+                               "--params, --exclude, --exclude-mode, --cutoff, --coulomb and "
+                               "--box apply to the molecular kernels (those with a pair table), "
+                               "not to %s",
+                               kernel->name);
+    for (size_t k = 0; k < options->law.count; ++k) {
+        const int code = law_parameter_config(command, kernel, options->law.name[k],
+                                              options->law.text[k], config);
+        if (code != CLI_EXIT_OK)
+            return code;
     }
+    if (!is_molecular(kernel))
+        return CLI_EXIT_OK;
     /* The library reads 0 as "default": an explicit 0 would silently mean something else. */
     if (!isnan(options->cutoff)) {
         if (!(options->cutoff > 0))
@@ -76,17 +135,6 @@ int cli_physics_config(const char *command, const fk_kernel_info *kernel,
             return cli_usage_error(command, "--coulomb must be nonzero (zero charges switch "
                                             "Coulomb off)");
         config->coulomb = options->coulomb;
-    }
-    if (options->dielectric) {
-        const int sigmoidal = strcmp(kernel->name, "ljc_sigmoidal") == 0;
-        const int one =
-            strcmp(kernel->name, "ljc_constant") == 0 || strcmp(kernel->name, "ljc_linear") == 0;
-        size_t count = parse_list(options->dielectric, config->dielectric, 4);
-        if (!one && !sigmoidal)
-            return cli_usage_error(command, "%s has no dielectric", kernel->name);
-        if ((one && (count != 1 || !(config->dielectric[0] > 0))) || (sigmoidal && count != 4))
-            return cli_usage_error(command, "--dielectric '%s': expected %s", options->dielectric,
-                                   one ? "one number > 0" : "ALPHA,BETA,GAMMA,DELTA");
     }
     if (options->box) {
         double sides[3];

@@ -1,17 +1,21 @@
-/* The molecular kernels' options shared by `forces` and `bench`: --params, --exclude,
- * --exclude-mode, --cutoff, --coulomb, --dielectric, --box (docs/force-laws.md, docs/file-formats.md). */
+/* The force-law options shared by `forces`, `bench`, `accuracy` and `simulate`: --params,
+ * --exclude, --exclude-mode, --cutoff, --coulomb, --box, and each law's named parameters
+ * (--dielectric, --kappa: whatever the registry declares; docs/force-laws.md,
+ * docs/file-formats.md). */
 #ifndef FK_CLI_PHYSICS_H
 #define FK_CLI_PHYSICS_H
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "forcekit/forcekit.h"
 #include "io.h"
 #include "options.h"
 
 typedef struct cli_physics_options {
-    const char *params, *exclude, *exclude_mode, *dielectric, *box;
+    const char *params, *exclude, *exclude_mode, *box;
+    cli_named_values law;   /* --NAME VALUE of the laws' named parameters */
     double cutoff, coulomb; /* NaN when not given (CLI_PHYSICS_OPTIONS_INIT) */
 } cli_physics_options;
 #define CLI_PHYSICS_OPTIONS_INIT                                                                   \
@@ -30,13 +34,16 @@ typedef struct cli_physics_options {
          .value = &(o).coulomb,                                                                    \
          .min = -HUGE_VAL,                                                                         \
          .max = HUGE_VAL},                                                                         \
-        {.name = "dielectric", .kind = CLI_STRING, .value = &(o).dielectric},                      \
+        {.name = "law parameter", .kind = CLI_LAW_PARAMETER, .value = &(o).law},                   \
     {                                                                                              \
         .name = "box", .kind = CLI_STRING, .value = &(o).box                                       \
     }
 
-/* Usage text of the options, for --help. */
-extern const char cli_physics_usage[];
+/* Usage text of the options, for --help, with each force law's named parameters from the
+ * registry. */
+void cli_physics_print_usage(FILE *out);
+/* The force laws for --help: name, input columns, outputs, description, from the registry. */
+void cli_print_kernels(FILE *out);
 
 /* What the files held, to hand to the evaluation. */
 typedef struct cli_physics_data {

@@ -258,7 +258,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     if (eval->count == 0 || !eval->host_body)
         return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
     const size_t n = eval->count;
-    const int gaj = eval->kernel->law == FK_LAW_GAJ;
+    const int gaj = eval->kernel->needs_velocity;
     if (gaj && !velocity)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
     float *body = eval->host_body;
