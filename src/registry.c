@@ -14,7 +14,8 @@
     X(ljc_linear)                                                                                  \
     X(ljc_sigmoidal)                                                                               \
     X(lj)                                                                                          \
-    X(buck)
+    X(buck)                                                                                        \
+    X(yukawa)
 
 #define FK_LAW_DECLARE(name) extern const fk_kernel_desc fk__law_##name;
 FK_LAWS(FK_LAW_DECLARE)

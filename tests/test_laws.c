@@ -105,6 +105,15 @@ static void formula_buck(const double *p, double qq, double r, double *f, double
     *f = exp(-r) - 6.0 * pow(r, -7) + qq / (r * r);
 }
 
+static void formula_yukawa(const double *p, double qq, double r, double *f, double *u)
+{
+    lennard_jones(r, f, u);
+    /* U = qq exp(-kappa r) / r; -dU/dr = qq exp(-kappa r) (1 + kappa r) / r^2 */
+    const double kappa = p[0];
+    *u += qq * exp(-kappa * r) / r;
+    *f += qq * exp(-kappa * r) * (1.0 + kappa * r) / (r * r);
+}
+
 static const struct {
     const char *law;
     pair_formula *formula;
@@ -116,6 +125,7 @@ static const struct {
     {"ljc_linear", formula_ljc_linear},
     {"ljc_sigmoidal", formula_ljc_sigmoidal},
     {"buck", formula_buck},
+    {"yukawa", formula_yukawa},
 };
 
 static pair_formula *formula_of(const char *law)
