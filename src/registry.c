@@ -46,37 +46,43 @@ static const fk_accum_desc accumulators[] = {
     {.info = {.name = "float",
               .letter = 'A',
               .description = "pair terms and sums in single precision",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.growth = 0x1p-24, .bounded = 1}},
      .decode = decode_float,
      .flush_denormals = 1,
      .lanes = 1},
     {.info = {.name = "double",
               .letter = 'B',
               .description = "pair terms in single precision, sums in double",
-              .needs_fp64 = 1},
+              .needs_fp64 = 1,
+              .error = {.relative = 0x1p-53, .growth = 0x1p-53, .bounded = 1}},
      .decode = decode_double,
      .flush_denormals = 1,
      .lanes = 1},
     {.info = {.name = "ti",
               .letter = 'C',
               .description = "sums as a Takahashi-Iitaka float pair (two-sum, 10 flops per add)",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.relative = 0x1p-46, .growth = 0x1p-47, .bounded = 1}},
      .decode = fk__decode_pair},
     {.info = {.name = "nitadori",
               .letter = 'D',
               .description = "sums with Nitadori's trick (fast two-sum, 4 flops per add)",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.growth = 0x1p-24, .bounded = 0}},
      .decode = fk__decode_pair},
     {.info = {.name = "nitadori_large",
               .letter = 'E',
               .description = "Nitadori's trick from LARGE = 3*2^e, 2^e from a bound on the sums",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.relative = 0x1p-46, .global = 0x1p-44, .bounded = 1}},
      .decode = fk__decode_large_pair,
      .choose_parameters = fk__choose_large},
     {.info = {.name = "narumi",
               .letter = 'F',
               .description = "Narumi's float + int32 fixed point (LOWER_SHIFT 8), zero offset",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.global = 0x1p-44, .bounded = 1, .order_independent = 1}},
      .decode = fk__decode_narumi,
      .choose_parameters = fk__choose_narumi,
      .flush_denormals = 1,
@@ -84,19 +90,25 @@ static const fk_accum_desc accumulators[] = {
     {.info = {.name = "ref",
               .letter = 'G',
               .description = "pair terms and sums in double precision (the reference)",
-              .needs_fp64 = 1},
+              .needs_fp64 = 1,
+              .error = {.relative = 0x1p-53, .growth = 0x1p-53, .bounded = 1}},
      .decode = decode_double,
      .flush_denormals = 1},
     {.info = {.name = "composite",
               .letter = '-',
               .description = "Taufer et al.'s composite float2 (value + error) addition",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.relative = 0x1p-46, .growth = 0x1p-46, .bounded = 1}},
      .decode = fk__decode_pair},
     {.info = {.name = "fixed64",
               .letter = '-',
               .description = "64-bit integer fixed point at a scale 2^k from the data; "
                              "order-independent, overflow detected",
-              .needs_fp64 = 0},
+              .needs_fp64 = 0,
+              .error = {.global = 0x1p-60,
+                        .range_grows_with_n = 1,
+                        .bounded = 1,
+                        .order_independent = 1}},
      .decode = fk__decode_fixed64,
      .choose_parameters = fk__choose_fixed64,
      .overflowed = fk__fixed64_overflowed,
@@ -168,6 +180,15 @@ fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm)
             return FK_OK;
         }
     return FK_ERR_INVALID_ARGUMENT;
+}
+
+double fk_accum_error_bound(const fk_accum_info *accum, size_t n)
+{
+    if (!accum || n == 0)
+        return 0.0;
+    const fk_accum_error_model *e = &accum->error;
+    const double range = e->range_grows_with_n ? (double)n : 1.0;
+    return e->relative + (double)(n - 1) * e->growth + (double)n * e->global * range;
 }
 
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64)

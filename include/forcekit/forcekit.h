@@ -189,12 +189,37 @@ typedef struct fk_kernel_parameter {
     int minimum_inclusive;
 } fk_kernel_parameter;
 
+/* An accumulator's error model (docs/precision.md, "Error models"): for one particle's sum of n
+ * pair terms t_j, as the device computed them (each term's own rounding is the force law's, not
+ * the accumulator's, and comes on top),
+ *   |computed - sum_j t_j| <= (relative + (n - 1) growth) sum_j |t_j| + n global R,
+ * R the range the representation was scaled to for the evaluation: for narumi and nitadori_large
+ * LARGE, about max_sum (the largest sum_j |t_ij| of any particle); for fixed64 the scale comes from
+ * the largest term and n, R = n max_term <= n max_sum (range_grows_with_n). */
+typedef struct fk_accum_error_model {
+    double relative;        /* the final rounding, relative to the particle's own sum_j |t_j| */
+    double growth;          /* added per term (float: 2^-24); 0: does not grow with n */
+    double global;          /* per term, relative to R (fixed-point quantization); else 0 */
+    int range_grows_with_n; /* R = n max_sum rather than max_sum */
+    /* 1: the bound holds for every input; 0: only typically (Nitadori's trick without LARGE
+     * needs the sum to exceed each term, which cancelling sums break; float's bound then) */
+    int bounded;
+    /* 1: the same bits in any summation order (integer sums): the symmetric loop's merge, the
+     * cell loop and j-splits then give all-pairs' bits exactly */
+    int order_independent;
+} fk_accum_error_model;
+
 typedef struct fk_accum_info {
     const char *name; /* "float" */
     char letter;      /* Narumi et al., Table 1 */
     const char *description;
     int needs_fp64;
+    fk_accum_error_model error; /* added in 0.3 (the struct is the library's, so it may grow) */
 } fk_accum_info;
+
+/* The error model's bound on |computed - exact| of a sum of n terms, in units of that particle's
+ * sum_j |t_j|, for the particle with the largest sum (max_sum = its sum_j |t_j|). */
+FK_API double fk_accum_error_bound(const fk_accum_info *accum, size_t n);
 
 /* NULL when the name is unknown. */
 FK_API const fk_kernel_info *fk_kernel_find(const char *name);
