@@ -296,9 +296,11 @@ expect_exit "accuracy --in exits 0" 0 "$FK" accuracy --kernel ga --in "$WORK/two
 expect_exit "accuracy needs --in or --system" 2 "$FK" accuracy --kernel ga
 expect_exit "accuracy unknown system exits 2" 2 "$FK" accuracy --kernel ga --system nosuchsystem
 expect_exit "accuracy unknown accumulator exits 2" 2 "$FK" accuracy --kernel ga --system plummer --n 100 --accum nosuchaccum
+# The registry's accumulators, as the error lists them: no list of names in this file.
+accumulators=$(sed -n 's/.*unknown accumulator .*; available: *//p' "$WORK/err")
 expect_exit "accuracy --accum all --json exits 0" 0 "$FK" accuracy --kernel ga --system plummer --n 1024 --reps 1 --json
-expect_json "accuracy: all nine accumulators (those the device can run), with checksums" "$WORK/out" \
-    'set(r["accum"] for r in d["results"]) | set(s["accum"] for s in d["skipped"]) == {"float", "double", "ti", "nitadori", "nitadori_large", "narumi", "ref", "composite", "fixed64"} and all(len(r["checksum"]) == 16 for r in d["results"])'
+expect_json "accuracy: every registered accumulator (those the device can run), with checksums" "$WORK/out" \
+    'set(r["accum"] for r in d["results"]) | set(s["accum"] for s in d["skipped"]) == set("'"$accumulators"'".split()) and len(d["results"]) >= 2 and all(len(r["checksum"]) == 16 for r in d["results"])'
 expect_json "accuracy: fixed64 and narumi offsets are exactly 0 (equal masses), float's is not" "$WORK/out" \
     'all(r["offset"] == 0 for r in d["results"] if r["accum"] in ("fixed64", "narumi")) and [r for r in d["results"] if r["accum"] == "float"][0]["offset"] > 0'
 expect_json "accuracy: compensated errors at most 1e-6, below float's" "$WORK/out" \
@@ -605,6 +607,31 @@ v = [list(map(float, l.split())) for l in open(sys.argv[1]) if not l.startswith(
 p = [sum(c[k] for c in v) for k in range(3)]
 t = sum(x * x for c in v for x in c) / (3 * len(v) - 3)
 sys.exit(0 if max(map(abs, p)) < 1e-12 and abs(t - 0.72) < 1e-12 else 1)' "$G/fluid.txt.vel"; then pass "generate lj-fluid: zero momentum, T = 0.72"; else fail "generate lj-fluid: zero momentum, T = 0.72"; fi
+# Every force law of the registry from the command line, without naming one: the laws come from
+# the unknown-kernel error, each gets a generated system that fits it (plummer for gravity, fcc for
+# the laws with a pair table; generate knows which fit from the registry) and one forces run.
+laws=$("$FK" forces --kernel nosuchkernel --in "$WORK/two.txt" 2>&1 | sed -n 's/.*unknown kernel .*; available: *//p')
+law_count=0
+for law in $laws; do
+    law_count=$((law_count + 1))
+    if "$FK" generate --model plummer --n 40 --kernel "$law" --out "$G/law-$law.txt" >/dev/null 2>&1; then
+        expect_exit "forces --kernel $law on a generated plummer sphere exits 0" 0 "$FK" forces --kernel "$law" --in "$G/law-$law.txt" --eps 0.01 --potential
+    else
+        expect_exit "generate fcc --kernel $law exits 0" 0 "$FK" generate --model fcc --n 108 --kernel "$law" --out "$G/law-$law.txt"
+        expect_exit "forces --kernel $law on a generated fcc lattice exits 0" 0 "$FK" forces --kernel "$law" --in "$G/law-$law.txt" --cutoff 1.6 --potential
+    fi
+    if [ "$(grep -c . "$WORK/out")" = "$(grep -vc '^#' "$G/law-$law.txt")" ]; then
+        pass "forces --kernel $law: a line per particle"
+    else
+        fail "forces --kernel $law: a line per particle"
+    fi
+done
+if [ "$law_count" -ge 8 ]; then pass "the registry lists $law_count force laws"; else fail "the registry lists $law_count force laws: $laws"; fi
+# yukawa's own parameter: --kappa, checked against the law.
+expect_exit "forces --kernel yukawa --kappa 2 exits 0" 0 "$FK" forces --kernel yukawa --in "$G/law-yukawa.txt" --kappa 2 --cutoff 1.6
+expect_exit "forces --kernel yukawa --kappa 0 exits 2" 2 "$FK" forces --kernel yukawa --in "$G/law-yukawa.txt" --kappa 0
+expect_exit "forces --kernel lj --kappa 2 exits 2" 2 "$FK" forces --kernel lj --in "$G/law-lj.txt" --kappa 2
+expect_stderr "--kappa on lj is explained" "--kappa does not apply to lj"
 expect_exit "generate plummer --kernel gaj exits 0" 0 "$FK" generate --model plummer --n 100 --kernel gaj --out "$G/pl.txt"
 data_lines "$G/pl.txt"
 expect_lines "generate plummer --kernel gaj: 7 columns" "$WORK/data" 100 7
@@ -774,6 +801,15 @@ no_temporary_files "the reliability cases leave no temporary" "$R"
 # ---- installation problems -----------------------------------------------------------------------
 expect_exit "missing kernel directory exits 1" 1 env FORCEKIT_KERNEL_DIR=/nonexistent "$FK" forces --kernel ga --in "$WORK/two.txt"
 expect_stderr "missing kernel directory names the path" "/nonexistent"
+
+# ---- the documented reference is the --help texts -------------------------------------------------
+bash "$SOURCE_DIR/scripts/cli_reference.sh" "$FK" | sed -e '/^$/d' >"$WORK/reference.md"
+sed -n '/^## Reference: every command/,/^## [^R]/p' "$SOURCE_DIR/docs/cli.md" | sed -e '/^## [^R]/d' -e '/^$/d' >"$WORK/documented.md"
+if cmp -s "$WORK/reference.md" "$WORK/documented.md"; then
+    pass "docs/cli.md's reference is the commands' --help (scripts/cli_reference.sh)"
+else
+    fail "docs/cli.md's reference differs from the commands' --help: regenerate it with scripts/cli_reference.sh"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

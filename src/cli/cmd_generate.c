@@ -53,27 +53,45 @@ typedef enum model {
     MODEL_LJ65536
 } model;
 
+/* Which laws a model's files fit is a property of what it writes, not a list of law names: the
+ * gravity models write masses (and velocities), the molecular ones charges and types and, where
+ * they write a --params file, parameters in one pair format. */
+#define MODEL_GRAVITY NULL /* pair_format: fits the laws without a pair table */
+#define MODEL_ANY_TABLE "" /* one type, default parameters: fits every law with a pair table */
 static const struct model_info {
     const char *name;
     const char *default_kernel;
-    const char *kernels; /* the kernels whose layout and parameters fit, space separated */
+    const char *pair_format; /* MODEL_GRAVITY, MODEL_ANY_TABLE, or the --params format written */
 } models[] = {
-    {"plummer", "ga", "ga gaj"},
-    {"lj-fluid", "lj", "lj ljc_constant ljc_linear ljc_sigmoidal buck"},
-    {"fcc", "lj", "lj ljc_constant ljc_linear ljc_sigmoidal buck"},
-    {"fluorite", "buck", "buck"},
-    {"protein", "ljc_constant", "ljc_constant ljc_linear ljc_sigmoidal lj"},
-    {"lj65536", "lj", "lj ljc_constant ljc_linear ljc_sigmoidal"},
+    {"plummer", "ga", MODEL_GRAVITY},
+    {"lj-fluid", "lj", MODEL_ANY_TABLE},
+    {"fcc", "lj", MODEL_ANY_TABLE},
+    {"fluorite", "buck", "a b A rho C"},
+    {"protein", "ljc_constant", "a b epsilon sigma"},
+    {"lj65536", "lj", "a b epsilon sigma"},
 };
 enum { MODEL_COUNT = sizeof models / sizeof models[0], OUTPUT_FILES = 4 };
 
-static int kernel_fits(const struct model_info *info, const char *kernel)
+static int kernel_fits(const struct model_info *info, const fk_kernel_info *kernel)
 {
-    size_t length = strlen(kernel);
-    for (const char *p = info->kernels; (p = strstr(p, kernel)) != NULL; p += length)
-        if ((p == info->kernels || p[-1] == ' ') && (p[length] == ' ' || p[length] == '\0'))
-            return 1;
-    return 0;
+    if (info->pair_format == MODEL_GRAVITY)
+        return kernel->pair_parameters == 0;
+    if (kernel->pair_parameters == 0)
+        return 0;
+    return info->pair_format[0] == '\0' || strcmp(info->pair_format, kernel->pair_format) == 0;
+}
+
+/* The registry's laws that fit, space separated, for a message. */
+static void fitting_kernels(const struct model_info *info, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t k = 0; fk_kernel_at(k) && used < size; ++k)
+        if (kernel_fits(info, fk_kernel_at(k))) {
+            const int n = snprintf(out + used, size - used, "%s%s", used ? " " : "",
+                                   fk_kernel_at(k)->name);
+            used += n > 0 ? (size_t)n : 0;
+        }
 }
 
 /* One output file: what to write, then its temporary name until renamed. */
@@ -248,9 +266,12 @@ int cmd_generate(int argc, char **argv)
     const fk_kernel_info *kernel = NULL;
     if (cli_find_kernel("generate", kernel_name, &kernel))
         return CLI_EXIT_USAGE;
-    if (!kernel_fits(info, kernel->name))
+    if (!kernel_fits(info, kernel)) {
+        char fitting[512];
+        fitting_kernels(info, fitting, sizeof fitting);
         return cli_usage_error("generate", "--kernel %s: the %s model is for %s", kernel->name,
-                               info->name, info->kernels);
+                               info->name, fitting);
+    }
     const fk_layout layout = (fk_layout)fk_io_layout_for_kernel(kernel->name);
 
     /* Generate. */

@@ -7,7 +7,8 @@
 #include "common.h"
 
 static const char physics_usage[] =
-    "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (default: the law's, below)\n"
+    "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (default none, or the law's\n"
+    "                 own: lj's 2.5, in its description below)\n"
     "  --coulomb K    Coulomb constant (default 1)\n"
     "  --box L        periodic box Lx,Ly,Lz (or one L for a cube), minimum image; needs a cutoff\n"
     "                 of at most half the shortest side\n"

@@ -27,8 +27,8 @@ const fk_kernel_desc fk__law_yukawa = {
              .input_columns = 5,
              .input_format = "x y z q type",
              .output_format = "fx fy fz",
-             /* ljc_constant's 30 and 5 for the screening, exp counted as one */
-             .flops_per_interaction = 35.0,
+             /* forcekit's own count, exp as one (docs/force-laws.md) */
+             .flops_per_interaction = 36.0,
              .pair_parameters = 2,
              .pair_format = "a b epsilon sigma",
              .parameter_count = 1,
