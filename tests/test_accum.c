@@ -442,8 +442,9 @@ static void test_host_parameters(void **state)
     assert_true(fk__choose_large(&zero, &params));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_sum),
         cmocka_unit_test(test_fast_two_sum),

@@ -891,8 +891,9 @@ static void test_resolve_regular_file(void **state)
     assert_int_equal(fk_cache_dir_resolve(NULL, NULL), -1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_key_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_each_part_changes, setup, teardown),

@@ -746,8 +746,9 @@ static void test_bad_inputs(void **state)
     free_system(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_uniform_open),

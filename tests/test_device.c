@@ -148,8 +148,9 @@ static void test_status_strings(void **state)
     assert_string_equal(fk_context_last_error(NULL), "");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_select_rules),
         cmocka_unit_test(test_real_devices),

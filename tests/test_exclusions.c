@@ -773,8 +773,9 @@ static void test_cells_periodic(void **state)
     free_system(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_modes_against_reference), cmocka_unit_test(test_exact_cancellation),
         cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),

@@ -474,8 +474,9 @@ static void test_kernel_creation_failure(void **state)
     sweep(W_CREATE_KERNEL, CL_INVALID_KERNEL_NAME, FK_ERR_OPENCL, "fixed64");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_failure),           cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_enqueue_failures),        cmocka_unit_test(test_transfer_failures),

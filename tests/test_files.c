@@ -367,8 +367,9 @@ static void test_lock_serialises(void **state)
     free(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_nodes_written_in_place),
         cmocka_unit_test(test_fifo_written_in_place),

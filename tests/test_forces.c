@@ -1020,8 +1020,9 @@ static void test_bad_physics_and_inputs(void **state)
     fk_eval_destroy(eval);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     /* FK_TEST_FILTER=test_every_loop runs one test (cmocka's wildcard pattern). */
     const char *filter = getenv("FK_TEST_FILTER");
     if (filter && *filter)

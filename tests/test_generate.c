@@ -309,8 +309,9 @@ static void test_lattice_layouts_and_determinism(void **state)
     assert_null(a.position);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plummer_count_and_layouts),
         cmocka_unit_test(test_plummer_deterministic),

@@ -1029,8 +1029,9 @@ static void test_input_too_large(void **state)
     free(long_line);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_for_kernel),
         cmocka_unit_test(test_set_alloc_and_view),

@@ -381,8 +381,9 @@ static void test_bad_inputs(void **state)
     fk_eval_destroy(eval);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ga_two_bodies_exact),
         cmocka_unit_test(test_bad_inputs),

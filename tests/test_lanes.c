@@ -584,8 +584,9 @@ static void test_lanes_fallback_results(void **state)
     free_system(&sys);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lanes_declared_by_headers),
         cmocka_unit_test(test_lanes_choice),

@@ -354,8 +354,9 @@ static void test_exclusions_on_the_fly(void **state)
     run_accumulators(&c, accumulators, 4);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     /* FK_TEST_FILTER=test_cells runs one group (cmocka's wildcard pattern). */
     const char *filter = getenv("FK_TEST_FILTER");
     if (filter && *filter)

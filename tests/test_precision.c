@@ -432,8 +432,9 @@ static void test_overflow_reported(void **state)
     system_free(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_offset_exactly_zero),  cmocka_unit_test(test_fixed64_bit_identical),
         cmocka_unit_test(test_narumi_bit_identical), cmocka_unit_test(test_reproducible_mode),

@@ -248,8 +248,9 @@ static void test_template_standalone(void **state)
     fk_context_destroy(context);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_hit_miss_corrupt),
         cmocka_unit_test(test_cache_off),

@@ -183,8 +183,9 @@ static void test_device_bad_arguments(void **state)
     assert_null(none);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_matches_glibc),
         cmocka_unit_test(test_leapfrog_identity),

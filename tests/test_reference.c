@@ -70,8 +70,9 @@ static void test_bad_arguments(void **state)
     assert_int_equal(fk_reference_forces("ga", NULL, NULL, force, NULL), FK_ERR_INVALID_ARGUMENT);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_bodies),
         cmocka_unit_test(test_plummer_invariants),

@@ -246,8 +246,9 @@ static void test_golden_checksums(void **state)
         fail_msg("%d of %d reproducible checksums differ from the golden values", mismatches, ran);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_checksums),
     };

@@ -714,8 +714,9 @@ static int remove_temp(void **state)
     return teardown(state);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_energy_slope),    cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_two_body_verlet), cmocka_unit_test(test_two_body_hermite),

@@ -37,7 +37,27 @@ const char *fk_test_source_dir(void);
 /* $FK_TEST_DATA_DIR (../shared/data) or NULL when absent. */
 const char *fk_test_data_dir(void);
 
+/* The shared harness. Every cmocka test's main starts with FK_TEST_PREPARE(argc, argv):
+ *   test_x [PATTERN] [--full]     PATTERN: run only the tests whose names match it (cmocka's glob,
+ *                                 * and ?; also $FK_TEST_FILTER);
+ *                                 --full (or FK_TEST_FULL=1): the full sweeps (ctest label full)
+ * Returns 0, or 2 after a usage message. */
+int fk_test_prepare(int argc, char **argv);
+#define FK_TEST_PREPARE(argc, argv)                                                                \
+    do {                                                                                           \
+        if (fk_test_prepare(argc, argv) != 0)                                                      \
+            return 2;                                                                              \
+    } while (0)
+/* 1 in the full mode: the complete variant x accumulator x size sweeps; else the representative
+ * subset that the default run (and CI) takes. */
+int fk_test_full(void);
+
 struct fk_context;
+/* The shared fixture: a context on the default device, created by the group setup and destroyed by
+ * its teardown, in fk_test_context. */
+extern struct fk_context *fk_test_context;
+int fk_test_context_setup(void **state);
+int fk_test_context_teardown(void **state);
 /* Creates a context on the default device ($FORCEKIT_DEVICE, else the first GPU, else the first
  * CPU) and prints which one on stderr; on failure prints why, leaves *context NULL and returns -1
  * (a cmocka group setup then fails), else 0. */

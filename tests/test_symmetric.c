@@ -515,8 +515,9 @@ static void test_refused(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused),    cmocka_unit_test(test_ga_float),
         cmocka_unit_test(test_ga_fixed64), cmocka_unit_test(test_fixed64_wide_steps),

@@ -441,8 +441,9 @@ static void test_written_files_read_back(void **state)
     free(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lj_fluid), cmocka_unit_test(test_velocity_distribution),
         cmocka_unit_test(test_fluorite), cmocka_unit_test(test_protein),

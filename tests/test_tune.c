@@ -1129,8 +1129,9 @@ static void test_tuner_searches_lanes(void **state)
     free(database);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_name_normalisation),
         cmocka_unit_test(test_identity),

@@ -118,8 +118,9 @@ static void test_config_struct_size(void **state)
     fk_context_destroy(context);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_agrees),
         cmocka_unit_test(test_status_values),
