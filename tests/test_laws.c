@@ -246,15 +246,18 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
                       const law_input *in)
 {
     const int molecular = is_molecular(law);
-    const double cutoff = molecular ? 2.6 : 0.0;
+    /* One physics description for the evaluation and the reference (fk_eval_config.physics). */
+    const fk_pair_table table = {.types = 2, .values = in->table};
+    fk_physics physics = {.eps = molecular ? 0.0 : 0.05,
+                          .cutoff = molecular ? 2.6 : 0.0,
+                          .pair_table = molecular ? &table : NULL};
+    law_parameters(law, physics.parameters);
     fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
     config.kernel = law->name;
     config.accum = accum;
     config.potential = 1;
     config.algorithm = (int)algorithm;
-    config.eps = molecular ? 0.0 : 0.05;
-    config.cutoff = cutoff;
-    law_parameters(law, config.parameters);
+    config.physics = &physics;
     if (algorithm == FK_ALGORITHM_CELLS && !molecular)
         return; /* cells need a cutoff, which gravity has not (an error, tested in test_cells) */
     fk_eval *eval = NULL;
@@ -264,14 +267,11 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
     if (status != FK_OK)
         fail_msg("%s %s %s: create: %s: %s", law->name, fk_algorithm_name(algorithm), accum,
                  fk_status_string(status), fk_context_last_error(context));
-    const fk_pair_table table = {.types = 2, .values = in->table};
     const fk_particles particles = {.count = N,
                                     .position = in->position,
                                     .mass = in->mass,
                                     .velocity = in->velocity,
                                     .type = molecular ? in->type : NULL};
-    if (molecular)
-        assert_int_equal(fk_eval_set_pair_table(eval, &table), FK_OK);
     status = fk_eval_set_particles(eval, &particles);
     if (status == FK_OK)
         status = fk_eval_compute(eval, NULL);
@@ -288,8 +288,6 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
     assert_int_equal(fk_eval_read_potentials(eval, potentials), FK_OK);
     fk_eval_destroy(eval);
 
-    fk_physics physics = {.eps = config.eps, .cutoff = cutoff, .pair_table = &table};
-    law_parameters(law, physics.parameters);
     assert_int_equal(
         fk_reference_forces(law->name, &particles, &physics, reference, reference_potentials),
         FK_OK);
@@ -330,11 +328,37 @@ static void every_law_every_loop(void **state)
     free(in);
 }
 
-int main(void)
+/* The physics is given once: config.physics and a flat field together are refused. */
+static void physics_given_once(void **state)
 {
+    (void)state;
+    const fk_physics physics = {.cutoff = 2.0};
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "lj";
+    config.physics = &physics;
+    config.coulomb = 2.0;
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_null(eval);
+    assert_non_null(strstr(fk_context_last_error(context), "physics given twice"));
+    /* and the pair table and exclusions of the description are applied (here: refused for
+     * gravity, as fk_eval_set_exclusions refuses them) */
+    const size_t pair[2] = {0, 1};
+    const fk_physics gravity = {.exclusions = pair, .exclusion_count = 1};
+    config = (fk_eval_config)FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ga";
+    config.physics = &gravity;
+    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_null(eval);
+}
+
+int main(int argc, char **argv)
+{
+    FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(two_bodies),
         cmocka_unit_test(every_law_every_loop),
+        cmocka_unit_test(physics_given_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -317,6 +317,13 @@ typedef struct fk_eval_config {
      * through the caches); FK_ERR_UNSUPPORTED for a kernel, accumulator or algorithm without
      * lanes. */
     int lanes;
+    /* The physics as one description, the same struct fk_reference_forces takes (added in 0.3):
+     * when set, it is the evaluation's physics (eps, cutoff, coulomb, the law's parameters, box,
+     * and the pair table and exclusions, applied by fk_eval_create as fk_eval_set_pair_table and
+     * fk_eval_set_exclusions would), and the flat physics fields above must be zero
+     * (FK_ERR_INVALID_ARGUMENT otherwise). NULL: the flat fields, the 0.2 form. Read only during
+     * fk_eval_create. */
+    const struct fk_physics *physics;
 } fk_eval_config;
 
 /* Narumi et al., sec. 4.1. On the fly (the default): the pair loop masks excluded pairs (a
@@ -539,6 +546,8 @@ FK_API void fk_tune_result_free(fk_tune_result *result);
 /* ---------------------------------------------------------------------------------------------- */
 /* Host reference: double precision, O(N^2), for tests and accuracy checks */
 
+/* A system's physics, one description for the reference and for an evaluation
+ * (fk_eval_config.physics); zero means default throughout. */
 typedef struct fk_physics {
     double eps; /* softening (gravity) */
     /* Molecular kernels: as in fk_eval_config (zero means default). */

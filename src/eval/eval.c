@@ -198,21 +198,75 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     return FK_OK;
 }
 
+/* config->physics into the flat fields of copy, and the on-the-fly exclusion slots its
+ * exclusions need (so that applying them builds nothing twice). */
+static fk_status take_physics(fk_context *context, fk_eval_config *copy, unsigned *slots)
+{
+    const fk_physics *physics = copy->physics;
+    int flat = copy->eps != 0 || copy->cutoff != 0 || copy->coulomb != 0;
+    for (int k = 0; k < FK_LAW_PARAMETERS; ++k)
+        flat |= copy->parameters[k] != 0;
+    for (int k = 0; k < 3; ++k)
+        flat |= copy->box[k] != 0;
+    if (flat)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_eval_config: physics given twice, as config.physics and in the flat "
+                        "fields (eps, cutoff, coulomb, parameters, box); use one");
+    copy->eps = physics->eps;
+    copy->cutoff = physics->cutoff;
+    copy->coulomb = physics->coulomb;
+    memcpy(copy->parameters, physics->parameters, sizeof copy->parameters);
+    memcpy(copy->box, physics->box, sizeof copy->box);
+    *slots = 0;
+    if (physics->exclusion_count == 0 || copy->exclusion_mode != FK_EXCLUDE_ON_THE_FLY)
+        return FK_OK;
+    char message[256] = "";
+    size_t *normalized = NULL, unique = 0, most = 0;
+    fk_status status = fk__exclusions_normalize(physics->exclusions, physics->exclusion_count,
+                                                &normalized, &unique, message, sizeof message);
+    if (status == FK_OK)
+        status = fk__exclusions_max_partners(normalized, unique, &most);
+    free(normalized);
+    if (status != FK_OK)
+        return message[0] ? fk__fail(context, status, "%s", message) : status;
+    /* more than the kernel can check: fk_eval_set_exclusions names the particle */
+    *slots = most > FK__MAX_EXCLUSION_SLOTS ? FK__MAX_EXCLUSION_SLOTS : (unsigned)most;
+    return FK_OK;
+}
+
 fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_eval **out)
 {
     fk_eval_config copy;
+    /* No exclusions yet: an automatic on-the-fly build checks none (no cost per pair) until
+     * fk_eval_set_exclusions says how many partners a particle has. */
+    unsigned slots = 0;
+    const fk_physics *physics = NULL;
     if (config && context && out) {
         *out = NULL;
         fk__clear_error(context);
-        const fk_status status = fk__config_copy(context, "fk_eval_config", &copy, sizeof copy,
-                                                 config, FK__SIZE_0_2(fk_eval_config, lanes));
+        fk_status status = fk__config_copy(context, "fk_eval_config", &copy, sizeof copy, config,
+                                           FK__SIZE_0_2(fk_eval_config, lanes));
+        if (status == FK_OK && copy.physics) {
+            physics = copy.physics;
+            status = take_physics(context, &copy, &slots);
+            copy.physics = NULL; /* the caller's; not kept */
+        }
         if (status != FK_OK)
             return status;
         config = &copy;
     }
-    /* No exclusions yet: an automatic on-the-fly build checks none (no cost per pair) until
-     * fk_eval_set_exclusions says how many partners a particle has. */
-    return fk__eval_create_slots(context, config, 0, out);
+    fk_status status = fk__eval_create_slots(context, config, slots, out);
+    if (status != FK_OK || !physics)
+        return status;
+    if (physics->pair_table)
+        status = fk_eval_set_pair_table(*out, physics->pair_table);
+    if (status == FK_OK && physics->exclusion_count)
+        status = fk_eval_set_exclusions(*out, physics->exclusions, physics->exclusion_count);
+    if (status != FK_OK) {
+        fk_eval_destroy(*out);
+        *out = NULL;
+    }
+    return status;
 }
 
 double fk__event_seconds(cl_event first, cl_event last)
