@@ -54,7 +54,7 @@ run_ctest() { # build_dir ctest arguments...
 # 1 and 2: the normal build.
 start=$(date +%s)
 if build RelWithDebInfo "$root/build-test"; then
-    if run_ctest "$root/build-test" -LE "oclgrind|golden"; then
+    if run_ctest "$root/build-test" -LE "oclgrind|golden|full"; then
         record pocl PASS "$(seconds_since "$start") s"
     else
         record pocl FAIL
@@ -115,7 +115,7 @@ if [ "$sanitize" -eq 1 ]; then
     if build Sanitize "$root/build-sanitize" &&
         LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0} \
             UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-            run_ctest "$root/build-sanitize" -LE "oclgrind|golden"; then
+            run_ctest "$root/build-sanitize" -LE "oclgrind|golden|full"; then
         record sanitize PASS "$(seconds_since "$start") s"
     else
         record sanitize FAIL

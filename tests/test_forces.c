@@ -516,12 +516,31 @@ static void kernel_physics(const char *kernel, fk_physics *ph)
  * one variant (`full`, a different one per kernel, so that every required variant meets every
  * accumulator on some kernel) and its other variants with float. The unrolling changes which
  * work-item adds which term, not the accumulator's arithmetic, and the accumulators' own algebra
- * is tested in test_accum and test_precision.
+ * is tested in test_accum and test_precision. The default run (CI) takes of the other variants
+ * only the next one; --full (ctest label full) takes them all.
  */
 static const char *const float_only[] = {"float", NULL};
 
+static void sweep_variants(const char *kernel, const int (*variants)[2], size_t variant_count,
+                           size_t full, const size_t *sizes, size_t size_count, uint64_t salt,
+                           int every);
+
 static void sweep(const char *kernel, const int (*variants)[2], size_t variant_count, size_t full,
                   const size_t *sizes, size_t size_count, uint64_t salt)
+{
+    sweep_variants(kernel, variants, variant_count, full, sizes, size_count, salt, 0);
+}
+
+/* Every variant listed, in either mode. */
+static void sweep_all(const char *kernel, const int (*variants)[2], size_t variant_count,
+                      size_t full, const size_t *sizes, size_t size_count, uint64_t salt)
+{
+    sweep_variants(kernel, variants, variant_count, full, sizes, size_count, salt, 1);
+}
+
+static void sweep_variants(const char *kernel, const int (*variants)[2], size_t variant_count,
+                           size_t full, const size_t *sizes, size_t size_count, uint64_t salt,
+                           int every)
 {
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed() ^ salt);
@@ -533,6 +552,10 @@ static void sweep(const char *kernel, const int (*variants)[2], size_t variant_c
             s.physics.pair_table = &s.table;
         reference ref = make_reference(&s, kernel);
         for (size_t v = 0; v < variant_count; ++v) {
+            /* The default run: the variant with every accumulator and the next one with float;
+             * --full: every variant. */
+            if (!every && !fk_test_full() && v != full && v != (full + 1) % variant_count)
+                continue;
             run_options o = {.unroll_i = variants[v][0], .unroll_j = variants[v][1]};
             check_accumulators(kernel, &s, &ref, o, v == full ? NULL : float_only);
         }
@@ -573,24 +596,34 @@ static void test_buck(void **state)
     sweep("buck", variants_required, 4, 2, sizes_main, 5, 0xb0c);
 }
 
-/* lj is the representative molecular kernel: all 16 unroll variants (every accumulator at 1x1). */
+/* lj is the representative molecular kernel: all 16 unroll variants with --full (every
+ * accumulator at 1x1); the default run takes the diagonal 1x1, 2x2, 4x4, 8x8 and 1x8, 8x1. */
 static void test_lj_every_unroll(void **state)
 {
     (void)state;
     int variants[16][2];
+    size_t count = 0;
     static const int factors[] = {1, 2, 4, 8};
     for (int a = 0; a < 4; ++a)
         for (int b = 0; b < 4; ++b) {
-            variants[4 * a + b][0] = factors[a];
-            variants[4 * a + b][1] = factors[b];
+            const int corner = (a == 0 && b == 3) || (a == 3 && b == 0);
+            if (!fk_test_full() && a != b && !corner)
+                continue;
+            variants[count][0] = factors[a];
+            variants[count][1] = factors[b];
+            ++count;
         }
     static const size_t sizes[] = {1, 31, 333, 1531};
-    sweep("lj", (const int(*)[2])variants, 16, 0, sizes, 4, 0x17);
+    sweep_all("lj", (const int(*)[2])variants, count, 0, sizes, 4, 0x17);
 }
 
 /* The four accumulators CI must see on every pair loop (issue 12): the two plain sums and the two
  * that run the bound pre-pass. */
 static const char *const loop_accumulators[] = {"float", "double", "fixed64", "narumi", NULL};
+/* test_laws runs every law on every loop with float and fixed64 already: the default run adds the
+ * other two here (all four without fp64, where double cannot run and symmetric refuses narumi),
+ * --full all four. */
+static const char *const loop_accumulators_default[] = {"double", "narumi", NULL};
 
 /* Every molecular force law on the symmetric and the cell-list loops (all-pairs is the sweeps
  * above, lanes are test_lanes.c: only ga has a lane form) with float, double, fixed64 and narumi,
@@ -621,7 +654,9 @@ static void test_every_loop(void **state)
                     s.physics.cutoff = 3.0;
                 reference ref = make_reference(&s, kernels[k]);
                 run_options o = {.algorithm = algorithms[a]};
-                ran += check_accumulators(kernels[k], &s, &ref, o, loop_accumulators);
+                const int all = fk_test_full() || !fk_context_device(context)->fp64;
+                ran += check_accumulators(kernels[k], &s, &ref, o,
+                                          all ? loop_accumulators : loop_accumulators_default);
                 free_reference(&ref);
                 free_system(&s);
             }
