@@ -10,11 +10,6 @@ static const fk_kernel_parameter parameters[] = {
      .minimum = 0.0},
 };
 
-static double coulomb_factor(const fk__physics *physics)
-{
-    return physics->coulomb / physics->parameters[0];
-}
-
 static void pair_function(const fk__physics *physics, const double *pair, double qq, double r,
                           double *force, double *energy)
 {
@@ -27,25 +22,11 @@ static void pair_function(const fk__physics *physics, const double *pair, double
 const fk_kernel_desc fk__law_ljc_linear = {
     .info = {.name = "ljc_linear",
              .description = "Lennard-Jones + Coulomb, dielectric D = s r (energy-consistent)",
-             .force_components = 3,
-             .input_columns = 5,
-             .input_format = "x y z q type",
-             .output_format = "fx fy fz",
+             FK__CHARGED_LJ_INFO,
              .flops_per_interaction = 30.0, /* Elsen et al., Table 1 */
-             .pair_parameters = 2,
-             .pair_format = "a b epsilon sigma",
              .parameter_count = 1,
              .parameters = parameters},
-    .uses_aux = 1,
-    .uses_table = 1,
-    .charged = 1,
-    .table_stride = 4,
-    .default_pair = fk__lj_default_pair,
-    .check_pair = fk__lj_check_pair,
-    .pack_pair = fk__lj_pack_pair,
-    .shift_entry = 2,
-    .no_short_range = fk__lj_none,
-    .coulomb_factor = coulomb_factor,
+    FK__CHARGED_LJ_TABLE,
+    .coulomb_factor = fk__coulomb_over_parameter,
     .pair_function = pair_function,
-    .reference = fk__reference_molecular,
 };

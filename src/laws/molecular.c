@@ -33,3 +33,8 @@ void fk__lj_pack_pair(const double *v, float *entry)
     entry[0] = (float)(48.0 * v[0] * pow(v[1], 12));
     entry[1] = (float)(24.0 * v[0] * pow(v[1], 6));
 }
+
+double fk__coulomb_over_parameter(const fk__physics *physics)
+{
+    return physics->coulomb / physics->parameters[0];
+}
