@@ -3,7 +3,7 @@
  * gravity loop (bench/baseline_gravity.c: one loop over j with an OpenMP simd reduction, parallel
  * over i), compiled -O3 -march=native -ffast-math (bench/CMakeLists.txt gives only that file those
  * flags), on the
- * same input as the bench (fk_generate_plummer, seed 1, eps 0.01, single-precision positions and
+ * same input as the bench (fkt_generate_plummer, seed 1, eps 0.01, single-precision positions and
  * masses). Times the median of R evaluations after one warm-up and checks its own result against
  * fk_reference_forces (double) on up to 256 particles with the kernel tests' error scale. Prints
  * one JSON document.
@@ -64,8 +64,8 @@ int main(int argc, char **argv)
         ++a;
     }
 
-    fk_particle_set set = {0};
-    if (fk_generate_plummer((size_t)n, (uint64_t)seed, FK_LAYOUT_XYZM, &set) != FK_OK) {
+    fkt_particle_set set = {0};
+    if (fkt_generate_plummer((size_t)n, (uint64_t)seed, FKT_LAYOUT_XYZM, &set) != FK_OK) {
         fprintf(stderr, "bench_baseline_omp: cannot generate %lld particles\n", n);
         return 1;
     }
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
            tolerance, checked ? "true" : "false", passed ? "true" : "false");
     free(data);
     free(timings);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     if (!passed) {
         fprintf(stderr, "bench_baseline_omp: result off the reference by %.3e (tolerance %.3e)\n",
                 worst, tolerance);

@@ -104,14 +104,14 @@ static void free_system(system_data *s)
     memset(s, 0, sizeof *s);
 }
 
-/* The bench's input (fk_generate_plummer, single-precision values) and the double reference on
+/* The bench's input (fkt_generate_plummer, single-precision values) and the double reference on
  * the sampled particles: O(N) each. */
 static int make_system(size_t n, unsigned long long seed, system_data *s)
 {
     memset(s, 0, sizeof *s);
     s->n = n;
-    fk_particle_set set = {0};
-    if (fk_generate_plummer(n, seed, FK_LAYOUT_XYZM, &set) != FK_OK)
+    fkt_particle_set set = {0};
+    if (fkt_generate_plummer(n, seed, FKT_LAYOUT_XYZM, &set) != FK_OK)
         return 0;
     s->position = malloc(3 * n * sizeof *s->position);
     s->mass = malloc(n * sizeof *s->mass);
@@ -119,7 +119,7 @@ static int make_system(size_t n, unsigned long long seed, system_data *s)
     s->reference = malloc(3 * CHECK_SAMPLES * sizeof *s->reference);
     s->scale = malloc(CHECK_SAMPLES * sizeof *s->scale);
     if (!s->position || !s->mass || !s->x || !s->reference || !s->scale) {
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
         return 0;
     }
     s->y = s->x + n;
@@ -137,7 +137,7 @@ static int make_system(size_t n, unsigned long long seed, system_data *s)
         s->m[i] = (float)set.mass[i];
         s->mass[i] = (double)s->m[i];
     }
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     s->sample_count = n < CHECK_SAMPLES ? n : CHECK_SAMPLES;
     for (size_t k = 0; k < s->sample_count; ++k) {
         const size_t i = s->sample_count > 1 ? k * (n - 1) / (s->sample_count - 1) : 0;

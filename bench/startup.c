@@ -24,7 +24,7 @@
 
 #include "forcekit/forcekit.h"
 #include "generate.h"
-#include "io.h"
+#include "forcekit/tools.h"
 
 static double seconds_of(const struct timespec *ts)
 {
@@ -78,15 +78,15 @@ static int run_child(double main_entry, size_t count, int cold)
 {
     fk_context *context = NULL;
     fk_eval *eval = NULL;
-    fk_particle_set particles = {0};
+    fkt_particle_set particles = {0};
     fk_eval_config config = {.kernel = "ga", .eps = 0.01, .refresh_cache = cold};
     double device_seconds = 0;
     fk_status status = fk_context_create(NULL, &context);
     if (status == FK_OK)
         status = fk_eval_create(context, &config, &eval);
     if (status == FK_OK)
-        status = fk_generate_plummer(count, 1, FK_LAYOUT_XYZM, &particles);
-    fk_particles view = fk_particle_set_view(&particles);
+        status = fkt_generate_plummer(count, 1, FKT_LAYOUT_XYZM, &particles);
+    fk_particles view = fkt_particle_set_view(&particles);
     if (status == FK_OK)
         status = fk_eval_set_particles(eval, &view);
     if (status == FK_OK)
@@ -117,7 +117,7 @@ static int run_child(double main_entry, size_t count, int cold)
             code = 1;
         cJSON_free(text);
     }
-    fk_particle_set_free(&particles);
+    fkt_particle_set_free(&particles);
     fk_eval_destroy(eval);
     fk_context_destroy(context);
     return code;

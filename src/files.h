@@ -17,6 +17,24 @@
 
 #include "forcekit/forcekit.h"
 
+/* This file is compiled into the force library and, under other names, into the tools library
+ * (CMake defines FK_FILES_TOOLS there), which links against the shared force library and so
+ * cannot call its hidden functions; in a program that links both statically the two copies stand
+ * side by side. */
+#ifdef FK_FILES_TOOLS
+#define fk_file_writer fkt__file_writer
+#define fk__writer_open fkt__writer_open
+#define fk__writer_finish fkt__writer_finish
+#define fk__writer_commit fkt__writer_commit
+#define fk__writer_abort fkt__writer_abort
+#define fk__writer_check fkt__writer_check
+#define fk__write_file fkt__write_file
+#define fk__writer_temp_prefix fkt__writer_temp_prefix
+#define fk__lock_acquire fkt__lock_acquire
+#define fk__lock_release fkt__lock_release
+#define fk__open_regular fkt__open_regular
+#endif
+
 typedef struct fk_file_writer fk_file_writer;
 
 /* Starts an output: *file is where to write. On failure *writer and *file are NULL. */

@@ -63,14 +63,15 @@ static void random_direction(rng *generator, double radius, double out[3])
     out[2] = z;
 }
 
-fk_status fk_generate_plummer(size_t count, uint64_t seed, fk_layout layout, fk_particle_set *set)
+fk_status fkt_generate_plummer(size_t count, uint64_t seed, fkt_layout layout,
+                               fkt_particle_set *set)
 {
     if (!set)
         return FK_ERR_INVALID_ARGUMENT;
     memset(set, 0, sizeof *set);
     if (count == 0)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = fk_particle_set_alloc(set, layout, count);
+    fk_status status = fkt_particle_set_alloc(set, layout, count);
     if (status != FK_OK)
         return status;
 
@@ -141,15 +142,15 @@ fk_status fk_generate_plummer(size_t count, uint64_t seed, fk_layout layout, fk_
     return FK_OK;
 }
 
-fk_status fk_generate_lattice(size_t count, double density, double jitter, uint64_t seed,
-                              fk_layout layout, fk_particle_set *set)
+fk_status fkt_generate_lattice(size_t count, double density, double jitter, uint64_t seed,
+                               fkt_layout layout, fkt_particle_set *set)
 {
     if (!set)
         return FK_ERR_INVALID_ARGUMENT;
     memset(set, 0, sizeof *set);
     if (count == 0 || !isfinite(density) || density <= 0.0 || !isfinite(jitter) || jitter < 0.0)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = fk_particle_set_alloc(set, layout, count);
+    fk_status status = fkt_particle_set_alloc(set, layout, count);
     if (status != FK_OK)
         return status;
 
@@ -175,7 +176,7 @@ fk_status fk_generate_lattice(size_t count, double density, double jitter, uint6
             set->position[3 * i + d] = ((double)site[d] + 0.5 + offset) * spacing;
         }
         if (set->mass) {
-            if (layout == FK_LAYOUT_XYZQ_TYPE) {
+            if (layout == FKT_LAYOUT_XYZQ_TYPE) {
                 /* Rock-salt pattern: neighbours in every axis have opposite charges; filling
                  * rows in order also makes the first n sites sum to zero for even n. */
                 uint64_t parity = (site[0] + site[1] + site[2]) & 1u;

@@ -1,6 +1,6 @@
 /* Particle files (text and TIPSY) and force output (docs/file-formats.md). Never prints: every
  * failure is described in the caller's error buffer. */
-#include "io.h"
+#include "forcekit/tools.h"
 #include "text.h"
 #include "files.h"
 
@@ -30,19 +30,19 @@ static int mul_size(size_t a, size_t b, size_t *result)
     return 1;
 }
 
-long fk_io_getline(char **line, size_t *capacity, FILE *file)
+long fkt_io_getline(char **line, size_t *capacity, FILE *file)
 {
     size_t used = 0;
     int c = EOF;
     for (;;) {
         if (used + 1 >= *capacity) {
-            if (*capacity > FK_IO_MAX_LINE) {
+            if (*capacity > FKT_IO_MAX_LINE) {
                 errno = EFBIG;
                 return -2;
             }
             size_t grown = *capacity ? 2 * *capacity : 256;
-            if (grown > FK_IO_MAX_LINE + 2)
-                grown = FK_IO_MAX_LINE + 2;
+            if (grown > FKT_IO_MAX_LINE + 2)
+                grown = FKT_IO_MAX_LINE + 2;
             char *bigger = realloc(*line, grown);
             if (!bigger) {
                 errno = ENOMEM;
@@ -61,44 +61,44 @@ long fk_io_getline(char **line, size_t *capacity, FILE *file)
     (*line)[used] = '\0';
     if (used == 0 && c == EOF)
         return -1;
-    if (used > FK_IO_MAX_LINE) {
+    if (used > FKT_IO_MAX_LINE) {
         errno = EFBIG;
         return -2;
     }
     return (long)used;
 }
 
-static int layout_valid(fk_layout layout)
+static int layout_valid(fkt_layout layout)
 {
-    return layout == FK_LAYOUT_XYZM || layout == FK_LAYOUT_XYZM_VEL ||
-           layout == FK_LAYOUT_XYZQ_TYPE || layout == FK_LAYOUT_XYZ_TYPE;
+    return layout == FKT_LAYOUT_XYZM || layout == FKT_LAYOUT_XYZM_VEL ||
+           layout == FKT_LAYOUT_XYZQ_TYPE || layout == FKT_LAYOUT_XYZ_TYPE;
 }
 
-static int layout_has_mass(fk_layout layout)
+static int layout_has_mass(fkt_layout layout)
 {
-    return layout != FK_LAYOUT_XYZ_TYPE;
+    return layout != FKT_LAYOUT_XYZ_TYPE;
 }
 
-static int layout_has_velocity(fk_layout layout)
+static int layout_has_velocity(fkt_layout layout)
 {
-    return layout == FK_LAYOUT_XYZM_VEL;
+    return layout == FKT_LAYOUT_XYZM_VEL;
 }
 
-static int layout_has_type(fk_layout layout)
+static int layout_has_type(fkt_layout layout)
 {
-    return layout == FK_LAYOUT_XYZQ_TYPE || layout == FK_LAYOUT_XYZ_TYPE;
+    return layout == FKT_LAYOUT_XYZQ_TYPE || layout == FKT_LAYOUT_XYZ_TYPE;
 }
 
-static const char *layout_columns_text(fk_layout layout)
+static const char *layout_columns_text(fkt_layout layout)
 {
     switch (layout) {
-    case FK_LAYOUT_XYZM:
+    case FKT_LAYOUT_XYZM:
         return "x y z m";
-    case FK_LAYOUT_XYZM_VEL:
+    case FKT_LAYOUT_XYZM_VEL:
         return "x y z m vx vy vz";
-    case FK_LAYOUT_XYZQ_TYPE:
+    case FKT_LAYOUT_XYZQ_TYPE:
         return "x y z q type";
-    case FK_LAYOUT_XYZ_TYPE:
+    case FKT_LAYOUT_XYZ_TYPE:
         return "x y z type";
     }
     return "?";
@@ -107,36 +107,36 @@ static const char *layout_columns_text(fk_layout layout)
 /* ---------------------------------------------------------------------------------------------- */
 /* Layouts and particle sets */
 
-int fk_io_layout_for_kernel(const char *kernel)
+int fkt_io_layout_for_kernel(const char *kernel)
 {
     /* The registry's input format names the layout: no list of laws here. */
     const fk_kernel_info *info = kernel ? fk_kernel_find(kernel) : NULL;
     if (!info)
         return -1;
-    static const fk_layout layouts[] = {FK_LAYOUT_XYZM, FK_LAYOUT_XYZM_VEL, FK_LAYOUT_XYZQ_TYPE,
-                                        FK_LAYOUT_XYZ_TYPE};
+    static const fkt_layout layouts[] = {FKT_LAYOUT_XYZM, FKT_LAYOUT_XYZM_VEL, FKT_LAYOUT_XYZQ_TYPE,
+                                         FKT_LAYOUT_XYZ_TYPE};
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; ++i)
         if (strcmp(info->input_format, layout_columns_text(layouts[i])) == 0)
             return (int)layouts[i];
     return -1;
 }
 
-unsigned fk_io_layout_columns(fk_layout layout)
+unsigned fkt_io_layout_columns(fkt_layout layout)
 {
     switch (layout) {
-    case FK_LAYOUT_XYZM:
+    case FKT_LAYOUT_XYZM:
         return 4;
-    case FK_LAYOUT_XYZM_VEL:
+    case FKT_LAYOUT_XYZM_VEL:
         return 7;
-    case FK_LAYOUT_XYZQ_TYPE:
+    case FKT_LAYOUT_XYZQ_TYPE:
         return 5;
-    case FK_LAYOUT_XYZ_TYPE:
+    case FKT_LAYOUT_XYZ_TYPE:
         return 4;
     }
     return 0;
 }
 
-fk_status fk_particle_set_alloc(fk_particle_set *set, fk_layout layout, size_t count)
+fk_status fkt_particle_set_alloc(fkt_particle_set *set, fkt_layout layout, size_t count)
 {
     if (!set)
         return FK_ERR_INVALID_ARGUMENT;
@@ -158,14 +158,14 @@ fk_status fk_particle_set_alloc(fk_particle_set *set, fk_layout layout, size_t c
     if (!set->position || (layout_has_mass(layout) && !set->mass) ||
         (layout_has_velocity(layout) && !set->velocity) ||
         (layout_has_type(layout) && !set->type)) {
-        fk_particle_set_free(set);
+        fkt_particle_set_free(set);
         return FK_ERR_HOST_MEMORY;
     }
     set->count = count;
     return FK_OK;
 }
 
-void fk_particle_set_free(fk_particle_set *set)
+void fkt_particle_set_free(fkt_particle_set *set)
 {
     if (!set)
         return;
@@ -176,7 +176,7 @@ void fk_particle_set_free(fk_particle_set *set)
     memset(set, 0, sizeof *set);
 }
 
-fk_particles fk_particle_set_view(const fk_particle_set *set)
+fk_particles fkt_particle_set_view(const fkt_particle_set *set)
 {
     fk_particles view;
     memset(&view, 0, sizeof view);
@@ -234,11 +234,11 @@ static int text_rows_reserve(text_rows *rows, unsigned columns)
 /* Parses one data line (NUL-terminated at line[length], comment already cut) into a row.
  * Returns FK_OK, or FK_ERR_PARSE with the message written. A line holding only white space
  * sets *empty. */
-static fk_status parse_line(char *line, size_t length, fk_layout layout, const char *path,
+static fk_status parse_line(char *line, size_t length, fkt_layout layout, const char *path,
                             size_t line_number, double *values, int *type, int *empty, char *error,
                             size_t error_size)
 {
-    unsigned columns = fk_io_layout_columns(layout);
+    unsigned columns = fkt_io_layout_columns(layout);
     int typed = layout_has_type(layout);
     char *tokens[MAX_COLUMNS];
     size_t token_lengths[MAX_COLUMNS];
@@ -318,12 +318,12 @@ static fk_status parse_line(char *line, size_t length, fk_layout layout, const c
     return FK_OK;
 }
 
-static fk_status rows_to_set(const text_rows *rows, fk_layout layout, fk_particle_set *set)
+static fk_status rows_to_set(const text_rows *rows, fkt_layout layout, fkt_particle_set *set)
 {
-    fk_status status = fk_particle_set_alloc(set, layout, rows->count);
+    fk_status status = fkt_particle_set_alloc(set, layout, rows->count);
     if (status != FK_OK)
         return status;
-    unsigned columns = fk_io_layout_columns(layout);
+    unsigned columns = fkt_io_layout_columns(layout);
     for (size_t i = 0; i < rows->count; i++) {
         const double *row = rows->values + i * columns;
         for (unsigned d = 0; d < 3; d++)
@@ -339,13 +339,13 @@ static fk_status rows_to_set(const text_rows *rows, fk_layout layout, fk_particl
     return FK_OK;
 }
 
-fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *set, char *error,
-                          size_t error_size)
+fk_status fkt_io_read_text(const char *path, fkt_layout layout, fkt_particle_set *set, char *error,
+                           size_t error_size)
 {
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || !layout_valid(layout)) {
-        fk_format_message(error, error_size, "invalid arguments to fk_io_read_text");
+        fk_format_message(error, error_size, "invalid arguments to fkt_io_read_text");
         return FK_ERR_INVALID_ARGUMENT;
     }
     FILE *file = fopen(path, "r");
@@ -353,7 +353,7 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
         fk_format_message(error, error_size, "cannot open %s: %s", path, strerror(errno));
         return FK_ERR_IO;
     }
-    unsigned columns = fk_io_layout_columns(layout);
+    unsigned columns = fkt_io_layout_columns(layout);
     text_rows rows = {0, 0, NULL, NULL};
     char *line = NULL;
     size_t line_capacity = 0;
@@ -361,12 +361,12 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
     fk_status status = FK_OK;
     for (;;) {
         errno = 0;
-        long got = fk_io_getline(&line, &line_capacity, file);
+        long got = fkt_io_getline(&line, &line_capacity, file);
         if (got == -2) {
             fk_format_message(
                 error, error_size,
                 "%s:%zu: input too large: a line longer than %zu bytes is not particle data", path,
-                line_number + 1, FK_IO_MAX_LINE);
+                line_number + 1, FKT_IO_MAX_LINE);
             status = FK_ERR_PARSE;
             break;
         }
@@ -403,9 +403,9 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
             status = FK_ERR_HOST_MEMORY;
             break;
         }
-        if (rows.count >= FK_IO_MAX_PARTICLES) {
+        if (rows.count >= FKT_IO_MAX_PARTICLES) {
             fk_format_message(error, error_size, "%s:%zu: input too large: more than %zu particles",
-                              path, line_number, FK_IO_MAX_PARTICLES);
+                              path, line_number, FKT_IO_MAX_PARTICLES);
             status = FK_ERR_PARSE;
             break;
         }
@@ -434,7 +434,7 @@ fk_status fk_io_read_text(const char *path, fk_layout layout, fk_particle_set *s
     free(rows.values);
     free(rows.types);
     if (status != FK_OK)
-        fk_particle_set_free(set);
+        fkt_particle_set_free(set);
     return status;
 }
 
@@ -603,7 +603,7 @@ static fk_status read_tipsy_bytes(const char *path, unsigned char **data, size_t
 
 /* Decodes count records of record_size bytes starting at bytes into the set from index first. */
 static fk_status decode_records(const unsigned char *bytes, size_t count, size_t record_size,
-                                int swap, const char *kind, size_t first, fk_particle_set *set,
+                                int swap, const char *kind, size_t first, fkt_particle_set *set,
                                 const char *path, char *error, size_t error_size)
 {
     for (size_t i = 0; i < count; i++) {
@@ -639,17 +639,17 @@ static fk_status decode_records(const unsigned char *bytes, size_t count, size_t
     return FK_OK;
 }
 
-fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *set, char *error,
-                           size_t error_size)
+fk_status fkt_io_read_tipsy(const char *path, fkt_layout layout, fkt_particle_set *set, char *error,
+                            size_t error_size)
 {
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || !layout_valid(layout)) {
-        fk_format_message(error, error_size, "invalid arguments to fk_io_read_tipsy");
+        fk_format_message(error, error_size, "invalid arguments to fkt_io_read_tipsy");
         return FK_ERR_INVALID_ARGUMENT;
     }
     /* Checked before touching the file: no TIPSY content could satisfy a typed kernel. */
-    if (layout != FK_LAYOUT_XYZM && layout != FK_LAYOUT_XYZM_VEL) {
+    if (layout != FKT_LAYOUT_XYZM && layout != FKT_LAYOUT_XYZM_VEL) {
         fk_format_message(
             error, error_size,
             "%s: TIPSY files carry gravity data (x y z m); kernel needs %s (use a text file)", path,
@@ -717,7 +717,7 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
         }
     }
 
-    status = fk_particle_set_alloc(set, layout, (size_t)header.nbodies);
+    status = fkt_particle_set_alloc(set, layout, (size_t)header.nbodies);
     if (status != FK_OK) {
         fk_format_message(error, error_size, "%s: out of memory for %d particles", path,
                           (int)header.nbodies);
@@ -740,7 +740,7 @@ fk_status fk_io_read_tipsy(const char *path, fk_layout layout, fk_particle_set *
 done:
     free(data);
     if (status != FK_OK)
-        fk_particle_set_free(set);
+        fkt_particle_set_free(set);
     return status;
 }
 
@@ -753,8 +753,8 @@ static int has_suffix(const char *path, const char *suffix)
     return length >= suffix_length && strcasecmp(path + length - suffix_length, suffix) == 0;
 }
 
-fk_status fk_io_read_particles(const char *path, fk_file_format format, fk_layout layout,
-                               fk_particle_set *set, char *error, size_t error_size)
+fk_status fkt_io_read_particles(const char *path, fkt_file_format format, fkt_layout layout,
+                                fkt_particle_set *set, char *error, size_t error_size)
 {
     if (set)
         memset(set, 0, sizeof *set);
@@ -762,15 +762,15 @@ fk_status fk_io_read_particles(const char *path, fk_file_format format, fk_layou
         fk_format_message(error, error_size, "no input file given");
         return FK_ERR_INVALID_ARGUMENT;
     }
-    if (format == FK_FORMAT_AUTO)
-        format = (has_suffix(path, ".bin") || has_suffix(path, ".tipsy")) ? FK_FORMAT_TIPSY
-                                                                          : FK_FORMAT_TEXT;
+    if (format == FKT_FORMAT_AUTO)
+        format = (has_suffix(path, ".bin") || has_suffix(path, ".tipsy")) ? FKT_FORMAT_TIPSY
+                                                                          : FKT_FORMAT_TEXT;
     switch (format) {
-    case FK_FORMAT_TEXT:
-        return fk_io_read_text(path, layout, set, error, error_size);
-    case FK_FORMAT_TIPSY:
-        return fk_io_read_tipsy(path, layout, set, error, error_size);
-    case FK_FORMAT_AUTO:
+    case FKT_FORMAT_TEXT:
+        return fkt_io_read_text(path, layout, set, error, error_size);
+    case FKT_FORMAT_TIPSY:
+        return fkt_io_read_tipsy(path, layout, set, error, error_size);
+    case FKT_FORMAT_AUTO:
         break;
     }
     fk_format_message(error, error_size, "%s: unknown file format %d", path, (int)format);
@@ -809,12 +809,12 @@ static int write_force_lines_to(FILE *file, const void *context)
                              lines->potentials);
 }
 
-fk_status fk_io_write_forces(const char *path, size_t count, unsigned components,
-                             const double *forces, const double *potentials, char *error,
-                             size_t error_size)
+fk_status fkt_io_write_forces(const char *path, size_t count, unsigned components,
+                              const double *forces, const double *potentials, char *error,
+                              size_t error_size)
 {
     if (components == 0 || (count > 0 && !forces)) {
-        fk_format_message(error, error_size, "invalid arguments to fk_io_write_forces");
+        fk_format_message(error, error_size, "invalid arguments to fkt_io_write_forces");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (!path || strcmp(path, "-") == 0) {
@@ -833,11 +833,11 @@ fk_status fk_io_write_forces(const char *path, size_t count, unsigned components
     }
 
     const force_lines lines = {count, components, forces, potentials};
-    return fk_io_write_atomic(path, write_force_lines_to, &lines, error, error_size);
+    return fkt_io_write_atomic(path, write_force_lines_to, &lines, error, error_size);
 }
 
-fk_status fk_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
-                             const void *context, char *error, size_t error_size)
+fk_status fkt_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
+                              const void *context, char *error, size_t error_size)
 {
     return fk__write_file(path, write_body, context, error, error_size);
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io.h"
+#include "forcekit/tools.h"
 #include "text.h"
 
 enum { MAX_FIELDS = 8, TOKEN_SHOWN = 40 };
@@ -73,11 +73,11 @@ static fk_status read_lines(const char *path, line_handler handle, void *state, 
     fk_status status = FK_OK;
     for (;;) {
         errno = 0;
-        long got = fk_io_getline(&line, &capacity, file);
+        long got = fkt_io_getline(&line, &capacity, file);
         if (got == -2) {
             fk_format_message(error, error_size,
                               "%s:%zu: input too large: a line longer than %zu bytes", path,
-                              number + 1, FK_IO_MAX_LINE);
+                              number + 1, FKT_IO_MAX_LINE);
             status = FK_ERR_PARSE;
             break;
         }
@@ -168,14 +168,14 @@ static fk_status handle_pair(const fields *line, size_t number, void *opaque, ch
     return FK_OK;
 }
 
-fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const char *format,
-                                size_t at_least_types, fk_pair_table_set *set, char *error,
-                                size_t error_size)
+fk_status fkt_io_read_pair_table(const char *path, unsigned parameters, const char *format,
+                                 size_t at_least_types, fkt_pair_table_set *set, char *error,
+                                 size_t error_size)
 {
     if (set)
         memset(set, 0, sizeof *set);
     if (!path || !set || parameters == 0 || parameters > MAX_FIELDS - 2) {
-        fk_format_message(error, error_size, "invalid arguments to fk_io_read_pair_table");
+        fk_format_message(error, error_size, "invalid arguments to fkt_io_read_pair_table");
         return FK_ERR_INVALID_ARGUMENT;
     }
     params_state state = {.path = path, .parameters = parameters, .format = format ? format : ""};
@@ -225,11 +225,11 @@ fk_status fk_io_read_pair_table(const char *path, unsigned parameters, const cha
     }
     free(state.entries);
     if (status != FK_OK)
-        fk_pair_table_set_free(set);
+        fkt_pair_table_set_free(set);
     return status;
 }
 
-void fk_pair_table_set_free(fk_pair_table_set *set)
+void fkt_pair_table_set_free(fkt_pair_table_set *set)
 {
     if (!set)
         return;
@@ -238,7 +238,7 @@ void fk_pair_table_set_free(fk_pair_table_set *set)
     memset(set, 0, sizeof *set);
 }
 
-fk_pair_table fk_pair_table_set_view(const fk_pair_table_set *set)
+fk_pair_table fkt_pair_table_set_view(const fkt_pair_table_set *set)
 {
     fk_pair_table table = {.types = set->types, .values = set->values, .present = set->present};
     return table;
@@ -299,11 +299,11 @@ static fk_status handle_exclusion(const fields *line, size_t number, void *opaqu
     return FK_OK;
 }
 
-fk_status fk_io_read_exclusions(const char *path, size_t particle_count, size_t **pairs,
-                                size_t *count, char *error, size_t error_size)
+fk_status fkt_io_read_exclusions(const char *path, size_t particle_count, size_t **pairs,
+                                 size_t *count, char *error, size_t error_size)
 {
     if (!path || !pairs || !count) {
-        fk_format_message(error, error_size, "invalid arguments to fk_io_read_exclusions");
+        fk_format_message(error, error_size, "invalid arguments to fkt_io_read_exclusions");
         return FK_ERR_INVALID_ARGUMENT;
     }
     *pairs = NULL;

@@ -7,51 +7,51 @@
 
 #include "internal.h"
 
-void fk_rand48_seed(fk_rand48 *r, long seed)
+void fkt_rand48_seed(fkt_rand48 *r, long seed)
 {
     /* glibc keeps only the low 32 bits of the seed ("the standards say we only have 32 bits"). */
     uint64_t low = (uint64_t)seed & UINT64_C(0xFFFFFFFF);
     r->state = (low << 16) | UINT64_C(0x330E);
 }
 
-static uint64_t advance(fk_rand48 *r)
+static uint64_t advance(fkt_rand48 *r)
 {
-    r->state = (FK_RAND48_A * r->state + FK_RAND48_C) & FK_RAND48_MASK;
+    r->state = (FKT_RAND48_A * r->state + FKT_RAND48_C) & FKT_RAND48_MASK;
     return r->state;
 }
 
-long fk_rand48_lrand(fk_rand48 *r)
+long fkt_rand48_lrand(fkt_rand48 *r)
 {
     return (long)(advance(r) >> 17);
 }
 
-double fk_rand48_drand(fk_rand48 *r)
+double fkt_rand48_drand(fkt_rand48 *r)
 {
     /* glibc builds the double from the 48 bits directly (ieee754 mantissa fill, minus 1.0), which
      * equals state * 2^-48 exactly: 48 bits fit a double's 53. */
     return (double)advance(r) * (1.0 / 281474976710656.0);
 }
 
-uint64_t fk_rand48_jump(uint64_t state, uint64_t a_m, uint64_t c_m)
+uint64_t fkt_rand48_jump(uint64_t state, uint64_t a_m, uint64_t c_m)
 {
     /* Unsigned 64-bit products wrap mod 2^64, and 2^48 divides 2^64: the low 48 bits are exact. */
-    return (a_m * state + c_m) & FK_RAND48_MASK;
+    return (a_m * state + c_m) & FKT_RAND48_MASK;
 }
 
-void fk_rand48_leapfrog(uint64_t m, uint64_t *a_m, uint64_t *c_m)
+void fkt_rand48_leapfrog(uint64_t m, uint64_t *a_m, uint64_t *c_m)
 {
     /* Compose the affine map x -> a x + c with itself by binary powers: (A1, C1) after (A2, C2)
      * is (A1 A2, A1 C2 + C1). power holds the map for 2^bit steps, result the steps taken so far.
      */
     uint64_t result_a = 1, result_c = 0;
-    uint64_t power_a = FK_RAND48_A, power_c = FK_RAND48_C;
+    uint64_t power_a = FKT_RAND48_A, power_c = FKT_RAND48_C;
     while (m) {
         if (m & 1u) {
-            result_c = (power_a * result_c + power_c) & FK_RAND48_MASK;
-            result_a = (power_a * result_a) & FK_RAND48_MASK;
+            result_c = (power_a * result_c + power_c) & FKT_RAND48_MASK;
+            result_a = (power_a * result_a) & FKT_RAND48_MASK;
         }
-        power_c = (power_a * power_c + power_c) & FK_RAND48_MASK;
-        power_a = (power_a * power_a) & FK_RAND48_MASK;
+        power_c = (power_a * power_c + power_c) & FKT_RAND48_MASK;
+        power_a = (power_a * power_a) & FKT_RAND48_MASK;
         m >>= 1;
     }
     *a_m = result_a;
@@ -61,13 +61,13 @@ void fk_rand48_leapfrog(uint64_t m, uint64_t *a_m, uint64_t *c_m)
 /* ---- the device generator ----------------------------------------------------------------------
  */
 
-struct fk_rand48_device {
+struct fkt_rand48_device {
     fk_context *context;
     cl_program program;
     cl_kernel lrand_kernel, state_kernel;
 };
 
-fk_status fk__rand48_device_open(fk_context *context, fk_rand48_device **out)
+fk_status fkt_rand48_device_open(fk_context *context, fkt_rand48_device **out)
 {
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
@@ -75,7 +75,7 @@ fk_status fk__rand48_device_open(fk_context *context, fk_rand48_device **out)
     if (!context)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
-    fk_rand48_device *generator = calloc(1, sizeof *generator);
+    fkt_rand48_device *generator = calloc(1, sizeof *generator);
     if (!generator)
         return FK_ERR_HOST_MEMORY;
     generator->context = context;
@@ -92,14 +92,14 @@ fk_status fk__rand48_device_open(fk_context *context, fk_rand48_device **out)
         generator->state_kernel = clCreateKernel(generator->program, "fk_rand48_state", &err);
     if (err != CL_SUCCESS) {
         status = fk__cl_fail(context, "clCreateKernel", err);
-        fk__rand48_device_close(generator);
+        fkt_rand48_device_close(generator);
         return status;
     }
     *out = generator;
     return FK_OK;
 }
 
-void fk__rand48_device_close(fk_rand48_device *generator)
+void fkt_rand48_device_close(fkt_rand48_device *generator)
 {
     if (!generator)
         return;
@@ -115,7 +115,7 @@ void fk__rand48_device_close(fk_rand48_device *generator)
 /* Values per launch: bounds the device buffer (8 bytes a value) whatever the count. */
 #define FK_RAND48_BLOCK ((size_t)1 << 22)
 
-size_t fk__rand48_device_work_items(const fk_rand48_device *generator, size_t count,
+size_t fkt_rand48_device_work_items(const fkt_rand48_device *generator, size_t count,
                                     size_t work_items)
 {
     size_t items = work_items;
@@ -128,7 +128,7 @@ size_t fk__rand48_device_work_items(const fk_rand48_device *generator, size_t co
     return items ? items : 1;
 }
 
-fk_status fk__rand48_device_generate(fk_rand48_device *generator, long seed, uint64_t first,
+fk_status fkt_rand48_device_generate(fkt_rand48_device *generator, long seed, uint64_t first,
                                      size_t count, size_t work_items, long *lrand_out,
                                      double *drand_out)
 {
@@ -138,7 +138,7 @@ fk_status fk__rand48_device_generate(fk_rand48_device *generator, long seed, uin
         return FK_OK;
     fk_context *context = generator->context;
     fk__clear_error(context);
-    size_t items = fk__rand48_device_work_items(generator, count, work_items);
+    size_t items = fkt_rand48_device_work_items(generator, count, work_items);
     /* Values per work-item and launch: a block of at most 2^22 values, and no more than needed
      * (a work-item steps per_item times whether or not it stores). */
     size_t per_item_size = FK_RAND48_BLOCK / items;
@@ -157,15 +157,15 @@ fk_status fk__rand48_device_generate(fk_rand48_device *generator, long seed, uin
         free(host_values);
         return FK_ERR_HOST_MEMORY;
     }
-    fk_rand48 r;
-    fk_rand48_seed(&r, seed);
+    fkt_rand48 r;
+    fkt_rand48_seed(&r, seed);
     uint64_t a_m, c_m;
-    fk_rand48_leapfrog(first + 1, &a_m, &c_m);
-    start[0] = fk_rand48_jump(r.state, a_m, c_m);
+    fkt_rand48_leapfrog(first + 1, &a_m, &c_m);
+    start[0] = fkt_rand48_jump(r.state, a_m, c_m);
     for (size_t w = 1; w < items; w++)
-        start[w] = fk_rand48_jump(start[w - 1], FK_RAND48_A, FK_RAND48_C);
+        start[w] = fkt_rand48_jump(start[w - 1], FKT_RAND48_A, FKT_RAND48_C);
     uint64_t jump_a, jump_c;
-    fk_rand48_leapfrog(items, &jump_a, &jump_c);
+    fkt_rand48_leapfrog(items, &jump_a, &jump_c);
 
     cl_int err = CL_SUCCESS;
     cl_mem state_buffer = clCreateBuffer(context->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,

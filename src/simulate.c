@@ -25,25 +25,25 @@ static void set_message(char *buffer, size_t size, const char *format, ...)
     va_end(args);
 }
 
-const char *fk_integrator_name(fk_integrator integrator)
+const char *fkt_integrator_name(fkt_integrator integrator)
 {
     switch (integrator) {
-    case FK_INTEGRATOR_VERLET:
+    case FKT_INTEGRATOR_VERLET:
         return "verlet";
-    case FK_INTEGRATOR_HERMITE:
+    case FKT_INTEGRATOR_HERMITE:
         return "hermite";
     }
     return NULL;
 }
 
-int fk_integrator_find(const char *name, fk_integrator *integrator)
+int fkt_integrator_find(const char *name, fkt_integrator *integrator)
 {
     if (!name)
         return 0;
     if (strcmp(name, "verlet") == 0)
-        *integrator = FK_INTEGRATOR_VERLET;
+        *integrator = FKT_INTEGRATOR_VERLET;
     else if (strcmp(name, "hermite") == 0)
-        *integrator = FK_INTEGRATOR_HERMITE;
+        *integrator = FKT_INTEGRATOR_HERMITE;
     else
         return 0;
     return 1;
@@ -63,7 +63,7 @@ static double monotonic_seconds(void)
 
 /* A library failure: what was being done and the context's detail (the caller prints the
  * status's name). */
-static fk_status library_failure(fk_sim *sim, fk_status status, const char *what)
+static fk_status library_failure(fkt_sim *sim, fk_status status, const char *what)
 {
     const char *detail = fk_context_last_error(sim->context);
     set_message(sim->message, sizeof sim->message, "%s: %s", what,
@@ -82,7 +82,7 @@ static double wrap(double x, double side)
     return x;
 }
 
-static void wrap_positions(const fk_sim *sim, double *position)
+static void wrap_positions(const fkt_sim *sim, double *position)
 {
     if (!sim->periodic)
         return;
@@ -95,7 +95,7 @@ static void wrap_positions(const fk_sim *sim, double *position)
 /* Reads the last evaluation's output and splits it into accelerations (molecular: unit masses, so
  * a = F) and jerks, checking that every value is finite: NaN or Inf means a collapsed pair (too
  * large a time step) and must stop the run rather than poison it. */
-static fk_status read_output(fk_sim *sim, double *acceleration, double *jerk, const char *what)
+static fk_status read_output(fkt_sim *sim, double *acceleration, double *jerk, const char *what)
 {
     const double start = monotonic_seconds();
     fk_status status = fk_eval_read_forces(sim->eval, sim->output);
@@ -121,7 +121,7 @@ static fk_status read_output(fk_sim *sim, double *acceleration, double *jerk, co
     return FK_OK;
 }
 
-static fk_status compute(fk_sim *sim, const char *what)
+static fk_status compute(fkt_sim *sim, const char *what)
 {
     double seconds = 0;
     const double start = monotonic_seconds();
@@ -136,7 +136,7 @@ static fk_status compute(fk_sim *sim, const char *what)
 }
 
 /* Forces at new positions (and velocities, which gaj's jerk needs). */
-static fk_status evaluate(fk_sim *sim, const double *position, const double *velocity,
+static fk_status evaluate(fkt_sim *sim, const double *position, const double *velocity,
                           double *acceleration, double *jerk, const char *what)
 {
     const double start = monotonic_seconds();
@@ -168,7 +168,7 @@ static void swap(double **a, double **b)
 
 /* Kick-drift-kick: v(t + dt/2) = v + a dt/2; x(t + dt) = x + v(t + dt/2) dt; a(t + dt);
  * v(t + dt) = v(t + dt/2) + a(t + dt) dt/2. */
-static fk_status verlet_step(fk_sim *sim)
+static fk_status verlet_step(fkt_sim *sim)
 {
     const double dt = sim->config.dt, half = 0.5 * dt;
     const size_t values = 3 * sim->n;
@@ -199,7 +199,7 @@ static fk_status verlet_step(fk_sim *sim)
  *   correct  v1 = v + (a + a1) dt/2 + (j - j1) dt^2/12,  x1 = x + (v + v1) dt/2 + (a - a1) dt^2/12
  * which equals adding the interpolated snap and crackle terms to the prediction. The next step
  * starts from a1 and j1, evaluated at the predicted positions (PEC: one evaluation per step). */
-static fk_status hermite_step(fk_sim *sim)
+static fk_status hermite_step(fkt_sim *sim)
 {
     const double dt = sim->config.dt;
     const size_t values = 3 * sim->n;
@@ -231,19 +231,19 @@ static fk_status hermite_step(fk_sim *sim)
     return FK_OK;
 }
 
-fk_status fk_sim_step(fk_sim *sim)
+fk_status fkt_sim_step(fkt_sim *sim)
 {
     if (!sim)
         return FK_ERR_INVALID_ARGUMENT;
     sim->message[0] = '\0';
     fk_status status =
-        sim->config.integrator == FK_INTEGRATOR_HERMITE ? hermite_step(sim) : verlet_step(sim);
+        sim->config.integrator == FKT_INTEGRATOR_HERMITE ? hermite_step(sim) : verlet_step(sim);
     if (status == FK_OK)
         sim->step++;
     return status;
 }
 
-fk_status fk_sim_energy(fk_sim *sim, double *kinetic, double *potential)
+fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
 {
     if (!sim || !kinetic || !potential)
         return FK_ERR_INVALID_ARGUMENT;
@@ -274,8 +274,8 @@ fk_status fk_sim_energy(fk_sim *sim, double *kinetic, double *potential)
     return FK_OK;
 }
 
-void fk_sim_restore(fk_sim *sim, uint64_t step, const double *position, const double *velocity,
-                    const double *acceleration, const double *jerk)
+void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const double *velocity,
+                     const double *acceleration, const double *jerk)
 {
     const size_t bytes = 3 * sim->n * sizeof(double);
     sim->step = step;
@@ -287,12 +287,12 @@ void fk_sim_restore(fk_sim *sim, uint64_t step, const double *position, const do
     sim->potential_current = 0;
 }
 
-fk_algorithm fk_sim_algorithm(const fk_sim *sim)
+fk_algorithm fkt_sim_algorithm(const fkt_sim *sim)
 {
     return (fk_algorithm)sim->config.eval.algorithm;
 }
 
-void fk_sim_destroy(fk_sim *sim)
+void fkt_sim_destroy(fkt_sim *sim)
 {
     if (!sim)
         return;
@@ -307,7 +307,7 @@ void fk_sim_destroy(fk_sim *sim)
 }
 
 /* An evaluation of the configured kernel with the given algorithm, its particles uploaded. */
-static fk_status make_eval(fk_sim *sim, const fk_sim_config *config, fk_algorithm algorithm,
+static fk_status make_eval(fkt_sim *sim, const fkt_sim_config *config, fk_algorithm algorithm,
                            const fk_particles *view, fk_eval **out)
 {
     fk_eval_config eval_config = config->eval;
@@ -338,7 +338,7 @@ static int compare_doubles(const void *a, const void *b)
 
 /* Seconds per step-like cycle (update, compute, read), the median of a few: what the step loop
  * will pay per evaluation with this pair loop. */
-static fk_status time_eval(fk_sim *sim, fk_eval *eval, double *seconds)
+static fk_status time_eval(fkt_sim *sim, fk_eval *eval, double *seconds)
 {
     enum { REPS = 3 };
     double times[REPS];
@@ -359,13 +359,13 @@ static fk_status time_eval(fk_sim *sim, fk_eval *eval, double *seconds)
 
 /* auto_algorithm: all-pairs is the baseline (a failure there is the run's failure); the others
  * are tried when the library has them for this kernel and skipped with a note otherwise. */
-static fk_status choose_algorithm(fk_sim *sim, const fk_particles *view)
+static fk_status choose_algorithm(fkt_sim *sim, const fk_particles *view)
 {
     static const fk_algorithm candidates[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
                                               FK_ALGORITHM_CELLS};
     double best_seconds = HUGE_VAL;
     for (size_t c = 0; c < sizeof candidates / sizeof candidates[0]; ++c) {
-        fk_sim_trial *trial = &sim->trials[sim->trial_count++];
+        fkt_sim_trial *trial = &sim->trials[sim->trial_count++];
         memset(trial, 0, sizeof *trial);
         trial->algorithm = candidates[c];
         trial->seconds_per_step = NAN;
@@ -395,15 +395,15 @@ static fk_status choose_algorithm(fk_sim *sim, const fk_particles *view)
     return FK_OK;
 }
 
-fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
-                        const fk_particle_set *particles, fk_sim **out, char *error,
-                        size_t error_size)
+fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
+                         const fkt_particle_set *particles, fkt_sim **out, char *error,
+                         size_t error_size)
 {
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (!context || !config || !particles || !config->eval.kernel) {
-        set_message(error, error_size, "invalid arguments to fk_sim_create");
+        set_message(error, error_size, "invalid arguments to fkt_sim_create");
         return FK_ERR_INVALID_ARGUMENT;
     }
     const fk_kernel_info *kernel = fk_kernel_find(config->eval.kernel);
@@ -415,7 +415,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
         set_message(error, error_size, "the time step must be finite and > 0");
         return FK_ERR_INVALID_ARGUMENT;
     }
-    if (config->integrator == FK_INTEGRATOR_HERMITE && strcmp(kernel->name, "gaj") != 0) {
+    if (config->integrator == FKT_INTEGRATOR_HERMITE && strcmp(kernel->name, "gaj") != 0) {
         set_message(error, error_size, "the Hermite integrator needs the jerk: kernel gaj, not %s",
                     kernel->name);
         return FK_ERR_INVALID_ARGUMENT;
@@ -425,7 +425,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
         set_message(error, error_size, "%s", n ? "the particles have no velocities" : "N = 0");
         return FK_ERR_INVALID_INPUT;
     }
-    fk_sim *sim = calloc(1, sizeof *sim);
+    fkt_sim *sim = calloc(1, sizeof *sim);
     if (!sim)
         return FK_ERR_HOST_MEMORY;
     sim->context = context;
@@ -437,7 +437,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
     sim->periodic = config->eval.box[0] > 0 && config->eval.box[1] > 0 && config->eval.box[2] > 0;
     sim->n = n;
     const size_t values = 3 * n;
-    const int hermite = config->integrator == FK_INTEGRATOR_HERMITE;
+    const int hermite = config->integrator == FKT_INTEGRATOR_HERMITE;
     sim->position = malloc(values * sizeof(double));
     sim->velocity = malloc(values * sizeof(double));
     sim->mass = malloc(n * sizeof(double));
@@ -454,7 +454,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
     if (!sim->position || !sim->velocity || !sim->mass || !sim->acceleration || !sim->output ||
         !sim->potential || !sim->next_position || !sim->next_velocity || !sim->next_acceleration ||
         (hermite && (!sim->jerk || !sim->next_jerk))) {
-        fk_sim_destroy(sim);
+        fkt_sim_destroy(sim);
         set_message(error, error_size, "out of host memory for %zu particles", n);
         return FK_ERR_HOST_MEMORY;
     }
@@ -464,7 +464,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
         sim->mass[i] = sim->gravity && particles->mass ? particles->mass[i] : 1.0;
     wrap_positions(sim, sim->position);
 
-    fk_particles view = fk_particle_set_view(particles);
+    fk_particles view = fkt_particle_set_view(particles);
     view.position = sim->position;
     fk_status status = FK_OK;
     if (config->auto_algorithm) {
@@ -480,7 +480,7 @@ fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
         status = read_output(sim, sim->acceleration, sim->jerk, "the initial forces");
     if (status != FK_OK) {
         set_message(error, error_size, "%s", sim->message);
-        fk_sim_destroy(sim);
+        fkt_sim_destroy(sim);
         return status;
     }
     /* The auto trials updated the chosen evaluation with these same positions; either way its
@@ -503,9 +503,9 @@ static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
     return hash;
 }
 
-uint64_t fk_sim_fingerprint(const fk_particle_set *particles, const double box[3],
-                            const fk_pair_table *table, unsigned pair_parameters,
-                            const size_t *exclusions, size_t exclusion_count)
+uint64_t fkt_sim_fingerprint(const fkt_particle_set *particles, const double box[3],
+                             const fk_pair_table *table, unsigned pair_parameters,
+                             const size_t *exclusions, size_t exclusion_count)
 {
     uint64_t hash = 0xcbf29ce484222325ull;
     const uint64_t count = particles->count;
@@ -532,7 +532,7 @@ uint64_t fk_sim_fingerprint(const fk_particle_set *particles, const double box[3
     return hash;
 }
 
-double fk_sim_energy_slope(const fk_sim_sample *samples, size_t count, double dt)
+double fkt_sim_energy_slope(const fkt_sim_sample *samples, size_t count, double dt)
 {
     if (count < 2)
         return NAN;
@@ -557,12 +557,12 @@ double fk_sim_energy_slope(const fk_sim_sample *samples, size_t count, double dt
 /* ---------------------------------------------------------------------------------------------- */
 /* Checkpoints */
 
-static int write_checkpoint_body(FILE *file, const fk_sim *sim, const fk_sim_option *options,
-                                 size_t option_count, const fk_sim_sample *samples,
+static int write_checkpoint_body(FILE *file, const fkt_sim *sim, const fkt_sim_option *options,
+                                 size_t option_count, const fkt_sim_sample *samples,
                                  size_t sample_count)
 {
     const int has_jerk = sim->jerk != NULL;
-    fprintf(file, "forcekit-checkpoint %d\n", FK_SIM_CHECKPOINT_VERSION);
+    fprintf(file, "forcekit-checkpoint %d\n", FKT_SIM_CHECKPOINT_VERSION);
     fprintf(file, "# forcekit simulate state; continue with --restart FILE and the same options. "
                   "Numbers are C99 hexadecimal floats (exact).\n");
     for (size_t o = 0; o < option_count; ++o) {
@@ -588,10 +588,10 @@ static int write_checkpoint_body(FILE *file, const fk_sim *sim, const fk_sim_opt
 }
 
 typedef struct checkpoint_parts {
-    const fk_sim *sim;
-    const fk_sim_option *options;
+    const fkt_sim *sim;
+    const fkt_sim_option *options;
     size_t option_count;
-    const fk_sim_sample *samples;
+    const fkt_sim_sample *samples;
     size_t sample_count;
 } checkpoint_parts;
 
@@ -602,19 +602,20 @@ static int write_checkpoint_to(FILE *file, const void *context)
                                  parts->samples, parts->sample_count);
 }
 
-fk_status fk_sim_checkpoint_write(const char *path, const fk_sim *sim, const fk_sim_option *options,
-                                  size_t option_count, const fk_sim_sample *samples,
-                                  size_t sample_count, char *error, size_t error_size)
+fk_status fkt_sim_checkpoint_write(const char *path, const fkt_sim *sim,
+                                   const fkt_sim_option *options, size_t option_count,
+                                   const fkt_sim_sample *samples, size_t sample_count, char *error,
+                                   size_t error_size)
 {
     if (!path || !*path || !sim) {
-        set_message(error, error_size, "invalid arguments to fk_sim_checkpoint_write");
+        set_message(error, error_size, "invalid arguments to fkt_sim_checkpoint_write");
         return FK_ERR_INVALID_ARGUMENT;
     }
     const checkpoint_parts parts = {sim, options, option_count, samples, sample_count};
-    return fk_io_write_atomic(path, write_checkpoint_to, &parts, error, error_size);
+    return fkt_io_write_atomic(path, write_checkpoint_to, &parts, error, error_size);
 }
 
-void fk_sim_checkpoint_free(fk_sim_checkpoint *checkpoint)
+void fkt_sim_checkpoint_free(fkt_sim_checkpoint *checkpoint)
 {
     if (!checkpoint)
         return;
@@ -626,7 +627,7 @@ void fk_sim_checkpoint_free(fk_sim_checkpoint *checkpoint)
     memset(checkpoint, 0, sizeof *checkpoint);
 }
 
-const char *fk_sim_checkpoint_option(const fk_sim_checkpoint *checkpoint, const char *key)
+const char *fkt_sim_checkpoint_option(const fkt_sim_checkpoint *checkpoint, const char *key)
 {
     for (size_t o = 0; o < checkpoint->option_count; ++o)
         if (strcmp(checkpoint->options[o].key, key) == 0)
@@ -640,13 +641,13 @@ typedef struct reader {
     char *line;
     size_t capacity;
     size_t number;
-    int too_long; /* a line beyond FK_IO_MAX_LINE: input too large */
+    int too_long; /* a line beyond FKT_IO_MAX_LINE: input too large */
 } reader;
 
 /* The next line without its newline; NULL at the end of the file. */
 static char *next_line(reader *r)
 {
-    long length = fk_io_getline(&r->line, &r->capacity, r->file);
+    long length = fkt_io_getline(&r->line, &r->capacity, r->file);
     if (length == -2)
         r->too_long = 1;
     if (length < 0)
@@ -707,7 +708,7 @@ static int grow_array(void **array, size_t index, size_t count, size_t element, 
     return 1;
 }
 
-static int grow_samples(fk_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
+static int grow_samples(fkt_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
 {
     void *samples = checkpoint->samples;
     int ok = grow_array(&samples, index, checkpoint->sample_count, sizeof *checkpoint->samples,
@@ -716,7 +717,7 @@ static int grow_samples(fk_sim_checkpoint *checkpoint, size_t index, size_t *cap
     return ok;
 }
 
-static int grow_particles(fk_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
+static int grow_particles(fkt_sim_checkpoint *checkpoint, size_t index, size_t *capacity)
 {
     double **arrays[] = {&checkpoint->position, &checkpoint->velocity, &checkpoint->acceleration,
                          &checkpoint->jerk};
@@ -736,8 +737,8 @@ static int grow_particles(fk_sim_checkpoint *checkpoint, size_t index, size_t *c
     return 1;
 }
 
-fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint, char *error,
-                                 size_t error_size)
+fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoint, char *error,
+                                  size_t error_size)
 {
     memset(checkpoint, 0, sizeof *checkpoint);
     reader r = {.path = path};
@@ -756,9 +757,9 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
                   "VERSION')";
         goto done;
     }
-    if (version != FK_SIM_CHECKPOINT_VERSION) {
+    if (version != FKT_SIM_CHECKPOINT_VERSION) {
         snprintf(detail, sizeof detail, "checkpoint format version %d; this forcekit reads %d",
-                 version, FK_SIM_CHECKPOINT_VERSION);
+                 version, FKT_SIM_CHECKPOINT_VERSION);
         problem = detail;
         goto done;
     }
@@ -776,11 +777,11 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
             const char *key = line + 7, *space = strchr(key, ' ');
             const size_t key_length = space ? (size_t)(space - key) : strlen(key);
             if (key_length == 0 || key_length >= sizeof checkpoint->options[0].key ||
-                checkpoint->option_count == FK_SIM_MAX_OPTIONS) {
+                checkpoint->option_count == FKT_SIM_MAX_OPTIONS) {
                 problem = "malformed or too many options";
                 goto done;
             }
-            fk_sim_option *option = &checkpoint->options[checkpoint->option_count++];
+            fkt_sim_option *option = &checkpoint->options[checkpoint->option_count++];
             memcpy(option->key, key, key_length);
             option->key[key_length] = '\0';
             snprintf(option->value, sizeof option->value, "%s", space ? space + 1 : "");
@@ -877,18 +878,18 @@ fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint
     }
 done:;
     if (r.too_long)
-        problem = "input too large: a line longer than FK_IO_MAX_LINE (1 MiB)";
+        problem = "input too large: a line longer than FKT_IO_MAX_LINE (1 MiB)";
     const int read_error = ferror(r.file);
     fclose(r.file);
     free(r.line);
     if (read_error) {
         set_message(error, error_size, "cannot read checkpoint %s", path);
-        fk_sim_checkpoint_free(checkpoint);
+        fkt_sim_checkpoint_free(checkpoint);
         return FK_ERR_IO;
     }
     if (problem) {
         set_message(error, error_size, "%s:%zu: %s", path, r.number, problem);
-        fk_sim_checkpoint_free(checkpoint);
+        fkt_sim_checkpoint_free(checkpoint);
         return FK_ERR_PARSE;
     }
     return FK_OK;

@@ -11,22 +11,22 @@
 #include <stdint.h>
 
 #include "forcekit/forcekit.h"
-#include "io.h"
+#include "forcekit/tools.h"
 
-typedef enum fk_integrator {
-    FK_INTEGRATOR_VERLET = 0, /* kick-drift-kick velocity Verlet, second order, symplectic */
-    FK_INTEGRATOR_HERMITE     /* 4th-order Hermite, needs the jerk: gaj only */
-} fk_integrator;
+typedef enum fkt_integrator {
+    FKT_INTEGRATOR_VERLET = 0, /* kick-drift-kick velocity Verlet, second order, symplectic */
+    FKT_INTEGRATOR_HERMITE     /* 4th-order Hermite, needs the jerk: gaj only */
+} fkt_integrator;
 
-/* "verlet", "hermite"; NULL for an unknown value. fk_integrator_find returns 0 when unknown. */
-const char *fk_integrator_name(fk_integrator integrator);
-int fk_integrator_find(const char *name, fk_integrator *integrator);
+/* "verlet", "hermite"; NULL for an unknown value. fkt_integrator_find returns 0 when unknown. */
+const char *fkt_integrator_name(fkt_integrator integrator);
+int fkt_integrator_find(const char *name, fkt_integrator *integrator);
 
-typedef struct fk_sim_config {
+typedef struct fkt_sim_config {
     /* The evaluation: kernel, accum, physics (box, cutoff, eps...), variant, algorithm. potential
      * is turned on (the energy needs it) and expected_count set to N. */
     fk_eval_config eval;
-    fk_integrator integrator;
+    fkt_integrator integrator;
     double dt;
     /* Try every pair loop (all-pairs, symmetric, cells) the kernel and device support, time a
      * few evaluations of each on the initial particles and keep the fastest; eval.algorithm is
@@ -35,30 +35,30 @@ typedef struct fk_sim_config {
     const fk_pair_table *pair_table; /* NULL: the default single type */
     const size_t *exclusions;        /* 2 indices per pair */
     size_t exclusion_count;
-} fk_sim_config;
+} fkt_sim_config;
 
 /* What auto_algorithm measured, per candidate. */
-typedef struct fk_sim_trial {
+typedef struct fkt_sim_trial {
     fk_algorithm algorithm;
     fk_status status;        /* FK_OK: measured; otherwise why it was skipped */
     double seconds_per_step; /* wall time of update + compute + read, median of the trials */
     char note[256];
-} fk_sim_trial;
+} fkt_sim_trial;
 
 /* Wall-clock seconds spent in the library per phase of the evaluations, summed: uploading
  * positions (fk_eval_update_positions, which includes the bound pre-pass of fixed64, narumi and
  * nitadori_large), computing (launch and wait) and reading and decoding the forces. */
-typedef struct fk_sim_timing {
+typedef struct fkt_sim_timing {
     double update, compute, read;
-} fk_sim_timing;
+} fkt_sim_timing;
 
 /* An integration in progress. Units: the kernel's (gravity: G = 1, the forces are
  * accelerations; molecular: unit masses, a = F). Periodic when eval.box is set: positions are kept
  * in [0, L) by wrapping in double after every drift. */
-typedef struct fk_sim {
+typedef struct fkt_sim {
     fk_eval *eval;
     fk_context *context;
-    fk_sim_config config; /* copy; its pointers are not kept */
+    fkt_sim_config config; /* copy; its pointers are not kept */
     const fk_kernel_info *kernel;
     int gravity; /* ga, gaj: masses from the particles, energy 1/2 sum m phi */
     int periodic;
@@ -73,59 +73,59 @@ typedef struct fk_sim {
     double *next_position, *next_velocity, *next_acceleration, *next_jerk;
     int potential_current; /* the last evaluation was at the current positions */
     double device_seconds; /* OpenCL event time of every evaluation so far */
-    fk_sim_timing timing;
+    fkt_sim_timing timing;
     uint64_t evaluations;
-    fk_sim_trial trials[3]; /* auto_algorithm: what was tried */
+    fkt_sim_trial trials[3]; /* auto_algorithm: what was tried */
     size_t trial_count;
     char message[1024]; /* the detail of the last failure */
-} fk_sim;
+} fkt_sim;
 
 /* Creates the evaluation (choosing the algorithm when asked), uploads the particles (positions are
  * wrapped into the periodic box first), and evaluates the initial accelerations (and jerks).
  * particles must have velocities. On failure returns the status with *sim NULL and the detail in
  * error. */
-fk_status fk_sim_create(fk_context *context, const fk_sim_config *config,
-                        const fk_particle_set *particles, fk_sim **sim, char *error,
-                        size_t error_size);
-void fk_sim_destroy(fk_sim *sim);
+fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
+                         const fkt_particle_set *particles, fkt_sim **sim, char *error,
+                         size_t error_size);
+void fkt_sim_destroy(fkt_sim *sim);
 
 /* One step of config.integrator. On failure (a device error, a force that is not finite) the
  * state is that of the last completed step and sim->message says why. */
-fk_status fk_sim_step(fk_sim *sim);
+fk_status fkt_sim_step(fkt_sim *sim);
 
 /* Kinetic 1/2 sum m v^2 and potential energy at the current step: molecular sum_i 1/2 sum_j U_ij,
  * gravity 1/2 sum_i m_i phi_i. The potential comes from the device with the accumulator of the
  * run; when the last evaluation was not at the current positions (Hermite evaluates at the
  * predicted ones; a restored state) one more evaluation runs there, leaving the trajectory alone.
  */
-fk_status fk_sim_energy(fk_sim *sim, double *kinetic, double *potential);
+fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential);
 
 /* Replaces the state by a checkpoint's: step, positions, velocities, accelerations (and jerks for
  * Hermite), 3 n each. */
-void fk_sim_restore(fk_sim *sim, uint64_t step, const double *position, const double *velocity,
-                    const double *acceleration, const double *jerk);
+void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const double *velocity,
+                     const double *acceleration, const double *jerk);
 
 /* The pair loop that runs (after auto_algorithm) and the variant. */
-fk_algorithm fk_sim_algorithm(const fk_sim *sim);
+fk_algorithm fkt_sim_algorithm(const fkt_sim *sim);
 
 /* A 64-bit fingerprint (FNV-1a over the bytes) of an initial state: positions, velocities,
  * masses or charges, types, box, pair table (pair_parameters values per pair) and exclusions;
  * restarts compare it to find a checkpoint written for other particles. */
-uint64_t fk_sim_fingerprint(const fk_particle_set *particles, const double box[3],
-                            const fk_pair_table *table, unsigned pair_parameters,
-                            const size_t *exclusions, size_t exclusion_count);
+uint64_t fkt_sim_fingerprint(const fkt_particle_set *particles, const double box[3],
+                             const fk_pair_table *table, unsigned pair_parameters,
+                             const size_t *exclusions, size_t exclusion_count);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Energy samples and their analysis */
 
-typedef struct fk_sim_sample {
+typedef struct fkt_sim_sample {
     uint64_t step;
     double kinetic, potential; /* total = kinetic + potential */
-} fk_sim_sample;
+} fkt_sim_sample;
 
 /* Least-squares slope of total energy against time (t = step * dt) over the samples; NaN with
  * fewer than 2 distinct steps. */
-double fk_sim_energy_slope(const fk_sim_sample *samples, size_t count, double dt);
+double fkt_sim_energy_slope(const fkt_sim_sample *samples, size_t count, double dt);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Checkpoints: a text file, every floating-point number as a C99 hexadecimal float (%a), so a
@@ -142,36 +142,37 @@ double fk_sim_energy_slope(const fk_sim_sample *samples, size_t count, double dt
  *
  * written to a temporary file in the same directory, synced and renamed over FILE. */
 
-#define FK_SIM_MAX_OPTIONS 64
-typedef struct fk_sim_option {
+#define FKT_SIM_MAX_OPTIONS 64
+typedef struct fkt_sim_option {
     char key[32];
     char value[480];
-} fk_sim_option;
+} fkt_sim_option;
 
-typedef struct fk_sim_checkpoint {
-    fk_sim_option options[FK_SIM_MAX_OPTIONS];
+typedef struct fkt_sim_checkpoint {
+    fkt_sim_option options[FKT_SIM_MAX_OPTIONS];
     size_t option_count;
     uint64_t step;
     size_t n;
     int has_jerk;
     double *position, *velocity, *acceleration, *jerk; /* 3n each; jerk NULL without */
-    fk_sim_sample *samples;
+    fkt_sim_sample *samples;
     size_t sample_count;
-} fk_sim_checkpoint;
+} fkt_sim_checkpoint;
 
-#define FK_SIM_CHECKPOINT_VERSION 1
+#define FKT_SIM_CHECKPOINT_VERSION 1
 
 /* Writes sim's state, the options and the samples to path atomically. FK_ERR_IO with the detail in
  * error. */
-fk_status fk_sim_checkpoint_write(const char *path, const fk_sim *sim, const fk_sim_option *options,
-                                  size_t option_count, const fk_sim_sample *samples,
-                                  size_t sample_count, char *error, size_t error_size);
+fk_status fkt_sim_checkpoint_write(const char *path, const fkt_sim *sim,
+                                   const fkt_sim_option *options, size_t option_count,
+                                   const fkt_sim_sample *samples, size_t sample_count, char *error,
+                                   size_t error_size);
 /* Reads a checkpoint. FK_ERR_IO (cannot read) or FK_ERR_PARSE (not a checkpoint, another version,
  * malformed or truncated: the message names the file and line). */
-fk_status fk_sim_checkpoint_read(const char *path, fk_sim_checkpoint *checkpoint, char *error,
-                                 size_t error_size);
-void fk_sim_checkpoint_free(fk_sim_checkpoint *checkpoint);
+fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoint, char *error,
+                                  size_t error_size);
+void fkt_sim_checkpoint_free(fkt_sim_checkpoint *checkpoint);
 /* The value of key, NULL when absent. */
-const char *fk_sim_checkpoint_option(const fk_sim_checkpoint *checkpoint, const char *key);
+const char *fkt_sim_checkpoint_option(const fkt_sim_checkpoint *checkpoint, const char *key);
 
 #endif

@@ -8,33 +8,33 @@
 #include "accum.h"
 #include "internal.h"
 
-struct fk_suite {
+struct fkt_suite {
     fk_context *context;
     cl_program program;
     int has_double;
 };
 
-static const char *const sum_names[FK_SUM_COUNT] = {"float", "double", "composite", "ti",
-                                                    "fixed64"};
-static const char *const doundo_names[FK_DOUNDO_COUNT] = {"float", "double", "composite"};
+static const char *const sum_names[FKT_SUM_COUNT] = {"float", "double", "composite", "ti",
+                                                     "fixed64"};
+static const char *const doundo_names[FKT_DOUNDO_COUNT] = {"float", "double", "composite"};
 
-const char *fk__sum_name(fk_sum_representation representation)
+const char *fkt_sum_name(fkt_sum_representation representation)
 {
-    return (unsigned)representation < FK_SUM_COUNT ? sum_names[representation] : "unknown";
+    return (unsigned)representation < FKT_SUM_COUNT ? sum_names[representation] : "unknown";
 }
 
-const char *fk__doundo_name(fk_doundo_representation representation)
+const char *fkt_doundo_name(fkt_doundo_representation representation)
 {
-    return (unsigned)representation < FK_DOUNDO_COUNT ? doundo_names[representation] : "unknown";
+    return (unsigned)representation < FKT_DOUNDO_COUNT ? doundo_names[representation] : "unknown";
 }
 
-fk_status fk__suite_open(fk_context *context, fk_suite **out)
+fk_status fkt_suite_open(fk_context *context, fkt_suite **out)
 {
     *out = NULL;
     if (!context)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
-    fk_suite *suite = calloc(1, sizeof *suite);
+    fkt_suite *suite = calloc(1, sizeof *suite);
     if (!suite)
         return FK_ERR_HOST_MEMORY;
     suite->context = context;
@@ -51,7 +51,7 @@ fk_status fk__suite_open(fk_context *context, fk_suite **out)
     return FK_OK;
 }
 
-void fk__suite_close(fk_suite *suite)
+void fkt_suite_close(fkt_suite *suite)
 {
     if (!suite)
         return;
@@ -60,13 +60,13 @@ void fk__suite_close(fk_suite *suite)
     free(suite);
 }
 
-int fk__suite_has_double(const fk_suite *suite)
+int fkt_suite_has_double(const fkt_suite *suite)
 {
     return suite && suite->has_double;
 }
 
 /* Runs a kernel on `items` work-items and waits; returns the device seconds in *seconds. */
-static fk_status run_kernel(fk_suite *suite, cl_kernel kernel, size_t items, double *seconds)
+static fk_status run_kernel(fkt_suite *suite, cl_kernel kernel, size_t items, double *seconds)
 {
     fk_context *context = suite->context;
     cl_event event = NULL;
@@ -125,17 +125,17 @@ static pair composite_add(pair x, pair y)
     return (pair){value, error};
 }
 
-static double combine(fk_sum_representation representation, const uint32_t *partial, size_t threads,
-                      double scale)
+static double combine(fkt_sum_representation representation, const uint32_t *partial,
+                      size_t threads, double scale)
 {
     switch (representation) {
-    case FK_SUM_FLOAT: {
+    case FKT_SUM_FLOAT: {
         float sum = 0.0f;
         for (size_t t = 0; t < threads; ++t)
             sum += word_float(partial[2 * t]);
         return sum;
     }
-    case FK_SUM_DOUBLE: {
+    case FKT_SUM_DOUBLE: {
         double sum = 0.0;
         for (size_t t = 0; t < threads; ++t) {
             const uint64_t bits = ((uint64_t)partial[2 * t + 1] << 32) | partial[2 * t];
@@ -145,16 +145,16 @@ static double combine(fk_sum_representation representation, const uint32_t *part
         }
         return sum;
     }
-    case FK_SUM_COMPOSITE:
-    case FK_SUM_TI: {
+    case FKT_SUM_COMPOSITE:
+    case FKT_SUM_TI: {
         pair sum = {0.0f, 0.0f};
         for (size_t t = 0; t < threads; ++t) {
             const pair part = {word_float(partial[2 * t]), word_float(partial[2 * t + 1])};
-            sum = representation == FK_SUM_TI ? ti_pair_add(sum, part) : composite_add(sum, part);
+            sum = representation == FKT_SUM_TI ? ti_pair_add(sum, part) : composite_add(sum, part);
         }
         return (double)sum.high + (double)sum.low;
     }
-    case FK_SUM_FIXED64: {
+    case FKT_SUM_FIXED64: {
         uint64_t sum = 0; /* the scale leaves room for every partial: no wrap */
         for (size_t t = 0; t < threads; ++t) {
             if (fk__fixed64_overflowed(partial[2 * t], partial[2 * t + 1]))
@@ -165,17 +165,17 @@ static double combine(fk_sum_representation representation, const uint32_t *part
         memcpy(&value, &sum, sizeof value);
         return (double)value / scale;
     }
-    case FK_SUM_COUNT:
+    case FKT_SUM_COUNT:
         break;
     }
     return NAN;
 }
 
-static const char *const sum_kernels[FK_SUM_COUNT] = {
+static const char *const sum_kernels[FKT_SUM_COUNT] = {
     "fk_sum_float", "fk_sum_double", "fk_sum_composite", "fk_sum_ti", "fk_sum_fixed64"};
 
-fk_status fk__suite_sum(fk_suite *suite, const float *values, size_t count, size_t threads,
-                        double sums[FK_SUM_COUNT])
+fk_status fkt_suite_sum(fkt_suite *suite, const float *values, size_t count, size_t threads,
+                        double sums[FKT_SUM_COUNT])
 {
     if (!suite || !values || count == 0 || threads == 0 || threads > count || count > (1u << 30))
         return FK_ERR_INVALID_ARGUMENT;
@@ -201,9 +201,9 @@ fk_status fk__suite_sum(fk_suite *suite, const float *values, size_t count, size
                                          : FK_OK;
     const cl_int count_arg = (cl_int)count, threads_arg = (cl_int)threads;
     const cl_float2 scale_limit = {{params.acc_param[0], params.acc_param[1]}};
-    for (int r = 0; r < FK_SUM_COUNT && status == FK_OK; ++r) {
+    for (int r = 0; r < FKT_SUM_COUNT && status == FK_OK; ++r) {
         sums[r] = NAN;
-        if (r == FK_SUM_DOUBLE && !suite->has_double)
+        if (r == FKT_SUM_DOUBLE && !suite->has_double)
             continue;
         cl_kernel kernel = clCreateKernel(suite->program, sum_kernels[r], &err);
         if (err != CL_SUCCESS) {
@@ -214,7 +214,7 @@ fk_status fk__suite_sum(fk_suite *suite, const float *values, size_t count, size
         err |= clSetKernelArg(kernel, a++, sizeof input, &input);
         err |= clSetKernelArg(kernel, a++, sizeof count_arg, &count_arg);
         err |= clSetKernelArg(kernel, a++, sizeof threads_arg, &threads_arg);
-        if (r == FK_SUM_FIXED64)
+        if (r == FKT_SUM_FIXED64)
             err |= clSetKernelArg(kernel, a++, sizeof scale_limit, &scale_limit);
         err |= clSetKernelArg(kernel, a++, sizeof output, &output);
         status = err != CL_SUCCESS ? fk__cl_fail(context, "clSetKernelArg", err)
@@ -227,8 +227,8 @@ fk_status fk__suite_sum(fk_suite *suite, const float *values, size_t count, size
                 status = fk__cl_fail(context, "clEnqueueReadBuffer", err);
         }
         if (status == FK_OK)
-            sums[r] = combine((fk_sum_representation)r, partial, threads, params.scale);
-        if (status == FK_OK && r == FK_SUM_FIXED64 && isnan(sums[r]))
+            sums[r] = combine((fkt_sum_representation)r, partial, threads, params.scale);
+        if (status == FK_OK && r == FKT_SUM_FIXED64 && isnan(sums[r]))
             status = fk__fail(context, FK_ERR_OVERFLOW, "fixed64 sum left its range");
     }
     free(partial);
@@ -238,18 +238,18 @@ fk_status fk__suite_sum(fk_suite *suite, const float *values, size_t count, size
     return status;
 }
 
-static const char *const doundo_kernels[FK_DOUNDO_COUNT] = {"fk_doundo_float", "fk_doundo_double",
-                                                            "fk_doundo_composite"};
+static const char *const doundo_kernels[FKT_DOUNDO_COUNT] = {"fk_doundo_float", "fk_doundo_double",
+                                                             "fk_doundo_composite"};
 
-fk_status fk__suite_doundo(fk_suite *suite, fk_doundo_representation representation, float x0,
+fk_status fkt_suite_doundo(fkt_suite *suite, fkt_doundo_representation representation, float x0,
                            float y_low, float y_high, uint32_t seed, int iterations,
                            int divide_first, double *final, double *seconds)
 {
-    if (!suite || (unsigned)representation >= FK_DOUNDO_COUNT || iterations < 0 || !final)
+    if (!suite || (unsigned)representation >= FKT_DOUNDO_COUNT || iterations < 0 || !final)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = suite->context;
     fk__clear_error(context);
-    if (representation == FK_DOUNDO_DOUBLE && !suite->has_double)
+    if (representation == FKT_DOUNDO_DOUBLE && !suite->has_double)
         return fk__fail(context, FK_ERR_UNSUPPORTED, "%s has no double precision",
                         context->info.name);
     cl_int err = CL_SUCCESS;
@@ -281,10 +281,10 @@ fk_status fk__suite_doundo(fk_suite *suite, fk_doundo_representation representat
             status = fk__cl_fail(context, "clEnqueueReadBuffer", err);
     }
     if (status == FK_OK) {
-        if (representation == FK_DOUNDO_DOUBLE) {
+        if (representation == FKT_DOUNDO_DOUBLE) {
             const uint64_t bits = ((uint64_t)words[1] << 32) | words[0];
             memcpy(final, &bits, sizeof *final);
-        } else if (representation == FK_DOUNDO_COMPOSITE) {
+        } else if (representation == FKT_DOUNDO_COMPOSITE) {
             *final = (double)word_float(words[0]) + (double)word_float(words[1]);
         } else {
             *final = word_float(words[0]);

@@ -1,5 +1,5 @@
 /* The systems of `forcekit generate` (see systems.h). Every random draw is a drand48 value of the
- * seed's sequence (fk_rand48), so a system is the same on every platform. */
+ * seed's sequence (fkt_rand48), so a system is the same on every platform. */
 #include "systems.h"
 
 #include <math.h>
@@ -12,9 +12,9 @@
 static const double pi = 3.14159265358979323846;
 
 /* The seed's low 32 bits, as srand48 takes them. */
-static void seed_stream(fk_rand48 *r, uint64_t seed)
+static void seed_stream(fkt_rand48 *r, uint64_t seed)
 {
-    fk_rand48_seed(r, (long)(seed & UINT64_C(0xFFFFFFFF)));
+    fkt_rand48_seed(r, (long)(seed & UINT64_C(0xFFFFFFFF)));
 }
 
 /* ---- fcc lattice, LJ fluid, velocities --------------------------------------------------------
@@ -32,20 +32,20 @@ static size_t fcc_cells_per_side(size_t count)
     return k;
 }
 
-static int layout_molecular(fk_layout layout)
+static int layout_molecular(fkt_layout layout)
 {
-    return layout == FK_LAYOUT_XYZ_TYPE || layout == FK_LAYOUT_XYZQ_TYPE;
+    return layout == FKT_LAYOUT_XYZ_TYPE || layout == FKT_LAYOUT_XYZQ_TYPE;
 }
 
-fk_status fk_generate_fcc(size_t count, double density, fk_layout layout, fk_particle_set *set,
-                          double box[3])
+fk_status fkt_generate_fcc(size_t count, double density, fkt_layout layout, fkt_particle_set *set,
+                           double box[3])
 {
     if (!set)
         return FK_ERR_INVALID_ARGUMENT;
     memset(set, 0, sizeof *set);
     if (count == 0 || !isfinite(density) || density <= 0.0 || !layout_molecular(layout))
         return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = fk_particle_set_alloc(set, layout, count);
+    fk_status status = fkt_particle_set_alloc(set, layout, count);
     if (status != FK_OK)
         return status;
     const double side = cbrt((double)count / density);
@@ -69,7 +69,7 @@ fk_status fk_generate_fcc(size_t count, double density, fk_layout layout, fk_par
     return FK_OK;
 }
 
-fk_status fk_generate_velocities(fk_particle_set *set, double temperature, uint64_t seed)
+fk_status fkt_generate_velocities(fkt_particle_set *set, double temperature, uint64_t seed)
 {
     if (!set || set->count == 0 || !set->position || !isfinite(temperature) || temperature < 0.0)
         return FK_ERR_INVALID_ARGUMENT;
@@ -87,11 +87,11 @@ fk_status fk_generate_velocities(fk_particle_set *set, double temperature, uint6
 
     /* Box-Muller on consecutive drand48 pairs: 1 - u is in (0, 1], so the log is finite. Each
      * pair gives two normals (cos and sin), consumed component by component. */
-    fk_rand48 r;
+    fkt_rand48 r;
     seed_stream(&r, seed);
     const size_t components = 3 * n;
     for (size_t c = 0; c < components; c += 2) {
-        double u1 = fk_rand48_drand(&r), u2 = fk_rand48_drand(&r);
+        double u1 = fkt_rand48_drand(&r), u2 = fkt_rand48_drand(&r);
         double radius = sqrt(-2.0 * log(1.0 - u1));
         set->velocity[c] = radius * cos(2.0 * pi * u2);
         if (c + 1 < components)
@@ -125,43 +125,43 @@ fk_status fk_generate_velocities(fk_particle_set *set, double temperature, uint6
     return FK_OK;
 }
 
-fk_status fk_generate_lj_fluid(size_t count, double density, double temperature, uint64_t seed,
-                               fk_layout layout, fk_particle_set *set, double box[3])
+fk_status fkt_generate_lj_fluid(size_t count, double density, double temperature, uint64_t seed,
+                                fkt_layout layout, fkt_particle_set *set, double box[3])
 {
     if (!set)
         return FK_ERR_INVALID_ARGUMENT;
     memset(set, 0, sizeof *set);
     if (!isfinite(temperature) || temperature < 0.0)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = fk_generate_fcc(count, density, layout, set, box);
+    fk_status status = fkt_generate_fcc(count, density, layout, set, box);
     if (status == FK_OK)
-        status = fk_generate_velocities(set, temperature, seed);
+        status = fkt_generate_velocities(set, temperature, seed);
     if (status != FK_OK)
-        fk_particle_set_free(set);
+        fkt_particle_set_free(set);
     return status;
 }
 
 /* ---- systems with parameters ------------------------------------------------------------------
  */
 
-void fk_system_free(fk_system *system)
+void fkt_system_free(fkt_system *system)
 {
     if (!system)
         return;
-    fk_particle_set_free(&system->particles);
-    fk_pair_table_set_free(&system->params);
+    fkt_particle_set_free(&system->particles);
+    fkt_pair_table_set_free(&system->params);
     free(system->exclusions);
     memset(system, 0, sizeof *system);
 }
 
 /* A pair table of `types` types and `parameters` numbers a pair, every pair present. */
-static fk_status table_alloc(fk_pair_table_set *table, size_t types, unsigned parameters)
+static fk_status table_alloc(fkt_pair_table_set *table, size_t types, unsigned parameters)
 {
     memset(table, 0, sizeof *table);
     table->values = calloc(types * types * parameters, sizeof *table->values);
     table->present = malloc(types * types);
     if (!table->values || !table->present) {
-        fk_pair_table_set_free(table);
+        fkt_pair_table_set_free(table);
         return FK_ERR_HOST_MEMORY;
     }
     memset(table->present, 1, types * types);
@@ -172,7 +172,7 @@ static fk_status table_alloc(fk_pair_table_set *table, size_t types, unsigned pa
 
 /* Lorentz-Berthelot mixing (AMBER's too): epsilon_ab = sqrt(epsilon_a epsilon_b), sigma_ab =
  * (sigma_a + sigma_b) / 2. */
-static void table_mix_lj(fk_pair_table_set *table, const double *epsilon, const double *sigma)
+static void table_mix_lj(fkt_pair_table_set *table, const double *epsilon, const double *sigma)
 {
     const size_t types = table->types;
     for (size_t a = 0; a < types; a++)
@@ -270,9 +270,9 @@ static int grid_any(const grid *g, const double p[3],
 }
 
 /* A uniformly random rotation (Shoemake's unit quaternion from three uniforms). */
-static void random_rotation(fk_rand48 *r, double m[3][3])
+static void random_rotation(fkt_rand48 *r, double m[3][3])
 {
-    double u1 = fk_rand48_drand(r), u2 = fk_rand48_drand(r), u3 = fk_rand48_drand(r);
+    double u1 = fkt_rand48_drand(r), u2 = fkt_rand48_drand(r), u3 = fkt_rand48_drand(r);
     double a = sqrt(1.0 - u1), b = sqrt(u1);
     double x = a * sin(2 * pi * u2), y = a * cos(2 * pi * u2);
     double z = b * sin(2 * pi * u3), w = b * cos(2 * pi * u3);
@@ -290,7 +290,7 @@ static void random_rotation(fk_rand48 *r, double m[3][3])
 /* ---- fluorite (UO2) ----------------------------------------------------------------------------
  */
 
-fk_status fk_generate_fluorite(size_t count, fk_system *system)
+fk_status fkt_generate_fluorite(size_t count, fkt_system *system)
 {
     if (!system)
         return FK_ERR_INVALID_ARGUMENT;
@@ -303,33 +303,33 @@ fk_status fk_generate_fluorite(size_t count, fk_system *system)
         k++;
     while (k > 1 && (k - 1) * (k - 1) * (k - 1) >= cells)
         k--;
-    fk_status status = fk_particle_set_alloc(&system->particles, FK_LAYOUT_XYZQ_TYPE, count);
+    fk_status status = fkt_particle_set_alloc(&system->particles, FKT_LAYOUT_XYZQ_TYPE, count);
     if (status == FK_OK)
         status = table_alloc(&system->params, 2, 3);
     if (status != FK_OK) {
-        fk_system_free(system);
+        fkt_system_free(system);
         return status;
     }
-    system->layout = FK_LAYOUT_XYZQ_TYPE;
+    system->layout = FKT_LAYOUT_XYZQ_TYPE;
     /* U at the fcc sites of the cell, O on the simple cubic sublattice at the quarter points. The
      * whole crystal is shifted by a/8 so that no ion sits on the box's faces. */
-    const double a = FK_FLUORITE_LATTICE;
+    const double a = FKT_FLUORITE_LATTICE;
     static const double uranium[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    fk_particle_set *set = &system->particles;
+    fkt_particle_set *set = &system->particles;
     size_t i = 0;
     for (size_t c = 0; c < cells; c++) {
         size_t cell[3] = {c % k, (c / k) % k, c / (k * k)};
         for (int u = 0; u < 4; u++, i++) {
             for (int d = 0; d < 3; d++)
                 set->position[3 * i + d] = ((double)cell[d] + uranium[u][d] + 0.125) * a;
-            set->mass[i] = FK_FLUORITE_CHARGE_U;
+            set->mass[i] = FKT_FLUORITE_CHARGE_U;
             set->type[i] = 0;
         }
         for (int o = 0; o < 8; o++, i++) {
             for (int d = 0; d < 3; d++)
                 set->position[3 * i + d] =
                     ((double)cell[d] + ((o >> d) & 1 ? 0.75 : 0.25) + 0.125) * a;
-            set->mass[i] = FK_FLUORITE_CHARGE_O;
+            set->mass[i] = FKT_FLUORITE_CHARGE_O;
             set->type[i] = 1;
         }
     }
@@ -341,7 +341,7 @@ fk_status fk_generate_fluorite(size_t count, fk_system *system)
     for (int d = 0; d < 3; d++)
         system->box[d] = (double)k * a;
     system->periodic = cells == k * k * k;
-    system->coulomb = FK_COULOMB_EV_ANGSTROM;
+    system->coulomb = FKT_COULOMB_EV_ANGSTROM;
     system->units = "eV, Angstrom, e";
     return FK_OK;
 }
@@ -480,16 +480,16 @@ static size_t residue_exclusions(const zatom atoms[RESIDUE_ATOMS], size_t pairs[
 /* A conformation in the residue's own frame, centred on its centroid: the random torsions are
  * phi-like and psi-like uniform, chi1 and chi2 a staggered rotamer (-60, 60, 180) +- 15 degrees,
  * chi3 uniform. */
-static void build_residue(fk_rand48 *r, const zatom atoms[RESIDUE_ATOMS],
+static void build_residue(fkt_rand48 *r, const zatom atoms[RESIDUE_ATOMS],
                           double xyz[RESIDUE_ATOMS][3])
 {
     double torsion[6] = {0};
-    torsion[1] = 360.0 * fk_rand48_drand(r);
-    torsion[2] = 360.0 * fk_rand48_drand(r);
+    torsion[1] = 360.0 * fkt_rand48_drand(r);
+    torsion[2] = 360.0 * fkt_rand48_drand(r);
     for (int t = 3; t <= 4; t++)
         torsion[t] =
-            -60.0 + 120.0 * floor(3.0 * fk_rand48_drand(r)) + 30.0 * (fk_rand48_drand(r) - 0.5);
-    torsion[5] = 360.0 * fk_rand48_drand(r);
+            -60.0 + 120.0 * floor(3.0 * fkt_rand48_drand(r)) + 30.0 * (fkt_rand48_drand(r) - 0.5);
+    torsion[5] = 360.0 * fkt_rand48_drand(r);
     xyz[0][0] = xyz[0][1] = xyz[0][2] = 0.0;
     xyz[1][0] = atoms[1].bond;
     xyz[1][1] = xyz[1][2] = 0.0;
@@ -525,12 +525,12 @@ static int clashes(size_t other, double distance2, const void *data)
 }
 
 /* A point uniform in the ball of the given radius (rejection from the cube). */
-static void random_in_ball(fk_rand48 *r, double radius, double out[3])
+static void random_in_ball(fkt_rand48 *r, double radius, double out[3])
 {
     for (;;) {
         double s2 = 0.0;
         for (int d = 0; d < 3; d++) {
-            out[d] = radius * (2.0 * fk_rand48_drand(r) - 1.0);
+            out[d] = radius * (2.0 * fkt_rand48_drand(r) - 1.0);
             s2 += out[d] * out[d];
         }
         if (s2 <= radius * radius)
@@ -545,15 +545,15 @@ typedef struct residue_site {
     double radius;      /* the ball the centres stay in */
 } residue_site;
 
-static void residue_centre(fk_rand48 *r, const residue_site *site, double centre[3])
+static void residue_centre(fkt_rand48 *r, const residue_site *site, double centre[3])
 {
     for (;;) {
         if (site->chained) {
             /* A step of 4.5 to 6.5 Angstrom (consecutive residue centres) in a random
              * direction. */
-            double z = 1.0 - 2.0 * fk_rand48_drand(r), phi = 2.0 * pi * fk_rand48_drand(r);
-            double step = FK_PROTEIN_STEP_MIN +
-                          (FK_PROTEIN_STEP_MAX - FK_PROTEIN_STEP_MIN) * fk_rand48_drand(r);
+            double z = 1.0 - 2.0 * fkt_rand48_drand(r), phi = 2.0 * pi * fkt_rand48_drand(r);
+            double step = FKT_PROTEIN_STEP_MIN +
+                          (FKT_PROTEIN_STEP_MAX - FKT_PROTEIN_STEP_MIN) * fkt_rand48_drand(r);
             double planar = sqrt(fmax(1.0 - z * z, 0.0));
             centre[0] = site->previous[0] + step * planar * cos(phi);
             centre[1] = site->previous[1] + step * planar * sin(phi);
@@ -567,14 +567,14 @@ static void residue_centre(fk_rand48 *r, const residue_site *site, double centre
     }
 }
 
-fk_status fk_generate_protein(uint64_t seed, fk_system *system)
+fk_status fkt_generate_protein(uint64_t seed, fkt_system *system)
 {
     if (!system)
         return FK_ERR_INVALID_ARGUMENT;
     memset(system, 0, sizeof *system);
-    const size_t residues = FK_PROTEIN_SOLUTE_ATOMS / RESIDUE_ATOMS;
-    const size_t total = FK_PROTEIN_ATOMS;
-    fk_rand48 r;
+    const size_t residues = FKT_PROTEIN_SOLUTE_ATOMS / RESIDUE_ATOMS;
+    const size_t total = FKT_PROTEIN_ATOMS;
+    fkt_rand48 r;
     seed_stream(&r, seed);
 
     zatom templates[3][RESIDUE_ATOMS];
@@ -583,29 +583,29 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
         residue_template(side, templates[side]);
         template_pair_count[side] = residue_exclusions(templates[side], template_pairs[side]);
     }
-    /* The sequence: FK_PROTEIN_CHARGED acidic and as many basic residues at random places (so the
+    /* The sequence: FKT_PROTEIN_CHARGED acidic and as many basic residues at random places (so the
      * solute is neutral), the rest aliphatic. */
-    int sequence[FK_PROTEIN_SOLUTE_ATOMS / RESIDUE_ATOMS];
+    int sequence[FKT_PROTEIN_SOLUTE_ATOMS / RESIDUE_ATOMS];
     for (size_t i = 0; i < residues; i++)
-        sequence[i] = i < FK_PROTEIN_CHARGED       ? SIDE_ACID
-                      : i < 2 * FK_PROTEIN_CHARGED ? SIDE_BASE
-                                                   : SIDE_ALIPHATIC;
+        sequence[i] = i < FKT_PROTEIN_CHARGED       ? SIDE_ACID
+                      : i < 2 * FKT_PROTEIN_CHARGED ? SIDE_BASE
+                                                    : SIDE_ALIPHATIC;
     for (size_t i = residues - 1; i > 0; i--) { /* Fisher-Yates */
-        size_t j = (size_t)(fk_rand48_drand(&r) * (double)(i + 1));
+        size_t j = (size_t)(fkt_rand48_drand(&r) * (double)(i + 1));
         int t = sequence[i];
         sequence[i] = sequence[j];
         sequence[j] = t;
     }
 
-    /* The solute grows as a chain in a ball sized for FK_PROTEIN_DENSITY atoms per cubic
+    /* The solute grows as a chain in a ball sized for FKT_PROTEIN_DENSITY atoms per cubic
      * Angstrom, widened by 0.5 Angstrom whenever a residue finds no room at all. */
-    double ball = cbrt(3.0 * FK_PROTEIN_SOLUTE_ATOMS / (4.0 * pi * FK_PROTEIN_DENSITY)) - 2.0;
+    double ball = cbrt(3.0 * FKT_PROTEIN_SOLUTE_ATOMS / (4.0 * pi * FKT_PROTEIN_DENSITY)) - 2.0;
     const double reach = ball + 40.0; /* room for the widening and the waters */
     const double lower[3] = {-reach, -reach, -reach}, upper[3] = {reach, reach, reach};
     grid g;
     memset(&g, 0, sizeof g);
-    fk_status status = fk_particle_set_alloc(&system->particles, FK_LAYOUT_XYZQ_TYPE, total);
-    size_t exclusion_capacity = residues * 64 + 3 * FK_PROTEIN_WATERS;
+    fk_status status = fkt_particle_set_alloc(&system->particles, FKT_LAYOUT_XYZQ_TYPE, total);
+    size_t exclusion_capacity = residues * 64 + 3 * FKT_PROTEIN_WATERS;
     if (status == FK_OK) {
         system->exclusions = malloc(2 * exclusion_capacity * sizeof *system->exclusions);
         status = system->exclusions ? FK_OK : FK_ERR_HOST_MEMORY;
@@ -616,10 +616,10 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
         status = table_alloc(&system->params, PROTEIN_TYPES, 2);
     if (status != FK_OK) {
         grid_free(&g);
-        fk_system_free(system);
+        fkt_system_free(system);
         return status;
     }
-    fk_particle_set *set = &system->particles;
+    fkt_particle_set *set = &system->particles;
 
     residue_site site = {.chained = 0, .radius = ball};
     size_t placed = 0;
@@ -628,10 +628,10 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
         const int side = sequence[placed];
         const zatom *atoms = templates[side];
         const size_t base = placed * RESIDUE_ATOMS;
-        /* Near the previous residue first; after FK_PROTEIN_ATTEMPTS failures anywhere in the ball
+        /* Near the previous residue first; after FKT_PROTEIN_ATTEMPTS failures anywhere in the ball
          * (a chain break); after as many again, a wider ball. */
-        site.chained = placed > 0 && failures < FK_PROTEIN_ATTEMPTS;
-        if (failures >= 2 * FK_PROTEIN_ATTEMPTS) {
+        site.chained = placed > 0 && failures < FKT_PROTEIN_ATTEMPTS;
+        if (failures >= 2 * FKT_PROTEIN_ATTEMPTS) {
             site.radius += 0.5;
             failures = 0;
             if (site.radius > ball + 20.0) {
@@ -689,7 +689,7 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
     /* Waters: SPC/E geometry, O uniform in the shell between the solute's radius - 4 and + 4
      * Angstrom (r^3 uniform), random orientation, kept when nothing clashes. */
     double radius = 0.0;
-    for (size_t i = 0; i < FK_PROTEIN_SOLUTE_ATOMS && status == FK_OK; i++) {
+    for (size_t i = 0; i < FKT_PROTEIN_SOLUTE_ATOMS && status == FK_OK; i++) {
         const double *p = set->position + 3 * i;
         radius = fmax(radius, sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]));
     }
@@ -701,20 +701,20 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
     const int water_types[3] = {T_OW, T_HW, T_HW};
     const double water_charges[3] = {SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O};
     size_t waters = 0;
-    for (long attempt = 0; waters < FK_PROTEIN_WATERS && status == FK_OK; attempt++) {
+    for (long attempt = 0; waters < FKT_PROTEIN_WATERS && status == FK_OK; attempt++) {
         if (attempt > 1000000) {
             status = FK_ERR_INVALID_INPUT; /* cannot happen: the shell has room for thousands */
             break;
         }
-        double u = fk_rand48_drand(&r), z = 1.0 - 2.0 * fk_rand48_drand(&r),
-               phi = 2.0 * pi * fk_rand48_drand(&r);
+        double u = fkt_rand48_drand(&r), z = 1.0 - 2.0 * fkt_rand48_drand(&r),
+               phi = 2.0 * pi * fkt_rand48_drand(&r);
         double rr =
             cbrt(inner * inner * inner + u * (outer * outer * outer - inner * inner * inner));
         double planar = sqrt(fmax(1.0 - z * z, 0.0));
         double centre[3] = {rr * planar * cos(phi), rr * planar * sin(phi), rr * z};
         double rotation[3][3];
         random_rotation(&r, rotation);
-        const size_t base = FK_PROTEIN_SOLUTE_ATOMS + 3 * waters;
+        const size_t base = FKT_PROTEIN_SOLUTE_ATOMS + 3 * waters;
         int ok = 1;
         for (int i = 0; i < 3 && ok; i++) {
             double *p = set->position + 3 * (base + (size_t)i);
@@ -741,7 +741,7 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
     }
     grid_free(&g);
     if (status != FK_OK) {
-        fk_system_free(system);
+        fkt_system_free(system);
         return status;
     }
 
@@ -752,8 +752,8 @@ fk_status fk_generate_protein(uint64_t seed, fk_system *system)
     }
     sigma[T_OW] = SPCE_SIGMA;
     table_mix_lj(&system->params, epsilon, sigma);
-    system->layout = FK_LAYOUT_XYZQ_TYPE;
-    system->coulomb = FK_COULOMB_KCAL_ANGSTROM;
+    system->layout = FKT_LAYOUT_XYZQ_TYPE;
+    system->coulomb = FKT_COULOMB_KCAL_ANGSTROM;
     system->units = "kcal/mol, Angstrom, e";
     return FK_OK;
 }
@@ -770,48 +770,48 @@ typedef struct lj_query {
 static int lj_overlaps(size_t other, double distance2, const void *data)
 {
     const lj_query *q = data;
-    double limit = FK_LJ65536_MIN_DISTANCE * 0.5 * (q->sigma[q->type] + q->sigma[q->types[other]]);
+    double limit = FKT_LJ65536_MIN_DISTANCE * 0.5 * (q->sigma[q->type] + q->sigma[q->types[other]]);
     return distance2 < limit * limit;
 }
 
-fk_status fk_generate_lj65536(size_t count, double density, uint64_t seed, fk_layout layout,
-                              fk_system *system)
+fk_status fkt_generate_lj65536(size_t count, double density, uint64_t seed, fkt_layout layout,
+                               fkt_system *system)
 {
     if (!system)
         return FK_ERR_INVALID_ARGUMENT;
     memset(system, 0, sizeof *system);
     if (count == 0 || !layout_molecular(layout) || !isfinite(density) || density <= 0.0 ||
-        density > FK_LJ65536_MAX_DENSITY)
+        density > FKT_LJ65536_MAX_DENSITY)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_rand48 r;
+    fkt_rand48 r;
     seed_stream(&r, seed);
-    double epsilon[FK_LJ65536_TYPES], sigma[FK_LJ65536_TYPES];
-    for (int t = 0; t < FK_LJ65536_TYPES; t++) {
-        epsilon[t] = FK_LJ65536_EPSILON_MIN +
-                     (FK_LJ65536_EPSILON_MAX - FK_LJ65536_EPSILON_MIN) * fk_rand48_drand(&r);
-        sigma[t] = FK_LJ65536_SIGMA_MIN +
-                   (FK_LJ65536_SIGMA_MAX - FK_LJ65536_SIGMA_MIN) * fk_rand48_drand(&r);
+    double epsilon[FKT_LJ65536_TYPES], sigma[FKT_LJ65536_TYPES];
+    for (int t = 0; t < FKT_LJ65536_TYPES; t++) {
+        epsilon[t] = FKT_LJ65536_EPSILON_MIN +
+                     (FKT_LJ65536_EPSILON_MAX - FKT_LJ65536_EPSILON_MIN) * fkt_rand48_drand(&r);
+        sigma[t] = FKT_LJ65536_SIGMA_MIN +
+                   (FKT_LJ65536_SIGMA_MAX - FKT_LJ65536_SIGMA_MIN) * fkt_rand48_drand(&r);
     }
     const double side = cbrt((double)count / density);
     const double lower[3] = {0, 0, 0}, upper[3] = {side, side, side};
     grid g;
     memset(&g, 0, sizeof g);
-    fk_status status = fk_particle_set_alloc(&system->particles, layout, count);
+    fk_status status = fkt_particle_set_alloc(&system->particles, layout, count);
     if (status == FK_OK)
-        status = table_alloc(&system->params, FK_LJ65536_TYPES, 2);
+        status = table_alloc(&system->params, FKT_LJ65536_TYPES, 2);
     if (status == FK_OK)
-        status = grid_init(&g, lower, upper, FK_LJ65536_MIN_DISTANCE * FK_LJ65536_SIGMA_MAX, count,
-                           system->particles.position);
+        status = grid_init(&g, lower, upper, FKT_LJ65536_MIN_DISTANCE * FKT_LJ65536_SIGMA_MAX,
+                           count, system->particles.position);
     if (status != FK_OK) {
         grid_free(&g);
-        fk_system_free(system);
+        fkt_system_free(system);
         return status;
     }
     /* Random sequential addition: type uniform over the 16, position uniform in the cube,
      * redrawn while it comes closer than 0.8 sigma_ab to a particle placed before. */
-    fk_particle_set *set = &system->particles;
+    fkt_particle_set *set = &system->particles;
     for (size_t i = 0; i < count && status == FK_OK; i++) {
-        int type = (int)(FK_LJ65536_TYPES * fk_rand48_drand(&r));
+        int type = (int)(FKT_LJ65536_TYPES * fkt_rand48_drand(&r));
         set->type[i] = type;
         if (set->mass)
             set->mass[i] = 0.0;
@@ -822,7 +822,7 @@ fk_status fk_generate_lj65536(size_t count, double density, uint64_t seed, fk_la
                 break;
             }
             for (int d = 0; d < 3; d++)
-                set->position[3 * i + (size_t)d] = side * fk_rand48_drand(&r);
+                set->position[3 * i + (size_t)d] = side * fkt_rand48_drand(&r);
             if (!grid_any(&g, set->position + 3 * i, lj_overlaps, &q))
                 break;
         }
@@ -830,7 +830,7 @@ fk_status fk_generate_lj65536(size_t count, double density, uint64_t seed, fk_la
     }
     grid_free(&g);
     if (status != FK_OK) {
-        fk_system_free(system);
+        fkt_system_free(system);
         return status;
     }
     table_mix_lj(&system->params, epsilon, sigma);
@@ -855,28 +855,28 @@ static void write_header(FILE *file, const char *header)
     }
 }
 
-int fk_system_write_particles(FILE *file, const fk_particle_set *set, fk_layout layout,
-                              const char *header)
+int fkt_system_write_particles(FILE *file, const fkt_particle_set *set, fkt_layout layout,
+                               const char *header)
 {
     write_header(file, header);
     for (size_t i = 0; i < set->count; i++) {
         const double *p = set->position + 3 * i;
         fprintf(file, "%.17g %.17g %.17g", p[0], p[1], p[2]);
         switch (layout) {
-        case FK_LAYOUT_XYZM:
+        case FKT_LAYOUT_XYZM:
             fprintf(file, " %.17g", set->mass ? set->mass[i] : 1.0);
             break;
-        case FK_LAYOUT_XYZM_VEL: {
+        case FKT_LAYOUT_XYZM_VEL: {
             const double *v = set->velocity ? set->velocity + 3 * i : NULL;
             fprintf(file, " %.17g %.17g %.17g %.17g", set->mass ? set->mass[i] : 1.0,
                     v ? v[0] : 0.0, v ? v[1] : 0.0, v ? v[2] : 0.0);
             break;
         }
-        case FK_LAYOUT_XYZQ_TYPE:
+        case FKT_LAYOUT_XYZQ_TYPE:
             fprintf(file, " %.17g %d", set->mass ? set->mass[i] : 0.0,
                     set->type ? set->type[i] : 0);
             break;
-        case FK_LAYOUT_XYZ_TYPE:
+        case FKT_LAYOUT_XYZ_TYPE:
             fprintf(file, " %d", set->type ? set->type[i] : 0);
             break;
         }
@@ -885,7 +885,7 @@ int fk_system_write_particles(FILE *file, const fk_particle_set *set, fk_layout 
     return ferror(file) ? -1 : 0;
 }
 
-int fk_system_write_velocities(FILE *file, const fk_particle_set *set, const char *header)
+int fkt_system_write_velocities(FILE *file, const fkt_particle_set *set, const char *header)
 {
     write_header(file, header);
     for (size_t i = 0; set->velocity && i < set->count; i++)
@@ -894,7 +894,7 @@ int fk_system_write_velocities(FILE *file, const fk_particle_set *set, const cha
     return ferror(file) ? -1 : 0;
 }
 
-int fk_system_write_params(FILE *file, const fk_pair_table_set *table, const char *header)
+int fkt_system_write_params(FILE *file, const fkt_pair_table_set *table, const char *header)
 {
     write_header(file, header);
     for (size_t a = 0; a < table->types; a++)
@@ -910,7 +910,7 @@ int fk_system_write_params(FILE *file, const fk_pair_table_set *table, const cha
     return ferror(file) ? -1 : 0;
 }
 
-int fk_system_write_exclusions(FILE *file, const size_t *pairs, size_t count, const char *header)
+int fkt_system_write_exclusions(FILE *file, const size_t *pairs, size_t count, const char *header)
 {
     write_header(file, header);
     for (size_t e = 0; e < count; e++)
@@ -918,7 +918,7 @@ int fk_system_write_exclusions(FILE *file, const size_t *pairs, size_t count, co
     return ferror(file) ? -1 : 0;
 }
 
-double fk_system_min_distance(const fk_particle_set *set)
+double fkt_system_min_distance(const fkt_particle_set *set)
 {
     double best = INFINITY;
     for (size_t i = 0; set && i < set->count; i++)

@@ -14,7 +14,7 @@
 
 static const double pi = 3.14159265358979323846;
 
-static int sets_equal(const fk_particle_set *a, const fk_particle_set *b)
+static int sets_equal(const fkt_particle_set *a, const fkt_particle_set *b)
 {
     if (a->count != b->count)
         return 0;
@@ -30,7 +30,7 @@ static int sets_equal(const fk_particle_set *a, const fk_particle_set *b)
     return 1;
 }
 
-static void assert_all_finite(const fk_particle_set *set)
+static void assert_all_finite(const fkt_particle_set *set)
 {
     for (size_t i = 0; i < 3 * set->count; i++) {
         assert_true(isfinite(set->position[i]));
@@ -50,64 +50,64 @@ static void test_plummer_count_and_layouts(void **state)
     (void)state;
     const size_t counts[] = {1, 2, 3, 100, 1001};
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
-        fk_particle_set set;
-        assert_int_equal(fk_generate_plummer(counts[c], 7, FK_LAYOUT_XYZM_VEL, &set), FK_OK);
+        fkt_particle_set set;
+        assert_int_equal(fkt_generate_plummer(counts[c], 7, FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
         assert_int_equal(set.count, counts[c]);
         assert_non_null(set.position);
         assert_non_null(set.mass);
         assert_non_null(set.velocity);
         assert_null(set.type);
         assert_all_finite(&set);
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
     }
-    fk_particle_set set;
-    assert_int_equal(fk_generate_plummer(50, 7, FK_LAYOUT_XYZM, &set), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_generate_plummer(50, 7, FKT_LAYOUT_XYZM, &set), FK_OK);
     assert_int_equal(set.count, 50);
     assert_null(set.velocity);
     assert_null(set.type);
-    fk_particle_set_free(&set);
-    assert_int_equal(fk_generate_plummer(0, 7, FK_LAYOUT_XYZM, &set), FK_ERR_INVALID_ARGUMENT);
+    fkt_particle_set_free(&set);
+    assert_int_equal(fkt_generate_plummer(0, 7, FKT_LAYOUT_XYZM, &set), FK_ERR_INVALID_ARGUMENT);
     assert_null(set.position);
-    assert_int_equal(fk_generate_plummer(10, 7, FK_LAYOUT_XYZM, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fkt_generate_plummer(10, 7, FKT_LAYOUT_XYZM, NULL), FK_ERR_INVALID_ARGUMENT);
 }
 
 static void test_plummer_deterministic(void **state)
 {
     (void)state;
     uint64_t seed = fk_test_seed();
-    fk_particle_set a, b, c;
-    assert_int_equal(fk_generate_plummer(500, seed, FK_LAYOUT_XYZM_VEL, &a), FK_OK);
-    assert_int_equal(fk_generate_plummer(500, seed, FK_LAYOUT_XYZM_VEL, &b), FK_OK);
+    fkt_particle_set a, b, c;
+    assert_int_equal(fkt_generate_plummer(500, seed, FKT_LAYOUT_XYZM_VEL, &a), FK_OK);
+    assert_int_equal(fkt_generate_plummer(500, seed, FKT_LAYOUT_XYZM_VEL, &b), FK_OK);
     assert_true(sets_equal(&a, &b));
-    assert_int_equal(fk_generate_plummer(500, seed + 1, FK_LAYOUT_XYZM_VEL, &c), FK_OK);
+    assert_int_equal(fkt_generate_plummer(500, seed + 1, FKT_LAYOUT_XYZM_VEL, &c), FK_OK);
     assert_false(sets_equal(&a, &c));
     size_t same = 0;
     for (size_t i = 0; i < 3 * a.count; i++)
         same += a.position[i] == c.position[i];
     assert_true(same < 10);
-    fk_particle_set_free(&c);
+    fkt_particle_set_free(&c);
 
     /* Positions do not depend on whether velocities are kept (ga and gaj see the same bodies). */
-    assert_int_equal(fk_generate_plummer(500, seed, FK_LAYOUT_XYZM, &c), FK_OK);
+    assert_int_equal(fkt_generate_plummer(500, seed, FKT_LAYOUT_XYZM, &c), FK_OK);
     assert_memory_equal(a.position, c.position, 3 * a.count * sizeof(double));
-    fk_particle_set_free(&a);
-    fk_particle_set_free(&b);
-    fk_particle_set_free(&c);
+    fkt_particle_set_free(&a);
+    fkt_particle_set_free(&b);
+    fkt_particle_set_free(&c);
 
     /* A fixed seed gives a fixed system, run after run (catches platform-dependent RNG use). */
-    assert_int_equal(fk_generate_plummer(3, 1, FK_LAYOUT_XYZM, &a), FK_OK);
-    assert_int_equal(fk_generate_plummer(3, 1, FK_LAYOUT_XYZM, &b), FK_OK);
+    assert_int_equal(fkt_generate_plummer(3, 1, FKT_LAYOUT_XYZM, &a), FK_OK);
+    assert_int_equal(fkt_generate_plummer(3, 1, FKT_LAYOUT_XYZM, &b), FK_OK);
     assert_true(sets_equal(&a, &b));
-    fk_particle_set_free(&a);
-    fk_particle_set_free(&b);
+    fkt_particle_set_free(&a);
+    fkt_particle_set_free(&b);
 }
 
 static void test_plummer_centre_and_mass(void **state)
 {
     (void)state;
-    fk_particle_set set;
+    fkt_particle_set set;
     size_t n = 2000;
-    assert_int_equal(fk_generate_plummer(n, fk_test_seed(), FK_LAYOUT_XYZM_VEL, &set), FK_OK);
+    assert_int_equal(fkt_generate_plummer(n, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
     double mass = 0.0, centre[3] = {0, 0, 0}, momentum[3] = {0, 0, 0}, max_radius = 0.0;
     for (size_t i = 0; i < n; i++) {
         assert_true(set.mass[i] == 1.0 / (double)n);
@@ -128,15 +128,15 @@ static void test_plummer_centre_and_mass(void **state)
     /* Radii are cut at 10 scale lengths (3 pi / 16 each), plus the small centring shift. */
     assert_true(max_radius < 10.0 * 3.0 * pi / 16.0 + 0.5);
     assert_true(max_radius > 0.5);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static void test_plummer_virial(void **state)
 {
     (void)state;
     size_t n = 4096;
-    fk_particle_set set;
-    assert_int_equal(fk_generate_plummer(n, fk_test_seed(), FK_LAYOUT_XYZM_VEL, &set), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_generate_plummer(n, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
     assert_all_finite(&set);
     double kinetic = 0.0, potential = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -159,7 +159,7 @@ static void test_plummer_virial(void **state)
     /* N-body units: E = -1/4. Loosely: the radius cut binds the system ~3% more (E ~ -0.258 on
      * average) and sampling noise is ~0.005; a wrong unit scaling would be off by ~0.1. */
     assert_true(fabs(energy + 0.25) < 0.04);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -173,7 +173,7 @@ static size_t side_for(size_t n)
     return side;
 }
 
-static double min_pair_distance(const fk_particle_set *set)
+static double min_pair_distance(const fkt_particle_set *set)
 {
     double best = INFINITY;
     for (size_t i = 0; i < set->count; i++)
@@ -196,9 +196,10 @@ static void test_lattice_count_and_density(void **state)
     const double spacing = cbrt(1.0 / density);
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         size_t n = counts[c];
-        fk_particle_set set;
+        fkt_particle_set set;
         assert_int_equal(
-            fk_generate_lattice(n, density, 0.1, fk_test_seed(), FK_LAYOUT_XYZQ_TYPE, &set), FK_OK);
+            fkt_generate_lattice(n, density, 0.1, fk_test_seed(), FKT_LAYOUT_XYZQ_TYPE, &set),
+            FK_OK);
         assert_int_equal(set.count, n);
         assert_non_null(set.type);
         assert_null(set.velocity);
@@ -218,7 +219,7 @@ static void test_lattice_count_and_density(void **state)
             assert_true(fabs(bounding_density - density) < 1e-12);
         for (size_t i = 0; i < n; i++)
             assert_int_equal(set.type[i], 0);
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
     }
 }
 
@@ -226,8 +227,8 @@ static void test_lattice_charges(void **state)
 {
     (void)state;
     for (size_t n = 1; n <= 130; n++) {
-        fk_particle_set set;
-        assert_int_equal(fk_generate_lattice(n, 0.8, 0.2, 3, FK_LAYOUT_XYZQ_TYPE, &set), FK_OK);
+        fkt_particle_set set;
+        assert_int_equal(fkt_generate_lattice(n, 0.8, 0.2, 3, FKT_LAYOUT_XYZQ_TYPE, &set), FK_OK);
         double sum = 0.0;
         for (size_t i = 0; i < n; i++) {
             assert_true(set.mass[i] == 0.5 || set.mass[i] == -0.5);
@@ -237,11 +238,11 @@ static void test_lattice_charges(void **state)
             assert_true(sum == 0.0);
         else
             assert_true(fabs(sum) == 0.5);
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
     }
     /* Neighbouring sites carry opposite charges (no jitter, so the grid is exact). */
-    fk_particle_set set;
-    assert_int_equal(fk_generate_lattice(64, 1.0, 0.0, 3, FK_LAYOUT_XYZQ_TYPE, &set), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_generate_lattice(64, 1.0, 0.0, 3, FKT_LAYOUT_XYZQ_TYPE, &set), FK_OK);
     for (size_t i = 0; i < 64; i++)
         for (size_t j = 0; j < 64; j++) {
             double r2 = 0.0;
@@ -252,59 +253,60 @@ static void test_lattice_charges(void **state)
             if (fabs(r2 - 1.0) < 1e-9)
                 assert_true(set.mass[i] == -set.mass[j]);
         }
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static void test_lattice_min_distance(void **state)
 {
     (void)state;
     const double density = 0.8, spacing = cbrt(1.0 / density);
-    fk_particle_set set;
-    assert_int_equal(fk_generate_lattice(1000, density, 0.0, 1, FK_LAYOUT_XYZ_TYPE, &set), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_generate_lattice(1000, density, 0.0, 1, FKT_LAYOUT_XYZ_TYPE, &set), FK_OK);
     assert_null(set.mass);
     assert_true(fabs(min_pair_distance(&set) - spacing) < 1e-12);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 
     /* Jitter of up to 0.1 spacing per axis keeps neighbours at least 0.8 spacing apart. */
     assert_int_equal(
-        fk_generate_lattice(1000, density, 0.1, fk_test_seed(), FK_LAYOUT_XYZQ_TYPE, &set), FK_OK);
+        fkt_generate_lattice(1000, density, 0.1, fk_test_seed(), FKT_LAYOUT_XYZQ_TYPE, &set),
+        FK_OK);
     double closest = min_pair_distance(&set);
     assert_true(closest > 0.0);
     assert_true(closest >= 0.8 * spacing - 1e-12);
     assert_true(closest < spacing); /* the jitter did something */
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static void test_lattice_layouts_and_determinism(void **state)
 {
     (void)state;
-    fk_particle_set a, b;
-    assert_int_equal(fk_generate_lattice(100, 0.8, 0.1, 42, FK_LAYOUT_XYZM, &a), FK_OK);
+    fkt_particle_set a, b;
+    assert_int_equal(fkt_generate_lattice(100, 0.8, 0.1, 42, FKT_LAYOUT_XYZM, &a), FK_OK);
     for (size_t i = 0; i < a.count; i++)
         assert_true(a.mass[i] == 1.0);
     assert_null(a.type);
-    assert_int_equal(fk_generate_lattice(100, 0.8, 0.1, 42, FK_LAYOUT_XYZM, &b), FK_OK);
+    assert_int_equal(fkt_generate_lattice(100, 0.8, 0.1, 42, FKT_LAYOUT_XYZM, &b), FK_OK);
     assert_true(sets_equal(&a, &b));
-    fk_particle_set_free(&b);
-    assert_int_equal(fk_generate_lattice(100, 0.8, 0.1, 43, FK_LAYOUT_XYZM, &b), FK_OK);
+    fkt_particle_set_free(&b);
+    assert_int_equal(fkt_generate_lattice(100, 0.8, 0.1, 43, FKT_LAYOUT_XYZM, &b), FK_OK);
     assert_false(sets_equal(&a, &b));
-    fk_particle_set_free(&a);
-    fk_particle_set_free(&b);
+    fkt_particle_set_free(&a);
+    fkt_particle_set_free(&b);
 
-    assert_int_equal(fk_generate_lattice(10, 0.8, 0.1, 1, FK_LAYOUT_XYZM_VEL, &a), FK_OK);
+    assert_int_equal(fkt_generate_lattice(10, 0.8, 0.1, 1, FKT_LAYOUT_XYZM_VEL, &a), FK_OK);
     for (size_t i = 0; i < 30; i++)
         assert_true(a.velocity[i] == 0.0);
-    fk_particle_set_free(&a);
+    fkt_particle_set_free(&a);
 
-    assert_int_equal(fk_generate_lattice(0, 0.8, 0.1, 1, FK_LAYOUT_XYZM, &a),
+    assert_int_equal(fkt_generate_lattice(0, 0.8, 0.1, 1, FKT_LAYOUT_XYZM, &a),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lattice(10, 0.0, 0.1, 1, FK_LAYOUT_XYZM, &a),
+    assert_int_equal(fkt_generate_lattice(10, 0.0, 0.1, 1, FKT_LAYOUT_XYZM, &a),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lattice(10, -1.0, 0.1, 1, FK_LAYOUT_XYZM, &a),
+    assert_int_equal(fkt_generate_lattice(10, -1.0, 0.1, 1, FKT_LAYOUT_XYZM, &a),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lattice(10, NAN, 0.1, 1, FK_LAYOUT_XYZM, &a),
+    assert_int_equal(fkt_generate_lattice(10, NAN, 0.1, 1, FKT_LAYOUT_XYZM, &a),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lattice(10, 0.8, -0.1, 1, FK_LAYOUT_XYZM, &a),
+    assert_int_equal(fkt_generate_lattice(10, 0.8, -0.1, 1, FKT_LAYOUT_XYZM, &a),
                      FK_ERR_INVALID_ARGUMENT);
     assert_null(a.position);
 }

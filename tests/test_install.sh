@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "test_install: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-for f in include/forcekit/forcekit.h include/forcekit/version.h share/forcekit/cl/pairwise.cl \
+for f in include/forcekit/forcekit.h include/forcekit/version.h include/forcekit/tools.h share/forcekit/cl/pairwise.cl \
          share/forcekit/cl/VERSION share/forcekit/cl/forces/ga.clh share/forcekit/cl/accum/float.clh \
          share/forcekit/tuning/shipped.json bin/forcekit; do
     [ -e "$work/prefix/$f" ] || fail "missing after install: $f"
@@ -22,15 +22,19 @@ done
 libdir=$(dirname "$(find "$work/prefix" -name 'libforcekit.so' | head -n1)")
 [ -e "$libdir/libforcekit.a" ] || fail "missing static library"
 [ -e "$libdir/pkgconfig/forcekit.pc" ] || fail "missing pkg-config file"
+[ -e "$libdir/libforcekit_tools.a" ] || fail "missing tools library"
+[ -e "$libdir/pkgconfig/forcekit-tools.pc" ] || fail "missing tools pkg-config file"
 [ -e "$libdir/cmake/forcekit/forcekitConfig.cmake" ] || fail "missing CMake package file"
 librel=${libdir#"$work/prefix/"}
 
 consumer_cflags=${FK_CONSUMER_CFLAGS:-}
 cmake -S "$source/tests/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" \
-      -DCMAKE_C_FLAGS="$consumer_cflags" -DEMBED_SOURCE="$source/examples/embed.c" >/dev/null
+      -DCMAKE_C_FLAGS="$consumer_cflags" -DEMBED_SOURCE="$source/examples/embed.c" \
+      -DTOOLS_SOURCE="$source/examples/read_particles.c" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 $consumer_cflags "$source/examples/embed.c" $(pkg-config --cflags --libs forcekit) -lm -o "$work/embed_pc"
+cc -std=c11 $consumer_cflags "$source/examples/read_particles.c" $(pkg-config --cflags --libs forcekit-tools) -lm -o "$work/tools_pc"
 unset PKG_CONFIG_PATH
 
 # Move the whole prefix; nothing may point into the old one, the checkout or the build tree.
@@ -52,7 +56,13 @@ run_installed() { # prefix
 run_installed "$work/moved"
 LD_LIBRARY_PATH="$work/moved/$librel" "$work/consumer/consumer" >/dev/null || fail "find_package consumer failed"
 LD_LIBRARY_PATH="$work/moved/$librel" "$work/embed_pc" >/dev/null || fail "pkg-config consumer failed"
-echo "install: the moved prefix ran the command and both consumers on its own kernels"
+# The tools consumers read a particle file (text here; the same call reads TIPSY) and write forces.
+for tools in "$work/consumer/tools_consumer" "$work/tools_pc"; do
+    LD_LIBRARY_PATH="$work/moved/$librel" "$tools" "$work/three.txt" "$work/tools_forces.txt" >/dev/null ||
+        fail "tools consumer $tools failed"
+    [ "$(wc -l <"$work/tools_forces.txt")" = 3 ] || fail "tools consumer $tools wrote $(wc -l <"$work/tools_forces.txt") lines"
+done
+echo "install: the moved prefix ran the command, both consumers and both tools consumers on its own kernels"
 
 # The Debian package, where cpack and dpkg are present (a sanitizer build is not packaged).
 if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null && [ -z "$consumer_cflags" ]; then

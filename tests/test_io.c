@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io.h"
+#include "forcekit/tools.h"
 #include "test_support.h"
 
 static char *temp_dir;
@@ -102,14 +102,14 @@ static int path_exists(const char *path)
 }
 
 /* Expects the read to fail with status and a message containing every given fragment. */
-static void expect_text_error(const char *name, const char *text, fk_layout layout,
+static void expect_text_error(const char *name, const char *text, fkt_layout layout,
                               fk_status expected, const char *fragment1, const char *fragment2)
 {
     char *path = write_text(name, text);
-    fk_particle_set set;
+    fkt_particle_set set;
     memset(&set, 0xAB, sizeof set); /* poisoned: the reader must leave it empty */
     error[0] = '\0';
-    fk_status status = fk_io_read_text(path, layout, &set, error, sizeof error);
+    fk_status status = fkt_io_read_text(path, layout, &set, error, sizeof error);
     if (status != expected || !strstr(error, path) || (fragment1 && !strstr(error, fragment1)) ||
         (fragment2 && !strstr(error, fragment2)))
         print_error("input %s: status %d, message \"%s\"\n", name, (int)status, error);
@@ -133,27 +133,27 @@ static void expect_text_error(const char *name, const char *text, fk_layout layo
 static void test_layout_for_kernel(void **state)
 {
     (void)state;
-    assert_int_equal(fk_io_layout_for_kernel("ga"), FK_LAYOUT_XYZM);
-    assert_int_equal(fk_io_layout_for_kernel("gaj"), FK_LAYOUT_XYZM_VEL);
-    assert_int_equal(fk_io_layout_for_kernel("ljc_constant"), FK_LAYOUT_XYZQ_TYPE);
-    assert_int_equal(fk_io_layout_for_kernel("ljc_linear"), FK_LAYOUT_XYZQ_TYPE);
-    assert_int_equal(fk_io_layout_for_kernel("ljc_sigmoidal"), FK_LAYOUT_XYZQ_TYPE);
-    assert_int_equal(fk_io_layout_for_kernel("buck"), FK_LAYOUT_XYZQ_TYPE);
-    assert_int_equal(fk_io_layout_for_kernel("lj"), FK_LAYOUT_XYZ_TYPE);
-    assert_int_equal(fk_io_layout_for_kernel("gravity"), -1);
-    assert_int_equal(fk_io_layout_for_kernel(""), -1);
-    assert_int_equal(fk_io_layout_for_kernel(NULL), -1);
-    assert_int_equal(fk_io_layout_columns(FK_LAYOUT_XYZM), 4);
-    assert_int_equal(fk_io_layout_columns(FK_LAYOUT_XYZM_VEL), 7);
-    assert_int_equal(fk_io_layout_columns(FK_LAYOUT_XYZQ_TYPE), 5);
-    assert_int_equal(fk_io_layout_columns(FK_LAYOUT_XYZ_TYPE), 4);
+    assert_int_equal(fkt_io_layout_for_kernel("ga"), FKT_LAYOUT_XYZM);
+    assert_int_equal(fkt_io_layout_for_kernel("gaj"), FKT_LAYOUT_XYZM_VEL);
+    assert_int_equal(fkt_io_layout_for_kernel("ljc_constant"), FKT_LAYOUT_XYZQ_TYPE);
+    assert_int_equal(fkt_io_layout_for_kernel("ljc_linear"), FKT_LAYOUT_XYZQ_TYPE);
+    assert_int_equal(fkt_io_layout_for_kernel("ljc_sigmoidal"), FKT_LAYOUT_XYZQ_TYPE);
+    assert_int_equal(fkt_io_layout_for_kernel("buck"), FKT_LAYOUT_XYZQ_TYPE);
+    assert_int_equal(fkt_io_layout_for_kernel("lj"), FKT_LAYOUT_XYZ_TYPE);
+    assert_int_equal(fkt_io_layout_for_kernel("gravity"), -1);
+    assert_int_equal(fkt_io_layout_for_kernel(""), -1);
+    assert_int_equal(fkt_io_layout_for_kernel(NULL), -1);
+    assert_int_equal(fkt_io_layout_columns(FKT_LAYOUT_XYZM), 4);
+    assert_int_equal(fkt_io_layout_columns(FKT_LAYOUT_XYZM_VEL), 7);
+    assert_int_equal(fkt_io_layout_columns(FKT_LAYOUT_XYZQ_TYPE), 5);
+    assert_int_equal(fkt_io_layout_columns(FKT_LAYOUT_XYZ_TYPE), 4);
 }
 
 static void test_set_alloc_and_view(void **state)
 {
     (void)state;
-    fk_particle_set set;
-    assert_int_equal(fk_particle_set_alloc(&set, FK_LAYOUT_XYZM_VEL, 5), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_particle_set_alloc(&set, FKT_LAYOUT_XYZM_VEL, 5), FK_OK);
     assert_int_equal(set.count, 5);
     assert_non_null(set.position);
     assert_non_null(set.mass);
@@ -161,33 +161,34 @@ static void test_set_alloc_and_view(void **state)
     assert_null(set.type);
     for (size_t i = 0; i < 15; i++)
         assert_true(set.position[i] == 0.0 && set.velocity[i] == 0.0);
-    fk_particles view = fk_particle_set_view(&set);
+    fk_particles view = fkt_particle_set_view(&set);
     assert_int_equal(view.count, 5);
     assert_ptr_equal(view.position, set.position);
     assert_ptr_equal(view.mass, set.mass);
     assert_ptr_equal(view.velocity, set.velocity);
     assert_null(view.type);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     assert_null(set.position);
     assert_int_equal(set.count, 0);
 
-    assert_int_equal(fk_particle_set_alloc(&set, FK_LAYOUT_XYZ_TYPE, 3), FK_OK);
-    view = fk_particle_set_view(&set);
+    assert_int_equal(fkt_particle_set_alloc(&set, FKT_LAYOUT_XYZ_TYPE, 3), FK_OK);
+    view = fkt_particle_set_view(&set);
     assert_null(view.mass);
     assert_null(view.velocity);
     assert_non_null(view.type);
     assert_ptr_equal(view.type, set.type);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 
-    assert_int_equal(fk_particle_set_alloc(&set, FK_LAYOUT_XYZQ_TYPE, 2), FK_OK);
+    assert_int_equal(fkt_particle_set_alloc(&set, FKT_LAYOUT_XYZQ_TYPE, 2), FK_OK);
     assert_non_null(set.mass);
     assert_non_null(set.type);
     assert_null(set.velocity);
-    fk_particle_set_free(&set);
-    fk_particle_set_free(&set); /* twice is harmless */
+    fkt_particle_set_free(&set);
+    fkt_particle_set_free(&set); /* twice is harmless */
 
-    assert_int_equal(fk_particle_set_alloc(&set, (fk_layout)42, 2), FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_particle_set_alloc(&set, FK_LAYOUT_XYZM, SIZE_MAX / 2), FK_ERR_HOST_MEMORY);
+    assert_int_equal(fkt_particle_set_alloc(&set, (fkt_layout)42, 2), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fkt_particle_set_alloc(&set, FKT_LAYOUT_XYZM, SIZE_MAX / 2),
+                     FK_ERR_HOST_MEMORY);
     assert_null(set.position);
 }
 
@@ -198,8 +199,8 @@ static void test_text_xyzm(void **state)
 {
     (void)state;
     char *path = write_text("xyzm.txt", "1 2 3 4\n-0.5 1e-3 +2.25 0.125\n");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 2);
     const double position[6] = {1, 2, 3, -0.5, 1e-3, 2.25};
     for (int i = 0; i < 6; i++)
@@ -207,7 +208,7 @@ static void test_text_xyzm(void **state)
     assert_true(set.mass[0] == 4.0 && set.mass[1] == 0.125);
     assert_null(set.velocity);
     assert_null(set.type);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
@@ -216,8 +217,8 @@ static void test_text_xyzm_vel(void **state)
     (void)state;
     /* No final newline: the last line still counts. */
     char *path = write_text("vel.txt", "0 0 0 1 0.5 -0.5 2\n1 1 1 2 3 4 5");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM_VEL, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM_VEL, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 2);
     assert_true(set.mass[0] == 1.0 && set.mass[1] == 2.0);
     const double velocity[6] = {0.5, -0.5, 2, 3, 4, 5};
@@ -225,7 +226,7 @@ static void test_text_xyzm_vel(void **state)
         assert_true(set.velocity[i] == velocity[i]);
     assert_true(set.position[3] == 1.0);
     assert_null(set.type);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
@@ -233,8 +234,9 @@ static void test_text_xyzq_type(void **state)
 {
     (void)state;
     char *path = write_text("xyzq.txt", "0 0 0 0.5 0\n1.5 0 0 -0.5 1\n0 2 0 1 +7\n");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZQ_TYPE, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZQ_TYPE, &set, error, sizeof error),
+                     FK_OK);
     assert_int_equal(set.count, 3);
     assert_true(set.mass[0] == 0.5 && set.mass[1] == -0.5 && set.mass[2] == 1.0);
     assert_int_equal(set.type[0], 0);
@@ -242,7 +244,7 @@ static void test_text_xyzq_type(void **state)
     assert_int_equal(set.type[2], 7);
     assert_true(set.position[3] == 1.5 && set.position[7] == 2.0);
     assert_null(set.velocity);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
@@ -250,18 +252,18 @@ static void test_text_xyz_type(void **state)
 {
     (void)state;
     char *path = write_text("xyz.txt", "0 0 0 3\n1 2 3 2147483647\n");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZ_TYPE, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZ_TYPE, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 2);
     assert_null(set.mass);
     assert_null(set.velocity);
     assert_int_equal(set.type[0], 3);
     assert_int_equal(set.type[1], 2147483647);
     assert_true(set.position[5] == 3.0);
-    fk_particle_set view_source = set;
-    fk_particles view = fk_particle_set_view(&view_source);
+    fkt_particle_set view_source = set;
+    fk_particles view = fkt_particle_set_view(&view_source);
     assert_null(view.mass);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
@@ -277,41 +279,42 @@ static void test_text_comments_and_blank_lines(void **state)
                        "9 10 11 12#comment touching a number\n"
                        "   # indented comment\n";
     char *path = write_text("comments.txt", text);
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 3);
     for (int i = 0; i < 3; i++) {
         for (int d = 0; d < 3; d++)
             assert_true(set.position[3 * i + d] == 4.0 * i + d + 1);
         assert_true(set.mass[i] == 4.0 * i + 4);
     }
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 
     /* A byte order mark from a Windows editor is not data. */
     path = write_text("bom.txt", "\xEF\xBB\xBF"
                                  "1 2 3 4\n");
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 1);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
 static void test_text_malformed_number(void **state)
 {
     (void)state;
-    expect_text_error("malformed.txt", "1 2 3 4\n1 2 abc 4\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("malformed.txt", "1 2 3 4\n1 2 abc 4\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "malformed.txt:2:", "abc");
-    expect_text_error("suffix.txt", "# c\n1 2 3 4kg\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("suffix.txt", "# c\n1 2 3 4kg\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "suffix.txt:2:", "4kg");
-    expect_text_error("comma.txt", "1,2,3,4\n", FK_LAYOUT_XYZM, FK_ERR_PARSE, "comma.txt:1:", NULL);
-    expect_text_error("sign.txt", "1 2 - 4\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("comma.txt", "1,2,3,4\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
+                      "comma.txt:1:", NULL);
+    expect_text_error("sign.txt", "1 2 - 4\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "sign.txt:1:", "not a number");
     /* A NUL byte inside a number must not end it silently. */
     static const char nul_text[] = "1 2 3 4\0junk\n";
     char *path = write_temp("nul.txt", nul_text, sizeof nul_text - 1);
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "nul.txt:1:"));
     free(path);
@@ -320,9 +323,9 @@ static void test_text_malformed_number(void **state)
 static void test_text_nan_and_inf(void **state)
 {
     (void)state;
-    expect_text_error("nan.txt", "1 2 3 4\n0 0 0 1\nNaN 0 0 1\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("nan.txt", "1 2 3 4\n0 0 0 1\nNaN 0 0 1\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "nan.txt:3:", "finite");
-    expect_text_error("inf.txt", "1 2 3 Inf\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("inf.txt", "1 2 3 Inf\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "inf.txt:1:", "finite");
     static const char *const spellings[] = {"nan",      "NAN",   "-nan",  "nan(0x1)",
                                             "inf",      "-inf",  "+INF",  "infinity",
@@ -330,62 +333,62 @@ static void test_text_nan_and_inf(void **state)
     for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
         char text[128];
         snprintf(text, sizeof text, "0 0 0 1 0 0 0\n1 1 1 1 0 %s 0\n", spellings[i]);
-        expect_text_error("spelling.txt", text, FK_LAYOUT_XYZM_VEL, FK_ERR_PARSE,
+        expect_text_error("spelling.txt", text, FKT_LAYOUT_XYZM_VEL, FK_ERR_PARSE,
                           "spelling.txt:2:", spellings[i]);
     }
     /* A charge too is checked, and tiny values that underflow are fine. */
-    expect_text_error("charge.txt", "0 0 0 nan 1\n", FK_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
+    expect_text_error("charge.txt", "0 0 0 nan 1\n", FKT_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
                       "charge.txt:1:", "column 4");
     char *path = write_text("tiny.txt", "1e-400 0 0 1\n");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_true(set.position[0] >= 0.0 && set.position[0] < 1e-300);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 }
 
 static void test_text_column_count(void **state)
 {
     (void)state;
-    expect_text_error("few.txt", "1 2 3 4\n\n1 2 3\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("few.txt", "1 2 3 4\n\n1 2 3\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "few.txt:3: expected 4 columns (x y z m), found 3", NULL);
-    expect_text_error("many.txt", "1 2 3 4 5\n", FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_text_error("many.txt", "1 2 3 4 5\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                       "many.txt:1: expected 4 columns (x y z m), found 5", NULL);
-    expect_text_error("many_vel.txt", "1 2 3 4 5 6 7 8 9 10 11 12\n", FK_LAYOUT_XYZM_VEL,
+    expect_text_error("many_vel.txt", "1 2 3 4 5 6 7 8 9 10 11 12\n", FKT_LAYOUT_XYZM_VEL,
                       FK_ERR_PARSE, "expected 7 columns (x y z m vx vy vz), found 12", NULL);
-    expect_text_error("few_type.txt", "1 2 3 4\n", FK_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
+    expect_text_error("few_type.txt", "1 2 3 4\n", FKT_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
                       "few_type.txt:1: expected 5 columns (x y z q type), found 4", NULL);
-    expect_text_error("many_lj.txt", "1 2 3 0.5 0\n", FK_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
+    expect_text_error("many_lj.txt", "1 2 3 0.5 0\n", FKT_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
                       "expected 4 columns (x y z type), found 5", NULL);
     /* The column count is reported even when the line also holds a bad number. */
-    expect_text_error("few_bad.txt", "x y\n", FK_LAYOUT_XYZM, FK_ERR_PARSE, "found 2", NULL);
+    expect_text_error("few_bad.txt", "x y\n", FKT_LAYOUT_XYZM, FK_ERR_PARSE, "found 2", NULL);
 }
 
 static void test_text_empty(void **state)
 {
     (void)state;
-    expect_text_error("empty.txt", "", FK_LAYOUT_XYZM, FK_ERR_PARSE, "no particles", NULL);
-    expect_text_error("comments_only.txt", "# nothing\n\n   # here either\n\n", FK_LAYOUT_XYZM,
+    expect_text_error("empty.txt", "", FKT_LAYOUT_XYZM, FK_ERR_PARSE, "no particles", NULL);
+    expect_text_error("comments_only.txt", "# nothing\n\n   # here either\n\n", FKT_LAYOUT_XYZM,
                       FK_ERR_PARSE, "no particles", NULL);
 }
 
 static void test_text_bad_type(void **state)
 {
     (void)state;
-    expect_text_error("float_type.txt", "0 0 0 1 0\n0 0 1 1 1.5\n", FK_LAYOUT_XYZQ_TYPE,
+    expect_text_error("float_type.txt", "0 0 0 1 0\n0 0 1 1 1.5\n", FKT_LAYOUT_XYZQ_TYPE,
                       FK_ERR_PARSE, "float_type.txt:2:", "1.5");
-    expect_text_error("one_point_zero.txt", "0 0 0 1.0\n", FK_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
+    expect_text_error("one_point_zero.txt", "0 0 0 1.0\n", FKT_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
                       "one_point_zero.txt:1:", "type");
-    expect_text_error("word_type.txt", "0 0 0 1 oxygen\n", FK_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
+    expect_text_error("word_type.txt", "0 0 0 1 oxygen\n", FKT_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
                       "word_type.txt:1:", "oxygen");
-    expect_text_error("negative_type.txt", "0 0 0 1 0\n\n0 0 1 -1 -1\n", FK_LAYOUT_XYZQ_TYPE,
+    expect_text_error("negative_type.txt", "0 0 0 1 0\n\n0 0 1 -1 -1\n", FKT_LAYOUT_XYZQ_TYPE,
                       FK_ERR_PARSE, "negative_type.txt:3:", "negative");
-    expect_text_error("huge_type.txt", "0 0 0 2147483648\n", FK_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
+    expect_text_error("huge_type.txt", "0 0 0 2147483648\n", FKT_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
                       "huge_type.txt:1:", "range");
-    expect_text_error("huger_type.txt", "0 0 0 99999999999999999999999\n", FK_LAYOUT_XYZ_TYPE,
+    expect_text_error("huger_type.txt", "0 0 0 99999999999999999999999\n", FKT_LAYOUT_XYZ_TYPE,
                       FK_ERR_PARSE, "huger_type.txt:1:", "range");
     expect_text_error("hugely_negative_type.txt", "0 0 0 -99999999999999999999999\n",
-                      FK_LAYOUT_XYZ_TYPE, FK_ERR_PARSE, "hugely_negative_type.txt:1:", "range");
+                      FKT_LAYOUT_XYZ_TYPE, FK_ERR_PARSE, "hugely_negative_type.txt:1:", "range");
 }
 
 static void test_text_long_line(void **state)
@@ -407,18 +410,18 @@ static void test_text_long_line(void **state)
     used += 200000;
     used += (size_t)sprintf(text + used, "\n5 6 7 8\n");
     char *path = write_temp("long.txt", text, used);
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 2);
     assert_true(set.position[0] == 1.0); /* 1.000...05 rounds to 1 */
     assert_true(set.mass[0] == 4.0 && set.mass[1] == 8.0);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 
     /* A long bad token is named in the message without overflowing it. */
     text[padding] = 'x';
     path = write_temp("long_bad.txt", text, used);
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "long_bad.txt:1:"));
     assert_true(strlen(error) < sizeof error);
@@ -437,14 +440,15 @@ static void test_text_many_lines(void **state)
     for (size_t i = 0; i < count; i++)
         used += (size_t)sprintf(text + used, "%zu 0 0 1 %zu\n", i, i % 3);
     char *path = write_temp("many.txt", text, used);
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZQ_TYPE, &set, error, sizeof error), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZQ_TYPE, &set, error, sizeof error),
+                     FK_OK);
     assert_int_equal(set.count, count);
     for (size_t i = 0; i < count; i++) {
         assert_true(set.position[3 * i] == (double)i);
         assert_int_equal(set.type[i], (int)(i % 3));
     }
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
     free(text);
 }
@@ -453,18 +457,18 @@ static void test_text_missing_file(void **state)
 {
     (void)state;
     char *path = temp_path("does_not_exist.txt");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_ERR_IO);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_ERR_IO);
     assert_non_null(strstr(error, path));
     assert_non_null(strstr(error, "No such file"));
     assert_null(set.position);
     assert_int_equal(
-        fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM, &set, error, sizeof error),
+        fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, &set, error, sizeof error),
         FK_ERR_IO);
     free(path);
 
     /* A directory opens but cannot be read as a file. */
-    assert_int_equal(fk_io_read_text(temp_dir, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_text(temp_dir, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_IO);
     assert_non_null(strstr(error, temp_dir));
 }
@@ -473,10 +477,11 @@ static void test_text_error_buffer_optional(void **state)
 {
     (void)state;
     char *path = write_text("bad_no_buffer.txt", "1 2\n");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, NULL, 0), FK_ERR_PARSE);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, NULL, 0), FK_ERR_PARSE);
     char tiny[8];
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, tiny, sizeof tiny), FK_ERR_PARSE);
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, tiny, sizeof tiny),
+                     FK_ERR_PARSE);
     assert_int_equal(strlen(tiny), sizeof tiny - 1);
     free(path);
 }
@@ -572,7 +577,7 @@ static tipsy_bytes make_tipsy(int nsph, int ndark, int nstar, int swap, int padd
     return file;
 }
 
-static void check_tipsy_values(const fk_particle_set *set, int count, int with_velocity)
+static void check_tipsy_values(const fkt_particle_set *set, int count, int with_velocity)
 {
     assert_int_equal(set->count, (size_t)count);
     assert_null(set->type);
@@ -599,19 +604,19 @@ static void test_tipsy_round_trip(void **state)
             char name[64];
             snprintf(name, sizeof name, "synthetic_%d_%d.bin", swap, padded);
             char *path = write_temp(name, bytes.data, bytes.size);
-            fk_particle_set set;
-            fk_status status = fk_io_read_tipsy(path, FK_LAYOUT_XYZM, &set, error, sizeof error);
+            fkt_particle_set set;
+            fk_status status = fkt_io_read_tipsy(path, FKT_LAYOUT_XYZM, &set, error, sizeof error);
             if (status != FK_OK)
                 print_error("%s: %s\n", name, error);
             assert_int_equal(status, FK_OK);
             check_tipsy_values(&set, 12, 0);
-            fk_particle_set_free(&set);
+            fkt_particle_set_free(&set);
             /* Through the format dispatcher, by extension, with velocities. */
-            status = fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM_VEL, &set, error,
-                                          sizeof error);
+            status = fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM_VEL, &set, error,
+                                           sizeof error);
             assert_int_equal(status, FK_OK);
             check_tipsy_values(&set, 12, 1);
-            fk_particle_set_free(&set);
+            fkt_particle_set_free(&set);
             free(path);
             free(bytes.data);
         }
@@ -619,15 +624,15 @@ static void test_tipsy_round_trip(void **state)
     /* Only one kind of record; explicit format regardless of the name. */
     tipsy_bytes bytes = make_tipsy(0, 0, 2, 1, 1);
     char *path = write_temp("stars_only.dat", bytes.data, bytes.size);
-    fk_particle_set set;
+    fkt_particle_set set;
     assert_int_equal(
-        fk_io_read_particles(path, FK_FORMAT_TIPSY, FK_LAYOUT_XYZM, &set, error, sizeof error),
+        fkt_io_read_particles(path, FKT_FORMAT_TIPSY, FKT_LAYOUT_XYZM, &set, error, sizeof error),
         FK_OK);
     check_tipsy_values(&set, 2, 0);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     /* And the same bytes read as text are not particles. */
     assert_int_equal(
-        fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM, &set, error, sizeof error),
+        fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, &set, error, sizeof error),
         FK_ERR_PARSE);
     free(path);
     free(bytes.data);
@@ -635,22 +640,22 @@ static void test_tipsy_round_trip(void **state)
     bytes = make_tipsy(1, 1, 1, 0, 1);
     path = write_temp("upper.TIPSY", bytes.data, bytes.size);
     assert_int_equal(
-        fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM, &set, error, sizeof error),
+        fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, &set, error, sizeof error),
         FK_OK);
     assert_int_equal(set.count, 3);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
     free(bytes.data);
 }
 
-static void expect_tipsy_error(const char *name, const void *data, size_t size, fk_layout layout,
+static void expect_tipsy_error(const char *name, const void *data, size_t size, fkt_layout layout,
                                fk_status expected, const char *fragment)
 {
     char *path = write_temp(name, data, size);
-    fk_particle_set set;
+    fkt_particle_set set;
     memset(&set, 0xAB, sizeof set);
     error[0] = '\0';
-    fk_status status = fk_io_read_tipsy(path, layout, &set, error, sizeof error);
+    fk_status status = fkt_io_read_tipsy(path, layout, &set, error, sizeof error);
     if (status != expected || !strstr(error, path) || (fragment && !strstr(error, fragment)))
         print_error("%s: status %d, message \"%s\"\n", name, (int)status, error);
     assert_int_equal(status, expected);
@@ -670,24 +675,24 @@ static void test_tipsy_truncated_and_trailing(void **state)
         tipsy_bytes bytes = make_tipsy(2, 3, 4, swap, 1);
         size_t full = bytes.size; /* 32 + 96 + 108 + 176 = 412 */
         assert_int_equal(full, 412);
-        expect_tipsy_error("truncated.bin", bytes.data, full - 1, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("truncated.bin", bytes.data, full - 1, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "expected 412 bytes");
-        expect_tipsy_error("truncated.bin", bytes.data, full - 1, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("truncated.bin", bytes.data, full - 1, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "found 411");
-        expect_tipsy_error("half.bin", bytes.data, full / 2, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("half.bin", bytes.data, full / 2, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "truncated");
-        expect_tipsy_error("header_only.bin", bytes.data, 32, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("header_only.bin", bytes.data, 32, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "truncated");
         /* 3 or 5 bytes short of the padded size is neither header variant. */
-        expect_tipsy_error("short3.bin", bytes.data, full - 3, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("short3.bin", bytes.data, full - 3, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "truncated");
 
         unsigned char *longer = calloc(1, full + 7);
         assert_non_null(longer);
         memcpy(longer, bytes.data, full);
-        expect_tipsy_error("trailing.bin", longer, full + 7, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("trailing.bin", longer, full + 7, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "7 unexpected trailing bytes");
-        expect_tipsy_error("trailing1.bin", longer, full + 1, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("trailing1.bin", longer, full + 1, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "found 413");
         free(longer);
         free(bytes.data);
@@ -702,26 +707,26 @@ static void test_tipsy_bad_header(void **state)
     fk_test_rng_init(&rng, 12345);
     for (size_t i = 0; i < sizeof garbage; i++)
         garbage[i] = (unsigned char)(fk_test_rng_uniform(&rng) * 256.0);
-    expect_tipsy_error("garbage.bin", garbage, sizeof garbage, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("garbage.bin", garbage, sizeof garbage, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "not a TIPSY file");
     const char text[] = "1 2 3 4\n5 6 7 8\n9 10 11 12\n13 14 15 16\n";
-    expect_tipsy_error("text.bin", text, sizeof text - 1, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("text.bin", text, sizeof text - 1, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "not a TIPSY file");
-    expect_tipsy_error("tiny.bin", "abc", 3, FK_LAYOUT_XYZM, FK_ERR_PARSE, "not a TIPSY file");
-    expect_tipsy_error("zero_length.bin", "", 0, FK_LAYOUT_XYZM, FK_ERR_PARSE, "not a TIPSY file");
+    expect_tipsy_error("tiny.bin", "abc", 3, FKT_LAYOUT_XYZM, FK_ERR_PARSE, "not a TIPSY file");
+    expect_tipsy_error("zero_length.bin", "", 0, FKT_LAYOUT_XYZM, FK_ERR_PARSE, "not a TIPSY file");
 
     /* ndim 2, negative counts, counts that do not add up. */
     tipsy_bytes bytes = make_tipsy(1, 1, 1, 0, 1);
     put_i32(bytes.data + 12, 2, 0);
-    expect_tipsy_error("ndim2.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("ndim2.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "not a TIPSY file");
     put_i32(bytes.data + 12, 3, 0);
     put_i32(bytes.data + 8, 4, 0);
-    expect_tipsy_error("sum.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("sum.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "not a TIPSY file");
     put_i32(bytes.data + 8, 1, 0);
     put_i32(bytes.data + 16, -1, 0);
-    expect_tipsy_error("negative.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("negative.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "not a TIPSY file");
     free(bytes.data);
 
@@ -730,12 +735,12 @@ static void test_tipsy_bad_header(void **state)
     put_i32(huge + 8, 2147483647, 1);
     put_i32(huge + 12, 3, 1);
     put_i32(huge + 24, 2147483647, 1);
-    expect_tipsy_error("huge.bin", huge, sizeof huge, FK_LAYOUT_XYZM, FK_ERR_PARSE, "truncated");
+    expect_tipsy_error("huge.bin", huge, sizeof huge, FKT_LAYOUT_XYZM, FK_ERR_PARSE, "truncated");
 
     /* A consistent header with no bodies. */
     unsigned char empty[32] = {0};
     put_i32(empty + 12, 3, 0);
-    expect_tipsy_error("no_bodies.bin", empty, sizeof empty, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+    expect_tipsy_error("no_bodies.bin", empty, sizeof empty, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                        "no particles");
 }
 
@@ -746,19 +751,19 @@ static void test_tipsy_non_finite(void **state)
         tipsy_bytes bytes = make_tipsy(1, 1, 1, swap, 1);
         /* Position y of the dark body (body 1). */
         put_f32(bytes.data + 32 + 48 + 8, NAN, swap);
-        expect_tipsy_error("nan_position.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM, FK_ERR_PARSE,
-                           "dark particle 0 (body 1) has a non-finite position");
+        expect_tipsy_error("nan_position.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM,
+                           FK_ERR_PARSE, "dark particle 0 (body 1) has a non-finite position");
         free(bytes.data);
 
         bytes = make_tipsy(1, 1, 1, swap, 1);
         put_f32(bytes.data + 32, INFINITY, swap); /* the gas body's mass */
-        expect_tipsy_error("inf_mass.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM, FK_ERR_PARSE,
+        expect_tipsy_error("inf_mass.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM, FK_ERR_PARSE,
                            "gas particle 0 (body 0) has a non-finite mass");
         free(bytes.data);
 
         bytes = make_tipsy(1, 1, 2, swap, 1);
         put_f32(bytes.data + 32 + 48 + 36 + 44 + 20, -INFINITY, swap); /* star 1, vy */
-        expect_tipsy_error("inf_velocity.bin", bytes.data, bytes.size, FK_LAYOUT_XYZM_VEL,
+        expect_tipsy_error("inf_velocity.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZM_VEL,
                            FK_ERR_PARSE, "star particle 1 (body 3) has a non-finite velocity");
         free(bytes.data);
     }
@@ -768,9 +773,9 @@ static void test_tipsy_typed_layout(void **state)
 {
     (void)state;
     tipsy_bytes bytes = make_tipsy(1, 1, 1, 0, 1);
-    expect_tipsy_error("typed.bin", bytes.data, bytes.size, FK_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
+    expect_tipsy_error("typed.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZQ_TYPE, FK_ERR_PARSE,
                        "TIPSY files carry gravity data (x y z m); kernel needs x y z q type");
-    expect_tipsy_error("typed.bin", bytes.data, bytes.size, FK_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
+    expect_tipsy_error("typed.bin", bytes.data, bytes.size, FKT_LAYOUT_XYZ_TYPE, FK_ERR_PARSE,
                        "kernel needs x y z type");
     free(bytes.data);
 }
@@ -779,14 +784,15 @@ static void test_tipsy_missing_file(void **state)
 {
     (void)state;
     char *path = temp_path("missing.bin");
-    fk_particle_set set;
-    assert_int_equal(fk_io_read_tipsy(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_ERR_IO);
+    fkt_particle_set set;
+    assert_int_equal(fkt_io_read_tipsy(path, FKT_LAYOUT_XYZM, &set, error, sizeof error),
+                     FK_ERR_IO);
     assert_non_null(strstr(error, path));
     assert_int_equal(
-        fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM, &set, error, sizeof error),
+        fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, &set, error, sizeof error),
         FK_ERR_IO);
     free(path);
-    assert_int_equal(fk_io_read_tipsy(temp_dir, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_tipsy(temp_dir, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_IO);
 }
 
@@ -800,9 +806,9 @@ static void test_tipsy_galaxy_fixture(void **state)
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/galaxy_20K.bin", data_dir);
-    fk_particle_set set;
-    fk_status status =
-        fk_io_read_particles(path, FK_FORMAT_AUTO, FK_LAYOUT_XYZM_VEL, &set, error, sizeof error);
+    fkt_particle_set set;
+    fk_status status = fkt_io_read_particles(path, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM_VEL, &set,
+                                             error, sizeof error);
     if (status != FK_OK)
         print_error("%s\n", error);
     assert_int_equal(status, FK_OK);
@@ -822,7 +828,7 @@ static void test_tipsy_galaxy_fixture(void **state)
     assert_true(total_mass > 0.0);
     assert_true(dark_mass > 0.0);
     assert_true(extent > 0.0);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -834,7 +840,7 @@ static void test_write_forces_content(void **state)
     const double forces[6] = {1.0, -2.5, 0.1, 0.0, 1e-300, 3e20};
     const double potentials[2] = {-0.5, 1.0 / 3.0};
     char *path = temp_path("forces.txt");
-    assert_int_equal(fk_io_write_forces(path, 2, 3, forces, NULL, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_write_forces(path, 2, 3, forces, NULL, error, sizeof error), FK_OK);
     char *content = slurp(path);
     assert_non_null(content);
     assert_string_equal(content, "1 -2.5 0.10000000000000001\n"
@@ -842,7 +848,7 @@ static void test_write_forces_content(void **state)
     free(content);
 
     /* Overwrites, with potentials as a last column. */
-    assert_int_equal(fk_io_write_forces(path, 2, 3, forces, potentials, error, sizeof error),
+    assert_int_equal(fkt_io_write_forces(path, 2, 3, forces, potentials, error, sizeof error),
                      FK_OK);
     content = slurp(path);
     assert_string_equal(content, "1 -2.5 0.10000000000000001 -0.5\n"
@@ -851,7 +857,7 @@ static void test_write_forces_content(void **state)
 
     /* Six components (gaj), one particle: the values round-trip exactly. */
     const double jerk[6] = {1.0 / 7.0, -2.0 / 3.0, 1e-17, 12345.678, -0.0, 5e-324};
-    assert_int_equal(fk_io_write_forces(path, 1, 6, jerk, NULL, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_write_forces(path, 1, 6, jerk, NULL, error, sizeof error), FK_OK);
     content = slurp(path);
     char *cursor = content;
     for (int c = 0; c < 6; c++) {
@@ -866,15 +872,15 @@ static void test_write_forces_content(void **state)
     free(content);
 
     /* No particles: an empty file. */
-    assert_int_equal(fk_io_write_forces(path, 0, 3, NULL, NULL, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_write_forces(path, 0, 3, NULL, NULL, error, sizeof error), FK_OK);
     content = slurp(path);
     assert_string_equal(content, "");
     free(content);
     free(path);
 
-    assert_int_equal(fk_io_write_forces("unused", 2, 3, NULL, NULL, error, sizeof error),
+    assert_int_equal(fkt_io_write_forces("unused", 2, 3, NULL, NULL, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_io_write_forces("unused", 2, 0, forces, NULL, error, sizeof error),
+    assert_int_equal(fkt_io_write_forces("unused", 2, 0, forces, NULL, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     assert_false(path_exists("unused"));
 }
@@ -893,8 +899,8 @@ static void test_write_forces_stdout(void **state)
     close(fd);
     const double forces[4] = {1, 2, 3, 4};
     const double potentials[2] = {-1, -2};
-    fk_status dash = fk_io_write_forces("-", 2, 2, forces, NULL, error, sizeof error);
-    fk_status null = fk_io_write_forces(NULL, 1, 2, forces, potentials, error, sizeof error);
+    fk_status dash = fkt_io_write_forces("-", 2, 2, forces, NULL, error, sizeof error);
+    fk_status null = fkt_io_write_forces(NULL, 1, 2, forces, potentials, error, sizeof error);
     fflush(stdout);
     assert_true(dup2(saved, STDOUT_FILENO) >= 0);
     close(saved);
@@ -917,7 +923,7 @@ static void test_write_forces_atomic(void **state)
     assert_non_null(path);
     snprintf(path, size, "%s/out.txt", dir);
     const double forces[3] = {1, 2, 3};
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error), FK_OK);
     assert_int_equal(count_entries(dir), 1); /* only out.txt: no temporary left behind */
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
@@ -928,14 +934,14 @@ static void test_write_forces_atomic(void **state)
     free(content);
 
     /* Rewriting keeps one file. */
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, forces, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_write_forces(path, 1, 3, forces, forces, error, sizeof error), FK_OK);
     assert_int_equal(count_entries(dir), 1);
 
     /* The target is a directory: refused up front (the user's to fix: exit 2), the directory
      * and no temporary remain. */
     snprintf(path, size, "%s/sub", dir);
     assert_int_equal(mkdir(path, 0700), 0);
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+    assert_int_equal(fkt_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_int_equal(count_entries(dir), 2);
@@ -958,7 +964,7 @@ static void test_write_forces_missing_directory(void **state)
     const double forces[3] = {1, 2, 3};
     error[0] = '\0';
     /* A missing directory is the user's to fix (exit 2), unlike a full disk (FK_ERR_IO, exit 1). */
-    assert_int_equal(fk_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
+    assert_int_equal(fkt_io_write_forces(path, 1, 3, forces, NULL, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, path));
     assert_non_null(strstr(error, "No such file"));
@@ -974,14 +980,14 @@ static void test_write_forces_missing_directory(void **state)
 static void test_input_too_large(void **state)
 {
     (void)state;
-    fk_particle_set set;
+    fkt_particle_set set;
     const size_t long_length = 2u << 20;
     char *long_line = malloc(long_length + 16);
     assert_non_null(long_line);
     memset(long_line, ' ', long_length);
     memcpy(long_line + long_length, "1 2 3 4\n", 9);
     char *path = write_temp("long_line.txt", long_line, strlen(long_line));
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "input too large"));
     assert_non_null(strstr(error, "long_line.txt:1"));
@@ -989,17 +995,17 @@ static void test_input_too_large(void **state)
     free(path);
 
     /* a line just under the bound is still data */
-    memcpy(long_line + FK_IO_MAX_LINE - 20, "1 2 3 4\n", 9);
+    memcpy(long_line + FKT_IO_MAX_LINE - 20, "1 2 3 4\n", 9);
     path = write_temp("almost_long.txt", long_line, strlen(long_line));
-    assert_int_equal(fk_io_read_text(path, FK_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
+    assert_int_equal(fkt_io_read_text(path, FKT_LAYOUT_XYZM, &set, error, sizeof error), FK_OK);
     assert_int_equal(set.count, 1);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     free(path);
 
-    assert_int_equal(fk_io_read_text("/dev/zero", FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_text("/dev/zero", FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "input too large"));
-    assert_int_equal(fk_io_read_tipsy("/dev/zero", FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_tipsy("/dev/zero", FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "not a TIPSY file"));
 
@@ -1008,7 +1014,7 @@ static void test_input_too_large(void **state)
     const int32_t fields[5] = {INT32_MAX, 3, 0, INT32_MAX, 0};
     memcpy(header + 8, fields, sizeof fields);
     path = write_temp("huge.bin", header, sizeof header);
-    assert_int_equal(fk_io_read_tipsy(path, FK_LAYOUT_XYZM, &set, error, sizeof error),
+    assert_int_equal(fkt_io_read_tipsy(path, FKT_LAYOUT_XYZM, &set, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "truncated TIPSY file"));
     assert_non_null(strstr(error, "found 64"));
@@ -1016,13 +1022,13 @@ static void test_input_too_large(void **state)
 
     memset(long_line, ' ', long_length); /* the long line again */
     path = write_temp("long.params", long_line, strlen(long_line));
-    fk_pair_table_set table;
+    fkt_pair_table_set table;
     assert_int_equal(
-        fk_io_read_pair_table(path, 2, "a b epsilon sigma", 1, &table, error, sizeof error),
+        fkt_io_read_pair_table(path, 2, "a b epsilon sigma", 1, &table, error, sizeof error),
         FK_ERR_PARSE);
     assert_non_null(strstr(error, "input too large"));
     size_t *pairs = NULL, count = 0;
-    assert_int_equal(fk_io_read_exclusions(path, 0, &pairs, &count, error, sizeof error),
+    assert_int_equal(fkt_io_read_exclusions(path, 0, &pairs, &count, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "input too large"));
     free(path);

@@ -68,13 +68,13 @@ static void system_free(test_system *s)
 /* Plummer sphere (equal masses 1/N: a power of two when N is). */
 static test_system plummer(size_t n, double eps)
 {
-    fk_particle_set set = {0};
-    assert_int_equal(fk_generate_plummer(n, 7, FK_LAYOUT_XYZM, &set), FK_OK);
+    fkt_particle_set set = {0};
+    assert_int_equal(fkt_generate_plummer(n, 7, FKT_LAYOUT_XYZM, &set), FK_OK);
     test_system s = {"plummer", n, eps, set.position, set.mass};
     for (size_t i = 0; i < 3 * n; ++i)
         s.position[i] = (double)(float)s.position[i];
     set.position = set.mass = NULL;
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     return s;
 }
 

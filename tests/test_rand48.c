@@ -21,14 +21,14 @@ static const long seeds[] = {
 enum { SEED_COUNT = sizeof seeds / sizeof seeds[0] };
 
 static fk_context *context;
-static fk_rand48_device *generator;
+static fkt_rand48_device *generator;
 
 static int setup(void **state)
 {
     (void)state;
     fk_status status = fk_context_create(NULL, &context);
     if (status == FK_OK)
-        status = fk__rand48_device_open(context, &generator);
+        status = fkt_rand48_device_open(context, &generator);
     if (status != FK_OK) {
         fprintf(stderr, "rand48 device: %s: %s\n", fk_status_string(status),
                 fk_context_last_error(context));
@@ -41,7 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    fk__rand48_device_close(generator);
+    fkt_rand48_device_close(generator);
     fk_context_destroy(context);
     return 0;
 }
@@ -50,18 +50,18 @@ static void test_host_matches_glibc(void **state)
 {
     (void)state;
     for (int s = 0; s < SEED_COUNT; s++) {
-        fk_rand48 r;
-        fk_rand48_seed(&r, seeds[s]);
+        fkt_rand48 r;
+        fkt_rand48_seed(&r, seeds[s]);
         srand48(seeds[s]);
         for (int k = 0; k < VALUES; k++) {
-            long expected = lrand48(), got = fk_rand48_lrand(&r);
+            long expected = lrand48(), got = fkt_rand48_lrand(&r);
             if (got != expected)
                 fail_msg("seed %ld, lrand48 value %d: %ld, glibc %ld", seeds[s], k, got, expected);
         }
-        fk_rand48_seed(&r, seeds[s]);
+        fkt_rand48_seed(&r, seeds[s]);
         srand48(seeds[s]);
         for (int k = 0; k < VALUES; k++) {
-            double expected = drand48(), got = fk_rand48_drand(&r);
+            double expected = drand48(), got = fkt_rand48_drand(&r);
             if (got != expected)
                 fail_msg("seed %ld, drand48 value %d: %.17g, glibc %.17g", seeds[s], k, got,
                          expected);
@@ -74,32 +74,32 @@ static void test_leapfrog_identity(void **state)
 {
     (void)state;
     uint64_t a, c;
-    fk_rand48_leapfrog(0, &a, &c);
+    fkt_rand48_leapfrog(0, &a, &c);
     assert_true(a == 1 && c == 0);
-    fk_rand48_leapfrog(1, &a, &c);
-    assert_true(a == FK_RAND48_A && c == FK_RAND48_C);
+    fkt_rand48_leapfrog(1, &a, &c);
+    assert_true(a == FKT_RAND48_A && c == FKT_RAND48_C);
 
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed());
     for (int trial = 0; trial < 20; trial++) {
         const uint64_t m = (uint64_t)(fk_test_rng_uniform(&rng) * 20000.0);
-        fk_rand48 r;
-        fk_rand48_seed(&r, (long)(fk_test_rng_uniform(&rng) * 4e9) - 2000000000L);
+        fkt_rand48 r;
+        fkt_rand48_seed(&r, (long)(fk_test_rng_uniform(&rng) * 4e9) - 2000000000L);
         const uint64_t start = r.state;
         for (uint64_t k = 0; k < m; k++)
-            fk_rand48_lrand(&r);
-        fk_rand48_leapfrog(m, &a, &c);
-        assert_true(fk_rand48_jump(start, a, c) == r.state);
+            fkt_rand48_lrand(&r);
+        fkt_rand48_leapfrog(m, &a, &c);
+        assert_true(fkt_rand48_jump(start, a, c) == r.state);
         /* (A, C) for m1 + m2 is the map for m2 after the one for m1. */
         const uint64_t m1 = m / 3, m2 = m - m1;
         uint64_t a1, c1, a2, c2;
-        fk_rand48_leapfrog(m1, &a1, &c1);
-        fk_rand48_leapfrog(m2, &a2, &c2);
-        assert_true(fk_rand48_jump(fk_rand48_jump(start, a1, c1), a2, c2) == r.state);
+        fkt_rand48_leapfrog(m1, &a1, &c1);
+        fkt_rand48_leapfrog(m2, &a2, &c2);
+        assert_true(fkt_rand48_jump(fkt_rand48_jump(start, a1, c1), a2, c2) == r.state);
         assert_true(a < ((uint64_t)1 << 48) && c < ((uint64_t)1 << 48));
     }
     /* The period is 2^48: the jump by 2^48 is the identity map. */
-    fk_rand48_leapfrog((uint64_t)1 << 48, &a, &c);
+    fkt_rand48_leapfrog((uint64_t)1 << 48, &a, &c);
     assert_true(a == 1 && c == 0);
 }
 
@@ -116,7 +116,7 @@ static void test_device_matches_glibc(void **state)
         for (size_t w = 0; w < sizeof work_items / sizeof work_items[0]; w++) {
             for (int k = 0; k < VALUES; k++)
                 lrand_values[k] = -1;
-            assert_int_equal(fk__rand48_device_generate(generator, seeds[s], 0, VALUES,
+            assert_int_equal(fkt_rand48_device_generate(generator, seeds[s], 0, VALUES,
                                                         work_items[w], lrand_values, NULL),
                              FK_OK);
             srand48(seeds[s]);
@@ -126,7 +126,7 @@ static void test_device_matches_glibc(void **state)
                     fail_msg("seed %ld, %zu work-items, lrand48 value %d: %ld, glibc %ld", seeds[s],
                              work_items[w], k, lrand_values[k], expected);
             }
-            assert_int_equal(fk__rand48_device_generate(generator, seeds[s], 0, VALUES,
+            assert_int_equal(fkt_rand48_device_generate(generator, seeds[s], 0, VALUES,
                                                         work_items[w], NULL, drand_values),
                              FK_OK);
             srand48(seeds[s]);
@@ -150,16 +150,16 @@ static void test_device_offset_and_blocks(void **state)
     double *reals = malloc(count * sizeof *reals);
     assert_non_null(integers);
     assert_non_null(reals);
-    assert_int_equal(fk__rand48_device_generate(generator, -42, first, count, 999, integers, reals),
+    assert_int_equal(fkt_rand48_device_generate(generator, -42, first, count, 999, integers, reals),
                      FK_OK);
-    fk_rand48 r;
-    fk_rand48_seed(&r, -42);
+    fkt_rand48 r;
+    fkt_rand48_seed(&r, -42);
     for (uint64_t k = 0; k < first; k++)
-        fk_rand48_lrand(&r);
+        fkt_rand48_lrand(&r);
     for (size_t k = 0; k < count; k++) {
-        fk_rand48 copy = r;
-        double expected_real = fk_rand48_drand(&copy);
-        long expected = fk_rand48_lrand(&r);
+        fkt_rand48 copy = r;
+        double expected_real = fkt_rand48_drand(&copy);
+        long expected = fkt_rand48_lrand(&r);
         if (integers[k] != expected || reals[k] != expected_real)
             fail_msg("value %zu after %llu: %ld %.17g, expected %ld %.17g", k,
                      (unsigned long long)first, integers[k], reals[k], expected, expected_real);
@@ -172,14 +172,14 @@ static void test_device_bad_arguments(void **state)
 {
     (void)state;
     long value = 7;
-    assert_int_equal(fk__rand48_device_generate(generator, 1, 0, 1, 0, NULL, NULL),
+    assert_int_equal(fkt_rand48_device_generate(generator, 1, 0, 1, 0, NULL, NULL),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk__rand48_device_generate(NULL, 1, 0, 1, 0, &value, NULL),
+    assert_int_equal(fkt_rand48_device_generate(NULL, 1, 0, 1, 0, &value, NULL),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk__rand48_device_generate(generator, 1, 0, 0, 0, &value, NULL), FK_OK);
+    assert_int_equal(fkt_rand48_device_generate(generator, 1, 0, 0, 0, &value, NULL), FK_OK);
     assert_int_equal(value, 7); /* count 0 writes nothing */
-    fk_rand48_device *none = NULL;
-    assert_int_equal(fk__rand48_device_open(NULL, &none), FK_ERR_INVALID_ARGUMENT);
+    fkt_rand48_device *none = NULL;
+    assert_int_equal(fkt_rand48_device_open(NULL, &none), FK_ERR_INVALID_ARGUMENT);
     assert_null(none);
 }
 

@@ -35,9 +35,9 @@ static void test_two_bodies(void **state)
 static void test_plummer_invariants(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
-    assert_int_equal(fk_generate_plummer(2000, 7, FK_LAYOUT_XYZM, &set), FK_OK);
-    fk_particles p = fk_particle_set_view(&set);
+    fkt_particle_set set = {0};
+    assert_int_equal(fkt_generate_plummer(2000, 7, FKT_LAYOUT_XYZM, &set), FK_OK);
+    fk_particles p = fkt_particle_set_view(&set);
     double *force = malloc(3 * set.count * sizeof(double));
     double *pot = malloc(set.count * sizeof(double));
     fk_physics physics = {.eps = 0};
@@ -55,7 +55,7 @@ static void test_plummer_invariants(void **state)
     assert_true(fabs(w + 0.5) < 0.05);
     free(force);
     free(pot);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static void test_bad_arguments(void **state)

@@ -33,7 +33,7 @@
 
 #include "generate.h"
 #include "internal.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "simulate.h"
 #include "systems.h"
 #include "test_support.h"
@@ -55,30 +55,30 @@ static int teardown(void **state)
     return 0;
 }
 
-static fk_sim *create_sim(const fk_sim_config *config, const fk_particle_set *set)
+static fkt_sim *create_sim(const fkt_sim_config *config, const fkt_particle_set *set)
 {
-    fk_sim *sim = NULL;
+    fkt_sim *sim = NULL;
     char error[1024] = "";
-    fk_status status = fk_sim_create(context, config, set, &sim, error, sizeof error);
+    fk_status status = fkt_sim_create(context, config, set, &sim, error, sizeof error);
     if (status != FK_OK)
-        fail_msg("fk_sim_create: %s: %s", fk_status_string(status), error);
+        fail_msg("fkt_sim_create: %s: %s", fk_status_string(status), error);
     return sim;
 }
 
-static void step_sim(fk_sim *sim, unsigned steps)
+static void step_sim(fkt_sim *sim, unsigned steps)
 {
     for (unsigned s = 0; s < steps; ++s) {
-        fk_status status = fk_sim_step(sim);
+        fk_status status = fkt_sim_step(sim);
         if (status != FK_OK)
             fail_msg("step %llu: %s: %s", (unsigned long long)sim->step, fk_status_string(status),
                      sim->message);
     }
 }
 
-static double sim_energy(fk_sim *sim)
+static double sim_energy(fkt_sim *sim)
 {
     double kinetic = NAN, potential = NAN;
-    fk_status status = fk_sim_energy(sim, &kinetic, &potential);
+    fk_status status = fkt_sim_energy(sim, &kinetic, &potential);
     if (status != FK_OK)
         fail_msg("energy: %s: %s", fk_status_string(status), sim->message);
     return kinetic + potential;
@@ -86,9 +86,9 @@ static double sim_energy(fk_sim *sim)
 
 /* Two bodies of mass 1/2 at (+-1/2, 0, 0) with velocities (0, +-1/2, 0): a circular orbit of
  * angular velocity 1; E = 2 (1/2 * 1/2 * 1/4) - 1/4 = -1/8. */
-static void two_body(fk_particle_set *set)
+static void two_body(fkt_particle_set *set)
 {
-    assert_int_equal(fk_particle_set_alloc(set, FK_LAYOUT_XYZM_VEL, 2), FK_OK);
+    assert_int_equal(fkt_particle_set_alloc(set, FKT_LAYOUT_XYZM_VEL, 2), FK_OK);
     for (int b = 0; b < 2; ++b) {
         const double sign = b == 0 ? 1.0 : -1.0;
         set->position[3 * b] = 0.5 * sign;
@@ -126,14 +126,14 @@ static void host_verlet(double x[6], double v[6], double dt, unsigned steps)
 static void test_two_body_verlet(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     two_body(&set);
     const double dt = 0.01;
     const unsigned steps = 1000; /* 1.6 orbits */
-    fk_sim_config config = {.integrator = FK_INTEGRATOR_VERLET, .dt = dt};
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = dt};
     config.eval.kernel = "ga";
     config.eval.accum = "float";
-    fk_sim *sim = create_sim(&config, &set);
+    fkt_sim *sim = create_sim(&config, &set);
     const double e0 = sim_energy(sim);
     FK_ASSERT_NEAR(e0, -0.125, 1e-7); /* the potential comes from float pair terms */
     double worst = 0;
@@ -157,21 +157,21 @@ static void test_two_body_verlet(void **state)
      * measured 2.8e-7 on POCL). A first-order scheme would drift by ~1e-2 here. */
     assert_true(worst < 2e-6);
     assert_true(distance < 1e-5);
-    fk_sim_destroy(sim);
-    fk_particle_set_free(&set);
+    fkt_sim_destroy(sim);
+    fkt_particle_set_free(&set);
 }
 
 static void test_two_body_hermite(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     two_body(&set);
     const double dt = 0.01;
     const unsigned steps = 1000;
-    fk_sim_config config = {.integrator = FK_INTEGRATOR_HERMITE, .dt = dt};
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = dt};
     config.eval.kernel = "gaj";
     config.eval.accum = "float"; /* two bodies: one term per sum, every accumulator alike */
-    fk_sim *sim = create_sim(&config, &set);
+    fkt_sim *sim = create_sim(&config, &set);
     const double e0 = sim_energy(sim);
     double worst = 0;
     for (unsigned s = 0; s < steps; ++s) {
@@ -192,8 +192,8 @@ static void test_two_body_hermite(void **state)
      * 1.2e-6 on POCL). */
     assert_true(worst < 2e-6);
     assert_true(distance < 1e-5);
-    fk_sim_destroy(sim);
-    fk_particle_set_free(&set);
+    fkt_sim_destroy(sim);
+    fkt_particle_set_free(&set);
 }
 
 static void test_lj_fluid_drift(void **state)
@@ -201,13 +201,14 @@ static void test_lj_fluid_drift(void **state)
     (void)state;
     const size_t n = 108;
     const char *accums[] = {"float", "double"};
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     double box[3];
     const uint64_t seed = fk_test_seed();
-    assert_int_equal(fk_generate_lj_fluid(n, 0.8, 1.0, seed, FK_LAYOUT_XYZ_TYPE, &set, box), FK_OK);
+    assert_int_equal(fkt_generate_lj_fluid(n, 0.8, 1.0, seed, FKT_LAYOUT_XYZ_TYPE, &set, box),
+                     FK_OK);
     /* The double host reference's potential energy of the initial state. */
     fk_physics physics = {.cutoff = 2.5, .box = {box[0], box[1], box[2]}};
-    fk_particles view = fk_particle_set_view(&set);
+    fk_particles view = fkt_particle_set_view(&set);
     double *forces = calloc(3 * n, sizeof *forces), *potentials = calloc(n, sizeof *potentials);
     assert_non_null(forces);
     assert_non_null(potentials);
@@ -221,14 +222,14 @@ static void test_lj_fluid_drift(void **state)
     for (size_t a = 0; a < sizeof accums / sizeof accums[0]; ++a) {
         if (strcmp(accums[a], "double") == 0 && !fk_context_device(context)->fp64)
             continue;
-        fk_sim_config config = {.integrator = FK_INTEGRATOR_VERLET, .dt = 0.005};
+        fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
         config.eval.kernel = "lj";
         config.eval.accum = accums[a];
         config.eval.cutoff = 2.5;
         memcpy(config.eval.box, box, sizeof box);
-        fk_sim *sim = create_sim(&config, &set);
+        fkt_sim *sim = create_sim(&config, &set);
         double kinetic, potential;
-        assert_int_equal(fk_sim_energy(sim, &kinetic, &potential), FK_OK);
+        assert_int_equal(fkt_sim_energy(sim, &kinetic, &potential), FK_OK);
         FK_ASSERT_NEAR(kinetic, k_ref, 1e-12 * fabs(k_ref));
         /* float pair terms: ~1e-7 relative each, the sum of ~n*40 of them */
         FK_ASSERT_NEAR(potential, u_ref, 1e-5 * fabs(u_ref));
@@ -247,11 +248,11 @@ static void test_lj_fluid_drift(void **state)
                 "deviation %.3g\n",
                 n, accums[a], e0, fabs(last / e0 - 1), worst);
         assert_true(worst < 1e-3);
-        fk_sim_destroy(sim);
+        fkt_sim_destroy(sim);
     }
     free(forces);
     free(potentials);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static char *temp_dir;
@@ -278,25 +279,25 @@ static void assert_same_bits(const double *a, const double *b, size_t count, con
 
 /* Runs 2 k steps straight, and k steps + checkpoint + restore + k steps in a fresh sim: the final
  * states must be bit-identical. Also checks the file's round trip. */
-static void check_restart(const fk_sim_config *config, const fk_particle_set *set, unsigned k,
+static void check_restart(const fkt_sim_config *config, const fkt_particle_set *set, unsigned k,
                           const char *name)
 {
-    fk_sim *straight = create_sim(config, set);
+    fkt_sim *straight = create_sim(config, set);
     step_sim(straight, 2 * k);
 
-    fk_sim *first = create_sim(config, set);
-    fk_sim_sample samples[2] = {{.step = 0}, {.step = k}};
-    assert_int_equal(fk_sim_energy(first, &samples[0].kinetic, &samples[0].potential), FK_OK);
+    fkt_sim *first = create_sim(config, set);
+    fkt_sim_sample samples[2] = {{.step = 0}, {.step = k}};
+    assert_int_equal(fkt_sim_energy(first, &samples[0].kinetic, &samples[0].potential), FK_OK);
     step_sim(first, k);
-    assert_int_equal(fk_sim_energy(first, &samples[1].kinetic, &samples[1].potential), FK_OK);
-    fk_sim_option options[2] = {{"kernel", ""}, {"device", "a name with spaces"}};
+    assert_int_equal(fkt_sim_energy(first, &samples[1].kinetic, &samples[1].potential), FK_OK);
+    fkt_sim_option options[2] = {{"kernel", ""}, {"device", "a name with spaces"}};
     snprintf(options[0].value, sizeof options[0].value, "%s", config->eval.kernel);
     char *path = temp_path(name);
     char error[1024] = "";
     assert_int_equal(
-        fk_sim_checkpoint_write(path, first, options, 2, samples, 2, error, sizeof error), FK_OK);
-    fk_sim_checkpoint checkpoint;
-    fk_status status = fk_sim_checkpoint_read(path, &checkpoint, error, sizeof error);
+        fkt_sim_checkpoint_write(path, first, options, 2, samples, 2, error, sizeof error), FK_OK);
+    fkt_sim_checkpoint checkpoint;
+    fk_status status = fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error);
     if (status != FK_OK)
         fail_msg("%s", error);
     assert_int_equal(checkpoint.step, k);
@@ -311,71 +312,73 @@ static void check_restart(const fk_sim_config *config, const fk_particle_set *se
         assert_same_bits(checkpoint.jerk, first->jerk, values, "jerk read back");
     assert_int_equal(checkpoint.sample_count, 2);
     assert_memory_equal(checkpoint.samples, samples, sizeof samples);
-    assert_string_equal(fk_sim_checkpoint_option(&checkpoint, "device"), "a name with spaces");
-    assert_string_equal(fk_sim_checkpoint_option(&checkpoint, "kernel"), config->eval.kernel);
-    assert_null(fk_sim_checkpoint_option(&checkpoint, "accum"));
-    fk_sim_destroy(first);
+    assert_string_equal(fkt_sim_checkpoint_option(&checkpoint, "device"), "a name with spaces");
+    assert_string_equal(fkt_sim_checkpoint_option(&checkpoint, "kernel"), config->eval.kernel);
+    assert_null(fkt_sim_checkpoint_option(&checkpoint, "accum"));
+    fkt_sim_destroy(first);
 
-    fk_sim *resumed = create_sim(config, set);
-    fk_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
-                   checkpoint.acceleration, checkpoint.jerk);
+    fkt_sim *resumed = create_sim(config, set);
+    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
+                    checkpoint.acceleration, checkpoint.jerk);
     step_sim(resumed, k);
     assert_int_equal(resumed->step, 2 * k);
     assert_same_bits(resumed->position, straight->position, values, "restarted position");
     assert_same_bits(resumed->velocity, straight->velocity, values, "restarted velocity");
     const double e_straight = sim_energy(straight), e_resumed = sim_energy(resumed);
     assert_memory_equal(&e_straight, &e_resumed, sizeof e_straight);
-    fk_sim_checkpoint_free(&checkpoint);
-    fk_sim_destroy(resumed);
-    fk_sim_destroy(straight);
+    fkt_sim_checkpoint_free(&checkpoint);
+    fkt_sim_destroy(resumed);
+    fkt_sim_destroy(straight);
     free(path);
 }
 
 static void test_restart_bit_identical(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     double box[3];
     assert_int_equal(
-        fk_generate_lj_fluid(108, 0.8, 1.0, fk_test_seed(), FK_LAYOUT_XYZ_TYPE, &set, box), FK_OK);
-    fk_sim_config config = {.integrator = FK_INTEGRATOR_VERLET, .dt = 0.005};
+        fkt_generate_lj_fluid(108, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
+        FK_OK);
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
     config.eval.kernel = "lj";
     config.eval.accum = "float";
     config.eval.cutoff = 2.5;
     memcpy(config.eval.box, box, sizeof box);
     check_restart(&config, &set, 25, "lj.checkpoint");
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 
     /* cells rebuilt at every step (a negative skin): the forces depend on the positions alone */
     assert_int_equal(
-        fk_generate_lj_fluid(500, 0.8, 1.0, fk_test_seed(), FK_LAYOUT_XYZ_TYPE, &set, box), FK_OK);
+        fkt_generate_lj_fluid(500, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
+        FK_OK);
     memcpy(config.eval.box, box, sizeof box);
     config.eval.algorithm = FK_ALGORITHM_CELLS;
     config.eval.skin = -1;
     check_restart(&config, &set, 25, "cells.checkpoint");
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 
-    assert_int_equal(fk_generate_plummer(64, fk_test_seed(), FK_LAYOUT_XYZM_VEL, &set), FK_OK);
-    fk_sim_config hermite = {.integrator = FK_INTEGRATOR_HERMITE, .dt = 0.002};
+    assert_int_equal(fkt_generate_plummer(64, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
+    fkt_sim_config hermite = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.002};
     hermite.eval.kernel = "gaj";
     hermite.eval.accum = "float";
     hermite.eval.eps = 0.01;
     check_restart(&hermite, &set, 25, "gaj.checkpoint");
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static void test_bad_checkpoints(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     two_body(&set);
-    fk_sim_config config = {.integrator = FK_INTEGRATOR_VERLET, .dt = 0.01};
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.01};
     config.eval.kernel = "ga";
-    fk_sim *sim = create_sim(&config, &set);
+    fkt_sim *sim = create_sim(&config, &set);
     char *path = temp_path("good.checkpoint");
     char error[1024] = "";
-    fk_sim_sample sample = {.step = 0, .kinetic = 0.125, .potential = -0.25};
-    assert_int_equal(fk_sim_checkpoint_write(path, sim, NULL, 0, &sample, 1, error, sizeof error),
+    fkt_sim_sample sample = {.step = 0, .kinetic = 0.125, .potential = -0.25};
+    assert_int_equal(fkt_sim_checkpoint_write(path, sim, NULL, 0, &sample, 1, error, sizeof error),
                      FK_OK);
     FILE *file = fopen(path, "r");
     assert_non_null(file);
@@ -383,7 +386,7 @@ static void test_bad_checkpoints(void **state)
     const size_t length = fread(text, 1, sizeof text - 1, file);
     fclose(file);
     text[length] = '\0';
-    fk_sim_checkpoint checkpoint;
+    fkt_sim_checkpoint checkpoint;
 
     char *bad = temp_path("bad.checkpoint");
     /* truncated: every proper prefix that ends a line is rejected */
@@ -391,7 +394,7 @@ static void test_bad_checkpoints(void **state)
         if (cut && text[cut - 1] != '\n')
             continue;
         assert_int_equal(fk_test_write_file(bad, text, cut), 0);
-        if (fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error) != FK_ERR_PARSE)
+        if (fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error) != FK_ERR_PARSE)
             fail_msg("a checkpoint cut after %zu of %zu bytes was accepted", cut, length);
         assert_non_null(strstr(error, "bad.checkpoint:"));
     }
@@ -400,7 +403,7 @@ static void test_bad_checkpoints(void **state)
     assert_non_null(edited);
     edited[strlen("forcekit-checkpoint ")] = '9';
     assert_int_equal(fk_test_write_file(bad, edited, length), 0);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     assert_non_null(strstr(error, "version 9"));
     /* a number that is not one */
     memcpy(edited, text, length + 1);
@@ -408,50 +411,50 @@ static void test_bad_checkpoints(void **state)
     assert_non_null(particles);
     particles[strlen("particles\n")] = 'z';
     assert_int_equal(fk_test_write_file(bad, edited, length), 0);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     /* text after the end */
     assert_int_equal(fk_test_write_file(bad, text, length), 0);
     file = fopen(bad, "a");
     assert_non_null(file);
     fputs("more\n", file);
     fclose(file);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     /* missing */
     char *missing = temp_path("missing.checkpoint");
-    assert_int_equal(fk_sim_checkpoint_read(missing, &checkpoint, error, sizeof error), FK_ERR_IO);
+    assert_int_equal(fkt_sim_checkpoint_read(missing, &checkpoint, error, sizeof error), FK_ERR_IO);
     /* the good one still reads */
     assert_int_equal(fk_test_write_file(bad, text, length), 0);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_OK);
-    fk_sim_checkpoint_free(&checkpoint);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_OK);
+    fkt_sim_checkpoint_free(&checkpoint);
     /* an unwritable place fails cleanly (a missing directory: the user's to fix, exit 2) */
-    assert_int_equal(fk_sim_checkpoint_write("/nonexistent-dir/x.checkpoint", sim, NULL, 0, &sample,
-                                             1, error, sizeof error),
+    assert_int_equal(fkt_sim_checkpoint_write("/nonexistent-dir/x.checkpoint", sim, NULL, 0,
+                                              &sample, 1, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     /* Issue #13: a header's counts drive no allocation before the data is read (a 71-byte file
      * asked for 24.7 GB; ASan stops at such a request). */
     char huge[160];
     snprintf(huge, sizeof huge,
              "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 4294967296\n",
-             FK_SIM_CHECKPOINT_VERSION);
+             FKT_SIM_CHECKPOINT_VERSION);
     assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     assert_non_null(strstr(error, "truncated"));
     snprintf(huge, sizeof huge,
              "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 0\nparticles\n",
-             FK_SIM_CHECKPOINT_VERSION);
+             FKT_SIM_CHECKPOINT_VERSION);
     assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
-    assert_int_equal(fk_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     assert_non_null(strstr(error, "fewer particle lines"));
     /* an endless line (a checkpoint path naming /dev/zero) is input too large */
-    assert_int_equal(fk_sim_checkpoint_read("/dev/zero", &checkpoint, error, sizeof error),
+    assert_int_equal(fkt_sim_checkpoint_read("/dev/zero", &checkpoint, error, sizeof error),
                      FK_ERR_PARSE);
     assert_non_null(strstr(error, "input too large"));
     free(edited);
     free(bad);
     free(missing);
     free(path);
-    fk_sim_destroy(sim);
-    fk_particle_set_free(&set);
+    fkt_sim_destroy(sim);
+    fkt_particle_set_free(&set);
 }
 
 /* Forces (and potentials) of one evaluation, read back. */
@@ -528,15 +531,15 @@ static void test_update_positions(void **state)
     fk_test_rng_init(&rng, fk_test_seed());
     /* gravity: new positions and velocities (gaj's jerk needs them) */
     const size_t n = 150;
-    fk_particle_set a = {0};
-    assert_int_equal(fk_generate_plummer(n, fk_test_seed(), FK_LAYOUT_XYZM_VEL, &a), FK_OK);
+    fkt_particle_set a = {0};
+    assert_int_equal(fkt_generate_plummer(n, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &a), FK_OK);
     double *shrunk = malloc(3 * n * sizeof *shrunk), *faster = malloc(3 * n * sizeof *faster);
     assert_true(shrunk && faster);
     for (size_t m = 0; m < 3 * n; ++m) {
         shrunk[m] = 0.5 * a.position[m];
         faster[m] = 2.0 * a.velocity[m] + 0.01 * fk_test_rng_uniform(&rng);
     }
-    fk_particles va = fk_particle_set_view(&a), vb = va;
+    fk_particles va = fkt_particle_set_view(&a), vb = va;
     vb.position = shrunk;
     vb.velocity = faster;
     fk_eval_config gravity = {.kernel = "ga", .accum = "float", .eps = 0.01, .potential = 1};
@@ -546,10 +549,10 @@ static void test_update_positions(void **state)
 
     /* molecular: ljc_constant in a periodic box with exclusions subtracted afterwards, and the
      * other pair loops */
-    fk_particle_set m = {0};
+    fkt_particle_set m = {0};
     double box[3];
     assert_int_equal(
-        fk_generate_lj_fluid(256, 0.8, 1.0, fk_test_seed(), FK_LAYOUT_XYZQ_TYPE, &m, box), FK_OK);
+        fkt_generate_lj_fluid(256, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZQ_TYPE, &m, box), FK_OK);
     for (size_t i = 0; i < m.count; ++i)
         m.mass[i] = i % 2 ? 0.5 : -0.5;
     double *moved = malloc(3 * m.count * sizeof *moved);
@@ -560,7 +563,7 @@ static void test_update_positions(void **state)
      * (a power of two from the largest term) must change with the update */
     for (int k = 0; k < 3; ++k)
         moved[3 + (size_t)k] = moved[(size_t)k] + (k == 0 ? 0.9 : 0.0);
-    fk_particles ma = fk_particle_set_view(&m), mb = ma;
+    fk_particles ma = fkt_particle_set_view(&m), mb = ma;
     mb.position = moved;
     const size_t exclusions[] = {0, 1, 5, 9, 200, 17};
     fk_eval_config config = {
@@ -617,52 +620,52 @@ static void test_update_positions(void **state)
     free(moved);
     free(shrunk);
     free(faster);
-    fk_particle_set_free(&a);
-    fk_particle_set_free(&m);
+    fkt_particle_set_free(&a);
+    fkt_particle_set_free(&m);
 }
 
 static void test_energy_slope(void **state)
 {
     (void)state;
-    fk_sim_sample samples[11];
+    fkt_sim_sample samples[11];
     for (int s = 0; s < 11; ++s) {
         samples[s].step = (uint64_t)(100 * s);
         samples[s].kinetic = 1.0 + (s % 2 ? 1e-3 : -1e-3);
         samples[s].potential = -4.0 - (s % 2 ? 1e-3 : -1e-3) + 0.25 * (0.01 * 100 * s);
     }
-    FK_ASSERT_NEAR(fk_sim_energy_slope(samples, 11, 0.01), 0.25, 1e-12);
-    assert_true(isnan(fk_sim_energy_slope(samples, 1, 0.01)));
+    FK_ASSERT_NEAR(fkt_sim_energy_slope(samples, 11, 0.01), 0.25, 1e-12);
+    assert_true(isnan(fkt_sim_energy_slope(samples, 1, 0.01)));
 }
 
 static void test_bad_configs(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     two_body(&set);
-    fk_sim *sim = NULL;
+    fkt_sim *sim = NULL;
     char error[256] = "";
-    fk_sim_config config = {.integrator = FK_INTEGRATOR_HERMITE, .dt = 0.01};
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.01};
     config.eval.kernel = "ga";
-    assert_int_equal(fk_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, "gaj"));
     assert_null(sim);
-    config.integrator = FK_INTEGRATOR_VERLET;
+    config.integrator = FKT_INTEGRATOR_VERLET;
     config.dt = 0;
-    assert_int_equal(fk_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     config.dt = 0.01;
     double *velocity = set.velocity;
     set.velocity = NULL;
-    assert_int_equal(fk_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_INPUT);
     set.velocity = velocity;
     /* coincident bodies without softening: the library's message comes through */
     set.position[0] = set.position[3];
-    assert_int_equal(fk_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_INPUT);
     assert_non_null(strstr(error, "same position"));
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 /* Two particles put on top of each other: the step fails with a message naming the particle
@@ -670,25 +673,26 @@ static void test_bad_configs(void **state)
 static void test_collapse_stops(void **state)
 {
     (void)state;
-    fk_particle_set set = {0};
+    fkt_particle_set set = {0};
     double box[3];
-    assert_int_equal(fk_generate_lj_fluid(108, 0.8, 1.0, 5, FK_LAYOUT_XYZ_TYPE, &set, box), FK_OK);
+    assert_int_equal(fkt_generate_lj_fluid(108, 0.8, 1.0, 5, FKT_LAYOUT_XYZ_TYPE, &set, box),
+                     FK_OK);
     const char *accums[] = {"float", "fixed64"};
     for (size_t a = 0; a < 2; ++a) {
-        fk_sim_config config = {.integrator = FK_INTEGRATOR_VERLET, .dt = 0.005};
+        fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
         config.eval.kernel = "lj";
         config.eval.accum = accums[a];
         config.eval.cutoff = 2.5;
         memcpy(config.eval.box, box, sizeof box);
-        fk_sim *sim = create_sim(&config, &set);
+        fkt_sim *sim = create_sim(&config, &set);
         const size_t values = 3 * set.count;
         double *x = malloc(values * sizeof *x), *zero = calloc(values, sizeof *zero);
         assert_true(x && zero);
         memcpy(x, set.position, values * sizeof *x);
         for (int k = 0; k < 3; ++k)
             x[3 * 9 + (size_t)k] = x[3 * 2 + (size_t)k];
-        fk_sim_restore(sim, 7, x, zero, zero, NULL);
-        const fk_status status = fk_sim_step(sim);
+        fkt_sim_restore(sim, 7, x, zero, zero, NULL);
+        const fk_status status = fkt_sim_step(sim);
         fprintf(stderr, "%s: %s: %s\n", accums[a], fk_status_string(status), sim->message);
         assert_int_equal(status, FK_ERR_INVALID_INPUT);
         assert_non_null(strstr(sim->message, "--dt"));
@@ -698,9 +702,9 @@ static void test_collapse_stops(void **state)
         assert_memory_equal(sim->position, x, values * sizeof *x);
         free(x);
         free(zero);
-        fk_sim_destroy(sim);
+        fkt_sim_destroy(sim);
     }
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
 }
 
 static int remove_temp(void **state)

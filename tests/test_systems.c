@@ -14,7 +14,7 @@
 #include "systems.h"
 #include "test_support.h"
 
-static double distance(const fk_particle_set *set, size_t i, size_t j)
+static double distance(const fkt_particle_set *set, size_t i, size_t j)
 {
     double s = 0.0;
     for (int d = 0; d < 3; d++) {
@@ -24,7 +24,7 @@ static double distance(const fk_particle_set *set, size_t i, size_t j)
     return sqrt(s);
 }
 
-static int same_set(const fk_particle_set *a, const fk_particle_set *b)
+static int same_set(const fkt_particle_set *a, const fkt_particle_set *b)
 {
     size_t n = a->count;
     return a->count == b->count && memcmp(a->position, b->position, 3 * n * sizeof(double)) == 0 &&
@@ -34,7 +34,7 @@ static int same_set(const fk_particle_set *a, const fk_particle_set *b)
 }
 
 /* Kinetic temperature (3N - 3 degrees of freedom) and total momentum with masses (NULL: 1). */
-static void kinetics(const fk_particle_set *set, const double *mass, double *temperature,
+static void kinetics(const fkt_particle_set *set, const double *mass, double *temperature,
                      double momentum[3])
 {
     double twice_kinetic = 0.0, scale = 0.0;
@@ -64,10 +64,10 @@ static void test_lj_fluid(void **state)
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         const size_t n = counts[c];
         const double density = 0.8, temperature = 1.5;
-        fk_particle_set set;
+        fkt_particle_set set;
         double box[3];
         assert_int_equal(
-            fk_generate_lj_fluid(n, density, temperature, seed, FK_LAYOUT_XYZ_TYPE, &set, box),
+            fkt_generate_lj_fluid(n, density, temperature, seed, FKT_LAYOUT_XYZ_TYPE, &set, box),
             FK_OK);
         assert_int_equal(set.count, n);
         assert_non_null(set.velocity); /* even though the lj columns have no velocity */
@@ -95,37 +95,38 @@ static void test_lj_fluid(void **state)
         for (int d = 0; d < 3; d++)
             FK_ASSERT_NEAR(p[d], 0.0, 1e-13);
 
-        fk_particle_set again, other;
+        fkt_particle_set again, other;
         assert_int_equal(
-            fk_generate_lj_fluid(n, density, temperature, seed, FK_LAYOUT_XYZ_TYPE, &again, box),
+            fkt_generate_lj_fluid(n, density, temperature, seed, FKT_LAYOUT_XYZ_TYPE, &again, box),
             FK_OK);
         assert_true(same_set(&set, &again));
-        assert_int_equal(fk_generate_lj_fluid(n, density, temperature, seed + 1, FK_LAYOUT_XYZ_TYPE,
-                                              &other, box),
+        assert_int_equal(fkt_generate_lj_fluid(n, density, temperature, seed + 1,
+                                               FKT_LAYOUT_XYZ_TYPE, &other, box),
                          FK_OK);
         assert_memory_equal(set.position, other.position, 3 * n * sizeof(double));
         assert_memory_not_equal(set.velocity, other.velocity, 3 * n * sizeof(double));
-        fk_particle_set_free(&set);
-        fk_particle_set_free(&again);
-        fk_particle_set_free(&other);
+        fkt_particle_set_free(&set);
+        fkt_particle_set_free(&again);
+        fkt_particle_set_free(&other);
     }
     /* ljc columns: charges 0. */
-    fk_particle_set set;
+    fkt_particle_set set;
     double box[3];
-    assert_int_equal(fk_generate_lj_fluid(32, 0.8, 1.0, 3, FK_LAYOUT_XYZQ_TYPE, &set, box), FK_OK);
+    assert_int_equal(fkt_generate_lj_fluid(32, 0.8, 1.0, 3, FKT_LAYOUT_XYZQ_TYPE, &set, box),
+                     FK_OK);
     for (size_t i = 0; i < set.count; i++)
         assert_true(set.mass[i] == 0.0);
-    fk_particle_set_free(&set);
+    fkt_particle_set_free(&set);
     /* Bad input. */
-    assert_int_equal(fk_generate_lj_fluid(0, 0.8, 1.0, 1, FK_LAYOUT_XYZ_TYPE, &set, box),
+    assert_int_equal(fkt_generate_lj_fluid(0, 0.8, 1.0, 1, FKT_LAYOUT_XYZ_TYPE, &set, box),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lj_fluid(10, 0.0, 1.0, 1, FK_LAYOUT_XYZ_TYPE, &set, box),
+    assert_int_equal(fkt_generate_lj_fluid(10, 0.0, 1.0, 1, FKT_LAYOUT_XYZ_TYPE, &set, box),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lj_fluid(10, 0.8, -1.0, 1, FK_LAYOUT_XYZ_TYPE, &set, box),
+    assert_int_equal(fkt_generate_lj_fluid(10, 0.8, -1.0, 1, FKT_LAYOUT_XYZ_TYPE, &set, box),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lj_fluid(10, NAN, 1.0, 1, FK_LAYOUT_XYZ_TYPE, &set, box),
+    assert_int_equal(fkt_generate_lj_fluid(10, NAN, 1.0, 1, FKT_LAYOUT_XYZ_TYPE, &set, box),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lj_fluid(10, 0.8, 1.0, 1, FK_LAYOUT_XYZM, &set, box),
+    assert_int_equal(fkt_generate_lj_fluid(10, 0.8, 1.0, 1, FKT_LAYOUT_XYZM, &set, box),
                      FK_ERR_INVALID_ARGUMENT);
     assert_null(set.position);
 }
@@ -135,13 +136,13 @@ static void test_lj_fluid(void **state)
 static void test_velocity_distribution(void **state)
 {
     (void)state;
-    fk_particle_set set;
-    assert_int_equal(fk_particle_set_alloc(&set, FK_LAYOUT_XYZM, 4000), FK_OK);
+    fkt_particle_set set;
+    assert_int_equal(fkt_particle_set_alloc(&set, FKT_LAYOUT_XYZM, 4000), FK_OK);
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed());
     for (size_t i = 0; i < set.count; i++)
         set.mass[i] = 0.5 + 3.0 * fk_test_rng_uniform(&rng);
-    assert_int_equal(fk_generate_velocities(&set, 2.0, fk_test_seed()), FK_OK);
+    assert_int_equal(fkt_generate_velocities(&set, 2.0, fk_test_seed()), FK_OK);
     double t, p[3];
     kinetics(&set, set.mass, &t, p);
     FK_ASSERT_NEAR(t, 2.0, 1e-12);
@@ -159,21 +160,21 @@ static void test_velocity_distribution(void **state)
     FK_ASSERT_NEAR(kurtosis, 3.0, 0.27);
 
     /* One particle: no degree of freedom is left, every velocity is 0; T = 0 likewise. */
-    fk_particle_set one;
-    assert_int_equal(fk_particle_set_alloc(&one, FK_LAYOUT_XYZM, 1), FK_OK);
+    fkt_particle_set one;
+    assert_int_equal(fkt_particle_set_alloc(&one, FKT_LAYOUT_XYZM, 1), FK_OK);
     one.mass[0] = 1.0;
-    assert_int_equal(fk_generate_velocities(&one, 1.0, 1), FK_OK);
+    assert_int_equal(fkt_generate_velocities(&one, 1.0, 1), FK_OK);
     assert_true(one.velocity[0] == 0 && one.velocity[1] == 0 && one.velocity[2] == 0);
-    assert_int_equal(fk_generate_velocities(&set, 0.0, 1), FK_OK);
+    assert_int_equal(fkt_generate_velocities(&set, 0.0, 1), FK_OK);
     for (size_t i = 0; i < 3 * set.count; i++)
         assert_true(set.velocity[i] == 0.0);
     /* A mass that is not positive, a negative temperature. */
     set.mass[17] = -1.0;
-    assert_int_equal(fk_generate_velocities(&set, 1.0, 1), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fkt_generate_velocities(&set, 1.0, 1), FK_ERR_INVALID_ARGUMENT);
     set.mass[17] = 1.0;
-    assert_int_equal(fk_generate_velocities(&set, -1.0, 1), FK_ERR_INVALID_ARGUMENT);
-    fk_particle_set_free(&one);
-    fk_particle_set_free(&set);
+    assert_int_equal(fkt_generate_velocities(&set, -1.0, 1), FK_ERR_INVALID_ARGUMENT);
+    fkt_particle_set_free(&one);
+    fkt_particle_set_free(&set);
 }
 
 /* ---- fluorite ----------------------------------------------------------------------------------
@@ -185,9 +186,9 @@ static void test_fluorite(void **state)
     const size_t counts[] = {96, 324, 120};
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         const size_t n = counts[c];
-        fk_system system;
-        assert_int_equal(fk_generate_fluorite(n, &system), FK_OK);
-        const fk_particle_set *set = &system.particles;
+        fkt_system system;
+        assert_int_equal(fkt_generate_fluorite(n, &system), FK_OK);
+        const fkt_particle_set *set = &system.particles;
         assert_int_equal(set->count, n);
         size_t uranium = 0;
         double charge = 0.0;
@@ -200,11 +201,11 @@ static void test_fluorite(void **state)
         assert_int_equal(3 * uranium, n); /* UO2: 1 : 2 */
         assert_true(charge == 0.0);       /* exact: small integers */
         /* Nearest neighbours: U-O at a sqrt(3) / 4. */
-        FK_ASSERT_NEAR(fk_system_min_distance(set), FK_FLUORITE_LATTICE * sqrt(3.0) / 4.0, 1e-9);
+        FK_ASSERT_NEAR(fkt_system_min_distance(set), FKT_FLUORITE_LATTICE * sqrt(3.0) / 4.0, 1e-9);
         size_t k = 1;
         while (12 * k * k * k < n)
             k++;
-        FK_ASSERT_NEAR(system.box[0], (double)k * FK_FLUORITE_LATTICE, 1e-12);
+        FK_ASSERT_NEAR(system.box[0], (double)k * FKT_FLUORITE_LATTICE, 1e-12);
         assert_int_equal(system.periodic, 12 * k * k * k == n);
         /* Morelon et al.: U-O and O-O Buckingham, U-U Coulomb only; symmetric. */
         assert_int_equal(system.params.types, 2);
@@ -215,11 +216,11 @@ static void test_fluorite(void **state)
         assert_memory_equal(v + 3, v + 6, 3 * sizeof(double));             /* O-U */
         assert_true(v[9] == 11272.6 && v[10] == 0.1363 && v[11] == 134.0); /* O-O */
         FK_ASSERT_NEAR(system.coulomb, 14.399645, 0);
-        fk_system_free(&system);
+        fkt_system_free(&system);
     }
-    fk_system system;
-    assert_int_equal(fk_generate_fluorite(100, &system), FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_fluorite(0, &system), FK_ERR_INVALID_ARGUMENT);
+    fkt_system system;
+    assert_int_equal(fkt_generate_fluorite(100, &system), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fkt_generate_fluorite(0, &system), FK_ERR_INVALID_ARGUMENT);
 }
 
 /* ---- the protein -------------------------------------------------------------------------------
@@ -241,9 +242,9 @@ static int compare_pairs(const void *a, const void *b)
 
 static void check_protein(uint64_t seed)
 {
-    fk_system system;
-    assert_int_equal(fk_generate_protein(seed, &system), FK_OK);
-    const fk_particle_set *set = &system.particles;
+    fkt_system system;
+    assert_int_equal(fkt_generate_protein(seed, &system), FK_OK);
+    const fkt_particle_set *set = &system.particles;
     const size_t n = set->count;
     assert_int_equal(n, 3339);
     assert_int_equal(system.params.types, 9);
@@ -251,12 +252,12 @@ static void check_protein(uint64_t seed)
     FK_ASSERT_NEAR(system.coulomb, 332.0637, 0);
     /* Solute types 0-6, then 208 waters O H H (types 7, 8, 8) at 1 Angstrom, 109.47 degrees. */
     double charge = 0.0;
-    for (size_t i = 0; i < FK_PROTEIN_SOLUTE_ATOMS; i++) {
+    for (size_t i = 0; i < FKT_PROTEIN_SOLUTE_ATOMS; i++) {
         assert_true(set->type[i] >= 0 && set->type[i] <= 6);
         charge += set->mass[i];
     }
-    for (size_t w = 0; w < FK_PROTEIN_WATERS; w++) {
-        const size_t o = FK_PROTEIN_SOLUTE_ATOMS + 3 * w;
+    for (size_t w = 0; w < FKT_PROTEIN_WATERS; w++) {
+        const size_t o = FKT_PROTEIN_SOLUTE_ATOMS + 3 * w;
         assert_true(set->type[o] == 7 && set->type[o + 1] == 8 && set->type[o + 2] == 8);
         FK_ASSERT_NEAR(distance(set, o, o + 1), 1.0, 1e-12);
         FK_ASSERT_NEAR(distance(set, o, o + 2), 1.0, 1e-12);
@@ -277,10 +278,11 @@ static void check_protein(uint64_t seed)
     for (size_t e = 0; e < system.exclusion_count; e++) {
         const size_t i = sorted[2 * e], j = sorted[2 * e + 1];
         assert_true(i < j && j < n);
-        if (j < FK_PROTEIN_SOLUTE_ATOMS)
+        if (j < FKT_PROTEIN_SOLUTE_ATOMS)
             assert_int_equal(i / 15, j / 15);
         else
-            assert_int_equal((i - FK_PROTEIN_SOLUTE_ATOMS) / 3, (j - FK_PROTEIN_SOLUTE_ATOMS) / 3);
+            assert_int_equal((i - FKT_PROTEIN_SOLUTE_ATOMS) / 3,
+                             (j - FKT_PROTEIN_SOLUTE_ATOMS) / 3);
         const double r = distance(set, i, j);
         if (!(r > 0.95 && r < 2.6))
             fail_msg("excluded pair %zu %zu at %g Angstrom", i, j, r);
@@ -313,16 +315,16 @@ static void check_protein(uint64_t seed)
     FK_ASSERT_NEAR(v[2 * (7 * 9 + 7)], 0.1553, 1e-15);
     FK_ASSERT_NEAR(v[2 * (7 * 9 + 7) + 1], 3.166, 1e-15);
 
-    fk_system again;
-    assert_int_equal(fk_generate_protein(seed, &again), FK_OK);
+    fkt_system again;
+    assert_int_equal(fkt_generate_protein(seed, &again), FK_OK);
     assert_true(same_set(set, &again.particles));
     assert_memory_equal(system.exclusions, again.exclusions,
                         2 * system.exclusion_count * sizeof(size_t));
-    fk_system_free(&again);
-    assert_int_equal(fk_generate_protein(seed + 1, &again), FK_OK);
+    fkt_system_free(&again);
+    assert_int_equal(fkt_generate_protein(seed + 1, &again), FK_OK);
     assert_memory_not_equal(set->position, again.particles.position, 3 * n * sizeof(double));
-    fk_system_free(&again);
-    fk_system_free(&system);
+    fkt_system_free(&again);
+    fkt_system_free(&system);
 }
 
 static void test_protein(void **state)
@@ -339,8 +341,8 @@ static void test_lj65536(void **state)
 {
     (void)state;
     const uint64_t seed = fk_test_seed();
-    fk_system system;
-    assert_int_equal(fk_generate_lj65536(65536, 0.5, seed, FK_LAYOUT_XYZ_TYPE, &system), FK_OK);
+    fkt_system system;
+    assert_int_equal(fkt_generate_lj65536(65536, 0.5, seed, FKT_LAYOUT_XYZ_TYPE, &system), FK_OK);
     assert_int_equal(system.particles.count, 65536);
     assert_int_equal(system.params.types, 16);
     size_t seen[16] = {0};
@@ -359,15 +361,15 @@ static void test_lj65536(void **state)
         assert_true(v[2 * (a * 16 + a)] >= 0.5 && v[2 * (a * 16 + a)] < 1.5);
         assert_true(v[2 * (a * 16 + a) + 1] >= 0.8 && v[2 * (a * 16 + a) + 1] < 1.2);
     }
-    fk_system again;
-    assert_int_equal(fk_generate_lj65536(65536, 0.5, seed, FK_LAYOUT_XYZ_TYPE, &again), FK_OK);
+    fkt_system again;
+    assert_int_equal(fkt_generate_lj65536(65536, 0.5, seed, FKT_LAYOUT_XYZ_TYPE, &again), FK_OK);
     assert_true(same_set(&system.particles, &again.particles));
-    fk_system_free(&again);
-    fk_system_free(&system);
+    fkt_system_free(&again);
+    fkt_system_free(&system);
 
     /* The recipe at 4,096 particles: no pair closer than 0.8 sigma_ab; charges 0 for ljc. */
-    assert_int_equal(fk_generate_lj65536(4096, 0.5, seed, FK_LAYOUT_XYZQ_TYPE, &system), FK_OK);
-    const fk_particle_set *set = &system.particles;
+    assert_int_equal(fkt_generate_lj65536(4096, 0.5, seed, FKT_LAYOUT_XYZQ_TYPE, &system), FK_OK);
+    const fkt_particle_set *set = &system.particles;
     v = system.params.values;
     for (size_t i = 0; i < set->count; i++) {
         assert_true(set->mass[i] == 0.0);
@@ -378,10 +380,10 @@ static void test_lj65536(void **state)
                          0.8 * sigma);
         }
     }
-    fk_system_free(&system);
-    assert_int_equal(fk_generate_lj65536(100, 2.0, seed, FK_LAYOUT_XYZ_TYPE, &system),
+    fkt_system_free(&system);
+    assert_int_equal(fkt_generate_lj65536(100, 2.0, seed, FKT_LAYOUT_XYZ_TYPE, &system),
                      FK_ERR_INVALID_ARGUMENT);
-    assert_int_equal(fk_generate_lj65536(100, 0.5, seed, FK_LAYOUT_XYZM, &system),
+    assert_int_equal(fkt_generate_lj65536(100, 0.5, seed, FKT_LAYOUT_XYZM, &system),
                      FK_ERR_INVALID_ARGUMENT);
 }
 
@@ -397,46 +399,46 @@ static void test_written_files_read_back(void **state)
     snprintf(particles_path, sizeof particles_path, "%s/p.txt", dir);
     snprintf(params_path, sizeof params_path, "%s/p.txt.params", dir);
     snprintf(exclude_path, sizeof exclude_path, "%s/p.txt.exclude", dir);
-    fk_system system;
-    assert_int_equal(fk_generate_protein(fk_test_seed(), &system), FK_OK);
+    fkt_system system;
+    assert_int_equal(fkt_generate_protein(fk_test_seed(), &system), FK_OK);
     FILE *file = fopen(particles_path, "w");
     assert_non_null(file);
-    assert_int_equal(fk_system_write_particles(file, &system.particles, FK_LAYOUT_XYZQ_TYPE,
-                                               "a header\nof two lines"),
+    assert_int_equal(fkt_system_write_particles(file, &system.particles, FKT_LAYOUT_XYZQ_TYPE,
+                                                "a header\nof two lines"),
                      0);
     fclose(file);
     file = fopen(params_path, "w");
     assert_non_null(file);
-    assert_int_equal(fk_system_write_params(file, &system.params, "params"), 0);
+    assert_int_equal(fkt_system_write_params(file, &system.params, "params"), 0);
     fclose(file);
     file = fopen(exclude_path, "w");
     assert_non_null(file);
     assert_int_equal(
-        fk_system_write_exclusions(file, system.exclusions, system.exclusion_count, NULL), 0);
+        fkt_system_write_exclusions(file, system.exclusions, system.exclusion_count, NULL), 0);
     fclose(file);
 
-    fk_particle_set read;
+    fkt_particle_set read;
     assert_int_equal(
-        fk_io_read_text(particles_path, FK_LAYOUT_XYZQ_TYPE, &read, message, sizeof message),
+        fkt_io_read_text(particles_path, FKT_LAYOUT_XYZQ_TYPE, &read, message, sizeof message),
         FK_OK);
     assert_true(same_set(&system.particles, &read)); /* %.17g: exact */
-    fk_particle_set_free(&read);
-    fk_pair_table_set table;
-    assert_int_equal(fk_io_read_pair_table(params_path, 2, "a b epsilon sigma", 0, &table, message,
-                                           sizeof message),
+    fkt_particle_set_free(&read);
+    fkt_pair_table_set table;
+    assert_int_equal(fkt_io_read_pair_table(params_path, 2, "a b epsilon sigma", 0, &table, message,
+                                            sizeof message),
                      FK_OK);
     assert_int_equal(table.types, system.params.types);
     assert_memory_equal(table.values, system.params.values,
                         table.types * table.types * 2 * sizeof(double));
-    fk_pair_table_set_free(&table);
+    fkt_pair_table_set_free(&table);
     size_t *pairs = NULL, count = 0;
-    assert_int_equal(fk_io_read_exclusions(exclude_path, system.particles.count, &pairs, &count,
-                                           message, sizeof message),
+    assert_int_equal(fkt_io_read_exclusions(exclude_path, system.particles.count, &pairs, &count,
+                                            message, sizeof message),
                      FK_OK);
     assert_int_equal(count, system.exclusion_count);
     assert_memory_equal(pairs, system.exclusions, 2 * count * sizeof(size_t));
     free(pairs);
-    fk_system_free(&system);
+    fkt_system_free(&system);
     fk_test_remove_tree(dir);
     free(dir);
 }

@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "common.h"
 #include "generate.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "physics.h"
 #include "systems.h"
 
@@ -73,7 +73,7 @@ typedef struct accuracy_options {
     long long n, seed, reps;
     double eps;
     int json, help, reproducible;
-    fk_file_format file_format; /* parsed from format */
+    fkt_file_format file_format; /* parsed from format */
     accuracy_system system_kind;
     cli_physics_options physics;
 } accuracy_options;
@@ -91,7 +91,7 @@ typedef struct accuracy_result {
 
 typedef struct accuracy_run {
     const fk_kernel_info *kernel;
-    fk_particle_set particles; /* rounded to single precision, as the device stores them */
+    fkt_particle_set particles; /* rounded to single precision, as the device stores them */
     fk_context *context;
     double *reference_forces; /* 3 per particle: the host's */
     double *ref_forces;       /* 3 per particle: the device's ref accumulator; NULL without fp64 */
@@ -119,7 +119,7 @@ static void accuracy_run_free(accuracy_run *run)
     free(run->timings);
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
-    fk_particle_set_free(&run->particles);
+    fkt_particle_set_free(&run->particles);
     cli_physics_data_free(&run->data);
 }
 
@@ -209,13 +209,13 @@ static double force_offset(const double *forces, size_t count)
 /* The protein or lj65536: particles, their pair table and exclusions (moved into run->data),
  * Coulomb constant and, for lj, a cutoff beyond the system's diameter (Narumi runs without one).
  * Options given on the command line win. Returns an exit code. */
-static int generate_molecular(accuracy_run *run, const accuracy_options *options, fk_layout layout)
+static int generate_molecular(accuracy_run *run, const accuracy_options *options, fkt_layout layout)
 {
-    fk_system system;
+    fkt_system system;
     fk_status status = options->system_kind == SYSTEM_PROTEIN
-                           ? fk_generate_protein((uint64_t)options->seed, &system)
-                           : fk_generate_lj65536((size_t)options->n, FK_LJ65536_DENSITY,
-                                                 (uint64_t)options->seed, layout, &system);
+                           ? fkt_generate_protein((uint64_t)options->seed, &system)
+                           : fkt_generate_lj65536((size_t)options->n, FKT_LJ65536_DENSITY,
+                                                  (uint64_t)options->seed, layout, &system);
     if (status != FK_OK) {
         cli_error("accuracy", "cannot generate the %s system: %s", options->system,
                   fk_status_string(status));
@@ -223,7 +223,7 @@ static int generate_molecular(accuracy_run *run, const accuracy_options *options
     }
     run->particles = system.particles;
     memset(&system.particles, 0, sizeof system.particles);
-    if (layout == FK_LAYOUT_XYZ_TYPE) { /* lj: no charges */
+    if (layout == FKT_LAYOUT_XYZ_TYPE) { /* lj: no charges */
         free(run->particles.mass);
         run->particles.mass = NULL;
     }
@@ -234,7 +234,7 @@ static int generate_molecular(accuracy_run *run, const accuracy_options *options
     run->data.exclusion_count = system.exclusion_count;
     system.exclusions = NULL;
     run->units = system.units;
-    if (isnan(options->physics.coulomb) && layout == FK_LAYOUT_XYZQ_TYPE)
+    if (isnan(options->physics.coulomb) && layout == FKT_LAYOUT_XYZQ_TYPE)
         run->physics.coulomb = system.coulomb;
     if (isnan(options->physics.cutoff) && strcmp(run->kernel->name, "lj") == 0) {
         double low[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, high[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
@@ -248,14 +248,14 @@ static int generate_molecular(accuracy_run *run, const accuracy_options *options
             diameter2 += (high[d] - low[d]) * (high[d] - low[d]);
         run->physics.cutoff = 2.0 * sqrt(diameter2) + 1.0;
     }
-    fk_system_free(&system);
+    fkt_system_free(&system);
     return CLI_EXIT_OK;
 }
 
 /* Loads or generates the particles; returns an exit code, having reported any failure. */
 static int load_particles(accuracy_run *run, const accuracy_options *options)
 {
-    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    const int layout = fkt_io_layout_for_kernel(run->kernel->name);
     if (layout < 0) {
         cli_error("accuracy", "kernel '%s' has no particle layout", run->kernel->name);
         return CLI_EXIT_RUNTIME;
@@ -263,22 +263,22 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
     fk_status status;
     if (options->in) {
         char message[1024] = "";
-        status = fk_io_read_particles(options->in, options->file_format, (fk_layout)layout,
-                                      &run->particles, message, sizeof message);
+        status = fkt_io_read_particles(options->in, options->file_format, (fkt_layout)layout,
+                                       &run->particles, message, sizeof message);
         if (status != FK_OK) {
             cli_error(fk_status_string(status), "%s", message);
             return cli_exit_code(status);
         }
     } else if (options->system_kind == SYSTEM_PLUMMER) {
-        status = fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
-                                     &run->particles);
+        status = fkt_generate_plummer((size_t)options->n, (uint64_t)options->seed,
+                                      (fkt_layout)layout, &run->particles);
         if (status != FK_OK) {
             cli_error("accuracy", "cannot generate %lld particles: %s", options->n,
                       fk_status_string(status));
             return cli_exit_code(status);
         }
     } else {
-        int code = generate_molecular(run, options, (fk_layout)layout);
+        int code = generate_molecular(run, options, (fkt_layout)layout);
         if (code != CLI_EXIT_OK)
             return code;
     }
@@ -289,7 +289,7 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
     }
     /* The device stores single precision: the reference gets the same numbers, so that what is
      * measured is the arithmetic, not the rounding of the input. */
-    fk_particle_set *set = &run->particles;
+    fkt_particle_set *set = &run->particles;
     for (size_t i = 0; i < set->count; ++i) {
         /* Converting a double beyond the float range is undefined behaviour in C. */
         int representable = 1;
@@ -338,8 +338,8 @@ static fk_status compute_reference(accuracy_run *run, double eps)
     double *values = malloc(count * components * sizeof *values);
     if (!values)
         return FK_ERR_HOST_MEMORY;
-    const fk_particles view = fk_particle_set_view(&run->particles);
-    const fk_pair_table table = fk_pair_table_set_view(&run->data.table);
+    const fk_particles view = fkt_particle_set_view(&run->particles);
+    const fk_pair_table table = fkt_pair_table_set_view(&run->data.table);
     fk_physics physics = {.eps = eps,
                           .cutoff = run->physics.cutoff,
                           .coulomb = run->physics.coulomb,
@@ -375,7 +375,7 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     fk_status status = fk_eval_create(run->context, &config, &eval);
     if (status == FK_OK && config.reproducible)
         cli_note_reproducible(eval, fk_context_device(run->context)->name);
-    const fk_particles view = fk_particle_set_view(&run->particles);
+    const fk_particles view = fkt_particle_set_view(&run->particles);
     if (status == FK_OK)
         status = cli_physics_apply(eval, &run->data);
     if (status == FK_OK)
@@ -696,14 +696,14 @@ static int check_options(accuracy_run *run, accuracy_options *options, const cli
     if (options->in && (n_given || cli_option_named(table, count, "seed")->given))
         return cli_usage_error("accuracy", "--n and --seed apply to --system only");
     if (options->system_kind == SYSTEM_PROTEIN) {
-        if (n_given && options->n != FK_PROTEIN_ATOMS)
+        if (n_given && options->n != FKT_PROTEIN_ATOMS)
             return cli_usage_error("accuracy", "--n %lld: the protein system has %d atoms",
-                                   options->n, FK_PROTEIN_ATOMS);
-        options->n = FK_PROTEIN_ATOMS;
+                                   options->n, FKT_PROTEIN_ATOMS);
+        options->n = FKT_PROTEIN_ATOMS;
     }
     if (options->system_kind == SYSTEM_LJ65536) {
         if (!n_given)
-            options->n = FK_LJ65536_ATOMS;
+            options->n = FKT_LJ65536_ATOMS;
         if (!cli_option_named(table, count, "reps")->given)
             options->reps = 1; /* N^2 = 4.3e9 pairs an evaluation */
     }

@@ -9,7 +9,7 @@
 #include "common.h"
 #include "generate.h"
 #include "internal.h" /* fk__variant_check: the one place for the variant rules */
-#include "io.h"
+#include "forcekit/tools.h"
 #include "physics.h"
 
 static const char bench_usage[] =
@@ -65,7 +65,7 @@ typedef struct bench_result {
 typedef struct bench_run {
     const fk_kernel_info *kernel;
     const fk_accum_info *accum;
-    fk_particle_set particles;
+    fkt_particle_set particles;
     cli_physics_data physics;
     fk_context *context;
     fk_eval_config base; /* everything but the unrolling */
@@ -84,7 +84,7 @@ static void bench_run_free(bench_run *run)
     free(run->forces);
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
-    fk_particle_set_free(&run->particles);
+    fkt_particle_set_free(&run->particles);
     cli_physics_data_free(&run->physics);
 }
 
@@ -144,7 +144,7 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
     result->warm_start_seconds = result->variant.build_seconds;
     result->warm_from_cache = result->variant.program_from_cache;
 
-    const fk_particles view = fk_particle_set_view(&run->particles);
+    const fk_particles view = fkt_particle_set_view(&run->particles);
     status = fk_eval_set_particles(eval, &view);
     if (status == FK_OK)
         status = fk_eval_compute(eval, NULL); /* warm-up: first-launch costs are not measured */
@@ -334,14 +334,14 @@ static int prepare(bench_run *run, bench_options *options)
 
 static fk_status generate_system(bench_run *run, const bench_options *options)
 {
-    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    const int layout = fkt_io_layout_for_kernel(run->kernel->name);
     if (layout < 0)
         return FK_ERR_INVALID_ARGUMENT;
     if (cli_kernel_is_gravity(run->kernel->name))
-        return fk_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fk_layout)layout,
-                                   &run->particles);
-    return fk_generate_lattice((size_t)options->n, options->density, 0.1, (uint64_t)options->seed,
-                               (fk_layout)layout, &run->particles);
+        return fkt_generate_plummer((size_t)options->n, (uint64_t)options->seed, (fkt_layout)layout,
+                                    &run->particles);
+    return fkt_generate_lattice((size_t)options->n, options->density, 0.1, (uint64_t)options->seed,
+                                (fkt_layout)layout, &run->particles);
 }
 
 int cmd_bench(int argc, char **argv)

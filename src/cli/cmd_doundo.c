@@ -53,11 +53,11 @@ int cmd_doundo(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     fk_context *context = NULL;
-    fk_suite *suite = NULL;
+    fkt_suite *suite = NULL;
     int code = cli_open_context(device, &context);
     fk_status status = FK_OK;
     if (code == CLI_EXIT_OK) {
-        status = fk__suite_open(context, &suite);
+        status = fkt_suite_open(context, &suite);
         if (status != FK_OK)
             code = cli_report_status(status, context);
     }
@@ -81,18 +81,18 @@ int cmd_doundo(int argc, char **argv)
         const double fraction = fmod((double)seed * 0.6180339887498949 + 0.25, 1.0);
         const float x0 = trials[t].x_low + (float)fraction * (trials[t].x_high - trials[t].x_low);
         for (int divide_first = 0; divide_first < 2 && status == FK_OK; ++divide_first)
-            for (int r = 0; r < FK_DOUNDO_COUNT && status == FK_OK; ++r) {
-                if (r == FK_DOUNDO_DOUBLE && !fk__suite_has_double(suite))
+            for (int r = 0; r < FKT_DOUNDO_COUNT && status == FK_OK; ++r) {
+                if (r == FKT_DOUNDO_DOUBLE && !fkt_suite_has_double(suite))
                     continue;
                 double final = NAN, seconds = NAN;
-                status = fk__suite_doundo(suite, (fk_doundo_representation)r, x0, trials[t].y_low,
+                status = fkt_suite_doundo(suite, (fkt_doundo_representation)r, x0, trials[t].y_low,
                                           trials[t].y_high, (uint32_t)seed + (uint32_t)t,
                                           (int)iterations, divide_first, &final, &seconds);
                 if (status != FK_OK)
                     break;
                 const double drift = (final - (double)x0) / (double)x0;
                 const char *ops = divide_first ? "div-mul" : "mul-div";
-                const char *name = fk__doundo_name((fk_doundo_representation)r);
+                const char *name = fkt_doundo_name((fkt_doundo_representation)r);
                 if (json) {
                     cJSON *row = cJSON_CreateObject();
                     cJSON_AddStringToObject(row, "range", trials[t].name);
@@ -115,7 +115,7 @@ int cmd_doundo(int argc, char **argv)
     } else if (json) {
         code = cli_print_json(document);
     }
-    fk__suite_close(suite);
+    fkt_suite_close(suite);
     fk_context_destroy(context);
     return code;
 }

@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "physics.h"
 
 static const char forces_usage[] =
@@ -39,7 +39,7 @@ typedef struct forces_options {
 } forces_options;
 
 typedef struct forces_run {
-    fk_particle_set particles;
+    fkt_particle_set particles;
     cli_physics_data physics;
     fk_context *context;
     fk_eval *eval;
@@ -52,7 +52,7 @@ static void forces_run_free(forces_run *run)
     free(run->potentials);
     fk_eval_destroy(run->eval);
     fk_context_destroy(run->context);
-    fk_particle_set_free(&run->particles);
+    fkt_particle_set_free(&run->particles);
     cli_physics_data_free(&run->physics);
 }
 
@@ -146,11 +146,11 @@ int cmd_forces(int argc, char **argv)
     int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
     if (physics_code != CLI_EXIT_OK)
         return physics_code;
-    fk_file_format format;
+    fkt_file_format format;
     if (!cli_parse_format(options.format, &format))
         return cli_usage_error("forces", "--format '%s': expected auto, text or tipsy",
                                options.format);
-    const int layout = fk_io_layout_for_kernel(kernel->name);
+    const int layout = fkt_io_layout_for_kernel(kernel->name);
     if (layout < 0) {
         cli_error("forces", "kernel '%s' has no particle file layout", kernel->name);
         return CLI_EXIT_RUNTIME;
@@ -158,8 +158,8 @@ int cmd_forces(int argc, char **argv)
 
     forces_run run = {0};
     char message[1024] = "";
-    fk_status status = fk_io_read_particles(options.in, format, (fk_layout)layout, &run.particles,
-                                            message, sizeof message);
+    fk_status status = fkt_io_read_particles(options.in, format, (fkt_layout)layout, &run.particles,
+                                             message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
         return cli_exit_code(status);
@@ -188,7 +188,7 @@ int cmd_forces(int argc, char **argv)
     memcpy(config.box, physics.box, sizeof config.box);
     config.exclusion_mode = physics.exclusion_mode;
     config.max_exclusions = physics.max_exclusions;
-    const fk_particles view = fk_particle_set_view(&run.particles);
+    const fk_particles view = fkt_particle_set_view(&run.particles);
     const size_t count = run.particles.count;
     double seconds = NAN;
     status = fk_eval_create(run.context, &config, &run.eval);
@@ -238,8 +238,8 @@ int cmd_forces(int argc, char **argv)
             cli_variant_source_text(variant.source), variant.work_group_size, variant.j_splits,
             variant.j_splits == 1 ? "" : "s", fk_context_device(run.context)->name, seconds);
 
-    status = fk_io_write_forces(options.out, count, kernel->force_components, run.forces,
-                                run.potentials, message, sizeof message);
+    status = fkt_io_write_forces(options.out, count, kernel->force_components, run.forces,
+                                 run.potentials, message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
         code = cli_write_exit_code(status);

@@ -19,7 +19,8 @@
 static const char generate_usage[] =
     "usage: forcekit generate --model M --out FILE [--n N] [--seed S] [--kernel K]\n"
     "                         [--density D] [--temperature T] [--json]\n\n"
-    "Writes a built-in system as text files (docs/file-formats.md), each headed by '#' comments that "
+    "Writes a built-in system as text files (docs/file-formats.md), each headed by '#' comments "
+    "that "
     "say\n"
     "how it was made, its units and the forces command that reads it:\n"
     "  plummer   Plummer sphere, N-body units, equal masses (ga: x y z m; gaj adds vx vy vz)\n"
@@ -88,8 +89,8 @@ static void fitting_kernels(const struct model_info *info, char *out, size_t siz
     out[0] = '\0';
     for (size_t k = 0; fk_kernel_at(k) && used < size; ++k)
         if (kernel_fits(info, fk_kernel_at(k))) {
-            const int n = snprintf(out + used, size - used, "%s%s", used ? " " : "",
-                                   fk_kernel_at(k)->name);
+            const int n =
+                snprintf(out + used, size - used, "%s%s", used ? " " : "", fk_kernel_at(k)->name);
             used += n > 0 ? (size_t)n : 0;
         }
 }
@@ -103,8 +104,8 @@ typedef struct output_file {
 } output_file;
 
 typedef struct particle_output {
-    const fk_particle_set *set;
-    fk_layout layout;
+    const fkt_particle_set *set;
+    fkt_layout layout;
 } particle_output;
 
 typedef struct exclusion_output {
@@ -115,23 +116,23 @@ typedef struct exclusion_output {
 static int write_particles(FILE *file, const void *data, const char *header)
 {
     const particle_output *output = data;
-    return fk_system_write_particles(file, output->set, output->layout, header);
+    return fkt_system_write_particles(file, output->set, output->layout, header);
 }
 
 static int write_velocities(FILE *file, const void *data, const char *header)
 {
-    return fk_system_write_velocities(file, data, header);
+    return fkt_system_write_velocities(file, data, header);
 }
 
 static int write_params(FILE *file, const void *data, const char *header)
 {
-    return fk_system_write_params(file, data, header);
+    return fkt_system_write_params(file, data, header);
 }
 
 static int write_exclusions(FILE *file, const void *data, const char *header)
 {
     const exclusion_output *output = data;
-    return fk_system_write_exclusions(file, output->pairs, output->count, header);
+    return fkt_system_write_exclusions(file, output->pairs, output->count, header);
 }
 
 static char *concat(const char *a, const char *b)
@@ -229,7 +230,7 @@ int cmd_generate(int argc, char **argv)
         return cli_usage_error("generate", "--out FILE is required");
     const int n_given = cli_option_named(table, options, "n")->given;
     if (which == MODEL_PROTEIN || which == MODEL_LJ65536) {
-        const long long fixed = which == MODEL_PROTEIN ? FK_PROTEIN_ATOMS : FK_LJ65536_ATOMS;
+        const long long fixed = which == MODEL_PROTEIN ? FKT_PROTEIN_ATOMS : FKT_LJ65536_ATOMS;
         if (n_given && n != fixed)
             return cli_usage_error("generate", "--n %lld: the %s system has exactly %lld particles",
                                    n, info->name, fixed);
@@ -249,16 +250,16 @@ int cmd_generate(int argc, char **argv)
     if (temperature_given && which != MODEL_LJ_FLUID)
         return cli_usage_error("generate", "--temperature applies to lj-fluid");
     if (!density_given)
-        density = which == MODEL_LJ65536 ? FK_LJ65536_DENSITY : 0.8;
+        density = which == MODEL_LJ65536 ? FKT_LJ65536_DENSITY : 0.8;
     if (!temperature_given)
         temperature = 1.0;
     if (!(density > 0))
         return cli_usage_error("generate", "--density %g: must be > 0", density);
-    if (which == MODEL_LJ65536 && density > FK_LJ65536_MAX_DENSITY)
+    if (which == MODEL_LJ65536 && density > FKT_LJ65536_MAX_DENSITY)
         return cli_usage_error("generate",
                                "--density %g: at most %g for lj65536 (random placement without "
                                "overlaps)",
-                               density, FK_LJ65536_MAX_DENSITY);
+                               density, FKT_LJ65536_MAX_DENSITY);
     if (!(temperature >= 0))
         return cli_usage_error("generate", "--temperature %g: must be >= 0", temperature);
     if (!kernel_name)
@@ -272,47 +273,47 @@ int cmd_generate(int argc, char **argv)
         return cli_usage_error("generate", "--kernel %s: the %s model is for %s", kernel->name,
                                info->name, fitting);
     }
-    const fk_layout layout = (fk_layout)fk_io_layout_for_kernel(kernel->name);
+    const fkt_layout layout = (fkt_layout)fkt_io_layout_for_kernel(kernel->name);
 
     /* Generate. */
-    fk_system system;
+    fkt_system system;
     memset(&system, 0, sizeof system);
     system.layout = layout;
     fk_status status = FK_OK;
     const size_t count = (size_t)n;
     switch (which) {
     case MODEL_PLUMMER:
-        status = fk_generate_plummer(count, (uint64_t)seed, layout, &system.particles);
+        status = fkt_generate_plummer(count, (uint64_t)seed, layout, &system.particles);
         system.units = "N-body (G = M = 1, E = -1/4)";
         break;
     case MODEL_LJ_FLUID:
-        status = fk_generate_lj_fluid(count, density, temperature, (uint64_t)seed, layout,
-                                      &system.particles, system.box);
+        status = fkt_generate_lj_fluid(count, density, temperature, (uint64_t)seed, layout,
+                                       &system.particles, system.box);
         system.periodic = 1;
         system.units = "reduced (epsilon = sigma = m = k_B = 1)";
         break;
     case MODEL_FCC:
-        status = fk_generate_fcc(count, density, layout, &system.particles, system.box);
+        status = fkt_generate_fcc(count, density, layout, &system.particles, system.box);
         system.periodic = 1;
         system.units = "reduced (epsilon = sigma = 1)";
         break;
     case MODEL_FLUORITE:
-        status = fk_generate_fluorite(count, &system);
+        status = fkt_generate_fluorite(count, &system);
         break;
     case MODEL_PROTEIN:
-        status = fk_generate_protein((uint64_t)seed, &system);
+        status = fkt_generate_protein((uint64_t)seed, &system);
         break;
     case MODEL_LJ65536:
-        status = fk_generate_lj65536(count, density, (uint64_t)seed, layout, &system);
+        status = fkt_generate_lj65536(count, density, (uint64_t)seed, layout, &system);
         break;
     }
     if (status != FK_OK) {
-        fk_system_free(&system);
+        fkt_system_free(&system);
         cli_error("generate", "cannot generate the %s system: %s", info->name,
                   fk_status_string(status));
         return cli_exit_code(status);
     }
-    if (layout == FK_LAYOUT_XYZ_TYPE && system.particles.mass) {
+    if (layout == FKT_LAYOUT_XYZ_TYPE && system.particles.mass) {
         /* lj columns have no charge: a system built with charges drops them */
         free(system.particles.mass);
         system.particles.mass = NULL;
@@ -332,7 +333,7 @@ int cmd_generate(int argc, char **argv)
         free(params_path);
         free(exclude_path);
         free(velocity_path);
-        fk_system_free(&system);
+        fkt_system_free(&system);
         return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
     }
 
@@ -345,7 +346,7 @@ int cmd_generate(int argc, char **argv)
     if (exclude_path && used < sizeof physics)
         used +=
             (size_t)snprintf(physics + used, sizeof physics - used, " --exclude %s", exclude_path);
-    if (system.coulomb != 0 && system.coulomb != 1 && layout == FK_LAYOUT_XYZQ_TYPE &&
+    if (system.coulomb != 0 && system.coulomb != 1 && layout == FKT_LAYOUT_XYZQ_TYPE &&
         used < sizeof physics)
         used += (size_t)snprintf(physics + used, sizeof physics - used, " --coulomb %.10g",
                                  system.coulomb);
@@ -369,10 +370,10 @@ int cmd_generate(int argc, char **argv)
     files[file_count].data = &particles;
     int length = snprintf(files[file_count].header, sizeof files[file_count].header,
                           "%s\nunits: %s\ncolumns: %s\n", origin, system.units,
-                          layout == FK_LAYOUT_XYZM       ? "x y z m"
-                          : layout == FK_LAYOUT_XYZM_VEL ? "x y z m vx vy vz"
-                          : layout == FK_LAYOUT_XYZ_TYPE ? "x y z type"
-                                                         : "x y z q type");
+                          layout == FKT_LAYOUT_XYZM       ? "x y z m"
+                          : layout == FKT_LAYOUT_XYZM_VEL ? "x y z m vx vy vz"
+                          : layout == FKT_LAYOUT_XYZ_TYPE ? "x y z type"
+                                                          : "x y z q type");
     if (system.box[0] > 0 && length > 0 && (size_t)length < sizeof files[0].header)
         length += snprintf(files[file_count].header + length,
                            sizeof files[file_count].header - (size_t)length,
@@ -424,8 +425,8 @@ int cmd_generate(int argc, char **argv)
     int code = write_outputs(files, file_count);
     if (code == CLI_EXIT_OK) {
         double net_charge = 0.0;
-        for (size_t i = 0; system.particles.mass && layout != FK_LAYOUT_XYZM &&
-                           layout != FK_LAYOUT_XYZM_VEL && i < count;
+        for (size_t i = 0; system.particles.mass && layout != FKT_LAYOUT_XYZM &&
+                           layout != FKT_LAYOUT_XYZM_VEL && i < count;
              i++)
             net_charge += system.particles.mass[i];
         fprintf(stderr, "forcekit: generate: wrote %s (%zu particles, %s)", out, count,
@@ -470,7 +471,7 @@ int cmd_generate(int argc, char **argv)
                 cJSON_AddNumberToObject(document, "density", density);
             if (which == MODEL_LJ_FLUID)
                 cJSON_AddNumberToObject(document, "temperature", temperature);
-            if (layout == FK_LAYOUT_XYZQ_TYPE)
+            if (layout == FKT_LAYOUT_XYZQ_TYPE)
                 cli_json_number(document, "net_charge", net_charge);
             code = cli_print_json(document);
         }
@@ -478,6 +479,6 @@ int cmd_generate(int argc, char **argv)
     free(params_path);
     free(exclude_path);
     free(velocity_path);
-    fk_system_free(&system);
+    fkt_system_free(&system);
     return code;
 }

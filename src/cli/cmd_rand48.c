@@ -70,12 +70,12 @@ int cmd_rand48(int argc, char **argv)
                                count, RAND48_JSON_MAX);
 
     fk_context *context = NULL;
-    fk_rand48_device *generator = NULL;
+    fkt_rand48_device *generator = NULL;
     if (!host) {
         int code = cli_open_context(device, &context);
         if (code != CLI_EXIT_OK)
             return code;
-        fk_status status = fk__rand48_device_open(context, &generator);
+        fk_status status = fkt_rand48_device_open(context, &generator);
         if (status != FK_OK) {
             code = cli_report_status(status, context);
             fk_context_destroy(context);
@@ -97,7 +97,7 @@ int cmd_rand48(int argc, char **argv)
         cJSON_AddNumberToObject(
             document, "work_items",
             host ? 1.0
-                 : (double)fk__rand48_device_work_items(
+                 : (double)fkt_rand48_device_work_items(
                        generator, (size_t)count < RAND48_CHUNK ? (size_t)count : RAND48_CHUNK,
                        (size_t)work_items));
         values = cJSON_AddArrayToObject(document, "values");
@@ -106,19 +106,19 @@ int cmd_rand48(int argc, char **argv)
     if ((!integers && !reals) || (json && !values))
         code = cli_report_status(FK_ERR_HOST_MEMORY, NULL);
 
-    fk_rand48 stream;
-    fk_rand48_seed(&stream, (long)seed);
+    fkt_rand48 stream;
+    fkt_rand48_seed(&stream, (long)seed);
     const uint64_t total = (uint64_t)count;
     for (uint64_t first = 0; code == CLI_EXIT_OK && first < total; first += RAND48_CHUNK) {
         const size_t n = total - first < RAND48_CHUNK ? (size_t)(total - first) : RAND48_CHUNK;
         if (host) {
             for (size_t k = 0; k < n; k++)
                 if (as_float)
-                    reals[k] = fk_rand48_drand(&stream);
+                    reals[k] = fkt_rand48_drand(&stream);
                 else
-                    integers[k] = fk_rand48_lrand(&stream);
+                    integers[k] = fkt_rand48_lrand(&stream);
         } else {
-            fk_status status = fk__rand48_device_generate(generator, (long)seed, first, n,
+            fk_status status = fkt_rand48_device_generate(generator, (long)seed, first, n,
                                                           (size_t)work_items, integers, reals);
             if (status != FK_OK) {
                 code = cli_report_status(status, context);
@@ -150,7 +150,7 @@ int cmd_rand48(int argc, char **argv)
     cJSON_Delete(document);
     free(integers);
     free(reals);
-    fk__rand48_device_close(generator);
+    fkt_rand48_device_close(generator);
     fk_context_destroy(context);
     return code;
 }

@@ -14,7 +14,7 @@
 #include "common.h"
 #include "files.h"
 #include "generate.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "physics.h"
 #include "simulate.h"
 #include "systems.h"
@@ -78,7 +78,7 @@ static void on_signal(int signal_number)
 }
 
 typedef struct option_list {
-    fk_sim_option items[FK_SIM_MAX_OPTIONS];
+    fkt_sim_option items[FKT_SIM_MAX_OPTIONS];
     size_t count;
 } option_list;
 
@@ -86,9 +86,9 @@ static void add_option(option_list *list, const char *key, const char *format, .
     CLI_PRINTF(3, 4);
 static void add_option(option_list *list, const char *key, const char *format, ...)
 {
-    if (list->count == FK_SIM_MAX_OPTIONS)
+    if (list->count == FKT_SIM_MAX_OPTIONS)
         return;
-    fk_sim_option *option = &list->items[list->count++];
+    fkt_sim_option *option = &list->items[list->count++];
     snprintf(option->key, sizeof option->key, "%s", key);
     va_list args;
     va_start(args, format);
@@ -113,35 +113,35 @@ static const char *const must_match[] = {
 typedef struct simulate_run {
     const fk_kernel_info *kernel;
     const fk_accum_info *accum;
-    fk_particle_set particles;
+    fkt_particle_set particles;
     cli_physics_data physics;
     double box[3];
     fk_context *context;
-    fk_sim *sim;
-    fk_sim_checkpoint checkpoint;
+    fkt_sim *sim;
+    fkt_sim_checkpoint checkpoint;
     int restarting;
-    fk_sim_sample *samples;
+    fkt_sim_sample *samples;
     size_t sample_count, sample_capacity;
     option_list options;
 } simulate_run;
 
 static void simulate_run_free(simulate_run *run)
 {
-    fk_sim_destroy(run->sim);
+    fkt_sim_destroy(run->sim);
     fk_context_destroy(run->context);
-    fk_particle_set_free(&run->particles);
+    fkt_particle_set_free(&run->particles);
     cli_physics_data_free(&run->physics);
-    fk_sim_checkpoint_free(&run->checkpoint);
+    fkt_sim_checkpoint_free(&run->checkpoint);
     free(run->samples);
 }
 
-static int add_sample(simulate_run *run, fk_sim_sample sample)
+static int add_sample(simulate_run *run, fkt_sim_sample sample)
 {
     if (run->sample_count && run->samples[run->sample_count - 1].step == sample.step)
         return 0;
     if (run->sample_count == run->sample_capacity) {
         size_t capacity = run->sample_capacity ? 2 * run->sample_capacity : 1024;
-        fk_sim_sample *grown = realloc(run->samples, capacity * sizeof *grown);
+        fkt_sim_sample *grown = realloc(run->samples, capacity * sizeof *grown);
         if (!grown)
             return -1;
         run->samples = grown;
@@ -158,7 +158,7 @@ static double monotonic_seconds(void)
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-static double total_energy(const fk_sim_sample *sample)
+static double total_energy(const fkt_sim_sample *sample)
 {
     return sample->kinetic + sample->potential;
 }
@@ -168,29 +168,29 @@ static int build_initial(const simulate_options *options, simulate_run *run, dou
 {
     char message[1024] = "";
     fk_status status = FK_OK;
-    const int layout = fk_io_layout_for_kernel(run->kernel->name);
+    const int layout = fkt_io_layout_for_kernel(run->kernel->name);
     if (options->in) {
-        fk_file_format format;
+        fkt_file_format format;
         if (!cli_parse_format(options->format, &format))
             return cli_usage_error("simulate", "--format '%s': expected auto, text or tipsy",
                                    options->format);
-        status = fk_io_read_particles(options->in, format, (fk_layout)layout, &run->particles,
-                                      message, sizeof message);
+        status = fkt_io_read_particles(options->in, format, (fkt_layout)layout, &run->particles,
+                                       message, sizeof message);
         if (status == FK_OK && !run->particles.velocity) {
-            status = fk_generate_velocities(&run->particles, temperature, (uint64_t)options->seed);
+            status = fkt_generate_velocities(&run->particles, temperature, (uint64_t)options->seed);
             if (status != FK_OK)
                 snprintf(message, sizeof message, "cannot draw velocities");
         }
     } else if (strcmp(options->system, "plummer") == 0) {
-        status = fk_generate_plummer((size_t)options->n, (uint64_t)options->seed,
-                                     FK_LAYOUT_XYZM_VEL, &run->particles);
+        status = fkt_generate_plummer((size_t)options->n, (uint64_t)options->seed,
+                                      FKT_LAYOUT_XYZM_VEL, &run->particles);
         if (status != FK_OK)
             snprintf(message, sizeof message, "cannot generate a Plummer sphere of %lld bodies",
                      options->n);
     } else {
-        status = fk_generate_lj_fluid((size_t)options->n, options->density, temperature,
-                                      (uint64_t)options->seed, (fk_layout)layout, &run->particles,
-                                      run->box);
+        status = fkt_generate_lj_fluid((size_t)options->n, options->density, temperature,
+                                       (uint64_t)options->seed, (fkt_layout)layout, &run->particles,
+                                       run->box);
         if (status != FK_OK)
             snprintf(message, sizeof message,
                      "cannot generate an LJ fluid of %lld particles at density %g", options->n,
@@ -205,13 +205,13 @@ static int build_initial(const simulate_options *options, simulate_run *run, dou
 
 /* Compares the checkpoint's options with this run's; pins the variant it ran with. Reports and
  * returns 2 on a mismatch. */
-static int check_restart(const simulate_options *options, simulate_run *run, fk_sim_config *config,
+static int check_restart(const simulate_options *options, simulate_run *run, fkt_sim_config *config,
                          int *auto_algorithm, int unroll_given)
 {
-    const fk_sim_checkpoint *checkpoint = &run->checkpoint;
+    const fkt_sim_checkpoint *checkpoint = &run->checkpoint;
     for (size_t k = 0; k < sizeof must_match / sizeof must_match[0]; ++k) {
         const char *here = find_option(&run->options, must_match[k]);
-        const char *there = fk_sim_checkpoint_option(checkpoint, must_match[k]);
+        const char *there = fkt_sim_checkpoint_option(checkpoint, must_match[k]);
         if (!there || !here || strcmp(here, there) != 0) {
             cli_error("simulate",
                       "checkpoint %s does not match this run: %s is '%s' there and '%s' here "
@@ -222,11 +222,11 @@ static int check_restart(const simulate_options *options, simulate_run *run, fk_
         }
     }
     if (checkpoint->n != run->particles.count ||
-        checkpoint->has_jerk != (config->integrator == FK_INTEGRATOR_HERMITE)) {
+        checkpoint->has_jerk != (config->integrator == FKT_INTEGRATOR_HERMITE)) {
         cli_error("simulate", "checkpoint %s holds %zu particles%s; this run has %zu%s",
                   options->restart, checkpoint->n, checkpoint->has_jerk ? " with jerks" : "",
                   run->particles.count,
-                  config->integrator == FK_INTEGRATOR_HERMITE ? " with jerks" : "");
+                  config->integrator == FKT_INTEGRATOR_HERMITE ? " with jerks" : "");
         return CLI_EXIT_USAGE;
     }
     if (checkpoint->step > (uint64_t)options->steps) {
@@ -235,7 +235,7 @@ static int check_restart(const simulate_options *options, simulate_run *run, fk_
         return CLI_EXIT_USAGE;
     }
     /* The pair loop and the kernel variant change the rounding: run what the checkpoint ran. */
-    const char *algorithm = fk_sim_checkpoint_option(checkpoint, "algorithm");
+    const char *algorithm = fkt_sim_checkpoint_option(checkpoint, "algorithm");
     fk_algorithm stored;
     if (!algorithm || fk_algorithm_find(algorithm, &stored) != FK_OK) {
         cli_error("simulate", "checkpoint %s names no known algorithm", options->restart);
@@ -250,7 +250,7 @@ static int check_restart(const simulate_options *options, simulate_run *run, fk_
     }
     *auto_algorithm = 0;
     config->eval.algorithm = (int)stored;
-    const char *unroll = fk_sim_checkpoint_option(checkpoint, "unroll");
+    const char *unroll = fkt_sim_checkpoint_option(checkpoint, "unroll");
     int unroll_i = 0, unroll_j = 0;
     if (!unroll || !cli_parse_unroll(unroll, &unroll_i, &unroll_j) || !unroll_i) {
         cli_error("simulate", "checkpoint %s names no kernel variant", options->restart);
@@ -266,13 +266,13 @@ static int check_restart(const simulate_options *options, simulate_run *run, fk_
     config->eval.unroll_i = unroll_i;
     config->eval.unroll_j = unroll_j;
     long long value = 0;
-    const char *text = fk_sim_checkpoint_option(checkpoint, "work_group_size");
+    const char *text = fkt_sim_checkpoint_option(checkpoint, "work_group_size");
     if (text && cli_parse_long(text, &value) && value > 0 && value <= 4096)
         config->eval.work_group_size = (int)value;
-    text = fk_sim_checkpoint_option(checkpoint, "local_tiling");
+    text = fkt_sim_checkpoint_option(checkpoint, "local_tiling");
     if (text && cli_parse_long(text, &value))
         config->eval.local_tiling = value ? 1 : -1;
-    text = fk_sim_checkpoint_option(checkpoint, "j_splits");
+    text = fkt_sim_checkpoint_option(checkpoint, "j_splits");
     if (text && cli_parse_long(text, &value) && value > 0 && value <= (1 << 20))
         config->eval.j_splits = (int)value;
     return CLI_EXIT_OK;
@@ -280,7 +280,7 @@ static int check_restart(const simulate_options *options, simulate_run *run, fk_
 
 static void note_device(const simulate_options *options, simulate_run *run)
 {
-    const char *device = fk_sim_checkpoint_option(&run->checkpoint, "device");
+    const char *device = fkt_sim_checkpoint_option(&run->checkpoint, "device");
     const char *here = fk_context_device(run->context)->name;
     if (device && strcmp(device, here) != 0)
         fprintf(stderr,
@@ -310,9 +310,9 @@ static void progress(const simulate_run *run, uint64_t target, uint64_t first, d
 static int write_checkpoint(const simulate_options *options, simulate_run *run)
 {
     char message[1024] = "";
-    fk_status status = fk_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
-                                               run->options.count, run->samples, run->sample_count,
-                                               message, sizeof message);
+    fk_status status = fkt_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
+                                                run->options.count, run->samples, run->sample_count,
+                                                message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
         return cli_write_exit_code(status);
@@ -320,7 +320,7 @@ static int write_checkpoint(const simulate_options *options, simulate_run *run)
     return CLI_EXIT_OK;
 }
 
-static cJSON *number_array(const fk_sim_sample *samples, size_t count, int which, double dt)
+static cJSON *number_array(const fkt_sim_sample *samples, size_t count, int which, double dt)
 {
     cJSON *array = cJSON_CreateArray();
     for (size_t s = 0; array && s < count; ++s) {
@@ -338,17 +338,17 @@ static cJSON *number_array(const fk_sim_sample *samples, size_t count, int which
 typedef struct loop_stats {
     double seconds, device_seconds;
     uint64_t first_step, steps_run;
-    fk_sim_timing timing;
+    fkt_sim_timing timing;
 } loop_stats;
 
 static int print_json(const simulate_options *options, const simulate_run *run,
-                      const fk_sim_config *config, const loop_stats *stats)
+                      const fkt_sim_config *config, const loop_stats *stats)
 {
-    const fk_sim *sim = run->sim;
+    const fkt_sim *sim = run->sim;
     const double dt = config->dt;
-    const fk_sim_sample *first = &run->samples[0], *last = &run->samples[run->sample_count - 1];
+    const fkt_sim_sample *first = &run->samples[0], *last = &run->samples[run->sample_count - 1];
     const double e0 = total_energy(first), e_end = total_energy(last);
-    const double slope = fk_sim_energy_slope(run->samples, run->sample_count, dt);
+    const double slope = fkt_sim_energy_slope(run->samples, run->sample_count, dt);
     double deviation = 0;
     for (size_t s = 0; s < run->sample_count; ++s)
         deviation = fmax(deviation, fabs(total_energy(&run->samples[s]) - e0));
@@ -360,8 +360,8 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON *document = cJSON_CreateObject();
     cJSON_AddStringToObject(document, "kernel", run->kernel->name);
     cJSON_AddStringToObject(document, "accum", run->accum->name);
-    cJSON_AddStringToObject(document, "integrator", fk_integrator_name(config->integrator));
-    cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fk_sim_algorithm(sim)));
+    cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
+    cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fkt_sim_algorithm(sim)));
     cJSON_AddStringToObject(document, "system", find_option(&run->options, "system"));
     cJSON_AddNumberToObject(document, "n", (double)sim->n);
     cJSON_AddNumberToObject(document, "steps", (double)sim->step);
@@ -513,15 +513,15 @@ int cmd_simulate(int argc, char **argv)
         return CLI_EXIT_USAGE;
     const int gravity = cli_kernel_is_gravity(run.kernel->name);
 
-    fk_sim_config config = {0};
+    fkt_sim_config config = {0};
     config.eval.kernel = run.kernel->name;
     config.eval.accum = run.accum->name;
     config.integrator =
-        strcmp(run.kernel->name, "gaj") == 0 ? FK_INTEGRATOR_HERMITE : FK_INTEGRATOR_VERLET;
-    if (options.integrator && !fk_integrator_find(options.integrator, &config.integrator))
+        strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
+    if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
         return cli_usage_error("simulate", "--integrator '%s': expected verlet or hermite",
                                options.integrator);
-    if (config.integrator == FK_INTEGRATOR_HERMITE && strcmp(run.kernel->name, "gaj") != 0)
+    if (config.integrator == FKT_INTEGRATOR_HERMITE && strcmp(run.kernel->name, "gaj") != 0)
         return cli_usage_error("simulate", "--integrator hermite needs the jerk: --kernel gaj");
 
     /* the system */
@@ -612,7 +612,7 @@ int cmd_simulate(int argc, char **argv)
     }
     if (options.restart) {
         fk_status status =
-            fk_sim_checkpoint_read(options.restart, &run.checkpoint, message, sizeof message);
+            fkt_sim_checkpoint_read(options.restart, &run.checkpoint, message, sizeof message);
         if (status != FK_OK) {
             cli_error(fk_status_string(status), "%s", message);
             simulate_run_free(&run);
@@ -620,7 +620,7 @@ int cmd_simulate(int argc, char **argv)
         }
         run.restarting = 1;
         /* the sampling interval is the checkpoint's unless given (then it must match) */
-        const char *sample = fk_sim_checkpoint_option(&run.checkpoint, "sample");
+        const char *sample = fkt_sim_checkpoint_option(&run.checkpoint, "sample");
         long long value = 0;
         if (!cli_option_named(table, table_size, "sample")->given && sample &&
             cli_parse_long(sample, &value) && value > 0)
@@ -641,7 +641,7 @@ int cmd_simulate(int argc, char **argv)
     }
     fk_pair_table pair_table = {0};
     if (run.physics.has_table) {
-        pair_table = fk_pair_table_set_view(&run.physics.table);
+        pair_table = fkt_pair_table_set_view(&run.physics.table);
         config.pair_table = &pair_table;
     }
     config.exclusions = run.physics.exclusions;
@@ -651,7 +651,7 @@ int cmd_simulate(int argc, char **argv)
     option_list *list = &run.options;
     add_option(list, "kernel", "%s", run.kernel->name);
     add_option(list, "accum", "%s", run.accum->name);
-    add_option(list, "integrator", "%s", fk_integrator_name(config.integrator));
+    add_option(list, "integrator", "%s", fkt_integrator_name(config.integrator));
     add_option(list, "dt", "%.17g", config.dt);
     add_option(list, "system", "%s", options.in ? "file" : options.system);
     add_option(list, "input", "%s", options.in ? options.in : "-");
@@ -670,9 +670,9 @@ int cmd_simulate(int argc, char **argv)
     add_option(list, "sample", "%lld", options.sample);
     add_option(list, "skin", "%.17g", config.eval.skin);
     add_option(list, "initial_state", "%016" PRIx64,
-               fk_sim_fingerprint(&run.particles, config.eval.box, config.pair_table,
-                                  run.kernel->pair_parameters, config.exclusions,
-                                  config.exclusion_count));
+               fkt_sim_fingerprint(&run.particles, config.eval.box, config.pair_table,
+                                   run.kernel->pair_parameters, config.exclusions,
+                                   config.exclusion_count));
     if (run.restarting) {
         code = check_restart(&options, &run, &config, &auto_algorithm, unroll_given);
         if (code != CLI_EXIT_OK) {
@@ -692,7 +692,7 @@ int cmd_simulate(int argc, char **argv)
     if (run.restarting)
         note_device(&options, &run);
     fk_status status =
-        fk_sim_create(run.context, &config, &run.particles, &run.sim, message, sizeof message);
+        fkt_sim_create(run.context, &config, &run.particles, &run.sim, message, sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
         simulate_run_free(&run);
@@ -702,7 +702,7 @@ int cmd_simulate(int argc, char **argv)
     fk_eval_get_variant(run.sim->eval, &variant);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
-    add_option(list, "algorithm", "%s", fk_algorithm_name(fk_sim_algorithm(run.sim)));
+    add_option(list, "algorithm", "%s", fk_algorithm_name(fkt_sim_algorithm(run.sim)));
     add_option(list, "unroll", "%s", unroll);
     add_option(list, "work_group_size", "%d", variant.work_group_size);
     add_option(list, "local_tiling", "%d", variant.local_tiling);
@@ -711,9 +711,9 @@ int cmd_simulate(int argc, char **argv)
     add_option(list, "steps", "%lld", options.steps);
 
     if (run.restarting) {
-        const fk_sim_checkpoint *checkpoint = &run.checkpoint;
-        fk_sim_restore(run.sim, checkpoint->step, checkpoint->position, checkpoint->velocity,
-                       checkpoint->acceleration, checkpoint->jerk);
+        const fkt_sim_checkpoint *checkpoint = &run.checkpoint;
+        fkt_sim_restore(run.sim, checkpoint->step, checkpoint->position, checkpoint->velocity,
+                        checkpoint->acceleration, checkpoint->jerk);
         /* The samples on the grid of --sample; a finished run's last one (at its --steps) is
          * off the grid and would not be in an uninterrupted longer run's series. */
         for (size_t s = 0; s < checkpoint->sample_count && code == CLI_EXIT_OK; ++s)
@@ -725,8 +725,8 @@ int cmd_simulate(int argc, char **argv)
             code = CLI_EXIT_USAGE;
         }
     } else {
-        fk_sim_sample sample = {.step = 0};
-        status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+        fkt_sim_sample sample = {.step = 0};
+        status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
         if (status != FK_OK) {
             cli_error(fk_status_string(status), "%s", run.sim->message);
             code = cli_exit_code(status);
@@ -739,8 +739,8 @@ int cmd_simulate(int argc, char **argv)
         return code;
     }
     fprintf(stderr, "simulate: %s (%s), %s, N = %zu, dt = %g, %s, variant %s (%s), on %s%s\n",
-            run.kernel->name, run.accum->name, fk_integrator_name(config.integrator),
-            run.particles.count, config.dt, fk_algorithm_name(fk_sim_algorithm(run.sim)), unroll,
+            run.kernel->name, run.accum->name, fkt_integrator_name(config.integrator),
+            run.particles.count, config.dt, fk_algorithm_name(fkt_sim_algorithm(run.sim)), unroll,
             cli_variant_source_text(variant.source), fk_context_device(run.context)->name,
             run.restarting ? ", restarted" : "");
 
@@ -754,17 +754,17 @@ int cmd_simulate(int argc, char **argv)
     signal(SIGTERM, on_signal);
     loop_stats stats = {.first_step = run.sim->step};
     const double device_before = run.sim->device_seconds;
-    const fk_sim_timing timing_before = run.sim->timing;
+    const fkt_sim_timing timing_before = run.sim->timing;
     const double started = monotonic_seconds();
     double shown = started;
     while (run.sim->step < target && !interrupted_by) {
-        status = fk_sim_step(run.sim);
+        status = fkt_sim_step(run.sim);
         if (status != FK_OK)
             break;
         const uint64_t step = run.sim->step;
         if (step % sample_every == 0) {
-            fk_sim_sample sample = {.step = step};
-            status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+            fkt_sim_sample sample = {.step = step};
+            status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
             if (status != FK_OK)
                 break;
             if (add_sample(&run, sample) != 0) {
@@ -824,8 +824,8 @@ int cmd_simulate(int argc, char **argv)
     }
     /* the last step's energy, when it is off the sampling grid */
     if (run.samples[run.sample_count - 1].step != run.sim->step) {
-        fk_sim_sample sample = {.step = run.sim->step};
-        status = fk_sim_energy(run.sim, &sample.kinetic, &sample.potential);
+        fkt_sim_sample sample = {.step = run.sim->step};
+        status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
         if (status != FK_OK || add_sample(&run, sample) != 0) {
             cli_error(fk_status_string(status ? status : FK_ERR_HOST_MEMORY), "%s",
                       run.sim->message);

@@ -91,12 +91,12 @@ int cmd_sumtest(int argc, char **argv)
     const size_t n = (size_t)count;
     float *base = malloc(n * sizeof *base), *values = malloc(n * sizeof *values);
     fk_context *context = NULL;
-    fk_suite *suite = NULL;
+    fkt_suite *suite = NULL;
     int code = base && values ? cli_open_context(device, &context)
                               : cli_report_status(FK_ERR_HOST_MEMORY, NULL);
     fk_status status = FK_OK;
     if (code == CLI_EXIT_OK) {
-        status = fk__suite_open(context, &suite);
+        status = fkt_suite_open(context, &suite);
         if (status != FK_OK)
             code = cli_report_status(status, context);
     }
@@ -134,20 +134,20 @@ int cmd_sumtest(int argc, char **argv)
                    "FIXED64");
         for (int order = 0; order < SUMTEST_ORDERS && status == FK_OK; ++order) {
             arrange(base, values, n, order, (uint64_t)seed);
-            double sums[FK_SUM_COUNT];
-            status = fk__suite_sum(suite, values, n, threads, sums);
+            double sums[FKT_SUM_COUNT];
+            status = fkt_suite_sum(suite, values, n, threads, sums);
             if (status != FK_OK)
                 break;
             if (json) {
                 cJSON *row = cJSON_CreateObject();
                 cJSON_AddNumberToObject(row, "threads", (double)threads);
                 cJSON_AddStringToObject(row, "order", order_names[order]);
-                for (int r = 0; r < FK_SUM_COUNT; ++r)
-                    cli_json_number(row, fk__sum_name((fk_sum_representation)r), sums[r]);
+                for (int r = 0; r < FKT_SUM_COUNT; ++r)
+                    cli_json_number(row, fkt_sum_name((fkt_sum_representation)r), sums[r]);
                 cJSON_AddItemToArray(results, row);
             } else {
                 printf("%-14s", order_names[order]);
-                for (int r = 0; r < FK_SUM_COUNT; ++r)
+                for (int r = 0; r < FKT_SUM_COUNT; ++r)
                     if (isnan(sums[r]))
                         printf(" %14s", "n/a");
                     else
@@ -162,7 +162,7 @@ int cmd_sumtest(int argc, char **argv)
     } else if (json) {
         code = cli_print_json(document);
     }
-    fk__suite_close(suite);
+    fkt_suite_close(suite);
     fk_context_destroy(context);
     free(base);
     free(values);

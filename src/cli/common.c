@@ -122,18 +122,18 @@ int cli_find_accum(const char *command, const char *name, const fk_accum_info **
 
 int cli_kernel_is_gravity(const char *kernel)
 {
-    int layout = fk_io_layout_for_kernel(kernel);
-    return layout == FK_LAYOUT_XYZM || layout == FK_LAYOUT_XYZM_VEL;
+    int layout = fkt_io_layout_for_kernel(kernel);
+    return layout == FKT_LAYOUT_XYZM || layout == FKT_LAYOUT_XYZM_VEL;
 }
 
-int cli_parse_format(const char *text, fk_file_format *format)
+int cli_parse_format(const char *text, fkt_file_format *format)
 {
     if (!text || strcmp(text, "auto") == 0)
-        *format = FK_FORMAT_AUTO;
+        *format = FKT_FORMAT_AUTO;
     else if (strcmp(text, "text") == 0)
-        *format = FK_FORMAT_TEXT;
+        *format = FKT_FORMAT_TEXT;
     else if (strcmp(text, "tipsy") == 0)
-        *format = FK_FORMAT_TIPSY;
+        *format = FKT_FORMAT_TIPSY;
     else
         return 0;
     return 1;

@@ -8,7 +8,7 @@
 #include <cJSON.h>
 
 #include "forcekit/forcekit.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "options.h"
 
 #if defined(__GNUC__)
@@ -57,7 +57,7 @@ int cli_find_accum(const char *command, const char *name, const fk_accum_info **
 int cli_kernel_is_gravity(const char *kernel);
 
 /* --format: "auto" (or NULL), "text" or "tipsy". Returns 1 when valid. */
-int cli_parse_format(const char *text, fk_file_format *format);
+int cli_parse_format(const char *text, fkt_file_format *format);
 
 /* "IxJ" with I, J in {1, 2, 4, 8}, or "auto" (0x0). Returns 1 when valid. */
 int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);

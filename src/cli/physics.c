@@ -160,7 +160,7 @@ int cli_physics_config(const char *command, const fk_kernel_info *kernel,
 }
 
 int cli_physics_load(const char *command, const fk_kernel_info *kernel,
-                     const cli_physics_options *options, const fk_particle_set *particles,
+                     const cli_physics_options *options, const fkt_particle_set *particles,
                      fk_eval_config *config, cli_physics_data *data)
 {
     (void)command;
@@ -174,8 +174,8 @@ int cli_physics_load(const char *command, const fk_kernel_info *kernel,
                 particles->type[i] < FK_MAX_PAIR_TYPES)
                 types = (size_t)particles->type[i] + 1;
         fk_status status =
-            fk_io_read_pair_table(options->params, kernel->pair_parameters, kernel->pair_format,
-                                  types, &data->table, message, sizeof message);
+            fkt_io_read_pair_table(options->params, kernel->pair_parameters, kernel->pair_format,
+                                   types, &data->table, message, sizeof message);
         if (status != FK_OK) {
             cli_error(fk_status_string(status), "%s", message);
             return cli_exit_code(status);
@@ -184,8 +184,8 @@ int cli_physics_load(const char *command, const fk_kernel_info *kernel,
     }
     if (options->exclude) {
         fk_status status =
-            fk_io_read_exclusions(options->exclude, particles->count, &data->exclusions,
-                                  &data->exclusion_count, message, sizeof message);
+            fkt_io_read_exclusions(options->exclude, particles->count, &data->exclusions,
+                                   &data->exclusion_count, message, sizeof message);
         if (status != FK_OK) {
             cli_error(fk_status_string(status), "%s", message);
             cli_physics_data_free(data);
@@ -220,7 +220,7 @@ fk_status cli_physics_apply(fk_eval *eval, const cli_physics_data *data)
 {
     fk_status status = FK_OK;
     if (data->has_table) {
-        const fk_pair_table table = fk_pair_table_set_view(&data->table);
+        const fk_pair_table table = fkt_pair_table_set_view(&data->table);
         status = fk_eval_set_pair_table(eval, &table);
     }
     if (status == FK_OK && data->exclusion_count)
@@ -230,7 +230,7 @@ fk_status cli_physics_apply(fk_eval *eval, const cli_physics_data *data)
 
 void cli_physics_data_free(cli_physics_data *data)
 {
-    fk_pair_table_set_free(&data->table);
+    fkt_pair_table_set_free(&data->table);
     free(data->exclusions);
     memset(data, 0, sizeof *data);
 }

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "forcekit/forcekit.h"
-#include "io.h"
+#include "forcekit/tools.h"
 #include "options.h"
 
 typedef struct cli_physics_options {
@@ -47,7 +47,7 @@ void cli_print_kernels(FILE *out);
 
 /* What the files held, to hand to the evaluation. */
 typedef struct cli_physics_data {
-    fk_pair_table_set table;
+    fkt_pair_table_set table;
     int has_table;
     size_t *exclusions;
     size_t exclusion_count;
@@ -66,7 +66,7 @@ int cli_exclusion_slots(const size_t *exclusions, size_t exclusion_count, size_t
 /* Reads --params and --exclude for these particles; sets config->max_exclusions for exclusions
  * on the fly. Reports errors and returns the exit code. */
 int cli_physics_load(const char *command, const fk_kernel_info *kernel,
-                     const cli_physics_options *options, const fk_particle_set *particles,
+                     const cli_physics_options *options, const fkt_particle_set *particles,
                      fk_eval_config *config, cli_physics_data *data);
 
 /* Hands the table and exclusions to the evaluation. */

@@ -6,12 +6,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fk_fuzz_write("state.checkpoint", data, size);
-    fk_sim_checkpoint checkpoint;
+    fkt_sim_checkpoint checkpoint;
     char error[512] = "";
-    if (fk_sim_checkpoint_read(path, &checkpoint, error, sizeof error) == FK_OK) {
+    if (fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error) == FK_OK) {
         if (checkpoint.n == 0 || !checkpoint.position)
             __builtin_trap();
-        fk_sim_checkpoint_free(&checkpoint);
+        fkt_sim_checkpoint_free(&checkpoint);
     } else if (error[0] == '\0') {
         __builtin_trap();
     }

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "fuzz_support.h"
-#include "io.h"
+#include "forcekit/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -13,14 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *format;
     } tables[] = {{2, "a b epsilon sigma"}, {3, "a b A rho C"}};
     for (size_t k = 0; k < 2; ++k) {
-        fk_pair_table_set table;
-        if (fk_io_read_pair_table(path, tables[k].parameters, tables[k].format, 1, &table, error,
-                                  sizeof error) == FK_OK)
-            fk_pair_table_set_free(&table);
+        fkt_pair_table_set table;
+        if (fkt_io_read_pair_table(path, tables[k].parameters, tables[k].format, 1, &table, error,
+                                   sizeof error) == FK_OK)
+            fkt_pair_table_set_free(&table);
     }
     for (size_t particles = 0; particles <= 64; particles += 64) {
         size_t *pairs = NULL, count = 0;
-        if (fk_io_read_exclusions(path, particles, &pairs, &count, error, sizeof error) == FK_OK &&
+        if (fkt_io_read_exclusions(path, particles, &pairs, &count, error, sizeof error) == FK_OK &&
             particles)
             for (size_t i = 0; i < 2 * count; ++i)
                 if (pairs[i] >= particles)

@@ -4,17 +4,17 @@
 #include <string.h>
 
 #include "fuzz_support.h"
-#include "io.h"
+#include "forcekit/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fk_fuzz_write("particles.txt", data, size);
-    static const fk_layout layouts[] = {FK_LAYOUT_XYZM, FK_LAYOUT_XYZM_VEL, FK_LAYOUT_XYZQ_TYPE,
-                                        FK_LAYOUT_XYZ_TYPE};
+    static const fkt_layout layouts[] = {FKT_LAYOUT_XYZM, FKT_LAYOUT_XYZM_VEL, FKT_LAYOUT_XYZQ_TYPE,
+                                         FKT_LAYOUT_XYZ_TYPE};
     for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; ++k) {
-        fk_particle_set set;
+        fkt_particle_set set;
         char error[512] = "";
-        fk_status status = fk_io_read_text(path, layouts[k], &set, error, sizeof error);
+        fk_status status = fkt_io_read_text(path, layouts[k], &set, error, sizeof error);
         if (status == FK_OK) {
             for (size_t i = 0; i < 3 * set.count; ++i)
                 if (!isfinite(set.position[i]))
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (error[0] == '\0' || set.position) {
             __builtin_trap(); /* a failure says why and leaves the set empty */
         }
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
     }
     return 0;
 }

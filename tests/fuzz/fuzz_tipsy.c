@@ -2,16 +2,16 @@
 #include <math.h>
 
 #include "fuzz_support.h"
-#include "io.h"
+#include "forcekit/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fk_fuzz_write("snapshot.bin", data, size);
-    static const fk_layout layouts[] = {FK_LAYOUT_XYZM, FK_LAYOUT_XYZM_VEL};
+    static const fkt_layout layouts[] = {FKT_LAYOUT_XYZM, FKT_LAYOUT_XYZM_VEL};
     for (size_t k = 0; k < 2; ++k) {
-        fk_particle_set set;
+        fkt_particle_set set;
         char error[512] = "";
-        fk_status status = fk_io_read_tipsy(path, layouts[k], &set, error, sizeof error);
+        fk_status status = fkt_io_read_tipsy(path, layouts[k], &set, error, sizeof error);
         if (status == FK_OK) {
             for (size_t i = 0; i < set.count; ++i)
                 if (!isfinite(set.mass[i]))
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (error[0] == '\0' || set.position) {
             __builtin_trap();
         }
-        fk_particle_set_free(&set);
+        fkt_particle_set_free(&set);
     }
     return 0;
 }
