@@ -13,31 +13,15 @@
 #ifndef FORCE_HEADER
 #define FORCE_HEADER "forces/lj.clh"
 #endif
-/* ACCUM, its header, POTENTIAL and REPRODUCIBLE: the defaults every loop shares (FORCE above:
- * the cell loop needs a cutoff, so its default law is lj). */
-#include "template_defaults.clh"
+/* (FORCE above: the cell loop needs a cutoff, so its default law is lj; the other defaults are
+ * every loop's, cl/template_defaults.clh.) */
 #ifndef WG_SIZE
 #define WG_SIZE 16
-#endif
-#ifndef UNROLL_I
-#define UNROLL_I 1
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
 #endif
-
-#include ACCUM_HEADER
-
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-#include FORCE_HEADER
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
-
+#include "pair_step.clh"
 #include "cells_grid.clh"
 
 /*
@@ -63,8 +47,7 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
     const int m = min(count[c], capacity);
     if (first >= m)
         return; /* the whole work-group leaves together, before any barrier */
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     __global const int *own = slots + (size_t)c * (size_t)capacity;
     int slot[UNROLL_I], i[UNROLL_I];
     fk_ibody ibody[UNROLL_I];

@@ -29,34 +29,14 @@
  * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
  * the host decodes them to double, so fp64-less devices need no double arithmetic.
  */
-/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
-#include "template_defaults.clh"
-#ifndef UNROLL_I
-#define UNROLL_I 1
-#endif
-#ifndef UNROLL_J
-#define UNROLL_J 1
-#endif
 #ifndef WG_SIZE
 #define WG_SIZE 64
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
 #endif
-
-#include ACCUM_HEADER
-
-/* Compensated accumulators depend on the exact order of roundings: no FMA contraction anywhere in
- * the program when they are used (pocl once broke float-float code by contracting). */
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-#include FORCE_HEADER
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
+#define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
+#include "pair_step.clh"
 
 /* The pair loop body for one j-particle against this work-item's UNROLL_I i-particles. */
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
@@ -80,8 +60,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     const int lid = (int)get_local_id(0);
     const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
     const int split = (int)get_group_id(1);
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     (void)body_aux;
 
     fk_ibody ibody[UNROLL_I];
@@ -165,21 +144,6 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     }
 }
 
-/* Merges the j-split partial sums in split order (deterministic), in the accumulator's own
- * arithmetic, into out[i][component]. */
-__kernel void fk_reduce_splits(const int n, const int splits, __global const uint2 *restrict partial,
-                               __global uint2 *restrict out)
-{
-    const size_t g = get_global_id(0);
-    const size_t total = (size_t)n * FK_COMPONENTS;
-    if (g >= total)
-        return;
-    fk_acc sum = fk_acc_unpack(partial[g]);
-    for (int s = 1; s < splits; ++s)
-        sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
-    out[g] = fk_acc_pack(sum);
-}
-
 #if defined(FK_INTERACT_EXCLUDED) && !FK_EXCLUSION_SLOTS
 /*
  * Exclude afterwards (Narumi et al. sec. 4.1), run after the pair loop (and fk_reduce_splits, or
@@ -208,8 +172,7 @@ __kernel void fk_subtract_exclusions(const int n, __global const int *restrict e
     const int first = excluded[i], last = excluded[i + 1];
     if (first == last)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     const fk_ibody ibody = fk_load_i(body, body_aux, i);
     __global uint2 *sums = out + (size_t)i * FK_COMPONENTS;
     fk_acc acc[FK_COMPONENTS];

@@ -37,39 +37,16 @@
  * accumulator (integer sums of individually rounded terms) the results are bit-identical to the
  * all-pairs loop's.
  */
-/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
-#include "template_defaults.clh"
-#ifndef UNROLL_I
-#define UNROLL_I 1
-#endif
-#ifndef UNROLL_J
-#define UNROLL_J 1
-#endif
 #ifndef WG_SIZE
 #define WG_SIZE 64
 #endif
+#define FK_CAPTURE_TERMS 1 /* fk_interact stores its terms: fk_sym_pair uses them twice */
+#include "pair_step.clh"
 
 #if UNROLL_J > UNROLL_I || UNROLL_I % UNROLL_J
 #error "symmetric.cl: UNROLL_J must divide UNROLL_I (the host clamps it)"
 #endif
 
-#include ACCUM_HEADER
-
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-/* The capturing accumulator: inside the force law, fk_acc is the term itself and fk_acc_add stores
- * it. Both names are restored right after the header. */
-#define fk_acc fk_real
-#define fk_acc_add(acc, term, env) ((void)(env), *(acc) = (term))
-#include FORCE_HEADER
-#undef fk_acc
-#undef fk_acc_add
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
 #define FK_BLOCK (WG_SIZE * UNROLL_I)
 #define FK_SPAN (FK_BLOCK + WG_SIZE)
 
@@ -265,8 +242,7 @@ fk_symmetric(const int n, const int first_d, __global const float4 *restrict bod
     FK_SYM_PAIR_SETUP;
     if (absent || edge)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     fk_sym_block_pair(block_i, block_j, body, body_aux, &phys, &env, tile, jacc, out_i, out_j);
 }
 
@@ -280,8 +256,7 @@ fk_symmetric_edges(const int n, const int first_d, __global const float4 *restri
     FK_SYM_PAIR_SETUP;
     if (absent || !edge)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     fk_sym_one_sided(n, block_i, block_j, body, body_aux, &phys, &env, tile, out_i, out_j);
 }
 
@@ -303,9 +278,9 @@ __kernel void fk_symmetric_reduce(const int n, const int nb, const int first_d, 
         const int d = first_d + dd;
         const int split_half = even_half && d == half_nb && d > 0;
         if (d == 0 || !split_half || block < half_nb)
-            sum = fk_acc_merge(sum, fk_acc_unpack(slots[(size_t)(2 * dd) * total + g]));
+            sum = fk_merge_packed(sum, slots[(size_t)(2 * dd) * total + g]);
         if (d > 0 && (!split_half || block >= half_nb))
-            sum = fk_acc_merge(sum, fk_acc_unpack(slots[(size_t)(2 * dd + 1) * total + g]));
+            sum = fk_merge_packed(sum, slots[(size_t)(2 * dd + 1) * total + g]);
     }
     out[g] = fk_acc_pack(sum);
 }
