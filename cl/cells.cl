@@ -49,15 +49,16 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
         return; /* the whole work-group leaves together, before any barrier */
     FK_PAIR_PROLOGUE(physics, table, acc_param);
     __global const int *own = slots + (size_t)c * (size_t)capacity;
-    int slot[UNROLL_I], i[UNROLL_I];
-    fk_ibody ibody[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
+    /* The i-block over the cell's placeholders: i[u] is the particle in placeholder slot[u]
+     * (clamped to the cell's last, as FK_IBLOCK_LOAD clamps to the last particle). */
+    int slot[UNROLL_I];
+    FK_IBLOCK(ibody, i, acc);
     _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
     {
         slot[u] = first + lid + u * WG_SIZE;
         i[u] = own[min(slot[u], m - 1)];
         ibody[u] = fk_load_i(body, body_aux, i[u]);
-        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
+        FK_ACC_ZERO(acc[u]);
     }
 
     const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
@@ -86,8 +87,7 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                     for (int jj = 0; jj < loaded; ++jj) {
                         const fk_jbody jb = tile[jj];
                         const int j = tile_index[jj];
-                        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                            fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                        FK_IBLOCK_INTERACT(ibody, i, acc, jb, j, &phys, &env);
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
@@ -96,18 +96,14 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                 for (int jj = 0; jj < partners; ++jj) {
                     const int j = theirs[jj];
                     const fk_jbody jb = fk_load_j(body, body_aux, j);
-                    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                        fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                    FK_IBLOCK_INTERACT(ibody, i, acc, jb, j, &phys, &env);
                 }
 #endif
             }
 
     _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
     {
-        if (slot[u] < m) {
-            __global uint2 *dst = out + (size_t)i[u] * FK_COMPONENTS;
-            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] =
-                fk_acc_pack(acc[u][k]);
-        }
+        if (slot[u] < m)
+            FK_ACC_STORE(out + (size_t)i[u] * FK_COMPONENTS, acc[u]);
     }
 }

@@ -38,12 +38,9 @@
 #define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
 #include "pair_step.clh"
 
-/* The pair loop body for one j-particle against this work-item's UNROLL_I i-particles. */
+/* The pair loop body for one j-particle against this work-item's i-block. */
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
-    do {                                                                                           \
-        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)                                       \
-            fk_interact(&ibody[u], &(jbody), i_index[u] == (j_index), &phys, &env, acc[u]);        \
-    } while (0)
+    FK_IBLOCK_INTERACT(ibody, i_index, acc, jbody, j_index, &phys, &env)
 
 /*
  * Work decomposition: dimension 0 covers i in blocks of WG_SIZE * UNROLL_I (work-item lid handles
@@ -63,17 +60,8 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     FK_PAIR_PROLOGUE(physics, table, acc_param);
     (void)body_aux;
 
-    fk_ibody ibody[UNROLL_I];
-    int i_index[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        i_index[u] = i_first + u * WG_SIZE;
-        /* Work-items past the end compute on a real particle and simply do not store: no branch in
-         * the loop and no padding semantics for each force law. */
-        ibody[u] = fk_load_i(body, body_aux, min(i_index[u], n - 1));
-        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
-    }
+    FK_IBLOCK(ibody, i_index, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, acc, body, body_aux, i_first, n - 1);
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
@@ -135,13 +123,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     }
 #endif
 
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        if (i_index[u] < n) {
-            __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_index[u]) * FK_COMPONENTS;
-            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] = fk_acc_pack(acc[u][k]);
-        }
-    }
+    FK_IBLOCK_STORE(i_index, acc, n, out + (size_t)split * (size_t)n * FK_COMPONENTS);
 }
 
 #if defined(FK_INTERACT_EXCLUDED) && !FK_EXCLUSION_SLOTS
@@ -182,6 +164,6 @@ __kernel void fk_subtract_exclusions(const int n, __global const int *restrict e
         const fk_jbody jb = fk_load_j(body, body_aux, partners[p]);
         fk_interact_excluded(&ibody, &jb, &phys, &env, acc);
     }
-    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) sums[k] = fk_acc_pack(acc[k]);
+    FK_ACC_STORE(sums, acc);
 }
 #endif

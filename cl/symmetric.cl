@@ -50,17 +50,13 @@
 #define FK_BLOCK (WG_SIZE * UNROLL_I)
 #define FK_SPAN (FK_BLOCK + WG_SIZE)
 
-/* The j-side rule of each force law. FK_SYM_SOURCE: the j-side terms are the i-side terms with
- * the j-body's source strength replaced by the i-particle's (gravity: m_j -> m_i), a second
- * fk_interact on the same geometry that the compiler shares with the first (the same differences,
- * s^2 and rsqrt); without it the pair function is symmetric in i and j (charges commute, the type
- * table is symmetric) and the terms are reused. */
-#if defined(FK_FORCE_GA_CLH)
-#define FK_SYM_SOURCE(bj, bi) ((bj).w = (bi).w)
-#elif defined(FK_FORCE_GAJ_CLH)
-#define FK_SYM_SOURCE(bj, bi) ((bj).pm.w = (bi).pm.w)
-#elif !defined(FK_FORCE_MOLECULAR_PAIR_CLH)
-#error "symmetric.cl: no j-side rule for this force law"
+/* The j-side rule, declared by the force law (pair_step.clh): FK_SYM_SOURCE(source, bi) turns the
+ * j-body into the source the pair's j-side terms come from (gravity: m_j -> m_i), and the terms
+ * are a second fk_interact on the same geometry, which the compiler shares with the first (the
+ * same differences, s^2 and rsqrt); FK_SYM_SYMMETRIC says that the pair function is symmetric in
+ * i and j (charges commute, the type table is symmetric), and the i-side terms are reused. */
+#if !defined(FK_SYM_SOURCE) && !(defined(FK_SYM_SYMMETRIC) && FK_SYM_SYMMETRIC)
+#error "symmetric.cl: the force law declares no j-side rule (FK_SYM_SOURCE or FK_SYM_SYMMETRIC)"
 #endif
 
 /* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i. */
@@ -97,13 +93,11 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
     _Pragma("unroll") for (int side = 0; side < 2; ++side)
     {
         const int own = side ? y : x, other = side ? x : y;
+        FK_IBLOCK_LOAD(ibody[side], i_index[side], acc[side], body, body_aux,
+                       own * FK_BLOCK + lid, n - 1);
+        /* tile[0, FK_BLOCK): y's particles (x's j-range); tile[FK_BLOCK, 2 FK_BLOCK): x's */
         _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
         {
-            i_index[side][u] = own * FK_BLOCK + lid + u * WG_SIZE;
-            ibody[side][u] = fk_load_i(body, body_aux, min(i_index[side][u], n - 1));
-            _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[side][u][c] =
-                fk_acc_zero();
-            /* tile[0, FK_BLOCK): y's particles (x's j-range); tile[FK_BLOCK, 2 FK_BLOCK): x's */
             const int j = other * FK_BLOCK + lid + u * WG_SIZE;
             if (j < n)
                 tile[side * FK_BLOCK + lid + u * WG_SIZE] = fk_load_j(body, body_aux, j);
@@ -117,24 +111,10 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
             const int count = min(FK_BLOCK, n - j_first);
             for (int jj = 0; jj < count; ++jj) {
                 const fk_jbody jb = tile[side * FK_BLOCK + jj];
-                _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                {
-                    fk_real t[FK_COMPONENTS];
-                    fk_interact(&ibody[side][u], &jb, i_index[side][u] == j_first + jj, phys, env,
-                                t);
-                    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
-                        fk_acc_add(&acc[side][u][c], t[c], env);
-                }
+                FK_IBLOCK_INTERACT(ibody[side], i_index[side], acc[side], jb, j_first + jj, phys,
+                                   env);
             }
-            __global uint2 *out = side ? out_y : out_x;
-            _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-            {
-                if (i_index[side][u] < n) {
-                    __global uint2 *dst = out + (size_t)i_index[side][u] * FK_COMPONENTS;
-                    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) dst[c] =
-                        fk_acc_pack(acc[side][u][c]);
-                }
-            }
+            FK_IBLOCK_STORE(i_index[side], acc[side], n, side ? out_y : out_x);
         }
     }
 }
@@ -148,13 +128,9 @@ static inline void fk_sym_block_pair(const int x, const int y,
                                      __global uint2 *restrict out_i, __global uint2 *restrict out_j)
 {
     const int lid = (int)get_local_id(0);
-    fk_ibody ibody[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        ibody[u] = fk_load_i(body, body_aux, x * FK_BLOCK + lid + u * WG_SIZE);
-        _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[u][c] = fk_acc_zero();
-    }
+    /* Full blocks: no index is past the end (INT_MAX: no clamp). */
+    FK_IBLOCK(ibody, i_index, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, acc, body, body_aux, x * FK_BLOCK + lid, INT_MAX);
     /* The tile and the j-sums, FK_SPAN = (UNROLL_I + 1) WG_SIZE long: slot p and p + FK_BLOCK
      * are the same j-particle. */
     _Pragma("unroll") for (int u = 0; u <= UNROLL_I; ++u)
@@ -174,8 +150,7 @@ static inline void fk_sym_block_pair(const int x, const int y,
                 const int slot = first + v * WG_SIZE;
                 const fk_jbody jb = tile[slot];
                 fk_acc jside[FK_COMPONENTS];
-                _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) jside[c] =
-                    fk_acc_zero();
+                FK_ACC_ZERO(jside);
                 _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
                 {
                     fk_real ti[FK_COMPONENTS], tj[FK_COMPONENTS];
