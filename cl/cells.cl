@@ -2,9 +2,11 @@
  * forcekit: the cell-list pair loop (van Meel et al., sec. 3), for the short-range force laws.
  *
  * The host specializes this file exactly as cl/pairwise.cl (same -D defines, same force-law and
- * accumulator headers through FORCE_HEADER and ACCUM_HEADER, same template contract: fk_phys_load,
- * fk_load_i/j, fk_interact, fk_acc_*), so every molecular force law and every accumulator runs
- * here unchanged; results leave the device as one uint2 per component, as from the all-pairs loop.
+ * accumulator headers through FORCE_HEADER and ACCUM_HEADER, the same pair step cl/pair_step.clh:
+ * prologue, i-block, pair mask), so every molecular force law and every accumulator runs here
+ * unchanged; results leave the device as one uint2 per component, as from the all-pairs loop.
+ * This file holds the cell iteration: the i-block over a cell's placeholders and the j-loop over
+ * the neighbour cells.
  * The cells it loops over are built by cl/cells_build.cl (the layout is described there).
  */
 #ifndef FORCE
@@ -52,12 +54,13 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
     /* The i-block over the cell's placeholders: i[u] is the particle in placeholder slot[u]
      * (clamped to the cell's last, as FK_IBLOCK_LOAD clamps to the last particle). */
     int slot[UNROLL_I];
-    FK_IBLOCK(ibody, i, acc);
+    FK_IBLOCK(ibody, i, excluded, acc);
     _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
     {
         slot[u] = first + lid + u * WG_SIZE;
         i[u] = own[min(slot[u], m - 1)];
         ibody[u] = fk_load_i(body, body_aux, i[u]);
+        FK_LOAD_EXCLUDED(body_aux, i[u], excluded[u]);
         FK_ACC_ZERO(acc[u]);
     }
 
@@ -87,7 +90,7 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                     for (int jj = 0; jj < loaded; ++jj) {
                         const fk_jbody jb = tile[jj];
                         const int j = tile_index[jj];
-                        FK_IBLOCK_INTERACT(ibody, i, acc, jb, j, &phys, &env);
+                        FK_IBLOCK_INTERACT(ibody, i, excluded, acc, jb, j, &phys, &env);
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
@@ -96,7 +99,7 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                 for (int jj = 0; jj < partners; ++jj) {
                     const int j = theirs[jj];
                     const fk_jbody jb = fk_load_j(body, body_aux, j);
-                    FK_IBLOCK_INTERACT(ibody, i, acc, jb, j, &phys, &env);
+                    FK_IBLOCK_INTERACT(ibody, i, excluded, acc, jb, j, &phys, &env);
                 }
 #endif
             }

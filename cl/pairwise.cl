@@ -1,8 +1,9 @@
 /*
- * forcekit: the one tiled all-pairs template.
+ * forcekit: the tiled all-pairs loop.
  *
  * Every kernel (force law) and every accumulator goes through this loop. The host specializes it with
- * -D defines; each has a default here so the file compiles on its own (e.g. with `-I cl`):
+ * -D defines; each has a default (cl/template_defaults.clh, or here) so the file compiles on its own
+ * (e.g. with `-I cl`):
  *   FORCE, ACCUM          names of the force law (cl/forces/<FORCE>.clh) and accumulator
  *                         (cl/accum/<ACCUM>.clh); the host's include expander resolves FORCE_HEADER and
  *                         ACCUM_HEADER from them
@@ -13,21 +14,11 @@
  *   REPRODUCIBLE          1: pair arithmetic only in correctly rounded operations (sqrt and divide,
  *                         not rsqrt), for results bit-identical across devices (--reproducible)
  *
- * The force-law header provides:
- *   FK_FORCE_COMPONENTS   output values per particle, potential excluded
- *   fk_phys, fk_phys_load(__constant float *, __global const float *table)
- *                         physics options and the typed pair table, loaded once per work-item
- *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
- *   fk_interact(&ibody, &jbody, same_particle, &phys, &env, acc[])   adds one pair's terms
- *   optionally FK_INTERACT_EXCLUDED and fk_interact_excluded(&ibody, &jbody, &phys, &env, acc[]),
- *                         which adds exactly the negation of each term fk_interact adds for the pair
- *                         (the molecular laws); then fk_subtract_exclusions below is compiled too
- * The accumulator header provides:
- *   fk_acc, fk_real, fk_acc_env (per-launch settings such as a fixed-point scale, loaded once per
- *   work-item by fk_acc_env_load(acc_param)), fk_acc_zero(), fk_acc_add(&acc, fk_real, &env),
- *   fk_acc_merge(a, b), fk_acc_pack(acc) -> uint2, fk_acc_unpack(uint2), FK_ACC_ALLOW_CONTRACT
- * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
- * the host decodes them to double, so fp64-less devices need no double arithmetic.
+ * The pair step (cl/pair_step.clh) includes the accumulator and the force law (its header comment
+ * states what each provides) and gives this file the prologue, the i-block, the pair mask and the
+ * split reduction fk_reduce_splits; this file holds the j-loop (tiles, splits) and, for a law with
+ * FK_INTERACT_EXCLUDED (fk_interact_excluded adds exactly the negation of each term fk_interact
+ * adds for the pair: the molecular laws), fk_subtract_exclusions.
  */
 #ifndef WG_SIZE
 #define WG_SIZE 64
@@ -40,7 +31,15 @@
 
 /* The pair loop body for one j-particle against this work-item's i-block. */
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
-    FK_IBLOCK_INTERACT(ibody, i_index, acc, jbody, j_index, &phys, &env)
+    FK_IBLOCK_INTERACT(ibody, i_index, excluded, acc, jbody, j_index, &phys, &env)
+/* One j-particle of a FK_J_RUN: tile slot jj of the tile starting at tile_start, or particle j
+ * read from global memory. */
+#define FK_TILE_STEP(jj, tile_start)                                                               \
+    const fk_jbody jb = tile[jj];                                                                  \
+    FK_INTERACT_ALL(jb, tile_start + jj)
+#define FK_GLOBAL_STEP(j, unused)                                                                  \
+    const fk_jbody jb = fk_load_j(body, body_aux, j);                                              \
+    FK_INTERACT_ALL(jb, j)
 
 /*
  * Work decomposition: dimension 0 covers i in blocks of WG_SIZE * UNROLL_I (work-item lid handles
@@ -60,8 +59,8 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     FK_PAIR_PROLOGUE(physics, table, acc_param);
     (void)body_aux;
 
-    FK_IBLOCK(ibody, i_index, acc);
-    FK_IBLOCK_LOAD(ibody, i_index, acc, body, body_aux, i_first, n - 1);
+    FK_IBLOCK(ibody, i_index, excluded, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, excluded, acc, body, body_aux, i_first, n - 1);
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
@@ -93,34 +92,12 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
             }
 #endif
         } else {
-            int jj = 0;
-            for (; jj + UNROLL_J <= count; jj += UNROLL_J) {
-                _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-                {
-                    const fk_jbody jb = tile[jj + v];
-                    FK_INTERACT_ALL(jb, tile_start + jj + v);
-                }
-            }
-            for (; jj < count; ++jj) {
-                const fk_jbody jb = tile[jj];
-                FK_INTERACT_ALL(jb, tile_start + jj);
-            }
+            FK_J_RUN(jj, 0, count, FK_TILE_STEP, tile_start)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #else
-    int j = j_begin;
-    for (; j + UNROLL_J <= j_end; j += UNROLL_J) {
-        _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-        {
-            const fk_jbody jb = fk_load_j(body, body_aux, j + v);
-            FK_INTERACT_ALL(jb, j + v);
-        }
-    }
-    for (; j < j_end; ++j) {
-        const fk_jbody jb = fk_load_j(body, body_aux, j);
-        FK_INTERACT_ALL(jb, j);
-    }
+    FK_J_RUN(j, j_begin, j_end, FK_GLOBAL_STEP, 0)
 #endif
 
     FK_IBLOCK_STORE(i_index, acc, n, out + (size_t)split * (size_t)n * FK_COMPONENTS);

@@ -11,7 +11,7 @@
  * Same kernel arguments, launch shape (dimension 0 in work-groups of WG_SIZE work-items,
  * dimension 1 the j-splits) and output layout (out[split][i][component], 8 bytes each, in the
  * accumulator's representation) as fk_pairwise in cl/pairwise.cl, so the host's buffers, the split
- * reduction and the read-back are shared; only the i-particles per work-group differ (WG_SIZE *
+ * reduction (the pair step's fk_reduce_splits, cl/pair_step.clh) and the read-back are shared; only the i-particles per work-group differ (WG_SIZE *
  * FK_LANES, contiguous per work-item: a CPU core reads them once per work-item, no coalescing to
  * keep). j-particles are read from global memory (the core's caches): no local tiling, whose
  * barriers POCL turns into work-item loops that spill every live vector.
@@ -25,9 +25,13 @@
  *                         AVX2 device is two registers, and clang warns on every function that
  *                         takes or returns one ("changes the ABI"), which POCL prints to stderr.
  *
- * Besides what cl/pairwise.cl needs, the headers provide, inside #ifdef FK_LANES:
+ * The pair step (cl/pair_step.clh) defines, with FK_LANES, the vector vocabulary (FK_VEC, FK_VLOAD,
+ * fk_maskv, FK_LANE_INDEX, FK_LANE_INLINE, ...) before it includes the headers. Besides the pair
+ * step's contract, the headers provide, inside #ifdef FK_LANES:
  *   force law:   FK_INTERACT_LANES, fk_ibodyv, fk_load_i_lanes(body, aux, first, n),
- *                fk_interact_lanes(&ibodyv, &jbody, same_mask, &phys, &env, accv[], form)
+ *                fk_interact_lanes(&ibodyv, &jbody, mask, &phys, &env, accv[], form), the
+ *                scalar fk_interact's arithmetic over vectors (ga.clh: one FK_GA_PAIR for both);
+ *                mask: all bits set in the lanes whose particle is j (the lane pair mask)
  *   accumulator: FK_ACC_LANES, fk_realv (FK_VEC(float)), fk_accv, fk_accv_zero(),
  *                fk_accv_add(&accv, fk_realv, &env, form), fk_accv_store(&accv, &env,
  *                fk_acc lanes[FK_LANES]) (each lane then leaves through the scalar fk_acc_pack,
@@ -37,6 +41,8 @@
  *                with the form a constant, so that nothing is decided per pair
  * Lane functions are FK_LANE_INLINE (always inlined: POCL left fixed64's call per pair, with the
  * state in memory, as a function call).
+ * This file holds the lane i-block (FK_LANES i-particles in vectors: load, zero, store lane by
+ * lane) and the j-loop; the pair step's scalar i-block does not apply here.
  * The host builds this file only for a force law and an accumulator that src/registry.c marks as
  * having a lane form (`.lanes = 1`; tests/test_lanes.c checks that the headers' `#define
  * FK_INTERACT_LANES` / `#define FK_ACC_LANES` lines agree); the others run cl/pairwise.cl.
@@ -76,23 +82,12 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
-    /* The j-loop for one form of the accumulator's addition (a constant). */
-#define FK_J_LOOP(form)                                                                            \
-    {                                                                                              \
-        int j = j_begin;                                                                           \
-        for (; j + UNROLL_J <= j_end; j += UNROLL_J) {                                             \
-            _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)                                   \
-            {                                                                                      \
-                const fk_jbody jb = fk_load_j(body, body_aux, j + v);                              \
-                fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j + v), &phys, &env, acc,     \
-                                  form);                                                           \
-            }                                                                                      \
-        }                                                                                          \
-        for (; j < j_end; ++j) {                                                                   \
-            const fk_jbody jb = fk_load_j(body, body_aux, j);                                      \
-            fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)j, &phys, &env, acc, form);        \
-        }                                                                                          \
-    }
+    /* The j-loop for one form of the accumulator's addition (a constant): each j-particle read from
+     * global memory and broadcast to the lanes, the lane pair mask the lanes whose particle is j. */
+#define FK_LANE_STEP(j, form)                                                                      \
+    const fk_jbody jb = fk_load_j(body, body_aux, j);                                              \
+    fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j), &phys, &env, acc, form)
+#define FK_J_LOOP(form) FK_J_RUN(j, j_begin, j_end, FK_LANE_STEP, form)
 #if FK_ACC_LANE_FORMS > 1
     if (fk_accv_form(&env) == 1)
         FK_J_LOOP(1)
@@ -100,6 +95,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 #endif
         FK_J_LOOP(0)
 #undef FK_J_LOOP
+#undef FK_LANE_STEP
 
     __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_first) * FK_COMPONENTS;
     _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)

@@ -5,7 +5,8 @@
  *
  * The host specializes it with the template's defines (FORCE, ACCUM, UNROLL_I, UNROLL_J, WG_SIZE,
  * POTENTIAL, REPRODUCIBLE and the force law's switches); the force-law and accumulator headers are
- * the same ones pairwise.cl uses, unchanged.
+ * the same ones pairwise.cl uses, unchanged, through the same pair step (cl/pair_step.clh). This
+ * file holds the block schedule, the block-pair and one-sided iterations and the slot reduction.
  *
  * Blocks. Particles fall into nb blocks of FK_BLOCK = WG_SIZE * UNROLL_I; work-item lid owns
  * particles lid + u * WG_SIZE of a block (u < UNROLL_I). Block pairs follow a circulant schedule:
@@ -29,11 +30,12 @@
  * second kernel (fk_symmetric_edges) over the same grid. They are O(nb) of the O(nb^2) block
  * pairs, and they need no padding rules.
  *
- * The pair terms. The force law's fk_interact is compiled with a capturing accumulator: it stores
- * its terms instead of adding them, so the i-side terms are exactly what the all-pairs loop adds to
- * i for j. The j-side terms are what it adds to j for i, obtained per law by a rule below: forces
- * are odd in r_ij (negated), the potential even (kept), and for gravity the source strength is the
- * other particle's mass. Every operation involved is exact under negation, so with the fixed64
+ * The pair terms. The force law's fk_interact is compiled in the pair step's capture mode
+ * (FK_CAPTURE_TERMS, cl/pair_step.clh): it stores its terms instead of adding them, so the i-side
+ * terms are exactly what the all-pairs loop adds to i for j. The j-side terms are what it adds to j
+ * for i, obtained by the rule the force law declares (FK_SYM_SOURCE or FK_SYM_SYMMETRIC, below):
+ * forces are odd in r_ij (negated), the potential even (kept), and for gravity the source strength
+ * is the other particle's mass. Every operation involved is exact under negation, so with the fixed64
  * accumulator (integer sums of individually rounded terms) the results are bit-identical to the
  * all-pairs loop's.
  */
@@ -59,15 +61,18 @@
 #error "symmetric.cl: the force law declares no j-side rule (FK_SYM_SOURCE or FK_SYM_SYMMETRIC)"
 #endif
 
-/* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i. */
-static inline void fk_sym_pair(const fk_ibody *bi, const fk_jbody *bj, const fk_phys *phys,
-                               const fk_acc_env *env, fk_real *ti, fk_real *tj)
+/* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i.
+ * mask: the pair mask (pair_step.clh), here only an excluded partner: i and j are never the same
+ * particle in a block pair. */
+static inline void fk_sym_pair(const fk_ibody *bi, const fk_jbody *bj, const int mask,
+                               const fk_phys *phys, const fk_acc_env *env, fk_real *ti,
+                               fk_real *tj)
 {
-    fk_interact(bi, bj, 0, phys, env, ti);
+    fk_interact(bi, bj, mask, phys, env, ti);
 #ifdef FK_SYM_SOURCE
     fk_jbody source = *bj;
     FK_SYM_SOURCE(source, *bi);
-    fk_interact(bi, &source, 0, phys, env, tj);
+    fk_interact(bi, &source, mask, phys, env, tj);
 #else
     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) tj[c] = ti[c];
 #endif
@@ -89,11 +94,12 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
     const int both = x != y;
     fk_ibody ibody[2][UNROLL_I];
     int i_index[2][UNROLL_I];
+    FK_EXCLUDED_DECLARE(excluded[2][UNROLL_I]);
     fk_acc acc[2][UNROLL_I][FK_COMPONENTS];
     _Pragma("unroll") for (int side = 0; side < 2; ++side)
     {
         const int own = side ? y : x, other = side ? x : y;
-        FK_IBLOCK_LOAD(ibody[side], i_index[side], acc[side], body, body_aux,
+        FK_IBLOCK_LOAD(ibody[side], i_index[side], excluded[side], acc[side], body, body_aux,
                        own * FK_BLOCK + lid, n - 1);
         /* tile[0, FK_BLOCK): y's particles (x's j-range); tile[FK_BLOCK, 2 FK_BLOCK): x's */
         _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
@@ -111,8 +117,8 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
             const int count = min(FK_BLOCK, n - j_first);
             for (int jj = 0; jj < count; ++jj) {
                 const fk_jbody jb = tile[side * FK_BLOCK + jj];
-                FK_IBLOCK_INTERACT(ibody[side], i_index[side], acc[side], jb, j_first + jj, phys,
-                                   env);
+                FK_IBLOCK_INTERACT(ibody[side], i_index[side], excluded[side], acc[side], jb,
+                                   j_first + jj, phys, env);
             }
             FK_IBLOCK_STORE(i_index[side], acc[side], n, side ? out_y : out_x);
         }
@@ -129,8 +135,8 @@ static inline void fk_sym_block_pair(const int x, const int y,
 {
     const int lid = (int)get_local_id(0);
     /* Full blocks: no index is past the end (INT_MAX: no clamp). */
-    FK_IBLOCK(ibody, i_index, acc);
-    FK_IBLOCK_LOAD(ibody, i_index, acc, body, body_aux, x * FK_BLOCK + lid, INT_MAX);
+    FK_IBLOCK(ibody, i_index, excluded, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, excluded, acc, body, body_aux, x * FK_BLOCK + lid, INT_MAX);
     /* The tile and the j-sums, FK_SPAN = (UNROLL_I + 1) WG_SIZE long: slot p and p + FK_BLOCK
      * are the same j-particle. */
     _Pragma("unroll") for (int u = 0; u <= UNROLL_I; ++u)
@@ -154,7 +160,12 @@ static inline void fk_sym_block_pair(const int x, const int y,
                 _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
                 {
                     fk_real ti[FK_COMPONENTS], tj[FK_COMPONENTS];
-                    fk_sym_pair(&ibody[u], &jb, phys, env, ti, tj);
+                    /* slot's particle: y's slot, or slot - FK_BLOCK (evaluated only with
+                     * exclusions on the fly; FK_EXCLUDED is 0 without) */
+                    fk_sym_pair(&ibody[u], &jb,
+                                FK_EXCLUDED(excluded[u], y * FK_BLOCK + slot -
+                                                             (slot >= FK_BLOCK ? FK_BLOCK : 0)),
+                                phys, env, ti, tj);
                     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
                     {
                         fk_acc_add(&acc[u][c], ti[c], env);
