@@ -2,9 +2,11 @@
  * forcekit: the cell-list pair loop (van Meel et al., sec. 3), for the short-range force laws.
  *
  * The host specializes this file exactly as cl/pairwise.cl (same -D defines, same force-law and
- * accumulator headers through FORCE_HEADER and ACCUM_HEADER, same template contract: fk_phys_load,
- * fk_load_i/j, fk_interact, fk_acc_*), so every molecular force law and every accumulator runs
- * here unchanged; results leave the device as one uint2 per component, as from the all-pairs loop.
+ * accumulator headers through FORCE_HEADER and ACCUM_HEADER, the same pair step cl/pair_step.clh:
+ * prologue, i-block, pair mask), so every molecular force law and every accumulator runs here
+ * unchanged; results leave the device as one uint2 per component, as from the all-pairs loop.
+ * This file holds the cell iteration: the i-block over a cell's placeholders and the j-loop over
+ * the neighbour cells.
  * The cells it loops over are built by cl/cells_build.cl (the layout is described there).
  */
 #ifndef FORCE
@@ -13,31 +15,15 @@
 #ifndef FORCE_HEADER
 #define FORCE_HEADER "forces/lj.clh"
 #endif
-/* ACCUM, its header, POTENTIAL and REPRODUCIBLE: the defaults every loop shares (FORCE above:
- * the cell loop needs a cutoff, so its default law is lj). */
-#include "template_defaults.clh"
+/* (FORCE above: the cell loop needs a cutoff, so its default law is lj; the other defaults are
+ * every loop's, cl/template_defaults.clh.) */
 #ifndef WG_SIZE
 #define WG_SIZE 16
-#endif
-#ifndef UNROLL_I
-#define UNROLL_I 1
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
 #endif
-
-#include ACCUM_HEADER
-
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-#include FORCE_HEADER
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
-
+#include "pair_step.clh"
 #include "cells_grid.clh"
 
 /*
@@ -63,18 +49,19 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
     const int m = min(count[c], capacity);
     if (first >= m)
         return; /* the whole work-group leaves together, before any barrier */
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     __global const int *own = slots + (size_t)c * (size_t)capacity;
-    int slot[UNROLL_I], i[UNROLL_I];
-    fk_ibody ibody[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
+    /* The i-block over the cell's placeholders: i[u] is the particle in placeholder slot[u]
+     * (clamped to the cell's last, as FK_IBLOCK_LOAD clamps to the last particle). */
+    int slot[UNROLL_I];
+    FK_IBLOCK(ibody, i, excluded, acc);
     _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
     {
         slot[u] = first + lid + u * WG_SIZE;
         i[u] = own[min(slot[u], m - 1)];
         ibody[u] = fk_load_i(body, body_aux, i[u]);
-        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
+        FK_LOAD_EXCLUDED(body_aux, i[u], excluded[u]);
+        FK_ACC_ZERO(acc[u]);
     }
 
     const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
@@ -103,8 +90,7 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                     for (int jj = 0; jj < loaded; ++jj) {
                         const fk_jbody jb = tile[jj];
                         const int j = tile_index[jj];
-                        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                            fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                        FK_IBLOCK_INTERACT(ibody, i, excluded, acc, jb, j, &phys, &env);
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
@@ -113,18 +99,14 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                 for (int jj = 0; jj < partners; ++jj) {
                     const int j = theirs[jj];
                     const fk_jbody jb = fk_load_j(body, body_aux, j);
-                    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                        fk_interact(&ibody[u], &jb, i[u] == j, &phys, &env, acc[u]);
+                    FK_IBLOCK_INTERACT(ibody, i, excluded, acc, jb, j, &phys, &env);
                 }
 #endif
             }
 
     _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
     {
-        if (slot[u] < m) {
-            __global uint2 *dst = out + (size_t)i[u] * FK_COMPONENTS;
-            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] =
-                fk_acc_pack(acc[u][k]);
-        }
+        if (slot[u] < m)
+            FK_ACC_STORE(out + (size_t)i[u] * FK_COMPONENTS, acc[u]);
     }
 }

@@ -1,8 +1,9 @@
 /*
- * forcekit: the one tiled all-pairs template.
+ * forcekit: the tiled all-pairs loop.
  *
  * Every kernel (force law) and every accumulator goes through this loop. The host specializes it with
- * -D defines; each has a default here so the file compiles on its own (e.g. with `-I cl`):
+ * -D defines; each has a default (cl/template_defaults.clh, or here) so the file compiles on its own
+ * (e.g. with `-I cl`):
  *   FORCE, ACCUM          names of the force law (cl/forces/<FORCE>.clh) and accumulator
  *                         (cl/accum/<ACCUM>.clh); the host's include expander resolves FORCE_HEADER and
  *                         ACCUM_HEADER from them
@@ -13,57 +14,32 @@
  *   REPRODUCIBLE          1: pair arithmetic only in correctly rounded operations (sqrt and divide,
  *                         not rsqrt), for results bit-identical across devices (--reproducible)
  *
- * The force-law header provides:
- *   FK_FORCE_COMPONENTS   output values per particle, potential excluded
- *   fk_phys, fk_phys_load(__constant float *, __global const float *table)
- *                         physics options and the typed pair table, loaded once per work-item
- *   fk_ibody, fk_jbody, fk_load_i(...), fk_load_j(...)
- *   fk_interact(&ibody, &jbody, same_particle, &phys, &env, acc[])   adds one pair's terms
- *   optionally FK_INTERACT_EXCLUDED and fk_interact_excluded(&ibody, &jbody, &phys, &env, acc[]),
- *                         which adds exactly the negation of each term fk_interact adds for the pair
- *                         (the molecular laws); then fk_subtract_exclusions below is compiled too
- * The accumulator header provides:
- *   fk_acc, fk_real, fk_acc_env (per-launch settings such as a fixed-point scale, loaded once per
- *   work-item by fk_acc_env_load(acc_param)), fk_acc_zero(), fk_acc_add(&acc, fk_real, &env),
- *   fk_acc_merge(a, b), fk_acc_pack(acc) -> uint2, fk_acc_unpack(uint2), FK_ACC_ALLOW_CONTRACT
- * Results leave the device as 8 bytes per component (uint2) in the accumulator's own representation;
- * the host decodes them to double, so fp64-less devices need no double arithmetic.
+ * The pair step (cl/pair_step.clh) includes the accumulator and the force law (its header comment
+ * states what each provides) and gives this file the prologue, the i-block, the pair mask and the
+ * split reduction fk_reduce_splits; this file holds the j-loop (tiles, splits) and, for a law with
+ * FK_INTERACT_EXCLUDED (fk_interact_excluded adds exactly the negation of each term fk_interact
+ * adds for the pair: the molecular laws), fk_subtract_exclusions.
  */
-/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
-#include "template_defaults.clh"
-#ifndef UNROLL_I
-#define UNROLL_I 1
-#endif
-#ifndef UNROLL_J
-#define UNROLL_J 1
-#endif
 #ifndef WG_SIZE
 #define WG_SIZE 64
 #endif
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
 #endif
+#define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
+#include "pair_step.clh"
 
-#include ACCUM_HEADER
-
-/* Compensated accumulators depend on the exact order of roundings: no FMA contraction anywhere in
- * the program when they are used (pocl once broke float-float code by contracting). */
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-#include FORCE_HEADER
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
-
-/* The pair loop body for one j-particle against this work-item's UNROLL_I i-particles. */
+/* The pair loop body for one j-particle against this work-item's i-block. */
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
-    do {                                                                                           \
-        _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)                                       \
-            fk_interact(&ibody[u], &(jbody), i_index[u] == (j_index), &phys, &env, acc[u]);        \
-    } while (0)
+    FK_IBLOCK_INTERACT(ibody, i_index, excluded, acc, jbody, j_index, &phys, &env)
+/* One j-particle of a FK_J_RUN: tile slot jj of the tile starting at tile_start, or particle j
+ * read from global memory. */
+#define FK_TILE_STEP(jj, tile_start)                                                               \
+    const fk_jbody jb = tile[jj];                                                                  \
+    FK_INTERACT_ALL(jb, tile_start + jj)
+#define FK_GLOBAL_STEP(j, unused)                                                                  \
+    const fk_jbody jb = fk_load_j(body, body_aux, j);                                              \
+    FK_INTERACT_ALL(jb, j)
 
 /*
  * Work decomposition: dimension 0 covers i in blocks of WG_SIZE * UNROLL_I (work-item lid handles
@@ -80,21 +56,11 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
     const int lid = (int)get_local_id(0);
     const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
     const int split = (int)get_group_id(1);
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     (void)body_aux;
 
-    fk_ibody ibody[UNROLL_I];
-    int i_index[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        i_index[u] = i_first + u * WG_SIZE;
-        /* Work-items past the end compute on a real particle and simply do not store: no branch in
-         * the loop and no padding semantics for each force law. */
-        ibody[u] = fk_load_i(body, body_aux, min(i_index[u], n - 1));
-        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) acc[u][k] = fk_acc_zero();
-    }
+    FK_IBLOCK(ibody, i_index, excluded, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, excluded, acc, body, body_aux, i_first, n - 1);
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
@@ -126,58 +92,15 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
             }
 #endif
         } else {
-            int jj = 0;
-            for (; jj + UNROLL_J <= count; jj += UNROLL_J) {
-                _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-                {
-                    const fk_jbody jb = tile[jj + v];
-                    FK_INTERACT_ALL(jb, tile_start + jj + v);
-                }
-            }
-            for (; jj < count; ++jj) {
-                const fk_jbody jb = tile[jj];
-                FK_INTERACT_ALL(jb, tile_start + jj);
-            }
+            FK_J_RUN(jj, 0, count, FK_TILE_STEP, tile_start)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #else
-    int j = j_begin;
-    for (; j + UNROLL_J <= j_end; j += UNROLL_J) {
-        _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-        {
-            const fk_jbody jb = fk_load_j(body, body_aux, j + v);
-            FK_INTERACT_ALL(jb, j + v);
-        }
-    }
-    for (; j < j_end; ++j) {
-        const fk_jbody jb = fk_load_j(body, body_aux, j);
-        FK_INTERACT_ALL(jb, j);
-    }
+    FK_J_RUN(j, j_begin, j_end, FK_GLOBAL_STEP, 0)
 #endif
 
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        if (i_index[u] < n) {
-            __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_index[u]) * FK_COMPONENTS;
-            _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) dst[k] = fk_acc_pack(acc[u][k]);
-        }
-    }
-}
-
-/* Merges the j-split partial sums in split order (deterministic), in the accumulator's own
- * arithmetic, into out[i][component]. */
-__kernel void fk_reduce_splits(const int n, const int splits, __global const uint2 *restrict partial,
-                               __global uint2 *restrict out)
-{
-    const size_t g = get_global_id(0);
-    const size_t total = (size_t)n * FK_COMPONENTS;
-    if (g >= total)
-        return;
-    fk_acc sum = fk_acc_unpack(partial[g]);
-    for (int s = 1; s < splits; ++s)
-        sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
-    out[g] = fk_acc_pack(sum);
+    FK_IBLOCK_STORE(i_index, acc, n, out + (size_t)split * (size_t)n * FK_COMPONENTS);
 }
 
 #if defined(FK_INTERACT_EXCLUDED) && !FK_EXCLUSION_SLOTS
@@ -208,8 +131,7 @@ __kernel void fk_subtract_exclusions(const int n, __global const int *restrict e
     const int first = excluded[i], last = excluded[i + 1];
     if (first == last)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     const fk_ibody ibody = fk_load_i(body, body_aux, i);
     __global uint2 *sums = out + (size_t)i * FK_COMPONENTS;
     fk_acc acc[FK_COMPONENTS];
@@ -219,6 +141,6 @@ __kernel void fk_subtract_exclusions(const int n, __global const int *restrict e
         const fk_jbody jb = fk_load_j(body, body_aux, partners[p]);
         fk_interact_excluded(&ibody, &jb, &phys, &env, acc);
     }
-    _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) sums[k] = fk_acc_pack(acc[k]);
+    FK_ACC_STORE(sums, acc);
 }
 #endif

@@ -11,7 +11,7 @@
  * Same kernel arguments, launch shape (dimension 0 in work-groups of WG_SIZE work-items,
  * dimension 1 the j-splits) and output layout (out[split][i][component], 8 bytes each, in the
  * accumulator's representation) as fk_pairwise in cl/pairwise.cl, so the host's buffers, the split
- * reduction and the read-back are shared; only the i-particles per work-group differ (WG_SIZE *
+ * reduction (the pair step's fk_reduce_splits, cl/pair_step.clh) and the read-back are shared; only the i-particles per work-group differ (WG_SIZE *
  * FK_LANES, contiguous per work-item: a CPU core reads them once per work-item, no coalescing to
  * keep). j-particles are read from global memory (the core's caches): no local tiling, whose
  * barriers POCL turns into work-item loops that spill every live vector.
@@ -25,9 +25,13 @@
  *                         AVX2 device is two registers, and clang warns on every function that
  *                         takes or returns one ("changes the ABI"), which POCL prints to stderr.
  *
- * Besides what cl/pairwise.cl needs, the headers provide, inside #ifdef FK_LANES:
+ * The pair step (cl/pair_step.clh) defines, with FK_LANES, the vector vocabulary (FK_VEC, FK_VLOAD,
+ * fk_maskv, FK_LANE_INDEX, FK_LANE_INLINE, ...) before it includes the headers. Besides the pair
+ * step's contract, the headers provide, inside #ifdef FK_LANES:
  *   force law:   FK_INTERACT_LANES, fk_ibodyv, fk_load_i_lanes(body, aux, first, n),
- *                fk_interact_lanes(&ibodyv, &jbody, same_mask, &phys, &env, accv[], form)
+ *                fk_interact_lanes(&ibodyv, &jbody, mask, &phys, &env, accv[], form), the
+ *                scalar fk_interact's arithmetic over vectors (ga.clh: one FK_GA_PAIR for both);
+ *                mask: all bits set in the lanes whose particle is j (the lane pair mask)
  *   accumulator: FK_ACC_LANES, fk_realv (FK_VEC(float)), fk_accv, fk_accv_zero(),
  *                fk_accv_add(&accv, fk_realv, &env, form), fk_accv_store(&accv, &env,
  *                fk_acc lanes[FK_LANES]) (each lane then leaves through the scalar fk_acc_pack,
@@ -37,78 +41,29 @@
  *                with the form a constant, so that nothing is decided per pair
  * Lane functions are FK_LANE_INLINE (always inlined: POCL left fixed64's call per pair, with the
  * state in memory, as a function call).
+ * This file holds the lane i-block (FK_LANES i-particles in vectors: load, zero, store lane by
+ * lane) and the j-loop; the pair step's scalar i-block does not apply here.
  * The host builds this file only for a force law and an accumulator that src/registry.c marks as
  * having a lane form (`.lanes = 1`; tests/test_lanes.c checks that the headers' `#define
  * FK_INTERACT_LANES` / `#define FK_ACC_LANES` lines agree); the others run cl/pairwise.cl.
  */
-/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
-#include "template_defaults.clh"
-#ifndef UNROLL_J
-#define UNROLL_J 1
-#endif
 #ifndef WG_SIZE
 #define WG_SIZE 8
 #endif
 #ifndef FK_LANES
 #define FK_LANES 16
 #endif
-
-/* Vector types and functions of width FK_LANES, for this file and the headers' lane sections. */
-#define FK_CAT_(a, b) a##b
-#define FK_CAT(a, b) FK_CAT_(a, b)
-#define FK_VEC(type) FK_CAT(type, FK_LANES)
-#define FK_VLOAD FK_CAT(vload, FK_LANES)
-#define FK_VSTORE FK_CAT(vstore, FK_LANES)
-#define FK_CONVERT(type) FK_CAT(convert_, FK_VEC(type))
-#define FK_AS(type) FK_CAT(as_, FK_VEC(type)) /* reinterpretation as a vector of type */
-/* Half-width vectors, for 64-bit lanes: a double8 or long8 is as wide as a float16, two registers
- * on AVX2, and gets the same ABI warning; two double4 fit. */
-#define FK_HVEC(type) FK_CAT(type, FK_HALF_LANES)
-#define FK_HVSTORE FK_CAT(vstore, FK_HALF_LANES)
-#define FK_HCONVERT(type) FK_CAT(convert_, FK_HVEC(type))
-#define FK_HAS(type) FK_CAT(as_, FK_HVEC(type))
-typedef FK_VEC(int) fk_maskv; /* a vector comparison of floatN or intN values yields intN */
-
-#if FK_LANES == 8
-#define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7))
-#define FK_HALF_LANES 4
-#elif FK_LANES == 16
-#define FK_LANE_INDEX ((fk_maskv)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
-#define FK_HALF_LANES 8
-#else
-#error "FK_LANES must be 8 or 16"
-#endif
-
-/* Lane functions of the headers: inlined always, so that constant forms fold (above). Not in an
- * unoptimized build (-cl-opt-disable, which oclgrind needs): there the always-inliner turns the
- * restrict parameters into llvm.experimental.noalias.scope.decl, which oclgrind 21.10 cannot run. */
-#ifdef __OPTIMIZE__
-#define FK_LANE_INLINE static inline __attribute__((always_inline))
-#else
-#define FK_LANE_INLINE static inline
-#endif
-
-#include ACCUM_HEADER
+#define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
+#include "pair_step.clh"
 
 #ifndef FK_ACC_LANE_FORMS /* one form of the addition */
 #define FK_ACC_LANE_FORMS 1
 #define fk_accv_form(env) 0
 #endif
 
-/* As in cl/pairwise.cl: no contraction unless the accumulator allows it. */
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-#include FORCE_HEADER
-
 #if !defined(FK_INTERACT_LANES) || !defined(FK_ACC_LANES)
 #error "this force law or accumulator has no lane form; the host builds cl/pairwise.cl for it"
 #endif
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body,
@@ -118,8 +73,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 {
     const int i_first = (int)get_global_id(0) * FK_LANES;
     const int split = (int)get_group_id(1);
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     const fk_ibodyv ibody = fk_load_i_lanes(body, body_aux, i_first, n);
     const fk_maskv i_index = (fk_maskv)i_first + FK_LANE_INDEX;
 
@@ -128,23 +82,12 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 
     const int j_begin = split * j_chunk;
     const int j_end = min(n, j_begin + j_chunk);
-    /* The j-loop for one form of the accumulator's addition (a constant). */
-#define FK_J_LOOP(form)                                                                            \
-    {                                                                                              \
-        int j = j_begin;                                                                           \
-        for (; j + UNROLL_J <= j_end; j += UNROLL_J) {                                             \
-            _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)                                   \
-            {                                                                                      \
-                const fk_jbody jb = fk_load_j(body, body_aux, j + v);                              \
-                fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j + v), &phys, &env, acc,     \
-                                  form);                                                           \
-            }                                                                                      \
-        }                                                                                          \
-        for (; j < j_end; ++j) {                                                                   \
-            const fk_jbody jb = fk_load_j(body, body_aux, j);                                      \
-            fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)j, &phys, &env, acc, form);        \
-        }                                                                                          \
-    }
+    /* The j-loop for one form of the accumulator's addition (a constant): each j-particle read from
+     * global memory and broadcast to the lanes, the lane pair mask the lanes whose particle is j. */
+#define FK_LANE_STEP(j, form)                                                                      \
+    const fk_jbody jb = fk_load_j(body, body_aux, j);                                              \
+    fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j), &phys, &env, acc, form)
+#define FK_J_LOOP(form) FK_J_RUN(j, j_begin, j_end, FK_LANE_STEP, form)
 #if FK_ACC_LANE_FORMS > 1
     if (fk_accv_form(&env) == 1)
         FK_J_LOOP(1)
@@ -152,6 +95,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 #endif
         FK_J_LOOP(0)
 #undef FK_J_LOOP
+#undef FK_LANE_STEP
 
     __global uint2 *dst = out + ((size_t)split * (size_t)n + (size_t)i_first) * FK_COMPONENTS;
     _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)
@@ -162,19 +106,4 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
             if (i_first + u < n)
                 dst[u * FK_COMPONENTS + k] = fk_acc_pack(lanes[u]);
     }
-}
-
-/* cl/pairwise.cl's split reduction, unchanged: merges the partial sums in split order, in the
- * accumulator's own arithmetic, into out[i][component]. */
-__kernel void fk_reduce_splits(const int n, const int splits,
-                               __global const uint2 *restrict partial, __global uint2 *restrict out)
-{
-    const size_t g = get_global_id(0);
-    const size_t total = (size_t)n * FK_COMPONENTS;
-    if (g >= total)
-        return;
-    fk_acc sum = fk_acc_unpack(partial[g]);
-    for (int s = 1; s < splits; ++s)
-        sum = fk_acc_merge(sum, fk_acc_unpack(partial[(size_t)s * total + g]));
-    out[g] = fk_acc_pack(sum);
 }

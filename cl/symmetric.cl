@@ -5,7 +5,8 @@
  *
  * The host specializes it with the template's defines (FORCE, ACCUM, UNROLL_I, UNROLL_J, WG_SIZE,
  * POTENTIAL, REPRODUCIBLE and the force law's switches); the force-law and accumulator headers are
- * the same ones pairwise.cl uses, unchanged.
+ * the same ones pairwise.cl uses, unchanged, through the same pair step (cl/pair_step.clh). This
+ * file holds the block schedule, the block-pair and one-sided iterations and the slot reduction.
  *
  * Blocks. Particles fall into nb blocks of FK_BLOCK = WG_SIZE * UNROLL_I; work-item lid owns
  * particles lid + u * WG_SIZE of a block (u < UNROLL_I). Block pairs follow a circulant schedule:
@@ -29,72 +30,49 @@
  * second kernel (fk_symmetric_edges) over the same grid. They are O(nb) of the O(nb^2) block
  * pairs, and they need no padding rules.
  *
- * The pair terms. The force law's fk_interact is compiled with a capturing accumulator: it stores
- * its terms instead of adding them, so the i-side terms are exactly what the all-pairs loop adds to
- * i for j. The j-side terms are what it adds to j for i, obtained per law by a rule below: forces
- * are odd in r_ij (negated), the potential even (kept), and for gravity the source strength is the
- * other particle's mass. Every operation involved is exact under negation, so with the fixed64
+ * The pair terms. The force law's fk_interact is compiled in the pair step's capture mode
+ * (FK_CAPTURE_TERMS, cl/pair_step.clh): it stores its terms instead of adding them, so the i-side
+ * terms are exactly what the all-pairs loop adds to i for j. The j-side terms are what it adds to j
+ * for i, obtained by the rule the force law declares (FK_SYM_SOURCE or FK_SYM_SYMMETRIC, below):
+ * forces are odd in r_ij (negated), the potential even (kept), and for gravity the source strength
+ * is the other particle's mass. Every operation involved is exact under negation, so with the fixed64
  * accumulator (integer sums of individually rounded terms) the results are bit-identical to the
  * all-pairs loop's.
  */
-/* FORCE, ACCUM, their headers, POTENTIAL and REPRODUCIBLE: the defaults every loop shares. */
-#include "template_defaults.clh"
-#ifndef UNROLL_I
-#define UNROLL_I 1
-#endif
-#ifndef UNROLL_J
-#define UNROLL_J 1
-#endif
 #ifndef WG_SIZE
 #define WG_SIZE 64
 #endif
+#define FK_CAPTURE_TERMS 1 /* fk_interact stores its terms: fk_sym_pair uses them twice */
+#include "pair_step.clh"
 
 #if UNROLL_J > UNROLL_I || UNROLL_I % UNROLL_J
 #error "symmetric.cl: UNROLL_J must divide UNROLL_I (the host clamps it)"
 #endif
 
-#include ACCUM_HEADER
-
-#if FK_ACC_ALLOW_CONTRACT
-#pragma OPENCL FP_CONTRACT ON
-#else
-#pragma OPENCL FP_CONTRACT OFF
-#endif
-
-/* The capturing accumulator: inside the force law, fk_acc is the term itself and fk_acc_add stores
- * it. Both names are restored right after the header. */
-#define fk_acc fk_real
-#define fk_acc_add(acc, term, env) ((void)(env), *(acc) = (term))
-#include FORCE_HEADER
-#undef fk_acc
-#undef fk_acc_add
-
-#define FK_COMPONENTS (FK_FORCE_COMPONENTS + POTENTIAL)
 #define FK_BLOCK (WG_SIZE * UNROLL_I)
 #define FK_SPAN (FK_BLOCK + WG_SIZE)
 
-/* The j-side rule of each force law. FK_SYM_SOURCE: the j-side terms are the i-side terms with
- * the j-body's source strength replaced by the i-particle's (gravity: m_j -> m_i), a second
- * fk_interact on the same geometry that the compiler shares with the first (the same differences,
- * s^2 and rsqrt); without it the pair function is symmetric in i and j (charges commute, the type
- * table is symmetric) and the terms are reused. */
-#if defined(FK_FORCE_GA_CLH)
-#define FK_SYM_SOURCE(bj, bi) ((bj).w = (bi).w)
-#elif defined(FK_FORCE_GAJ_CLH)
-#define FK_SYM_SOURCE(bj, bi) ((bj).pm.w = (bi).pm.w)
-#elif !defined(FK_FORCE_MOLECULAR_PAIR_CLH)
-#error "symmetric.cl: no j-side rule for this force law"
+/* The j-side rule, declared by the force law (pair_step.clh): FK_SYM_SOURCE(source, bi) turns the
+ * j-body into the source the pair's j-side terms come from (gravity: m_j -> m_i), and the terms
+ * are a second fk_interact on the same geometry, which the compiler shares with the first (the
+ * same differences, s^2 and rsqrt); FK_SYM_SYMMETRIC says that the pair function is symmetric in
+ * i and j (charges commute, the type table is symmetric), and the i-side terms are reused. */
+#if !defined(FK_SYM_SOURCE) && !(defined(FK_SYM_SYMMETRIC) && FK_SYM_SYMMETRIC)
+#error "symmetric.cl: the force law declares no j-side rule (FK_SYM_SOURCE or FK_SYM_SYMMETRIC)"
 #endif
 
-/* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i. */
-static inline void fk_sym_pair(const fk_ibody *bi, const fk_jbody *bj, const fk_phys *phys,
-                               const fk_acc_env *env, fk_real *ti, fk_real *tj)
+/* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i.
+ * mask: the pair mask (pair_step.clh), here only an excluded partner: i and j are never the same
+ * particle in a block pair. */
+static inline void fk_sym_pair(const fk_ibody *bi, const fk_jbody *bj, const int mask,
+                               const fk_phys *phys, const fk_acc_env *env, fk_real *ti,
+                               fk_real *tj)
 {
-    fk_interact(bi, bj, 0, phys, env, ti);
+    fk_interact(bi, bj, mask, phys, env, ti);
 #ifdef FK_SYM_SOURCE
     fk_jbody source = *bj;
     FK_SYM_SOURCE(source, *bi);
-    fk_interact(bi, &source, 0, phys, env, tj);
+    fk_interact(bi, &source, mask, phys, env, tj);
 #else
     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) tj[c] = ti[c];
 #endif
@@ -116,17 +94,16 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
     const int both = x != y;
     fk_ibody ibody[2][UNROLL_I];
     int i_index[2][UNROLL_I];
+    FK_EXCLUDED_DECLARE(excluded[2][UNROLL_I]);
     fk_acc acc[2][UNROLL_I][FK_COMPONENTS];
     _Pragma("unroll") for (int side = 0; side < 2; ++side)
     {
         const int own = side ? y : x, other = side ? x : y;
+        FK_IBLOCK_LOAD(ibody[side], i_index[side], excluded[side], acc[side], body, body_aux,
+                       own * FK_BLOCK + lid, n - 1);
+        /* tile[0, FK_BLOCK): y's particles (x's j-range); tile[FK_BLOCK, 2 FK_BLOCK): x's */
         _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
         {
-            i_index[side][u] = own * FK_BLOCK + lid + u * WG_SIZE;
-            ibody[side][u] = fk_load_i(body, body_aux, min(i_index[side][u], n - 1));
-            _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[side][u][c] =
-                fk_acc_zero();
-            /* tile[0, FK_BLOCK): y's particles (x's j-range); tile[FK_BLOCK, 2 FK_BLOCK): x's */
             const int j = other * FK_BLOCK + lid + u * WG_SIZE;
             if (j < n)
                 tile[side * FK_BLOCK + lid + u * WG_SIZE] = fk_load_j(body, body_aux, j);
@@ -140,24 +117,10 @@ static inline void fk_sym_one_sided(const int n, const int x, const int y,
             const int count = min(FK_BLOCK, n - j_first);
             for (int jj = 0; jj < count; ++jj) {
                 const fk_jbody jb = tile[side * FK_BLOCK + jj];
-                _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-                {
-                    fk_real t[FK_COMPONENTS];
-                    fk_interact(&ibody[side][u], &jb, i_index[side][u] == j_first + jj, phys, env,
-                                t);
-                    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
-                        fk_acc_add(&acc[side][u][c], t[c], env);
-                }
+                FK_IBLOCK_INTERACT(ibody[side], i_index[side], excluded[side], acc[side], jb,
+                                   j_first + jj, phys, env);
             }
-            __global uint2 *out = side ? out_y : out_x;
-            _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-            {
-                if (i_index[side][u] < n) {
-                    __global uint2 *dst = out + (size_t)i_index[side][u] * FK_COMPONENTS;
-                    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) dst[c] =
-                        fk_acc_pack(acc[side][u][c]);
-                }
-            }
+            FK_IBLOCK_STORE(i_index[side], acc[side], n, side ? out_y : out_x);
         }
     }
 }
@@ -171,13 +134,9 @@ static inline void fk_sym_block_pair(const int x, const int y,
                                      __global uint2 *restrict out_i, __global uint2 *restrict out_j)
 {
     const int lid = (int)get_local_id(0);
-    fk_ibody ibody[UNROLL_I];
-    fk_acc acc[UNROLL_I][FK_COMPONENTS];
-    _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
-    {
-        ibody[u] = fk_load_i(body, body_aux, x * FK_BLOCK + lid + u * WG_SIZE);
-        _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[u][c] = fk_acc_zero();
-    }
+    /* Full blocks: no index is past the end (INT_MAX: no clamp). */
+    FK_IBLOCK(ibody, i_index, excluded, acc);
+    FK_IBLOCK_LOAD(ibody, i_index, excluded, acc, body, body_aux, x * FK_BLOCK + lid, INT_MAX);
     /* The tile and the j-sums, FK_SPAN = (UNROLL_I + 1) WG_SIZE long: slot p and p + FK_BLOCK
      * are the same j-particle. */
     _Pragma("unroll") for (int u = 0; u <= UNROLL_I; ++u)
@@ -197,12 +156,16 @@ static inline void fk_sym_block_pair(const int x, const int y,
                 const int slot = first + v * WG_SIZE;
                 const fk_jbody jb = tile[slot];
                 fk_acc jside[FK_COMPONENTS];
-                _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) jside[c] =
-                    fk_acc_zero();
+                FK_ACC_ZERO(jside);
                 _Pragma("unroll") for (int u = 0; u < UNROLL_I; ++u)
                 {
                     fk_real ti[FK_COMPONENTS], tj[FK_COMPONENTS];
-                    fk_sym_pair(&ibody[u], &jb, phys, env, ti, tj);
+                    /* slot's particle: y's slot, or slot - FK_BLOCK (evaluated only with
+                     * exclusions on the fly; FK_EXCLUDED is 0 without) */
+                    fk_sym_pair(&ibody[u], &jb,
+                                FK_EXCLUDED(excluded[u], y * FK_BLOCK + slot -
+                                                             (slot >= FK_BLOCK ? FK_BLOCK : 0)),
+                                phys, env, ti, tj);
                     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
                     {
                         fk_acc_add(&acc[u][c], ti[c], env);
@@ -265,8 +228,7 @@ fk_symmetric(const int n, const int first_d, __global const float4 *restrict bod
     FK_SYM_PAIR_SETUP;
     if (absent || edge)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     fk_sym_block_pair(block_i, block_j, body, body_aux, &phys, &env, tile, jacc, out_i, out_j);
 }
 
@@ -280,8 +242,7 @@ fk_symmetric_edges(const int n, const int first_d, __global const float4 *restri
     FK_SYM_PAIR_SETUP;
     if (absent || !edge)
         return;
-    const fk_phys phys = fk_phys_load(physics, table);
-    const fk_acc_env env = fk_acc_env_load(acc_param);
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
     fk_sym_one_sided(n, block_i, block_j, body, body_aux, &phys, &env, tile, out_i, out_j);
 }
 
@@ -303,9 +264,9 @@ __kernel void fk_symmetric_reduce(const int n, const int nb, const int first_d, 
         const int d = first_d + dd;
         const int split_half = even_half && d == half_nb && d > 0;
         if (d == 0 || !split_half || block < half_nb)
-            sum = fk_acc_merge(sum, fk_acc_unpack(slots[(size_t)(2 * dd) * total + g]));
+            sum = fk_merge_packed(sum, slots[(size_t)(2 * dd) * total + g]);
         if (d > 0 && (!split_half || block >= half_nb))
-            sum = fk_acc_merge(sum, fk_acc_unpack(slots[(size_t)(2 * dd + 1) * total + g]));
+            sum = fk_merge_packed(sum, slots[(size_t)(2 * dd + 1) * total + g]);
     }
     out[g] = fk_acc_pack(sum);
 }
