@@ -1,5 +1,5 @@
-/* The double-precision reference of the molecular kernels (those with a pair table): the formulas of docs/force-laws.md
- * evaluated directly, O(N^2), skipping the excluded pairs. */
+/* The double-precision reference of the molecular kernels (those with a pair table): the formulas
+ * of docs/force-laws.md evaluated directly, O(N^2), skipping the excluded pairs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

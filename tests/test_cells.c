@@ -1,8 +1,8 @@
 /*
- * The cells algorithm (cl/cells.cl, src/loops/cells.c): the same forces as all-pairs with the cutoff,
- * both held to the double-precision host reference (fk_reference_forces) on fresh random inputs,
- * and fixed64 bit-identical to all-pairs in reproducible mode (integer sums do not depend on the
- * order, the pairs the cell loop skips are beyond the cutoff, exactly 0 in all-pairs, and
+ * The cells algorithm (cl/cells.cl, src/loops/cells.c): the same forces as all-pairs with the
+ * cutoff, both held to the double-precision host reference (fk_reference_forces) on fresh random
+ * inputs, and fixed64 bit-identical to all-pairs in reproducible mode (integer sums do not depend
+ * on the order, the pairs the cell loop skips are beyond the cutoff, exactly 0 in all-pairs, and
  * correctly rounded pair arithmetic makes each term the same bits in both programs; outside it a
  * compiler may compute a term differently in the two programs, which OpenCL allows). Systems:
  * uniform fluids (open and periodic, particles given up to one box length outside the box), boxes

@@ -902,7 +902,8 @@ static void test_lj_cutoff_exact(void **state)
 }
 
 /* Total energy (sum of potentials) of the reference against its forces by central differences:
- * the forces are the exact negative gradient of the potential docs/force-laws.md defines, shift included. */
+ * the forces are the exact negative gradient of the potential docs/force-laws.md defines, shift
+ * included. */
 static void test_energy_consistency(void **state)
 {
     (void)state;

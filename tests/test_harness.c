@@ -57,4 +57,3 @@ int fk_test_context_teardown(void **state)
     fk_test_context = NULL;
     return 0;
 }
-

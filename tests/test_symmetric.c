@@ -408,8 +408,8 @@ static void test_ga_fixed64(void **state)
           sizes_small, COUNT(sizes_small), NULL);
 }
 
-/* The variants POCL miscompiles with fixed64 (src/loops/symmetric.c) are refused there, with a reason;
- * elsewhere they run and must match all-pairs bit for bit like every other. */
+/* The variants POCL miscompiles with fixed64 (src/loops/symmetric.c) are refused there, with a
+ * reason; elsewhere they run and must match all-pairs bit for bit like every other. */
 static void test_fixed64_wide_steps(void **state)
 {
     (void)state;

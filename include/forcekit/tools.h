@@ -35,7 +35,11 @@ typedef struct fkt_particle_set {
     int *type;        /* count or NULL */
 } fkt_particle_set;
 
-typedef enum fkt_file_format { FKT_FORMAT_AUTO = 0, FKT_FORMAT_TEXT, FKT_FORMAT_TIPSY } fkt_file_format;
+typedef enum fkt_file_format {
+    FKT_FORMAT_AUTO = 0,
+    FKT_FORMAT_TEXT,
+    FKT_FORMAT_TIPSY
+} fkt_file_format;
 
 /* Text lines longer than this are not data: "input too large" (an endless --in /dev/zero or a
  * 20 MB line must not take all memory). */
@@ -57,13 +61,13 @@ unsigned fkt_io_layout_columns(fkt_layout layout);
  * On failure returns FK_ERR_IO (cannot open/read) or FK_ERR_PARSE (malformed), leaves *set empty,
  * and writes a message naming the file (and line for text) into error[error_size]. */
 fk_status fkt_io_read_particles(const char *path, fkt_file_format format, fkt_layout layout,
-                               fkt_particle_set *set, char *error, size_t error_size);
+                                fkt_particle_set *set, char *error, size_t error_size);
 fk_status fkt_io_read_text(const char *path, fkt_layout layout, fkt_particle_set *set, char *error,
-                          size_t error_size);
+                           size_t error_size);
 /* TIPSY: gas, dark and star records (mass and position; velocity too when the layout has it);
  * either byte order, detected from the header. */
 fk_status fkt_io_read_tipsy(const char *path, fkt_layout layout, fkt_particle_set *set, char *error,
-                           size_t error_size);
+                            size_t error_size);
 
 /* Allocates arrays for count particles of a layout (zeroed). */
 fk_status fkt_particle_set_alloc(fkt_particle_set *set, fkt_layout layout, size_t count);
@@ -71,11 +75,12 @@ void fkt_particle_set_free(fkt_particle_set *set);
 /* A read-only view for the library API. */
 fk_particles fkt_particle_set_view(const fkt_particle_set *set);
 
-/* Writes forces as text (docs/file-formats.md: one line per particle, %.17g, potential as a last column when
- * potentials is non-NULL). path NULL or "-" writes to stdout; otherwise as fkt_io_write_atomic. */
+/* Writes forces as text (docs/file-formats.md: one line per particle, %.17g, potential as a last
+ * column when potentials is non-NULL). path NULL or "-" writes to stdout; otherwise as
+ * fkt_io_write_atomic. */
 fk_status fkt_io_write_forces(const char *path, size_t count, unsigned components,
-                             const double *forces, const double *potentials, char *error,
-                             size_t error_size);
+                              const double *forces, const double *potentials, char *error,
+                              size_t error_size);
 
 /* Writes path (files.h): write_body(file, context) fills the output (returning 0, or nonzero
  * with errno set). A regular file is replaced atomically (temporary name in the same directory,
@@ -84,7 +89,7 @@ fk_status fkt_io_write_forces(const char *path, size_t count, unsigned component
  * failure nothing is left behind and error names the step: FK_ERR_INVALID_ARGUMENT for a refused
  * target (exit 2), FK_ERR_IO when writing failed (a full disk, exit 1). */
 fk_status fkt_io_write_atomic(const char *path, int (*write_body)(FILE *file, const void *context),
-                             const void *context, char *error, size_t error_size);
+                              const void *context, char *error, size_t error_size);
 
 /* Pair parameters (--params, docs/file-formats.md): lines `a b p1 p2 ...` with `parameters` numbers
  * (fk_kernel_info.pair_parameters; format names them for messages, "a b epsilon sigma").
@@ -98,15 +103,15 @@ typedef struct fkt_pair_table_set {
     unsigned char *present; /* types * types */
 } fkt_pair_table_set;
 fk_status fkt_io_read_pair_table(const char *path, unsigned parameters, const char *format,
-                                size_t at_least_types, fkt_pair_table_set *set, char *error,
-                                size_t error_size);
+                                 size_t at_least_types, fkt_pair_table_set *set, char *error,
+                                 size_t error_size);
 void fkt_pair_table_set_free(fkt_pair_table_set *set);
 fk_pair_table fkt_pair_table_set_view(const fkt_pair_table_set *set);
 
 /* Exclusions (--exclude): lines `i j`, 0-based particle indices, '#' comments. particle_count
  * (0: unchecked) bounds the indices. *pairs (2 per exclusion, malloc'ed) and *count. */
 fk_status fkt_io_read_exclusions(const char *path, size_t particle_count, size_t **pairs,
-                                size_t *count, char *error, size_t error_size);
+                                 size_t *count, char *error, size_t error_size);
 
 #ifdef __cplusplus
 }
