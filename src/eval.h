@@ -24,7 +24,30 @@ struct fk_eval {
     cl_kernel subtract;
     cl_program subtract_program;
     cl_mem excluded;
-    float *host_body; /* what body holds (set_particles), for fk_eval_update_positions */
+    /* What body holds (set_particles), for fk_eval_update_positions: pinned host memory (a mapped
+     * CL_MEM_ALLOC_HOST_PTR buffer, body_pinned), so the coordinates go to the device by DMA;
+     * body_written is the last write from it, waited for before the next update rewrites it. */
+    float *host_body;
+    cl_mem body_pinned;
+    cl_event body_written;
+    /* The output stage (src/eval/readback.c), sized at set_particles: with fp64, a forces pass is
+     * followed by cl/decode.cl's kernel (decode_kernel), which writes the results in the caller's
+     * layout (forces, then potentials, then the first overflowed particle) into `decoded`, and by
+     * one read of that into pinned host memory (staging_host, the mapped `staging`). Without fp64
+     * the packed words are staged and the host decodes them. */
+    cl_program decode_program;
+    cl_kernel decode_kernel;
+    int device_decode;
+    size_t result_size; /* bytes per decoded value: 8 (double) or 4 (float) */
+    cl_mem decoded, staging;
+    void *staging_host;
+    size_t staged_bytes;
+    /* An enqueued compute not yet waited for (fk_eval_compute_async): the pass's first and last
+     * events and the read's; pending is 1 until fk_eval_wait. */
+    cl_event pending_first, pending_last, pending_read;
+    int pending;
+    long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
+    cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
     float physics_values[FK_MAX_PHYSICS];
     fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;

@@ -144,6 +144,9 @@ typedef struct fk_accum_desc {
     fk_accum_info info;
     /* Decodes one packed 8-byte result (lo, hi words) to double. */
     double (*decode)(uint32_t lo, uint32_t hi, double scale);
+    /* The same decode on the device: the fk_decode_<format>_{double,float} kernels of
+     * cl/decode.cl (fk__decode_format_name), bit for bit the host's. */
+    const char *decode_format;
     /* NULL: no per-launch parameters. Otherwise the evaluation runs the bound pre-pass
      * (cl/accum/bound.clh) on new particles and this sets acc_param and the decode scale from it
      * (accum.c); it returns 0 when the data cannot be represented. */

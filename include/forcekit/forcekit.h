@@ -324,7 +324,14 @@ typedef struct fk_eval_config {
      * (FK_ERR_INVALID_ARGUMENT otherwise). NULL: the flat fields, the 0.2 form. Read only during
      * fk_eval_create. */
     const struct fk_physics *physics;
+    /* fk_result_type: the precision the results are decoded to on the device and brought to the
+     * host in (added in 0.4). FK_RESULT_FLOAT halves the bytes read per compute; every read
+     * function still works (a float read of double results rounds, a double read of float results
+     * widens). 0: double. */
+    int result_type;
 } fk_eval_config;
+
+typedef enum fk_result_type { FK_RESULT_DOUBLE = 0, FK_RESULT_FLOAT = 1 } fk_result_type;
 
 /* Narumi et al., sec. 4.1. On the fly (the default): the pair loop masks excluded pairs (a
  * compare per slot per pair, config.max_exclusions): correct on every device by construction.
@@ -404,14 +411,36 @@ FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *partic
 FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
                                           const double *velocity);
 
-/* Runs one evaluation and waits for it. seconds (may be NULL) receives the device time from OpenCL
- * event profiling, the j-split reduction included. */
+/* Runs one evaluation and waits for it: fk_eval_compute_async then fk_eval_wait. seconds (may be
+ * NULL) receives the device time of the pair loop from OpenCL event profiling, the j-split
+ * reduction and the exclusion subtraction included (not the decode and the transfer). */
 FK_API fk_status fk_eval_compute(fk_eval *eval, double *seconds);
 
+/* The asynchronous form (added in 0.4): compute_async enqueues the pair loop, the decode of the
+ * results on the device (double, or float: config.result_type) and their transfer into the
+ * evaluation's pinned host memory, and returns at once; the caller does host work (integrating
+ * other particles, I/O) and then calls fk_eval_wait, which waits and reports any failure of the
+ * enqueued work (seconds as fk_eval_compute). Until the wait, the evaluation takes no other call
+ * than fk_eval_wait and fk_eval_destroy (FK_ERR_STATE: "a compute is in flight"); destroy waits. */
+FK_API fk_status fk_eval_compute_async(fk_eval *eval);
+FK_API fk_status fk_eval_wait(fk_eval *eval, double *seconds);
+
 /* Reads the results of the last compute: force_components(kernel) values per particle, and one
- * potential per particle (only when config.potential was set). */
+ * potential per particle (only when config.potential was set). A copy out of the evaluation's
+ * pinned host memory, where the compute left them decoded; no allocation, no device transfer.
+ * FK_ERR_OVERFLOW names the first particle whose sum left the accumulator's range. */
 FK_API fk_status fk_eval_read_forces(fk_eval *eval, double *forces);
 FK_API fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials);
+/* The same in float (added in 0.4): rounded to nearest from the decoded double, or copied when
+ * config.result_type is FK_RESULT_FLOAT. */
+FK_API fk_status fk_eval_read_forces_float(fk_eval *eval, float *forces);
+FK_API fk_status fk_eval_read_potentials_float(fk_eval *eval, float *potentials);
+/* Without the copy (added in 0.4): *forces (and *potentials, NULL to skip; potentials need
+ * config.potential) point into the evaluation's pinned host memory, in the layout of the reads
+ * above and the type config.result_type says (const double *, or const float * with
+ * FK_RESULT_FLOAT). Valid until the next compute, set_particles, update_positions or destroy.
+ * FK_ERR_UNSUPPORTED on a device without fp64, where the host decodes at each read. */
+FK_API fk_status fk_eval_results_view(fk_eval *eval, const void **forces, const void **potentials);
 
 FK_API fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
 FK_API size_t fk_eval_force_components(const fk_eval *eval);

@@ -26,12 +26,20 @@ void fk_eval_destroy(fk_eval *eval)
 {
     if (!eval)
         return;
+    if (eval->pending || eval->body_written) /* the device may still read or write our memory */
+        clFinish(eval->context->queue);
+    fk__eval_release_pending(eval);
     if (eval->partial == eval->result)
         eval->partial = NULL;
     fk__eval_release_buffers(eval);
+    fk__eval_release_output(eval);
+    fk__eval_release_host_body(eval);
+    if (eval->decode_kernel)
+        clReleaseKernel(eval->decode_kernel);
+    if (eval->decode_program)
+        clReleaseProgram(eval->decode_program);
     if (eval->table)
         clReleaseMemObject(eval->table);
-    free(eval->host_body);
     fk__forcelaw_state_free(&eval->law);
     if (eval->loop)
         eval->loop->destroy(eval->loop_state);
@@ -93,6 +101,10 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         accum_name);
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
+    if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
+                        config->result_type);
 
     fk__variant_choice choice;
     fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
@@ -114,6 +126,7 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->config.accum = accum->info.name;
     eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
     eval->accum_scale = 1.0;
+    eval->first_overflow = -1;
     eval->physics_values[0] = (float)(config->eps * config->eps);
     char law_options[256];
     fk_status law_status =
@@ -190,6 +203,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);
+    if (status == FK_OK)
+        status = fk__eval_create_decode(eval);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
@@ -341,17 +356,96 @@ fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds)
     return fk__eval_finish(eval, first, last, "pair loop", seconds);
 }
 
-fk_status fk_eval_compute(fk_eval *eval, double *seconds)
+void fk__eval_release_pending(fk_eval *eval)
+{
+    cl_event *events[] = {&eval->pending_first, &eval->pending_last, &eval->pending_read};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; ++i) {
+        if (*events[i])
+            clReleaseEvent(*events[i]);
+        *events[i] = NULL;
+    }
+    eval->pending = 0;
+}
+
+/* What every call but wait and destroy checks while a compute may be in flight. */
+fk_status fk__eval_not_pending(fk_eval *eval)
+{
+    if (!eval->pending)
+        return FK_OK;
+    return fk__fail(eval->context, FK_ERR_STATE,
+                    "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
+}
+
+fk_status fk_eval_compute_async(fk_eval *eval)
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
     fk__clear_error(context);
+    fk_status status = fk__eval_not_pending(eval);
+    if (status != FK_OK)
+        return status;
     if (eval->count == 0)
         return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
-    const fk_status status = fk__eval_run_pass(eval, FK__PASS_FORCES, seconds);
+    eval->computed = 0;
+    cl_event first = NULL, last = NULL, subtracted = NULL, read = NULL;
+    status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
+    if (status != FK_OK)
+        return status;
+    status = fk__eval_enqueue_subtraction(eval, &subtracted); /* exclude afterwards */
+    if (status == FK_OK)
+        status = fk__eval_enqueue_output(eval, &read);
+    if (status == FK_OK) { /* start the work now: the caller may do host work before waiting */
+        const cl_int err = clFlush(context->queue);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clFlush", err);
+    }
+    if (subtracted) {
+        if (last)
+            clReleaseEvent(last);
+        last = subtracted;
+    }
+    eval->pending_first = first;
+    eval->pending_last = last;
+    eval->pending_read = read;
+    eval->pending = 1;
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        fk__eval_release_pending(eval);
+    }
+    return status;
+}
+
+fk_status fk_eval_wait(fk_eval *eval, double *seconds)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    if (!eval->pending)
+        return fk__fail(context, FK_ERR_STATE, "wait without a compute in flight");
+    /* fk__eval_finish waits for the queue and checks the pass's first and last events; the read
+     * came after them on the in-order queue, so it is done too, and is checked here. */
+    cl_event first = eval->pending_first, last = eval->pending_last, read = eval->pending_read;
+    eval->pending_first = eval->pending_last = NULL;
+    fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
+    if (status == FK_OK && read) {
+        cl_int state = CL_COMPLETE;
+        clGetEventInfo(read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+        if (state < 0)
+            status = fk__cl_fail(context, "decode and read of the results", state);
+    }
+    fk__eval_release_pending(eval);
+    if (status == FK_OK)
+        fk__eval_output_arrived(eval);
     eval->computed = status == FK_OK;
     return status;
+}
+
+fk_status fk_eval_compute(fk_eval *eval, double *seconds)
+{
+    const fk_status status = fk_eval_compute_async(eval);
+    return status == FK_OK ? fk_eval_wait(eval, seconds) : status;
 }
 
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits)

@@ -28,7 +28,29 @@ const char *fk__eval_reproducible_options(fk_eval *eval);
 fk_status fk__eval_create_subtraction(fk_eval *eval, const fk_program_request *request);
 fk_status fk__eval_enqueue_subtraction(fk_eval *eval, cl_event *event);
 
-/* readback.c: the packed results of the last pass (2 words per component). */
+/* Releases the events of an enqueued compute and clears pending. */
+void fk__eval_release_pending(fk_eval *eval);
+/* FK_ERR_STATE (with the message) while a compute is in flight, else FK_OK. */
+fk_status fk__eval_not_pending(fk_eval *eval);
+
+/* upload.c: the pinned host copy of the particles (and the wait for its last write). */
+void fk__eval_release_host_body(fk_eval *eval);
+
+/* readback.c: the output stage. */
+/* Pinned host memory: a CL_MEM_ALLOC_HOST_PTR buffer mapped for the evaluation's lifetime. */
+fk_status fk__eval_pinned_create(fk_eval *eval, size_t bytes, cl_mem *buffer, void **host,
+                                 const char *what);
+void fk__eval_pinned_release(fk_eval *eval, cl_mem *buffer, void **host);
+/* The decode kernel for the accumulator (fk_eval_create; nothing without fp64). */
+fk_status fk__eval_create_decode(fk_eval *eval);
+/* The decoded buffer and the pinned staging for count particles (set_particles). */
+fk_status fk__eval_create_output(fk_eval *eval, size_t count);
+void fk__eval_release_output(fk_eval *eval);
+/* Enqueues the decode and the non-blocking read into the staging after a forces pass. */
+fk_status fk__eval_enqueue_output(fk_eval *eval, cl_event *read);
+/* After the read completed: records the first overflowed particle. */
+void fk__eval_output_arrived(fk_eval *eval);
+/* The packed results of the last pass (2 words per component), a blocking read. */
 fk_status fk__eval_read_result(fk_eval *eval, uint32_t *words);
 
 #endif

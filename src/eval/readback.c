@@ -1,12 +1,198 @@
-/* Read-back: the packed results decoded to double, overflow reported. */
-#include <float.h>
-#include <limits.h>
+/* The output stage (issue #16): the results of a forces pass in the caller's hands without a
+ * per-call allocation, a pageable copy or a decode loop on the host.
+ *
+ * After the pass (and the exclusion subtraction) the evaluation enqueues, on the same in-order
+ * queue, cl/decode.cl's kernel for the accumulator's format, which writes doubles (or floats,
+ * config.result_type) in the caller's layout into `decoded`, and one non-blocking read of that
+ * buffer into pinned host memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer: the driver copies it by
+ * DMA, at the bus's speed, where a read into pageable memory goes through a bounce buffer). The
+ * read functions then copy (or the view functions lend) the staged arrays. Devices without fp64
+ * stage the packed words and the host decodes them, with the same functions as before.
+ *
+ * The decode is the host's step for step in correctly rounded or exact double operations, so the
+ * device's results are the bits the host decode gives (cl/decode.cl says how; test_step checks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eval_internal.h"
+
+/* Decoded layout, in values of result_size bytes: forces (count x force components), potentials
+ * (count, when asked for), then one int: the first particle whose sum overflowed (count: none). */
+static size_t decoded_values(const fk_eval *eval, size_t count)
+{
+    const size_t forces = count * eval->kernel->info.force_components;
+    return forces + (eval->config.potential ? count : 0);
+}
+
+static size_t decoded_bytes(const fk_eval *eval, size_t count)
+{
+    /* the overflow word on an 8-byte boundary after the values */
+    return (decoded_values(eval, count) * eval->result_size + 7) / 8 * 8 + 8;
+}
+
+fk_status fk__eval_pinned_create(fk_eval *eval, size_t bytes, cl_mem *buffer, void **host,
+                                 const char *what)
+{
+    fk_context *context = eval->context;
+    *host = NULL;
+    fk_status status = fk__eval_create_buffer(
+        eval, buffer, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, what);
+    if (status != FK_OK)
+        return status;
+    cl_int err = CL_SUCCESS;
+    *host = clEnqueueMapBuffer(context->queue, *buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                               bytes, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !*host) {
+        clReleaseMemObject(*buffer);
+        *buffer = NULL;
+        *host = NULL;
+        return fk__cl_fail(context, "clEnqueueMapBuffer (pinned staging)", err);
+    }
+    return FK_OK;
+}
+
+void fk__eval_pinned_release(fk_eval *eval, cl_mem *buffer, void **host)
+{
+    if (*buffer && *host) {
+        clEnqueueUnmapMemObject(eval->context->queue, *buffer, *host, 0, NULL, NULL);
+        clFinish(eval->context->queue);
+    }
+    if (*buffer)
+        clReleaseMemObject(*buffer);
+    *buffer = NULL;
+    *host = NULL;
+}
+
+/* The decode kernel, built once per evaluation (the context's program cache shares the program
+ * among evaluations): only with fp64, which the decode computes in. */
+fk_status fk__eval_create_decode(fk_eval *eval)
+{
+    fk_context *context = eval->context;
+    eval->result_size = eval->config.result_type == FK_RESULT_FLOAT ? 4 : 8;
+    eval->device_decode = context->info.fp64 && eval->accum->decode_format;
+    if (!eval->device_decode)
+        return FK_OK;
+    fk_program_result built;
+    fk_status status = fk__program_build_file(context, "decode.cl", NULL, &built);
+    if (status != FK_OK)
+        return status;
+    eval->decode_program = built.program;
+    char name[64];
+    snprintf(name, sizeof name, "fk_decode_%s_%s", eval->accum->decode_format,
+             eval->result_size == 4 ? "float" : "double");
+    cl_int err = CL_SUCCESS;
+    eval->decode_kernel = clCreateKernel(eval->decode_program, name, &err);
+    if (err != CL_SUCCESS) {
+        eval->decode_kernel = NULL;
+        return fk__cl_fail(context, "clCreateKernel (decode)", err);
+    }
+    return FK_OK;
+}
+
+void fk__eval_release_output(fk_eval *eval)
+{
+    if (eval->decoded)
+        clReleaseMemObject(eval->decoded);
+    eval->decoded = NULL;
+    fk__eval_pinned_release(eval, &eval->staging, &eval->staging_host);
+    eval->staged_bytes = 0;
+}
+
+fk_status fk__eval_create_output(fk_eval *eval, size_t count)
+{
+    fk__eval_release_output(eval);
+    const size_t bytes =
+        eval->device_decode ? decoded_bytes(eval, count) : count * eval->components * 8;
+    fk_status status = FK_OK;
+    if (eval->device_decode)
+        status = fk__eval_create_buffer(eval, &eval->decoded, CL_MEM_READ_WRITE, bytes, NULL,
+                                        "decoded results");
+    if (status == FK_OK)
+        status = fk__eval_pinned_create(eval, bytes, &eval->staging, &eval->staging_host,
+                                        "pinned results");
+    if (status != FK_OK) {
+        fk__eval_release_output(eval);
+        return status;
+    }
+    eval->staged_bytes = bytes;
+    return FK_OK;
+}
+
+fk_status fk__eval_enqueue_output(fk_eval *eval, cl_event *read)
+{
+    fk_context *context = eval->context;
+    *read = NULL;
+    cl_int err = CL_SUCCESS;
+    if (eval->device_decode) {
+        const cl_uint count = (cl_uint)eval->count;
+        const cl_uint components = eval->components;
+        const cl_uint force_components = (cl_uint)eval->kernel->info.force_components;
+        const cl_double scale = eval->accum_scale;
+        int exponent = 0;
+        frexp(eval->accum_scale, &exponent); /* narumi's LARGE = 0.75 2^exponent */
+        const cl_int scale_exponent = exponent;
+        const cl_uint potentials_at = (cl_uint)(count * force_components);
+        const cl_uint overflow_at =
+            (cl_uint)((decoded_bytes(eval, eval->count) - 8) / sizeof(cl_int));
+        fk_status status =
+            FK__SET_ARGS(context, eval->decode_kernel, "decode", 0, FK__ARG(count),
+                         FK__ARG(components), FK__ARG(force_components), FK__ARG(scale),
+                         FK__ARG(scale_exponent), FK__ARG(potentials_at), FK__ARG(overflow_at),
+                         FK__ARG(eval->result), FK__ARG(eval->decoded));
+        if (status != FK_OK)
+            return status;
+        /* The overflow word starts at count ("none"): written from the evaluation, whose copy
+         * outlives the non-blocking write (the next compute comes after the wait). */
+        eval->overflow_reset = (cl_int)count;
+        if (eval->accum->overflowed) {
+            err = clEnqueueWriteBuffer(context->queue, eval->decoded, CL_FALSE,
+                                       overflow_at * sizeof(cl_int), sizeof(cl_int),
+                                       &eval->overflow_reset, 0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                return fk__cl_fail(context, "clEnqueueWriteBuffer (overflow word)", err);
+        }
+        const size_t group = 64;
+        const size_t global = (eval->count + group - 1) / group * group;
+        err = clEnqueueNDRangeKernel(context->queue, eval->decode_kernel, 1, NULL, &global, &group,
+                                     0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(context, "clEnqueueNDRangeKernel (decode)", err);
+        err = clEnqueueReadBuffer(context->queue, eval->decoded, CL_FALSE, 0, eval->staged_bytes,
+                                  eval->staging_host, 0, NULL, read);
+    } else {
+        err = clEnqueueReadBuffer(context->queue, eval->result, CL_FALSE, 0, eval->staged_bytes,
+                                  eval->staging_host, 0, NULL, read);
+    }
+    if (err != CL_SUCCESS) {
+        *read = NULL;
+        return fk__cl_fail(context, "clEnqueueReadBuffer (results)", err);
+    }
+    return FK_OK;
+}
+
+/* After the read completed: the first overflowed particle, -1 for none. */
+void fk__eval_output_arrived(fk_eval *eval)
+{
+    eval->first_overflow = -1;
+    if (!eval->accum->overflowed)
+        return;
+    if (eval->device_decode) {
+        int first;
+        memcpy(&first, (const char *)eval->staging_host + eval->staged_bytes - 8, sizeof first);
+        if (first >= 0 && (size_t)first < eval->count)
+            eval->first_overflow = first;
+        return;
+    }
+    const uint32_t *packed = eval->staging_host;
+    const size_t words = eval->count * eval->components * 2;
+    for (size_t w = 0; w < words; w += 2)
+        if (eval->accum->overflowed(packed[w], packed[w + 1])) {
+            eval->first_overflow = (long)(w / 2 / eval->components);
+            return;
+        }
+}
 
 fk_status fk__eval_read_result(fk_eval *eval, uint32_t *words)
 {
@@ -16,57 +202,127 @@ fk_status fk__eval_read_result(fk_eval *eval, uint32_t *words)
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(eval->context, "clEnqueueReadBuffer", err);
 }
 
-/* Reads components [first, first + count) of every particle, decoded to double. */
-static fk_status read_components(fk_eval *eval, unsigned first, unsigned count, double *out)
+/* What every read and view checks first. */
+static fk_status readable(fk_eval *eval)
 {
     fk_context *context = eval->context;
     fk__clear_error(context);
+    if (eval->pending)
+        return fk__fail(context, FK_ERR_STATE,
+                        "results read while a compute is in flight: call fk_eval_wait first");
     if (!eval->computed)
         return fk__fail(context, FK_ERR_STATE, "read before compute");
-    const size_t words = eval->count * eval->components * 2;
-    uint32_t *packed = malloc(words * sizeof *packed);
-    if (!packed)
-        return FK_ERR_HOST_MEMORY;
-    cl_int err = clEnqueueReadBuffer(context->queue, eval->result, CL_TRUE, 0,
-                                     words * sizeof *packed, packed, 0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        free(packed);
-        return fk__cl_fail(context, "clEnqueueReadBuffer", err);
-    }
-    for (size_t i = 0; i < eval->count; ++i)
-        for (unsigned k = 0; k < count; ++k) {
-            size_t word = 2 * (i * eval->components + first + k);
-            if (eval->accum->overflowed &&
-                eval->accum->overflowed(packed[word], packed[word + 1])) {
-                free(packed);
-                return fk__fail(context, FK_ERR_OVERFLOW,
-                                "particle %zu, component %u: a pair term or sum left the range of "
-                                "the %s accumulator at scale %g (a term above its limit or not "
-                                "finite)",
-                                i, first + k, eval->accum->info.name, eval->accum_scale);
-            }
-            out[i * count + k] =
-                eval->accum->decode(packed[word], packed[word + 1], eval->accum_scale);
-        }
-    free(packed);
+    if (eval->first_overflow >= 0)
+        return fk__fail(context, FK_ERR_OVERFLOW,
+                        "particle %ld: a pair term or sum left the range of the %s accumulator at "
+                        "scale %g (a term above its limit or not finite)",
+                        eval->first_overflow, eval->accum->info.name, eval->accum_scale);
     return FK_OK;
 }
 
-fk_status fk_eval_read_forces(fk_eval *eval, double *forces)
+/* Components [first, first + count) of every particle into out (double or float). */
+static void copy_components(const fk_eval *eval, unsigned first, unsigned count, void *out,
+                            size_t out_size)
+{
+    const size_t n = eval->count;
+    if (!eval->device_decode) {
+        const uint32_t *packed = eval->staging_host;
+        for (size_t i = 0; i < n; ++i)
+            for (unsigned k = 0; k < count; ++k) {
+                const size_t word = 2 * (i * eval->components + first + k);
+                const double value =
+                    eval->accum->decode(packed[word], packed[word + 1], eval->accum_scale);
+                if (out_size == 8)
+                    ((double *)out)[i * count + k] = value;
+                else
+                    ((float *)out)[i * count + k] = (float)value;
+            }
+        return;
+    }
+    /* first is 0 (the forces) or force_components (the potentials, stored after every force) */
+    const size_t offset = first ? n * eval->kernel->info.force_components : 0;
+    const size_t values = n * count;
+    if (out_size == eval->result_size) {
+        memcpy(out, (const char *)eval->staging_host + offset * out_size, values * out_size);
+    } else if (out_size == 8) { /* float staged, double asked for: exact */
+        const float *staged = (const float *)eval->staging_host + offset;
+        for (size_t v = 0; v < values; ++v)
+            ((double *)out)[v] = staged[v];
+    } else { /* double staged, float asked for: rounded to nearest, as the device would */
+        const double *staged = (const double *)eval->staging_host + offset;
+        for (size_t v = 0; v < values; ++v)
+            ((float *)out)[v] = (float)staged[v];
+    }
+}
+
+static fk_status read_forces(fk_eval *eval, void *forces, size_t size)
 {
     if (!eval || !forces)
         return FK_ERR_INVALID_ARGUMENT;
-    return read_components(eval, 0, eval->kernel->info.force_components, forces);
+    const fk_status status = readable(eval);
+    if (status == FK_OK)
+        copy_components(eval, 0, (unsigned)eval->kernel->info.force_components, forces, size);
+    return status;
 }
 
-fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
+static fk_status read_potentials(fk_eval *eval, void *potentials, size_t size)
 {
     if (!eval || !potentials)
         return FK_ERR_INVALID_ARGUMENT;
     if (!eval->config.potential)
         return fk__fail(eval->context, FK_ERR_STATE,
                         "potentials were not requested (fk_eval_config.potential)");
-    return read_components(eval, eval->kernel->info.force_components, 1, potentials);
+    const fk_status status = readable(eval);
+    if (status == FK_OK)
+        copy_components(eval, (unsigned)eval->kernel->info.force_components, 1, potentials, size);
+    return status;
+}
+
+fk_status fk_eval_read_forces(fk_eval *eval, double *forces)
+{
+    return read_forces(eval, forces, sizeof *forces);
+}
+
+fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials)
+{
+    return read_potentials(eval, potentials, sizeof *potentials);
+}
+
+fk_status fk_eval_read_forces_float(fk_eval *eval, float *forces)
+{
+    return read_forces(eval, forces, sizeof *forces);
+}
+
+fk_status fk_eval_read_potentials_float(fk_eval *eval, float *potentials)
+{
+    return read_potentials(eval, potentials, sizeof *potentials);
+}
+
+fk_status fk_eval_results_view(fk_eval *eval, const void **forces, const void **potentials)
+{
+    if (!eval || (!forces && !potentials))
+        return FK_ERR_INVALID_ARGUMENT;
+    if (forces)
+        *forces = NULL;
+    if (potentials)
+        *potentials = NULL;
+    fk_status status = readable(eval);
+    if (status != FK_OK)
+        return status;
+    if (!eval->device_decode)
+        return fk__fail(eval->context, FK_ERR_UNSUPPORTED,
+                        "no view of the results on %s: without fp64 the host decodes them "
+                        "(fk_eval_read_forces)",
+                        eval->context->info.name);
+    if (potentials && !eval->config.potential)
+        return fk__fail(eval->context, FK_ERR_STATE,
+                        "potentials were not requested (fk_eval_config.potential)");
+    if (forces)
+        *forces = eval->staging_host;
+    if (potentials)
+        *potentials = (const char *)eval->staging_host +
+                      eval->count * eval->kernel->info.force_components * eval->result_size;
+    return FK_OK;
 }
 
 fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words)
@@ -74,6 +330,8 @@ fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words)
     if (!eval || !words)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(eval->context);
+    if (eval->pending)
+        return fk__fail(eval->context, FK_ERR_STATE, "a compute is in flight");
     if (!eval->computed)
         return fk__fail(eval->context, FK_ERR_STATE, "read before compute");
     return fk__eval_read_result(eval, words);

@@ -107,7 +107,9 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
     fk__clear_error(context);
-    fk_status status = check_particles(eval, particles);
+    fk_status status = fk__eval_not_pending(eval);
+    if (status == FK_OK)
+        status = check_particles(eval, particles);
     if (status != FK_OK)
         return status;
     const size_t n = particles->count;
@@ -178,8 +180,21 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     eval->count = 0;
     const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
     status = fk__eval_create_buffer(eval, &eval->body, read_only, body_bytes, body, "particles");
-    free(eval->host_body); /* kept: fk_eval_update_positions rewrites only its positions */
-    eval->host_body = body;
+    /* Kept, in pinned memory: fk_eval_update_positions rewrites only its positions there and the
+     * driver copies them by DMA. */
+    fk__eval_release_host_body(eval);
+    if (status == FK_OK) {
+        void *pinned = NULL;
+        status = fk__eval_pinned_create(eval, body_bytes, &eval->body_pinned, &pinned,
+                                        "pinned particles");
+        if (status == FK_OK) {
+            memcpy(pinned, body, body_bytes);
+            eval->host_body = pinned;
+        }
+    }
+    free(body);
+    if (status == FK_OK)
+        status = fk__eval_create_output(eval, n);
     /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
      * list fixed. */
     if (status == FK_OK && aux)
@@ -255,9 +270,21 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
     fk__clear_error(context);
+    fk_status pending = fk__eval_not_pending(eval);
+    if (pending != FK_OK)
+        return pending;
     if (eval->count == 0 || !eval->host_body)
         return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
     const size_t n = eval->count;
+    if (eval->body_written) { /* the last update's copy must be done before the rewrite */
+        const cl_int err = clWaitForEvents(1, &eval->body_written);
+        clReleaseEvent(eval->body_written);
+        eval->body_written = NULL;
+        if (err != CL_SUCCESS) {
+            eval->count = 0;
+            return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
+        }
+    }
     const int gaj = eval->kernel->needs_velocity;
     if (gaj && !velocity)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
@@ -294,9 +321,13 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         free(aux);
         return status;
     }
-    /* Blocking writes: the host arrays are reused by the next update. */
-    cl_int err = clEnqueueWriteBuffer(context->queue, eval->body, CL_TRUE, 0, 4 * n * sizeof *body,
-                                      body, 0, NULL, NULL);
+    /* The coordinates from pinned memory without blocking (the next update waits for the copy
+     * before it rewrites them, and the queue runs it before the next pass); gaj's velocities from
+     * a temporary array, blocking. */
+    cl_int err = clEnqueueWriteBuffer(context->queue, eval->body, CL_FALSE, 0, 4 * n * sizeof *body,
+                                      body, 0, NULL, &eval->body_written);
+    if (err != CL_SUCCESS)
+        eval->body_written = NULL;
     if (err == CL_SUCCESS && aux)
         err = clEnqueueWriteBuffer(context->queue, eval->body_aux, CL_TRUE, 0, 4 * n * sizeof *aux,
                                    aux, 0, NULL, NULL);
@@ -322,6 +353,9 @@ fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
     fk__clear_error(context);
+    fk_status pending = fk__eval_not_pending(eval);
+    if (pending != FK_OK)
+        return pending;
     char message[512] = "";
     fk__pair_params params;
     fk_status status = fk__pair_params_copy(eval->kernel, table, &params, message, sizeof message);
@@ -345,4 +379,16 @@ fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
     eval->count = 0;
     eval->computed = 0;
     return FK_OK;
+}
+
+void fk__eval_release_host_body(fk_eval *eval)
+{
+    if (eval->body_written) {
+        clWaitForEvents(1, &eval->body_written);
+        clReleaseEvent(eval->body_written);
+        eval->body_written = NULL;
+    }
+    void *host = eval->host_body;
+    fk__eval_pinned_release(eval, &eval->body_pinned, &host);
+    eval->host_body = NULL;
 }

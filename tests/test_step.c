@@ -1,0 +1,305 @@
+/* The step path (issue #16): results decoded on the device into the caller's layout, read from
+ * pinned memory, lent without a copy, computed asynchronously, and the update loop of a
+ * time-stepping code. The decoded values are compared bit for bit with the host's decode of the
+ * same packed words (src/accum.c), and the packed words are checked against the double-precision
+ * reference elsewhere (test_kernels, test_laws); here one reference check per law guards the
+ * layout (forces, then potentials). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "accum.h"
+#include "forcekit/forcekit.h"
+#include "internal.h"
+#include "test_support.h"
+
+#define N 203 /* not a multiple of any work-group size */
+
+typedef struct step_system {
+    double position[3 * N], charge[N];
+    int type[N];
+} step_system;
+
+static void make_system(step_system *s, fk_test_rng *rng)
+{
+    fk_test_jittered_lattice(s->position, 6, 1.1, 0.4, rng); /* 216 sites, the first N used */
+    for (size_t i = 0; i < N; ++i) {
+        s->charge[i] = i % 2 ? 0.5 : -0.5;
+        s->type[i] = 0; /* the default pair table: one type */
+    }
+}
+
+static fk_particles view(step_system *s)
+{
+    return (fk_particles){.count = N, .position = s->position, .mass = s->charge, .type = s->type};
+}
+
+static fk_eval *create(const char *kernel, const char *accum, int potential, int result_type)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = kernel;
+    config.accum = accum;
+    config.potential = potential;
+    config.eps = strcmp(kernel, "ga") == 0 ? 0.05 : 0;
+    config.result_type = result_type;
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
+    if (status != FK_OK)
+        fail_msg("%s/%s: %s", kernel, accum, fk_context_last_error(fk_test_context));
+    return eval;
+}
+
+/* The host decode of the packed words of the last compute: forces then potentials. */
+static void host_decode(fk_eval *eval, const char *accum, int potential, double *forces,
+                        double *potentials)
+{
+    const size_t fc = fk_eval_force_components(eval), components = fc + (potential ? 1 : 0);
+    uint32_t *words = malloc(N * components * 2 * sizeof *words);
+    assert_non_null(words);
+    assert_int_equal(fk__eval_read_packed(eval, words), FK_OK);
+    const fk_accum_desc *desc = fk__accum_desc(accum);
+    const double scale = fk__eval_accum_scale(eval);
+    for (size_t i = 0; i < N; ++i) {
+        for (size_t k = 0; k < fc; ++k)
+            forces[i * fc + k] = desc->decode(words[2 * (i * components + k)],
+                                              words[2 * (i * components + k) + 1], scale);
+        if (potential)
+            potentials[i] = desc->decode(words[2 * (i * components + fc)],
+                                         words[2 * (i * components + fc) + 1], scale);
+    }
+    free(words);
+}
+
+/* Bits, so that NaN == NaN and -0 != +0. */
+static void assert_same_doubles(const double *a, const double *b, size_t count, const char *what)
+{
+    for (size_t v = 0; v < count; ++v)
+        if (memcmp(&a[v], &b[v], sizeof a[v]) != 0)
+            fail_msg("%s: value %zu is %.17g, the host decode gives %.17g", what, v, a[v], b[v]);
+}
+
+static void assert_same_floats(const float *a, const double *b, size_t count, const char *what)
+{
+    for (size_t v = 0; v < count; ++v) {
+        const float expected = (float)b[v];
+        if (memcmp(&a[v], &expected, sizeof a[v]) != 0)
+            fail_msg("%s: value %zu is %.9g, the rounded host decode gives %.9g", what, v,
+                     (double)a[v], (double)expected);
+    }
+}
+
+/* Every accumulator the device runs, ga and ljc_constant, double and float results: the device
+ * decode equals the host decode bit for bit, the float read is its rounding, the view is the
+ * read, and the layout matches the reference. */
+static void test_device_decode_matches_host(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x57e9);
+    step_system s;
+    make_system(&s, &rng);
+    const fk_particles particles = view(&s);
+    static const char *const kernels[] = {"ga", "ljc_constant"};
+    for (size_t k = 0; k < 2; ++k) {
+        const char *kernel = kernels[k];
+        fk_physics physics = {0};
+        physics.eps = strcmp(kernel, "ga") == 0 ? 0.05 : 0;
+        double ref_forces[3 * N], ref_potentials[N];
+        assert_int_equal(
+            fk_reference_forces(kernel, &particles, &physics, ref_forces, ref_potentials), FK_OK);
+        for (size_t a = 0; fk_accum_at(a); ++a) {
+            const char *accum = fk_accum_at(a)->name;
+            if (fk_accum_at(a)->needs_fp64 && !fk_context_device(fk_test_context)->fp64)
+                continue;
+            for (int result_type = FK_RESULT_DOUBLE; result_type <= FK_RESULT_FLOAT;
+                 ++result_type) {
+                if (result_type == FK_RESULT_FLOAT && !fk_test_full() && a % 3 != 0)
+                    continue; /* the float layout is the same code for every format */
+                fk_eval *eval = create(kernel, accum, 1, result_type);
+                assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+                assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+                double expected[3 * N], expected_potentials[N];
+                host_decode(eval, accum, 1, expected, expected_potentials);
+                char what[96];
+                snprintf(what, sizeof what, "%s %s %s", kernel, accum,
+                         result_type ? "float results" : "double results");
+                double forces[3 * N], potentials[N];
+                float forces_f[3 * N], potentials_f[N];
+                assert_int_equal(fk_eval_read_forces_float(eval, forces_f), FK_OK);
+                assert_int_equal(fk_eval_read_potentials_float(eval, potentials_f), FK_OK);
+                assert_same_floats(forces_f, expected, 3 * N, what);
+                assert_same_floats(potentials_f, expected_potentials, N, what);
+                assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
+                assert_int_equal(fk_eval_read_potentials(eval, potentials), FK_OK);
+                if (result_type == FK_RESULT_DOUBLE) {
+                    assert_same_doubles(forces, expected, 3 * N, what);
+                    assert_same_doubles(potentials, expected_potentials, N, what);
+                } else { /* float results widened: the rounded decode, exactly */
+                    for (size_t v = 0; v < 3 * N; ++v)
+                        assert_true(forces[v] == (double)forces_f[v]);
+                }
+                const void *forces_view = NULL, *potentials_view = NULL;
+                fk_status viewed = fk_eval_results_view(eval, &forces_view, &potentials_view);
+                if (fk_context_device(fk_test_context)->fp64) {
+                    assert_int_equal(viewed, FK_OK);
+                    const size_t size = result_type ? sizeof(float) : sizeof(double);
+                    assert_memory_equal(forces_view, result_type ? (void *)forces_f : forces,
+                                        3 * N * size);
+                    assert_memory_equal(potentials_view,
+                                        result_type ? (void *)potentials_f : potentials, N * size);
+                } else {
+                    assert_int_equal(viewed, FK_ERR_UNSUPPORTED);
+                }
+                /* the layout: each value where the reference has it (a loose bound; the
+                 * accuracy of each accumulator is tested elsewhere) */
+                for (size_t v = 0; v < 3 * N; ++v)
+                    FK_ASSERT_NEAR(forces[v], ref_forces[v], 1e-3 * (1 + fabs(ref_forces[v])));
+                for (size_t i = 0; i < N; ++i)
+                    FK_ASSERT_NEAR(potentials[i], ref_potentials[i],
+                                   1e-3 * (1 + fabs(ref_potentials[i])));
+                fk_eval_destroy(eval);
+            }
+        }
+    }
+}
+
+/* The asynchronous form: nothing else is taken while a compute is in flight, wait delivers the
+ * same exact results as compute, and destroy with a compute in flight is safe. */
+static void test_async(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0xa5c);
+    step_system s;
+    make_system(&s, &rng);
+    const fk_particles particles = view(&s);
+    fk_eval *eval = create("ljc_constant", "fixed64", 0, FK_RESULT_DOUBLE);
+    double forces[3 * N], again[3 * N];
+    assert_int_equal(fk_eval_wait(eval, NULL), FK_ERR_STATE);    /* nothing in flight */
+    assert_int_equal(fk_eval_compute_async(eval), FK_ERR_STATE); /* no particles */
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
+
+    assert_int_equal(fk_eval_compute_async(eval), FK_OK);
+    assert_int_equal(fk_eval_read_forces(eval, again), FK_ERR_STATE);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "fk_eval_wait"));
+    assert_int_equal(fk_eval_compute_async(eval), FK_ERR_STATE);
+    assert_int_equal(fk_eval_update_positions(eval, s.position, NULL), FK_ERR_STATE);
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_ERR_STATE);
+    double seconds = -1;
+    assert_int_equal(fk_eval_wait(eval, &seconds), FK_OK);
+    assert_true(seconds >= 0);
+    assert_int_equal(fk_eval_read_forces(eval, again), FK_OK);
+    /* fixed64: the same exact sums of the same terms of the same program */
+    assert_memory_equal(forces, again, sizeof forces);
+    assert_int_equal(fk_eval_wait(eval, NULL), FK_ERR_STATE); /* waited already */
+
+    assert_int_equal(fk_eval_compute_async(eval), FK_OK);
+    fk_eval_destroy(eval); /* in flight: destroy waits, then releases */
+}
+
+/* A time-stepping loop through update_positions: each step's results equal those of a fresh
+ * set_particles with the same positions (fixed64: exact), and the pinned copy of the particles is
+ * rewritten only after the device has its last contents. */
+static void test_update_loop(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x10f);
+    step_system s;
+    make_system(&s, &rng);
+    fk_particles particles = view(&s);
+    fk_eval *stepping = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    fk_eval *fresh = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    assert_int_equal(fk_eval_set_particles(stepping, &particles), FK_OK);
+    for (int step = 0; step < 4; ++step) {
+        for (size_t v = 0; v < 3 * N; ++v)
+            s.position[v] += 0.02 * (fk_test_rng_uniform(&rng) - 0.5);
+        assert_int_equal(fk_eval_update_positions(stepping, s.position, NULL), FK_OK);
+        assert_int_equal(fk_eval_compute_async(stepping), FK_OK);
+        assert_int_equal(fk_eval_set_particles(fresh, &particles), FK_OK);
+        assert_int_equal(fk_eval_compute(fresh, NULL), FK_OK);
+        assert_int_equal(fk_eval_wait(stepping, NULL), FK_OK);
+        const void *a = NULL, *b = NULL, *pa = NULL, *pb = NULL;
+        if (fk_eval_results_view(stepping, &a, &pa) != FK_OK)
+            skip(); /* no fp64: the reads are compared in test_device_decode_matches_host */
+        assert_int_equal(fk_eval_results_view(fresh, &b, &pb), FK_OK);
+        assert_memory_equal(a, b, 3 * N * sizeof(double));
+        assert_memory_equal(pa, pb, N * sizeof(double));
+    }
+    /* a bad coordinate is refused and the previous particles stay */
+    s.position[7] = NAN;
+    assert_int_equal(fk_eval_update_positions(stepping, s.position, NULL), FK_ERR_INVALID_INPUT);
+    fk_eval_destroy(stepping);
+    fk_eval_destroy(fresh);
+}
+
+/* fixed64's overflow, found by the device decode, names the first particle. */
+static void test_overflow_named(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x0f1);
+    step_system s;
+    make_system(&s, &rng);
+    const fk_particles particles = view(&s);
+    fk_eval *eval = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    fk__eval_set_accum_param(eval, 0, (float)fk__eval_accum_scale(eval) * 1048576.0f);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+    double forces[3 * N];
+    float forces_f[3 * N];
+    const void *forces_view = NULL;
+    assert_int_equal(fk_eval_read_forces(eval, forces), FK_ERR_OVERFLOW);
+    char message[512];
+    snprintf(message, sizeof message, "%s", fk_context_last_error(fk_test_context));
+    assert_int_equal(fk_eval_read_forces_float(eval, forces_f), FK_ERR_OVERFLOW);
+    assert_int_equal(fk_eval_results_view(eval, &forces_view, NULL), FK_ERR_OVERFLOW);
+    assert_null(forces_view);
+    /* the first particle: the one the host decode finds first */
+    uint32_t words[2 * 4 * N];
+    assert_int_equal(fk__eval_read_packed(eval, words), FK_OK);
+    size_t first = N;
+    for (size_t w = 0; w < 2 * 4 * N && first == N; w += 2)
+        if (fk__fixed64_overflowed(words[w], words[w + 1]))
+            first = w / 2 / 4;
+    assert_true(first < N);
+    char expected[32];
+    snprintf(expected, sizeof expected, "particle %zu:", first);
+    if (!strstr(message, expected))
+        fail_msg("\"%s\" does not name %s", message, expected);
+    fk_eval_destroy(eval);
+}
+
+static void test_bad_result_type(void **state)
+{
+    (void)state;
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ga";
+    config.result_type = 2;
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_null(eval);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "result_type"));
+}
+
+int main(int argc, char **argv)
+{
+    FK_TEST_PREPARE(argc, argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_decode_matches_host),
+        cmocka_unit_test(test_async),
+        cmocka_unit_test(test_update_loop),
+        cmocka_unit_test(test_overflow_named),
+        cmocka_unit_test(test_bad_result_type),
+    };
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
+}
