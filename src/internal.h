@@ -215,6 +215,10 @@ void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value);
 char *fk__read_file(const char *path, size_t *size);
 /* Monotonic wall-clock seconds. */
 double fk__now(void);
+/* Host<->device bandwidth from pinned memory (bytes per second, the median of reps blocking
+ * transfers of `bytes`), for the step benchmark (src/bandwidth.c). */
+fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,
+                                       double *to_device, double *to_host);
 
 /* Reference implementations (reference.c, reference_molecular.c), for the descriptors. */
 fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,

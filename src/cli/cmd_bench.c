@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_step.h"
 #include "commands.h"
 #include "common.h"
 #include "generate.h"
@@ -39,6 +40,12 @@ static const char bench_usage[] =
     "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
     "  --skin S        cells: Verlet skin (default 0.12 x cutoff; 0: none); cells are at least\n"
     "                  cutoff + skin wide\n"
+    "  --step          time what a time-stepping code does per step instead: update positions,\n"
+    "                  compute, read the forces (copy; and view, the pinned arrays lent without a\n"
+    "                  copy), by the wall clock, next to the device time and the pinned\n"
+    "                  host<->device bandwidth measured in the same run; R steps per mode\n"
+    "  --potential     with --step: read the potentials too\n"
+    "  --result T      with --step: results decoded to double (default) or float\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n";
 
@@ -51,6 +58,8 @@ typedef struct bench_options {
     long long n, reps, seed, splits, work_group_size;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
+    int step, potential; /* --step, --potential */
+    const char *result;  /* --result double|float */
     cli_physics_options physics;
 } bench_options;
 
@@ -377,6 +386,9 @@ int cmd_bench(int argc, char **argv)
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
+        {.name = "step", .kind = CLI_FLAG, .value = &options.step},
+        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
+        {.name = "result", .kind = CLI_STRING, .value = &options.result},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
     };
     if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
@@ -395,6 +407,15 @@ int cmd_bench(int argc, char **argv)
             return cli_usage_error("bench", "--reproducible uses the fixed64 accumulator, not %s",
                                    options.accum);
     }
+    int result_type = FK_RESULT_DOUBLE;
+    if (options.result && strcmp(options.result, "float") == 0)
+        result_type = FK_RESULT_FLOAT;
+    else if (options.result && strcmp(options.result, "double") != 0)
+        return cli_usage_error("bench", "--result '%s': expected double or float", options.result);
+    if (!options.step && (options.result || options.potential))
+        return cli_usage_error("bench", "--result and --potential go with --step");
+    if (options.step && strcmp(options.unroll, "all") == 0)
+        return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
     bench_run run = {0};
     int code = prepare(&run, &options);
     if (code != CLI_EXIT_OK)
@@ -433,6 +454,23 @@ int cmd_bench(int argc, char **argv)
         return cli_exit_code(status);
     }
 
+    if (options.step) {
+        bench_step_input step = {.context = run.context,
+                                 .base = run.base,
+                                 .physics = &run.physics,
+                                 .particles = &run.particles,
+                                 .kernel = run.kernel,
+                                 .accum = run.accum,
+                                 .reps = options.reps,
+                                 .potential = options.potential,
+                                 .result_type = result_type,
+                                 .json = options.json};
+        step.base.unroll_i = run.requested[0][0];
+        step.base.unroll_j = run.requested[0][1];
+        code = bench_step_run(&step);
+        bench_run_free(&run);
+        return code;
+    }
     if (!options.json)
         print_table_header(&run, &options);
     for (size_t v = 0; v < run.requested_count; ++v) {

@@ -1,0 +1,207 @@
+/* `forcekit bench --step`: what a time-stepping code does each step, timed by the wall clock
+ * (issue #16): new positions in (fk_eval_update_positions), forces computed (fk_eval_compute),
+ * forces (and potentials) out, through
+ *   copy  fk_eval_read_forces into the caller's array, and
+ *   view  fk_eval_results_view, the evaluation's pinned arrays lent without a copy (devices with
+ *         fp64);
+ * next to the device time of the pair loop and the host<->device bandwidth from pinned memory
+ * measured in the same run, which give the step's limit: device time + bytes moved / bandwidth.
+ * The positions move a little every step (a fixed oscillation, outside the timed region, as the
+ * caller's integrator would), so the bound pre-pass of the data-scaled accumulators and the cell
+ * lists' displacement check run as they would in a simulation. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_step.h"
+#include "common.h"
+#include "internal.h" /* fk__now, fk__measure_pinned_bandwidth */
+
+typedef enum step_mode { STEP_COPY, STEP_VIEW } step_mode;
+static const char *const step_mode_names[] = {"copy", "view"};
+
+typedef struct step_result {
+    int ran;
+    double wall_median, wall_min, wall_max, device_median;
+} step_result;
+
+/* Bytes a step moves: the coordinates to the device (float4 per particle, and gaj's velocities),
+ * the decoded results to the host (or, without fp64, the packed 8-byte sums). */
+static void step_bytes(const bench_step_input *in, const fk_device_info *device, double *up,
+                       double *down)
+{
+    const double n = (double)in->particles->count;
+    const double components = (double)in->kernel->force_components + (in->potential ? 1 : 0);
+    /* gaj (input "x y z m vx vy vz") also sends its velocities */
+    *up = 16.0 * n * (strstr(in->kernel->input_format, "vx") ? 2 : 1);
+    if (device->fp64) {
+        const double value = in->result_type == FK_RESULT_FLOAT ? 4.0 : 8.0;
+        *down = ceil(components * n * value / 8) * 8 + 8; /* + the overflow word */
+    } else {
+        *down = 8.0 * components * n;
+    }
+}
+
+static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_result *result,
+                              double *timings, double *device_times)
+{
+    memset(result, 0, sizeof *result);
+    fk_eval_config config = in->base;
+    config.potential = in->potential;
+    config.result_type = in->result_type;
+    fk_eval *eval = NULL;
+    fk_status status = fk_eval_create(in->context, &config, &eval);
+    if (status == FK_OK)
+        status = cli_physics_apply(eval, in->physics);
+    const size_t n = in->particles->count;
+    const fk_particles particles = fkt_particle_set_view(in->particles);
+    double *position = malloc(3 * n * sizeof *position);
+    double *swing = malloc(3 * n * sizeof *swing);
+    double *forces = malloc(n * in->kernel->force_components * sizeof *forces);
+    double *potentials = malloc(n * sizeof *potentials);
+    if (status == FK_OK && (!position || !swing || !forces || !potentials))
+        status = FK_ERR_HOST_MEMORY;
+    if (status == FK_OK) {
+        memcpy(position, particles.position, 3 * n * sizeof *position);
+        for (size_t v = 0; v < 3 * n; ++v) /* a deterministic +-0.002 oscillation */
+            swing[v] = 0.002 * sin(0.618 * (double)v);
+        status = fk_eval_set_particles(eval, &particles);
+    }
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL); /* first-launch costs are not a step's */
+    for (long long rep = -2; status == FK_OK && rep < in->reps; ++rep) {
+        const double sign = rep % 2 ? 1.0 : -1.0;
+        for (size_t v = 0; v < 3 * n; ++v)
+            position[v] += sign * swing[v];
+        double device = NAN;
+        const double start = fk__now();
+        status = fk_eval_update_positions(eval, position, particles.velocity);
+        if (status == FK_OK)
+            status = fk_eval_compute(eval, &device);
+        if (status == FK_OK && mode == STEP_COPY) {
+            status = fk_eval_read_forces(eval, forces);
+            if (status == FK_OK && in->potential)
+                status = fk_eval_read_potentials(eval, potentials);
+        } else if (status == FK_OK) {
+            const void *forces_view = NULL, *potentials_view = NULL;
+            status =
+                fk_eval_results_view(eval, &forces_view, in->potential ? &potentials_view : NULL);
+        }
+        const double end = fk__now();
+        if (rep >= 0) { /* two warm-up steps */
+            timings[rep] = end - start;
+            device_times[rep] = device >= 0 ? device : NAN;
+        }
+    }
+    fk_eval_destroy(eval);
+    free(position);
+    free(swing);
+    free(forces);
+    free(potentials);
+    if (status != FK_OK)
+        return status;
+    const size_t reps = (size_t)in->reps;
+    result->ran = 1;
+    result->wall_median = cli_median(timings, reps); /* sorts */
+    result->wall_min = timings[0];
+    result->wall_max = timings[reps - 1];
+    result->device_median = cli_median(device_times, reps);
+    return FK_OK;
+}
+
+int bench_step_run(const bench_step_input *in)
+{
+    const fk_device_info *device = fk_context_device(in->context);
+    double up = 0, down = 0;
+    step_bytes(in, device, &up, &down);
+    /* the bandwidth of large transfers (32 MiB): the bus's, not a small copy's latency */
+    double to_device = 0, to_host = 0;
+    fk_status status =
+        fk__measure_pinned_bandwidth(in->context, (size_t)32 << 20, 7, &to_device, &to_host);
+    if (status != FK_OK)
+        return cli_report_status(status, in->context);
+    const double transfer_seconds = up / to_device + down / to_host;
+    const double bytes_moved = up + down;
+
+    double *timings = malloc((size_t)in->reps * sizeof *timings);
+    double *device_times = malloc((size_t)in->reps * sizeof *device_times);
+    if (!timings || !device_times) {
+        free(timings);
+        free(device_times);
+        return cli_report_status(FK_ERR_HOST_MEMORY, in->context);
+    }
+    step_result results[2];
+    for (int mode = STEP_COPY; mode <= STEP_VIEW; ++mode) {
+        if (mode == STEP_VIEW && !device->fp64) { /* no view: the host decodes at each read */
+            results[mode].ran = 0;
+            continue;
+        }
+        status = measure_mode(in, (step_mode)mode, &results[mode], timings, device_times);
+        if (status != FK_OK)
+            break;
+    }
+    free(timings);
+    free(device_times);
+    if (status != FK_OK)
+        return cli_report_status(status, in->context);
+
+    const char *algorithm = fk_algorithm_name((fk_algorithm)in->base.algorithm);
+    if (!in->json) {
+        printf("step: %s (%s), %s, N = %zu, %lld steps, on %s\n", in->kernel->name, in->accum->name,
+               algorithm, in->particles->count, in->reps, device->name);
+        printf("pinned bandwidth: to device %.3g GB/s, to host %.3g GB/s; %.0f bytes per step\n",
+               to_device / 1e9, to_host / 1e9, bytes_moved);
+        printf("%-5s %12s %12s %12s %12s %12s %8s\n", "MODE", "WALL S", "MIN", "MAX", "DEVICE S",
+               "LIMIT S", "/LIMIT");
+    }
+    cJSON *document = NULL, *list = NULL;
+    if (in->json) {
+        char date[CLI_TIMESTAMP_SIZE];
+        cli_utc_timestamp(date);
+        document = cJSON_CreateObject();
+        cJSON_AddStringToObject(document, "benchmark", "step");
+        cJSON_AddStringToObject(document, "kernel", in->kernel->name);
+        cJSON_AddStringToObject(document, "accum", in->accum->name);
+        cJSON_AddStringToObject(document, "algorithm", algorithm);
+        cJSON_AddNumberToObject(document, "n", (double)in->particles->count);
+        cJSON_AddNumberToObject(document, "steps", (double)in->reps);
+        cJSON_AddBoolToObject(document, "potential", in->potential != 0);
+        cJSON_AddStringToObject(document, "result_type",
+                                in->result_type == FK_RESULT_FLOAT ? "float" : "double");
+        cJSON_AddStringToObject(document, "device", device->name);
+        cJSON_AddStringToObject(document, "driver_version", device->driver_version);
+        cJSON_AddStringToObject(document, "platform", device->platform_name);
+        cJSON_AddStringToObject(document, "date", date);
+        cli_json_number(document, "bandwidth_to_device_bytes_per_second", to_device);
+        cli_json_number(document, "bandwidth_to_host_bytes_per_second", to_host);
+        list = cJSON_AddArrayToObject(document, "results");
+    }
+    for (int mode = STEP_COPY; mode <= STEP_VIEW; ++mode) {
+        const step_result *r = &results[mode];
+        if (!r->ran)
+            continue;
+        /* the target of issue #16: device time + bytes moved / pinned bandwidth + 25 us */
+        const double limit = r->device_median + transfer_seconds + 25e-6;
+        if (!in->json) {
+            printf("%-5s %12.4e %12.4e %12.4e %12.4e %12.4e %8.2f\n", step_mode_names[mode],
+                   r->wall_median, r->wall_min, r->wall_max, r->device_median, limit,
+                   r->wall_median / limit);
+            continue;
+        }
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddStringToObject(item, "mode", step_mode_names[mode]);
+        cli_json_number(item, "wall_seconds_median", r->wall_median);
+        cli_json_number(item, "wall_seconds_min", r->wall_min);
+        cli_json_number(item, "wall_seconds_max", r->wall_max);
+        cli_json_number(item, "device_seconds_median", r->device_median);
+        cJSON_AddNumberToObject(item, "bytes_moved", bytes_moved);
+        cJSON_AddNumberToObject(item, "bytes_to_device", up);
+        cJSON_AddNumberToObject(item, "bytes_to_host", down);
+        cli_json_number(item, "bandwidth_bytes_per_second", bytes_moved / transfer_seconds);
+        cli_json_number(item, "limit_seconds", limit);
+        cli_json_number(item, "wall_over_limit", r->wall_median / limit);
+        cJSON_AddItemToArray(list, item);
+    }
+    return document ? cli_print_json(document) : CLI_EXIT_OK;
+}
