@@ -48,6 +48,10 @@ struct fk_eval {
     int pending;
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
+    /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
+    cl_program bound_program;
+    cl_kernel bound_reduce;
+    cl_mem bound_partials;
     float physics_values[FK_MAX_PHYSICS];
     fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;

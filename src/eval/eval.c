@@ -34,6 +34,7 @@ void fk_eval_destroy(fk_eval *eval)
     fk__eval_release_buffers(eval);
     fk__eval_release_output(eval);
     fk__eval_release_host_body(eval);
+    fk__eval_release_bound_reduce(eval);
     if (eval->decode_kernel)
         clReleaseKernel(eval->decode_kernel);
     if (eval->decode_program)
@@ -205,6 +206,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         status = fk__eval_create_subtraction(eval, &request);
     if (status == FK_OK)
         status = fk__eval_create_decode(eval);
+    if (status == FK_OK)
+        status = fk__eval_create_bound_reduce(eval);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;

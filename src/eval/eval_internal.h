@@ -21,6 +21,9 @@ fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds);
 /* Runs the bound pre-pass on the particles just uploaded and sets acc_param and the decode scale
  * (nothing for accumulators without data-scaled parameters). */
 fk_status fk__eval_choose_accum_parameters(fk_eval *eval);
+/* The device reduction of the bound (fk_eval_create, for the data-scaled accumulators). */
+fk_status fk__eval_create_bound_reduce(fk_eval *eval);
+void fk__eval_release_bound_reduce(fk_eval *eval);
 /* Reproducible mode's build options; sets eval->reproducible and its reason. */
 const char *fk__eval_reproducible_options(fk_eval *eval);
 

@@ -10,45 +10,104 @@
 #include "eval_internal.h"
 #include "accum.h"
 
-/* Runs the pre-pass on the particles just uploaded (one extra evaluation per set_particles) and
- * sets acc_param and the decode scale. The largest |term| is exact and independent of the variant
- * and the order, so fixed64's scale, and hence its results, are too. */
+/* The bound's reduction on the device (cl/bound_reduce.cl): groups of FK_BOUND_GROUP work-items,
+ * FK_BOUND_GROUPS of them, whose partial maxima the host reads (512 bytes). */
+#define FK_BOUND_GROUP 64
+#define FK_BOUND_GROUPS 64
+
+fk_status fk__eval_create_bound_reduce(fk_eval *eval)
+{
+    if (!eval->accum->choose_parameters)
+        return FK_OK;
+    fk_context *context = eval->context;
+    char options[64];
+    snprintf(options, sizeof options, "-D FK_BOUND_GROUP=%d", FK_BOUND_GROUP);
+    fk_program_result built;
+    fk_status status = fk__program_build_file(context, "bound_reduce.cl", options, &built);
+    if (status != FK_OK)
+        return status;
+    eval->bound_program = built.program;
+    cl_int err = CL_SUCCESS;
+    eval->bound_reduce = clCreateKernel(eval->bound_program, "fk_bound_reduce", &err);
+    if (err != CL_SUCCESS) {
+        eval->bound_reduce = NULL;
+        return fk__cl_fail(context, "clCreateKernel (fk_bound_reduce)", err);
+    }
+    return fk__eval_create_buffer(eval, &eval->bound_partials, CL_MEM_READ_WRITE,
+                                  FK_BOUND_GROUPS * 2 * sizeof(cl_float), NULL, "bound partials");
+}
+
+void fk__eval_release_bound_reduce(fk_eval *eval)
+{
+    if (eval->bound_partials)
+        clReleaseMemObject(eval->bound_partials);
+    if (eval->bound_reduce)
+        clReleaseKernel(eval->bound_reduce);
+    if (eval->bound_program)
+        clReleaseProgram(eval->bound_program);
+    eval->bound_partials = NULL;
+    eval->bound_reduce = NULL;
+    eval->bound_program = NULL;
+}
+
+/* Runs the pre-pass on the particles just uploaded (one extra pass per set_particles and
+ * update_positions), reduces it on the device and sets acc_param and the decode scale. The largest
+ * |term| is exact and independent of the variant and the order, so fixed64's scale, and hence its
+ * results, are too. One wait: the pass, the reduction and the poisoning of the results are
+ * enqueued in order and the blocking read of the partial maxima comes last. */
 fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
 {
     if (!eval->accum->choose_parameters)
         return FK_OK;
     fk_context *context = eval->context;
-    fk_status status = fk__eval_run_pass(eval, FK__PASS_BOUND, NULL);
     eval->computed = 0;
-    const size_t values = eval->count * eval->components;
-    uint32_t *packed = status == FK_OK ? malloc(values * 2 * sizeof *packed) : NULL;
-    if (status == FK_OK && !packed)
-        status = FK_ERR_HOST_MEMORY;
-    if (status == FK_OK)
-        status = fk__eval_read_result(eval, packed);
+    cl_event first = NULL, last = NULL;
+    fk_status status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_BOUND, &first, &last);
+    if (status != FK_OK)
+        return status;
+    const cl_uint values = (cl_uint)(eval->count * eval->components);
+    status = FK__SET_ARGS(context, eval->bound_reduce, "fk_bound_reduce", 0, FK__ARG(values),
+                          FK__ARG(eval->result), FK__ARG(eval->bound_partials));
+    const size_t group = FK_BOUND_GROUP, global = (size_t)FK_BOUND_GROUP * FK_BOUND_GROUPS;
+    cl_int err = CL_SUCCESS;
+    if (status == FK_OK) {
+        err = clEnqueueNDRangeKernel(context->queue, eval->bound_reduce, 1, NULL, &global, &group, 0,
+                                     NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_bound_reduce)", err);
+    }
     if (status == FK_OK) { /* poison again: the main pass must be seen to write every result */
         const cl_uchar poison = 0xff;
-        cl_int err = fk__enqueue_fill(context, eval->result, &poison, 1, values * 8, 0, NULL, NULL);
-        if (err == CL_SUCCESS)
-            err = clFinish(context->queue);
+        err = fk__enqueue_fill(context, eval->result, &poison, 1, (size_t)values * 8, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
     }
+    cl_float partials[2 * FK_BOUND_GROUPS];
+    if (status == FK_OK) {
+        err = clEnqueueReadBuffer(context->queue, eval->bound_partials, CL_TRUE, 0,
+                                  sizeof partials, partials, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueReadBuffer (bound)", err);
+    }
     if (status != FK_OK) {
-        free(packed);
+        clFinish(context->queue);
+        if (first)
+            clReleaseEvent(first);
+        if (last)
+            clReleaseEvent(last);
         return status;
     }
+    status = fk__eval_finish(eval, first, last, "bound pre-pass", NULL);
+    if (status != FK_OK)
+        return status;
     struct fk_accum_bound bound = {.max_term = 0, .max_sum = 0, .count = eval->count};
-    for (size_t v = 0; v < values; ++v) {
-        float max_term, sum;
-        memcpy(&max_term, &packed[2 * v], sizeof max_term);
-        memcpy(&sum, &packed[2 * v + 1], sizeof sum);
+    for (size_t g = 0; g < FK_BOUND_GROUPS; ++g) {
+        const float max_term = partials[2 * g], sum = partials[2 * g + 1];
         if (!(max_term <= bound.max_term)) /* NaN sticks */
             bound.max_term = isnan(bound.max_term) ? bound.max_term : (double)max_term;
         if (!(sum <= bound.max_sum))
             bound.max_sum = isnan(bound.max_sum) ? bound.max_sum : (double)sum;
     }
-    free(packed);
     struct fk_accum_params params;
     if (!eval->accum->choose_parameters(&bound, &params))
         return fk__fail(context, FK_ERR_OVERFLOW,
