@@ -24,6 +24,8 @@ static const char *const step_mode_names[] = {"copy", "view"};
 typedef struct step_result {
     int ran;
     double wall_median, wall_min, wall_max, device_median;
+    /* the wall time of each call: update_positions, compute, the read (or view) */
+    double update_median, compute_median, read_median;
 } step_result;
 
 /* Bytes a step moves: the coordinates to the device (float4 per particle, and gaj's velocities),
@@ -44,7 +46,7 @@ static void step_bytes(const bench_step_input *in, const fk_device_info *device,
 }
 
 static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_result *result,
-                              double *timings, double *device_times)
+                              double *timings, double *device_times, double *calls[3])
 {
     memset(result, 0, sizeof *result);
     fk_eval_config config = in->base;
@@ -77,8 +79,10 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
         double device = NAN;
         const double start = fk__now();
         status = fk_eval_update_positions(eval, position, particles.velocity);
+        const double updated = fk__now();
         if (status == FK_OK)
             status = fk_eval_compute(eval, &device);
+        const double computed = fk__now();
         if (status == FK_OK && mode == STEP_COPY) {
             status = fk_eval_read_forces(eval, forces);
             if (status == FK_OK && in->potential)
@@ -92,6 +96,9 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
         if (rep >= 0) { /* two warm-up steps */
             timings[rep] = end - start;
             device_times[rep] = device >= 0 ? device : NAN;
+            calls[0][rep] = updated - start;
+            calls[1][rep] = computed - updated;
+            calls[2][rep] = end - computed;
         }
     }
     fk_eval_destroy(eval);
@@ -107,6 +114,9 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
     result->wall_min = timings[0];
     result->wall_max = timings[reps - 1];
     result->device_median = cli_median(device_times, reps);
+    result->update_median = cli_median(calls[0], reps);
+    result->compute_median = cli_median(calls[1], reps);
+    result->read_median = cli_median(calls[2], reps);
     return FK_OK;
 }
 
@@ -124,25 +134,23 @@ int bench_step_run(const bench_step_input *in)
     const double transfer_seconds = up / to_device + down / to_host;
     const double bytes_moved = up + down;
 
-    double *timings = malloc((size_t)in->reps * sizeof *timings);
-    double *device_times = malloc((size_t)in->reps * sizeof *device_times);
-    if (!timings || !device_times) {
-        free(timings);
-        free(device_times);
+    const size_t reps = (size_t)in->reps;
+    double *timings = malloc(6 * reps * sizeof *timings);
+    if (!timings)
         return cli_report_status(FK_ERR_HOST_MEMORY, in->context);
-    }
+    double *device_times = timings + reps;
+    double *calls[3] = {timings + 2 * reps, timings + 3 * reps, timings + 4 * reps};
     step_result results[2];
     for (int mode = STEP_COPY; mode <= STEP_VIEW; ++mode) {
         if (mode == STEP_VIEW && !device->fp64) { /* no view: the host decodes at each read */
             results[mode].ran = 0;
             continue;
         }
-        status = measure_mode(in, (step_mode)mode, &results[mode], timings, device_times);
+        status = measure_mode(in, (step_mode)mode, &results[mode], timings, device_times, calls);
         if (status != FK_OK)
             break;
     }
     free(timings);
-    free(device_times);
     if (status != FK_OK)
         return cli_report_status(status, in->context);
 
@@ -152,8 +160,8 @@ int bench_step_run(const bench_step_input *in)
                algorithm, in->particles->count, in->reps, device->name);
         printf("pinned bandwidth: to device %.3g GB/s, to host %.3g GB/s; %.0f bytes per step\n",
                to_device / 1e9, to_host / 1e9, bytes_moved);
-        printf("%-5s %12s %12s %12s %12s %12s %8s\n", "MODE", "WALL S", "MIN", "MAX", "DEVICE S",
-               "LIMIT S", "/LIMIT");
+        printf("%-5s %11s %11s %11s %11s %11s %7s %11s %11s %11s\n", "MODE", "WALL S", "MIN", "MAX",
+               "DEVICE S", "LIMIT S", "/LIMIT", "UPDATE S", "COMPUTE S", "READ S");
     }
     cJSON *document = NULL, *list = NULL;
     if (in->json) {
@@ -184,9 +192,10 @@ int bench_step_run(const bench_step_input *in)
         /* the target of issue #16: device time + bytes moved / pinned bandwidth + 25 us */
         const double limit = r->device_median + transfer_seconds + 25e-6;
         if (!in->json) {
-            printf("%-5s %12.4e %12.4e %12.4e %12.4e %12.4e %8.2f\n", step_mode_names[mode],
-                   r->wall_median, r->wall_min, r->wall_max, r->device_median, limit,
-                   r->wall_median / limit);
+            printf("%-5s %11.4e %11.4e %11.4e %11.4e %11.4e %7.2f %11.4e %11.4e %11.4e\n",
+                   step_mode_names[mode], r->wall_median, r->wall_min, r->wall_max,
+                   r->device_median, limit, r->wall_median / limit, r->update_median,
+                   r->compute_median, r->read_median);
             continue;
         }
         cJSON *item = cJSON_CreateObject();
@@ -199,6 +208,9 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddNumberToObject(item, "bytes_to_device", up);
         cJSON_AddNumberToObject(item, "bytes_to_host", down);
         cli_json_number(item, "bandwidth_bytes_per_second", bytes_moved / transfer_seconds);
+        cli_json_number(item, "update_seconds_median", r->update_median);
+        cli_json_number(item, "compute_seconds_median", r->compute_median);
+        cli_json_number(item, "read_seconds_median", r->read_median);
         cli_json_number(item, "limit_seconds", limit);
         cli_json_number(item, "wall_over_limit", r->wall_median / limit);
         cJSON_AddItemToArray(list, item);

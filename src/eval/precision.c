@@ -71,21 +71,22 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
     const size_t group = FK_BOUND_GROUP, global = (size_t)FK_BOUND_GROUP * FK_BOUND_GROUPS;
     cl_int err = CL_SUCCESS;
     if (status == FK_OK) {
-        err = clEnqueueNDRangeKernel(context->queue, eval->bound_reduce, 1, NULL, &global, &group, 0,
-                                     NULL, NULL);
+        err = clEnqueueNDRangeKernel(context->queue, eval->bound_reduce, 1, NULL, &global, &group,
+                                     0, NULL, NULL);
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_bound_reduce)", err);
     }
     if (status == FK_OK) { /* poison again: the main pass must be seen to write every result */
         const cl_uchar poison = 0xff;
-        err = fk__enqueue_fill(context, eval->result, &poison, 1, (size_t)values * 8, 0, NULL, NULL);
+        err =
+            fk__enqueue_fill(context, eval->result, &poison, 1, (size_t)values * 8, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
     }
     cl_float partials[2 * FK_BOUND_GROUPS];
     if (status == FK_OK) {
-        err = clEnqueueReadBuffer(context->queue, eval->bound_partials, CL_TRUE, 0,
-                                  sizeof partials, partials, 0, NULL, NULL);
+        err = clEnqueueReadBuffer(context->queue, eval->bound_partials, CL_TRUE, 0, sizeof partials,
+                                  partials, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueReadBuffer (bound)", err);
     }

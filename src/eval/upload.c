@@ -288,15 +288,24 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     const int gaj = eval->kernel->needs_velocity;
     if (gaj && !velocity)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
+    /* One branch-free pass (the compiler vectorizes it; at N = 1M the checked loop with an early
+     * return was milliseconds): a coordinate that is NaN, infinite or beyond float's range
+     * converts to NaN or infinity and fails the comparison. Only then a second pass finds it. */
     float *body = eval->host_body;
-    for (size_t i = 0; i < n; ++i)
-        for (int k = 0; k < 3; ++k) {
-            const double x = position[3 * i + (size_t)k];
-            if (!isfinite(x) || fabs(x) > FLT_MAX)
-                return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                "particle %zu: coordinate %d is %g (not a finite float)", i, k, x);
-            body[4 * i + (size_t)k] = (float)x;
-        }
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const float x = (float)position[3 * i], y = (float)position[3 * i + 1],
+                    z = (float)position[3 * i + 2];
+        body[4 * i] = x;
+        body[4 * i + 1] = y;
+        body[4 * i + 2] = z;
+        bad |= !(fabsf(x) <= FLT_MAX) | !(fabsf(y) <= FLT_MAX) | !(fabsf(z) <= FLT_MAX);
+    }
+    for (size_t v = 0; bad && v < 3 * n; ++v)
+        if (!(fabsf((float)position[v]) <= FLT_MAX))
+            return fk__fail(context, FK_ERR_INVALID_INPUT,
+                            "particle %zu: coordinate %d is %g (not a finite float)", v / 3,
+                            (int)(v % 3), position[v]);
     float *aux = NULL;
     if (gaj) {
         aux = malloc(4 * n * sizeof *aux);
