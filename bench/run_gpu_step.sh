@@ -24,18 +24,22 @@ print(s * (1 / 0.8) ** (1 / 3))"
 reps_for() { if [ "$1" -ge 1000000 ]; then echo 30; elif [ "$1" -ge 200000 ]; then echo 50; else echo 200; fi; }
 for n in 4096 65536 262144 1048576; do
     for law in ljc_constant lj; do
-        for accum in float fixed64; do
-            [ "$law" = lj ] && [ "$accum" = fixed64 ] && continue
-            "$fk" bench --step --json --kernel "$law" --accum "$accum" --n "$n" --algorithm cells \
-                --cutoff 2.5 --box "$(box "$n")" --reps "$(reps_for "$n")" \
-                > "$out/step_${law}_cells_${accum}_n$n.json"
+        for accum in float fixed64 fixed64-keep; do
+            [ "$law" = lj ] && [ "$accum" != float ] && continue
+            scale=()
+            [ "$accum" = fixed64-keep ] && scale=(--scale keep)
+            "$fk" bench --step --json --kernel "$law" --accum "${accum%-keep}" "${scale[@]}" \
+                --n "$n" --algorithm cells --cutoff 2.5 --box "$(box "$n")" \
+                --reps "$(reps_for "$n")" > "$out/step_${law}_cells_${accum}_n$n.json"
         done
     done
 done
 for n in 4096 16384 65536; do
-    for accum in float fixed64; do
-        "$fk" bench --step --json --kernel ljc_constant --accum "$accum" --n "$n" \
-            --reps "$(reps_for "$n")" > "$out/step_ljc_constant_allpairs_${accum}_n$n.json"
+    for accum in float fixed64 fixed64-keep; do
+        scale=()
+        [ "$accum" = fixed64-keep ] && scale=(--scale keep)
+        "$fk" bench --step --json --kernel ljc_constant --accum "${accum%-keep}" "${scale[@]}" \
+            --n "$n" --reps "$(reps_for "$n")" > "$out/step_ljc_constant_allpairs_${accum}_n$n.json"
     done
 done
 for accum in float fixed64 narumi; do
@@ -48,10 +52,12 @@ out = sys.argv[1]
 for path in sorted(glob.glob(os.path.join(out, "step_*.json"))):
     d = json.load(open(path))
     for r in d["results"]:
-        print(f'{os.path.basename(path)[5:-5]:40s} {r["mode"]:4s} wall {r["wall_seconds_median"]*1e3:9.4f} ms '
-              f'device {r["device_seconds_median"]*1e3:9.4f} ms  limit {r["limit_seconds"]*1e3:9.4f} ms  x{r["wall_over_limit"]:.2f}')
+        print(f'{os.path.basename(path)[5:-5]:40s} {r["mode"]:4s} wall {r["wall_seconds_median"]*1e3:8.4f} ms '
+              f'device {r["device_seconds_median"]*1e3:8.4f} limit {r["limit_seconds"]*1e3:8.4f} x{r["wall_over_limit"]:.2f} '
+              f'upd {r["update_seconds_median"]*1e3:.4f} comp {r["compute_seconds_median"]*1e3:.4f} read {r["read_seconds_median"]*1e3:.4f}')
 for path in sorted(glob.glob(os.path.join(out, "ga_*.json"))):
     d = json.load(open(path))
     r = d["results"][0]
     print(f'{os.path.basename(path)[:-5]:40s} {r["seconds_per_eval"]*1e3:9.3f} ms  {r["interactions_per_second"]:.3e} pairs/s')
 PY
+tar -C "$out" -czf "$out.tar.gz" . # the device tool brings back a few files: one archive

@@ -48,6 +48,8 @@ struct fk_eval {
     int pending;
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
+    size_t rescales; /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
+    int rescaling;   /* 1 while the redone compute is waited for */
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
     cl_program bound_program;
     cl_kernel bound_reduce;

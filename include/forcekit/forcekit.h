@@ -329,9 +329,24 @@ typedef struct fk_eval_config {
      * function still works (a float read of double results rounds, a double read of float results
      * widens). 0: double. */
     int result_type;
+    /* fk_scale_policy (added in 0.4): when the data-scaled accumulators choose their scale (the
+     * bound pre-pass, one extra pass over the pairs). 0: at every fk_eval_set_particles and
+     * fk_eval_update_positions. */
+    int scale_policy;
 } fk_eval_config;
 
 typedef enum fk_result_type { FK_RESULT_DOUBLE = 0, FK_RESULT_FLOAT = 1 } fk_result_type;
+
+/* FK_SCALE_EACH_UPLOAD: the scale is a function of the current positions alone (the default; the
+ * pre-pass doubles the pair work of every update). FK_SCALE_KEEP, for time-stepping with fixed64:
+ * update_positions keeps the scale of the last set_particles, and a compute whose sums left
+ * fixed64's range is redone, inside fk_eval_wait, after a new pre-pass on the current positions,
+ * so no overflow reaches the caller unless the new scale cannot hold the forces either. The
+ * results then depend on the scale in use, that is on the positions at the last rescale: the
+ * bit-identity across devices, loops and variants holds for the same sequence of calls (a restart
+ * that calls set_particles mid-run may rescale where the original run did not). Only fixed64, which
+ * detects every overflow: FK_ERR_INVALID_ARGUMENT for the other accumulators. */
+typedef enum fk_scale_policy { FK_SCALE_EACH_UPLOAD = 0, FK_SCALE_KEEP = 1 } fk_scale_policy;
 
 /* Narumi et al., sec. 4.1. On the fly (the default): the pair loop masks excluded pairs (a
  * compare per slot per pair, config.max_exclusions): correct on every device by construction.

@@ -46,6 +46,9 @@ static const char bench_usage[] =
     "                  host<->device bandwidth measured in the same run; R steps per mode\n"
     "  --potential     with --step: read the potentials too\n"
     "  --result T      with --step: results decoded to double (default) or float\n"
+    "  --scale P       with --step and fixed64: each (default: a new scale from every update's\n"
+    "                  positions, the bound pre-pass) or keep (the scale of set_particles until\n"
+    "                  a compute overflows; fk_eval_config.scale_policy)\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n";
 
@@ -60,6 +63,7 @@ typedef struct bench_options {
     int json, help, reproducible;
     int step, potential; /* --step, --potential */
     const char *result;  /* --result double|float */
+    const char *scale;   /* --scale each|keep */
     cli_physics_options physics;
 } bench_options;
 
@@ -322,7 +326,8 @@ static int prepare(bench_run *run, bench_options *options)
             return cli_usage_error("bench", "%s", reason);
     }
     const int gravity = cli_kernel_is_gravity(run->kernel->name);
-    run->base = (fk_eval_config){.kernel = run->kernel->name,
+    run->base = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
+                                 .kernel = run->kernel->name,
                                  .accum = run->accum->name,
                                  .work_group_size = (int)options->work_group_size,
                                  .local_tiling = tiling,
@@ -389,6 +394,7 @@ int cmd_bench(int argc, char **argv)
         {.name = "step", .kind = CLI_FLAG, .value = &options.step},
         {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
         {.name = "result", .kind = CLI_STRING, .value = &options.result},
+        {.name = "scale", .kind = CLI_STRING, .value = &options.scale},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
     };
     if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
@@ -412,8 +418,13 @@ int cmd_bench(int argc, char **argv)
         result_type = FK_RESULT_FLOAT;
     else if (options.result && strcmp(options.result, "double") != 0)
         return cli_usage_error("bench", "--result '%s': expected double or float", options.result);
-    if (!options.step && (options.result || options.potential))
-        return cli_usage_error("bench", "--result and --potential go with --step");
+    int scale_policy = FK_SCALE_EACH_UPLOAD;
+    if (options.scale && strcmp(options.scale, "keep") == 0)
+        scale_policy = FK_SCALE_KEEP;
+    else if (options.scale && strcmp(options.scale, "each") != 0)
+        return cli_usage_error("bench", "--scale '%s': expected each or keep", options.scale);
+    if (!options.step && (options.result || options.potential || options.scale))
+        return cli_usage_error("bench", "--result, --potential and --scale go with --step");
     if (options.step && strcmp(options.unroll, "all") == 0)
         return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
     bench_run run = {0};
@@ -465,6 +476,7 @@ int cmd_bench(int argc, char **argv)
                                  .potential = options.potential,
                                  .result_type = result_type,
                                  .json = options.json};
+        step.base.scale_policy = scale_policy;
         step.base.unroll_i = run.requested[0][0];
         step.base.unroll_j = run.requested[0][1];
         code = bench_step_run(&step);

@@ -102,6 +102,15 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         accum_name);
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
+    if (config->scale_policy != FK_SCALE_EACH_UPLOAD && config->scale_policy != FK_SCALE_KEEP)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "scale_policy %d: FK_SCALE_EACH_UPLOAD (0) or FK_SCALE_KEEP (1)",
+                        config->scale_policy);
+    if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "scale_policy FK_SCALE_KEEP needs an accumulator that detects every "
+                        "overflow (fixed64), not %s",
+                        accum->info.name);
     if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
@@ -441,8 +450,29 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     fk__eval_release_pending(eval);
     if (status == FK_OK)
         fk__eval_output_arrived(eval);
+    if (status == FK_OK && eval->first_overflow >= 0 &&
+        eval->config.scale_policy == FK_SCALE_KEEP && !eval->rescaling) {
+        /* The kept scale no longer holds these forces: a new one from these positions, and the
+         * pass again (its device time replaces the first's). Once: the new scale is chosen from
+         * an exact bound of these very terms, so a second overflow is reported, not retried. */
+        ++eval->rescales;
+        status = fk__eval_choose_accum_parameters(eval);
+        if (status == FK_OK)
+            status = fk_eval_compute_async(eval);
+        if (status == FK_OK) {
+            eval->rescaling = 1;
+            status = fk_eval_wait(eval, seconds);
+            eval->rescaling = 0;
+            return status;
+        }
+    }
     eval->computed = status == FK_OK;
     return status;
+}
+
+size_t fk__eval_rescales(const fk_eval *eval)
+{
+    return eval->rescales;
 }
 
 fk_status fk_eval_compute(fk_eval *eval, double *seconds)

@@ -347,7 +347,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
     }
     status = eval->loop->prepare(eval, eval->loop_state);
-    if (status == FK_OK) /* the scale depends on the data: every update */
+    /* The scale depends on the data: every update, unless the caller keeps it (fk_eval_wait
+     * rescales when it no longer holds). */
+    if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
         status = fk__eval_choose_accum_parameters(eval);
     if (status != FK_OK)
         eval->count = 0;
