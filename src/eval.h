@@ -50,6 +50,13 @@ struct fk_eval {
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
     size_t rescales; /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
     int rescaling;   /* 1 while the redone compute is waited for */
+    /* fk_eval_positions_buffer (upload.c): the caller's pinned doubles, and on devices that
+     * convert them the double buffer, the second particle buffer and the refusal flag. */
+    double *positions_host;
+    cl_mem positions_pinned, positions_device, body_next, positions_flag;
+    cl_program convert_program;
+    cl_kernel convert_kernel;
+    cl_int positions_reset;
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
     cl_program bound_program;
     cl_kernel bound_reduce;

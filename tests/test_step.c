@@ -242,6 +242,57 @@ static void test_update_loop(void **state)
     fk_eval_destroy(fresh);
 }
 
+/* The pinned positions array: an update through it gives the bits of the same update from the
+ * caller's own array (fixed64; the same rounding to float, on the device or on the host), and a
+ * refused coordinate leaves the previous particles in place. */
+static void test_positions_buffer(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0xb0f);
+    step_system s;
+    make_system(&s, &rng);
+    fk_particles particles = view(&s);
+    fk_eval *pinned = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    fk_eval *plain = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    double *buffer = NULL;
+    assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_ERR_STATE);
+    assert_null(buffer);
+    assert_int_equal(fk_eval_set_particles(pinned, &particles), FK_OK);
+    assert_int_equal(fk_eval_set_particles(plain, &particles), FK_OK);
+    assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_OK);
+    assert_non_null(buffer);
+    for (size_t v = 0; v < 3 * N; ++v) /* it holds the positions on the device */
+        assert_true(buffer[v] == (double)(float)s.position[v]);
+    double a[3 * N], b[3 * N];
+    for (int step = 0; step < 3; ++step) {
+        for (size_t v = 0; v < 3 * N; ++v) {
+            s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
+            buffer[v] = s.position[v];
+        }
+        assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_OK);
+        assert_int_equal(fk_eval_update_positions(plain, s.position, NULL), FK_OK);
+        assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
+        assert_int_equal(fk_eval_compute(plain, NULL), FK_OK);
+        assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
+        assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
+        assert_memory_equal(a, b, sizeof a);
+    }
+    /* a refused coordinate: named, and the particles before it stay */
+    buffer[3 * 17 + 1] = INFINITY;
+    assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_ERR_INVALID_INPUT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "particle 17"));
+    assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
+    assert_memory_equal(a, b, sizeof a);
+    /* a new set of particles: a new array */
+    assert_int_equal(fk_eval_set_particles(pinned, &particles), FK_OK);
+    assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_OK);
+    assert_true(buffer[3 * 17 + 1] == (double)(float)s.position[3 * 17 + 1]);
+    fk_eval_destroy(pinned);
+    fk_eval_destroy(plain);
+}
+
 /* fixed64's overflow, found by the device decode, names the first particle. */
 static void test_overflow_named(void **state)
 {
@@ -365,6 +416,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_update_loop),
         cmocka_unit_test(test_overflow_named),
         cmocka_unit_test(test_keep_scale),
+        cmocka_unit_test(test_positions_buffer),
         cmocka_unit_test(test_bad_result_type),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);

@@ -426,6 +426,15 @@ FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *partic
 FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
                                           const double *velocity);
 
+/* The cheapest update (added in 0.4): a pinned array of 3 * count doubles that the evaluation owns
+ * (it holds the current positions when first asked for). Write new positions into it and call
+ * fk_eval_update_positions(eval, that pointer, ...): on a device with fp64 the doubles go to the
+ * device by DMA and are converted and checked there, without a pass over them on the host (gravity
+ * without softening and gaj convert on the host, as for any other array). When the update
+ * returns, the array may be written again. Valid until the next fk_eval_set_particles or
+ * fk_eval_destroy. FK_ERR_STATE before set_particles. */
+FK_API fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions);
+
 /* Runs one evaluation and waits for it: fk_eval_compute_async then fk_eval_wait. seconds (may be
  * NULL) receives the device time of the pair loop from OpenCL event profiling, the j-split
  * reduction and the exclusion subtraction included (not the decode and the transfer). */

@@ -4,6 +4,8 @@
  *   copy  fk_eval_read_forces into the caller's array, and
  *   view  fk_eval_results_view, the evaluation's pinned arrays lent without a copy (devices with
  *         fp64);
+ *   pinned  the positions written into fk_eval_positions_buffer's array (converted on the
+ *         device) and the results viewed: no pass over the particles on the host at all;
  * next to the device time of the pair loop and the host<->device bandwidth from pinned memory
  * measured in the same run, which give the step's limit: device time + bytes moved / bandwidth.
  * The positions move a little every step (a fixed oscillation, outside the timed region, as the
@@ -18,8 +20,8 @@
 #include "common.h"
 #include "internal.h" /* fk__now, fk__measure_pinned_bandwidth */
 
-typedef enum step_mode { STEP_COPY, STEP_VIEW } step_mode;
-static const char *const step_mode_names[] = {"copy", "view"};
+typedef enum step_mode { STEP_COPY, STEP_VIEW, STEP_PINNED, STEP_MODES } step_mode;
+static const char *const step_mode_names[] = {"copy", "view", "pinned"};
 
 typedef struct step_result {
     int ran;
@@ -28,15 +30,20 @@ typedef struct step_result {
     double update_median, compute_median, read_median;
 } step_result;
 
-/* Bytes a step moves: the coordinates to the device (float4 per particle, and gaj's velocities),
- * the decoded results to the host (or, without fp64, the packed 8-byte sums). */
-static void step_bytes(const bench_step_input *in, const fk_device_info *device, double *up,
-                       double *down)
+/* Bytes a step moves: the coordinates to the device (float4 per particle, and gaj's velocities;
+ * in pinned mode on a device that converts them, the 3 doubles), the decoded results to the host
+ * (or, without fp64, the packed 8-byte sums). */
+static void step_bytes(const bench_step_input *in, const fk_device_info *device, step_mode mode,
+                       double *up, double *down)
 {
     const double n = (double)in->particles->count;
     const double components = (double)in->kernel->force_components + (in->potential ? 1 : 0);
     /* gaj (input "x y z m vx vy vz") also sends its velocities */
-    *up = 16.0 * n * (strstr(in->kernel->input_format, "vx") ? 2 : 1);
+    const int gaj = strstr(in->kernel->input_format, "vx") != NULL;
+    /* the library converts on the device unless the host must see the coordinates (forcekit.h) */
+    const int converts = mode == STEP_PINNED && device->fp64 && !gaj &&
+                         (!cli_kernel_is_gravity(in->kernel->name) || in->base.eps > 0);
+    *up = converts ? 24.0 * n : 16.0 * n * (gaj ? 2 : 1);
     if (device->fp64) {
         const double value = in->result_type == FK_RESULT_FLOAT ? 4.0 : 8.0;
         *down = ceil(components * n * value / 8) * 8 + 8; /* + the overflow word */
@@ -64,21 +71,26 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
     double *potentials = malloc(n * sizeof *potentials);
     if (status == FK_OK && (!position || !swing || !forces || !potentials))
         status = FK_ERR_HOST_MEMORY;
+    double *target = position; /* where the integrator writes the positions */
     if (status == FK_OK) {
         memcpy(position, particles.position, 3 * n * sizeof *position);
         for (size_t v = 0; v < 3 * n; ++v) /* a deterministic +-0.002 oscillation */
             swing[v] = 0.002 * sin(0.618 * (double)v);
         status = fk_eval_set_particles(eval, &particles);
     }
+    if (status == FK_OK && mode == STEP_PINNED)
+        status = fk_eval_positions_buffer(eval, &target);
     if (status == FK_OK)
         status = fk_eval_compute(eval, NULL); /* first-launch costs are not a step's */
     for (long long rep = -2; status == FK_OK && rep < in->reps; ++rep) {
         const double sign = rep % 2 ? 1.0 : -1.0;
         for (size_t v = 0; v < 3 * n; ++v)
             position[v] += sign * swing[v];
+        if (target != position)
+            memcpy(target, position, 3 * n * sizeof *position);
         double device = NAN;
         const double start = fk__now();
-        status = fk_eval_update_positions(eval, position, particles.velocity);
+        status = fk_eval_update_positions(eval, target, particles.velocity);
         const double updated = fk__now();
         if (status == FK_OK)
             status = fk_eval_compute(eval, &device);
@@ -87,7 +99,7 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
             status = fk_eval_read_forces(eval, forces);
             if (status == FK_OK && in->potential)
                 status = fk_eval_read_potentials(eval, potentials);
-        } else if (status == FK_OK) {
+        } else if (status == FK_OK) { /* view and pinned */
             const void *forces_view = NULL, *potentials_view = NULL;
             status =
                 fk_eval_results_view(eval, &forces_view, in->potential ? &potentials_view : NULL);
@@ -123,16 +135,12 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
 int bench_step_run(const bench_step_input *in)
 {
     const fk_device_info *device = fk_context_device(in->context);
-    double up = 0, down = 0;
-    step_bytes(in, device, &up, &down);
     /* the bandwidth of large transfers (32 MiB): the bus's, not a small copy's latency */
     double to_device = 0, to_host = 0;
     fk_status status =
         fk__measure_pinned_bandwidth(in->context, (size_t)32 << 20, 7, &to_device, &to_host);
     if (status != FK_OK)
         return cli_report_status(status, in->context);
-    const double transfer_seconds = up / to_device + down / to_host;
-    const double bytes_moved = up + down;
 
     const size_t reps = (size_t)in->reps;
     double *timings = malloc(6 * reps * sizeof *timings);
@@ -140,9 +148,9 @@ int bench_step_run(const bench_step_input *in)
         return cli_report_status(FK_ERR_HOST_MEMORY, in->context);
     double *device_times = timings + reps;
     double *calls[3] = {timings + 2 * reps, timings + 3 * reps, timings + 4 * reps};
-    step_result results[2];
-    for (int mode = STEP_COPY; mode <= STEP_VIEW; ++mode) {
-        if (mode == STEP_VIEW && !device->fp64) { /* no view: the host decodes at each read */
+    step_result results[STEP_MODES];
+    for (int mode = STEP_COPY; mode < STEP_MODES; ++mode) {
+        if (mode != STEP_COPY && !device->fp64) { /* no view: the host decodes at each read */
             results[mode].ran = 0;
             continue;
         }
@@ -158,8 +166,8 @@ int bench_step_run(const bench_step_input *in)
     if (!in->json) {
         printf("step: %s (%s), %s, N = %zu, %lld steps, on %s\n", in->kernel->name, in->accum->name,
                algorithm, in->particles->count, in->reps, device->name);
-        printf("pinned bandwidth: to device %.3g GB/s, to host %.3g GB/s; %.0f bytes per step\n",
-               to_device / 1e9, to_host / 1e9, bytes_moved);
+        printf("pinned bandwidth: to device %.3g GB/s, to host %.3g GB/s\n", to_device / 1e9,
+               to_host / 1e9);
         printf("%-5s %11s %11s %11s %11s %11s %7s %11s %11s %11s\n", "MODE", "WALL S", "MIN", "MAX",
                "DEVICE S", "LIMIT S", "/LIMIT", "UPDATE S", "COMPUTE S", "READ S");
     }
@@ -187,11 +195,15 @@ int bench_step_run(const bench_step_input *in)
         cli_json_number(document, "bandwidth_to_host_bytes_per_second", to_host);
         list = cJSON_AddArrayToObject(document, "results");
     }
-    for (int mode = STEP_COPY; mode <= STEP_VIEW; ++mode) {
+    for (int mode = STEP_COPY; mode < STEP_MODES; ++mode) {
         const step_result *r = &results[mode];
         if (!r->ran)
             continue;
         /* the target of issue #16: device time + bytes moved / pinned bandwidth + 25 us */
+        double up = 0, down = 0;
+        step_bytes(in, device, (step_mode)mode, &up, &down);
+        const double transfer_seconds = up / to_device + down / to_host;
+        const double bytes_moved = up + down;
         const double limit = r->device_median + transfer_seconds + 25e-6;
         if (!in->json) {
             printf("%-5s %11.4e %11.4e %11.4e %11.4e %11.4e %7.2f %11.4e %11.4e %11.4e\n",

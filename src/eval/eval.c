@@ -34,6 +34,11 @@ void fk_eval_destroy(fk_eval *eval)
     fk__eval_release_buffers(eval);
     fk__eval_release_output(eval);
     fk__eval_release_host_body(eval);
+    fk__eval_release_positions(eval);
+    if (eval->convert_kernel)
+        clReleaseKernel(eval->convert_kernel);
+    if (eval->convert_program)
+        clReleaseProgram(eval->convert_program);
     fk__eval_release_bound_reduce(eval);
     if (eval->decode_kernel)
         clReleaseKernel(eval->decode_kernel);

@@ -38,6 +38,7 @@ fk_status fk__eval_not_pending(fk_eval *eval);
 
 /* upload.c: the pinned host copy of the particles (and the wait for its last write). */
 void fk__eval_release_host_body(fk_eval *eval);
+void fk__eval_release_positions(fk_eval *eval);
 
 /* readback.c: the output stage. */
 /* Pinned host memory: a CL_MEM_ALLOC_HOST_PTR buffer mapped for the evaluation's lifetime. */

@@ -183,6 +183,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     /* Kept, in pinned memory: fk_eval_update_positions rewrites only its positions there and the
      * driver copies them by DMA. */
     fk__eval_release_host_body(eval);
+    fk__eval_release_positions(eval); /* sized for the previous particles */
     if (status == FK_OK) {
         void *pinned = NULL;
         status = fk__eval_pinned_create(eval, body_bytes, &eval->body_pinned, &pinned,
@@ -255,6 +256,163 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     return status;
 }
 
+/* The pinned positions array (fk_eval_positions_buffer). Devices with fp64 convert the doubles
+ * themselves (cl/positions.cl) unless the host must look at the coordinates: gravity without
+ * softening checks for coincident bodies, and gaj's velocities come separately. */
+static int converts_on_device(const fk_eval *eval)
+{
+    return eval->context->info.fp64 && !eval->kernel->needs_velocity &&
+           (eval->kernel->uses_table || eval->config.eps > 0);
+}
+
+void fk__eval_release_positions(fk_eval *eval)
+{
+    void *host = eval->positions_host;
+    fk__eval_pinned_release(eval, &eval->positions_pinned, &host);
+    eval->positions_host = NULL;
+    cl_mem *buffers[] = {&eval->positions_device, &eval->body_next, &eval->positions_flag};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
+        if (*buffers[i])
+            clReleaseMemObject(*buffers[i]);
+        *buffers[i] = NULL;
+    }
+}
+
+static fk_status create_positions(fk_eval *eval)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count;
+    void *host = NULL;
+    fk_status status = fk__eval_pinned_create(eval, 3 * n * sizeof(double), &eval->positions_pinned,
+                                              &host, "pinned positions");
+    if (status != FK_OK)
+        return status;
+    eval->positions_host = host;
+    for (size_t i = 0; i < n; ++i) /* what the device holds now */
+        for (size_t k = 0; k < 3; ++k)
+            eval->positions_host[3 * i + k] = eval->host_body[4 * i + k];
+    if (!converts_on_device(eval))
+        return FK_OK;
+    if (!eval->convert_program) {
+        fk_program_result built;
+        status = fk__program_build_file(context, "positions.cl", NULL, &built);
+        if (status != FK_OK)
+            return status;
+        eval->convert_program = built.program;
+        cl_int err = CL_SUCCESS;
+        eval->convert_kernel =
+            clCreateKernel(eval->convert_program, "fk_positions_from_double", &err);
+        if (err != CL_SUCCESS) {
+            eval->convert_kernel = NULL;
+            return fk__cl_fail(context, "clCreateKernel (fk_positions_from_double)", err);
+        }
+    }
+    status = fk__eval_create_buffer(eval, &eval->positions_device, CL_MEM_READ_ONLY,
+                                    3 * n * sizeof(double), NULL, "positions (double)");
+    if (status == FK_OK)
+        status = fk__eval_create_buffer(eval, &eval->body_next, CL_MEM_READ_WRITE,
+                                        4 * n * sizeof(float), NULL, "particles (next)");
+    if (status == FK_OK)
+        status = fk__eval_create_buffer(eval, &eval->positions_flag, CL_MEM_READ_WRITE,
+                                        sizeof(cl_int), NULL, "positions flag");
+    return status;
+}
+
+fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions)
+{
+    if (!eval || !positions)
+        return FK_ERR_INVALID_ARGUMENT;
+    *positions = NULL;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    fk_status status = fk__eval_not_pending(eval);
+    if (status != FK_OK)
+        return status;
+    if (eval->count == 0 || !eval->host_body)
+        return fk__fail(context, FK_ERR_STATE, "positions_buffer before set_particles");
+    if (!eval->positions_host) {
+        status = create_positions(eval);
+        if (status != FK_OK) {
+            fk__eval_release_positions(eval);
+            return status;
+        }
+    }
+    *positions = eval->positions_host;
+    return FK_OK;
+}
+
+/* update_positions from the pinned array on a device that converts: the doubles go by DMA, the
+ * device converts them into body_next, and one blocking read of the refusal flag (which also
+ * means the DMA is done, so the caller may write the array again) decides whether body_next
+ * becomes the particles. */
+static fk_status update_on_device(fk_eval *eval)
+{
+    fk_context *context = eval->context;
+    const cl_uint n = (cl_uint)eval->count;
+    eval->positions_reset = (cl_int)n;
+    const char *call = "clEnqueueWriteBuffer (positions flag)";
+    cl_int err = clEnqueueWriteBuffer(context->queue, eval->positions_flag, CL_FALSE, 0,
+                                      sizeof(cl_int), &eval->positions_reset, 0, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueWriteBuffer (positions)";
+        err = clEnqueueWriteBuffer(context->queue, eval->positions_device, CL_FALSE, 0,
+                                   3 * (size_t)n * sizeof(double), eval->positions_host, 0, NULL,
+                                   NULL);
+    }
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue);
+        eval->count = 0;
+        return fk__cl_fail(context, call, err);
+    }
+    fk_status status =
+        FK__SET_ARGS(context, eval->convert_kernel, "fk_positions_from_double", 0, FK__ARG(n),
+                     FK__ARG(eval->positions_device), FK__ARG(eval->body), FK__ARG(eval->body_next),
+                     FK__ARG(eval->positions_flag));
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        eval->count = 0;
+        return status;
+    }
+    const size_t group = 64, global = ((size_t)n + group - 1) / group * group;
+    cl_int first_bad = 0;
+    call = "clEnqueueNDRangeKernel (fk_positions_from_double)";
+    err = clEnqueueNDRangeKernel(context->queue, eval->convert_kernel, 1, NULL, &global, &group, 0,
+                                 NULL, NULL);
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueReadBuffer (positions flag)";
+        err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_TRUE, 0,
+                                  sizeof first_bad, &first_bad, 0, NULL, NULL);
+    }
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue);
+        eval->count = 0;
+        return fk__cl_fail(context, call, err);
+    }
+    if (first_bad >= 0 && (cl_uint)first_bad < n) {
+        for (int k = 0; k < 3; ++k) {
+            const double x = eval->positions_host[3 * (size_t)first_bad + (size_t)k];
+            if (!(fabsf((float)x) <= FLT_MAX))
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %d: coordinate %d is %g (not a finite float)", first_bad,
+                                k, x);
+        }
+        return fk__fail(context, FK_ERR_INVALID_INPUT,
+                        "particle %d: a coordinate is not a finite "
+                        "float",
+                        first_bad);
+    }
+    const cl_mem previous = eval->body; /* the loops take eval->body at every enqueue */
+    eval->body = eval->body_next;
+    eval->body_next = previous;
+    eval->computed = 0;
+    status = eval->loop->prepare(eval, eval->loop_state);
+    if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
+        status = fk__eval_choose_accum_parameters(eval);
+    if (status != FK_OK)
+        eval->count = 0;
+    return status;
+}
+
 /* The time-stepping fast path: the particles stay, only positions (and gaj's velocities) change,
  * so the buffers, types, pair table and exclusions are kept and the new coordinates are written
  * into the existing buffers. What is not repeated, and why that is safe:
@@ -275,6 +433,8 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         return pending;
     if (eval->count == 0 || !eval->host_body)
         return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
+    if (position == eval->positions_host && eval->convert_kernel)
+        return update_on_device(eval);
     const size_t n = eval->count;
     if (eval->body_written) { /* the last update's copy must be done before the rewrite */
         const cl_int err = clWaitForEvents(1, &eval->body_written);
