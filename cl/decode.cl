@@ -83,28 +83,30 @@ static double fk_decode_fixed64_sum(uint2 w, double scale, int exponent, int *ov
     return convert_double(value) / scale;
 }
 
-/* One work-item per particle: its components' sums to out[i * force_components + k] (k below
- * force_components) and, when the potential was computed, to out[potentials_at + i]. The first
- * particle with an overflowed sum goes to the int at overflow_at (atomic_min; the host fills it
- * with count first). */
+/* One work-item per particle: its components' sums to forces[i * force_components + k] (k below
+ * force_components) and, when the potential was computed, to potentials[potentials_at + i]. The
+ * first particle with an overflowed sum goes to flags[overflow_at] (atomic_min; the host sets it
+ * to count first). The three may be one buffer (the evaluation's staging layout) or the caller's
+ * buffers (fk_eval_set_results_cl) and the evaluation's flag word. */
 #define FK_DECODE_KERNEL(format, type)                                                             \
     kernel void fk_decode_##format##_##type(                                                       \
         const uint count, const uint components, const uint force_components,                      \
-        const double scale, const int exponent, const uint potentials_at,                          \
-        const uint overflow_at, global const uint2 *packed, global type *out)                      \
+        const double scale, const int exponent, global const uint2 *packed, global type *forces,   \
+        global type *potentials, const uint potentials_at, global int *flags,                      \
+        const uint overflow_at)                                                                    \
     {                                                                                              \
         const uint i = get_global_id(0);                                                           \
         if (i >= count)                                                                            \
             return;                                                                                \
         int overflow = 0;                                                                          \
         for (uint k = 0; k < force_components; ++k)                                                \
-            out[(size_t)i * force_components + k] = (type)fk_decode_##format##_sum(               \
+            forces[(size_t)i * force_components + k] = (type)fk_decode_##format##_sum(            \
                 packed[(size_t)i * components + k], scale, exponent, &overflow);                   \
         if (components > force_components)                                                         \
-            out[(size_t)potentials_at + i] = (type)fk_decode_##format##_sum(                      \
+            potentials[(size_t)potentials_at + i] = (type)fk_decode_##format##_sum(               \
                 packed[(size_t)i * components + force_components], scale, exponent, &overflow);    \
         if (overflow)                                                                              \
-            atomic_min((global int *)out + overflow_at, (int)i);                                   \
+            atomic_min(flags + overflow_at, (int)i);                                               \
     }
 
 #define FK_DECODE_FORMAT(format)                                                                   \

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "install_paths.h"
 #include "internal.h"
+#include "forcekit/forcekit_cl.h"
 #include "text.h"
 #include "tune.h"
 
@@ -92,6 +93,8 @@ static void read_kernel_version(fk_context *context)
                  context->kernel_dir, context->kernel_version, fk_version());
 }
 
+static fk_status finish_context(fk_context *context, const fk_context_config *config);
+
 fk_status fk_context_create(const fk_context_config *config, fk_context **out)
 {
     if (!out)
@@ -139,7 +142,13 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clCreateCommandQueue", err);
 
-    status = resolve_kernel_dir(context, config->kernel_dir);
+    return finish_context(context, config);
+}
+
+/* What both constructors do once the OpenCL objects are in place. */
+static fk_status finish_context(fk_context *context, const fk_context_config *config)
+{
+    fk_status status = resolve_kernel_dir(context, config->kernel_dir);
     if (status != FK_OK)
         return status;
 
@@ -152,6 +161,86 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
      * and a corrupt one is reported (fk_context_warnings) before anything runs. */
     fk__tuning_context_load(context);
     fk__clear_error(context);
+    return FK_OK;
+}
+
+fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_queue queue,
+                               const fk_context_config *config, fk_context **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    fk_context_config defaults = {0};
+    if (!config)
+        config = &defaults;
+    fk_context *context = calloc(1, sizeof *context);
+    if (!context)
+        return FK_ERR_HOST_MEMORY;
+    *out = context;
+    fk_context_config copy;
+    fk_status copied = fk__config_copy(context, "fk_context_config", &copy, sizeof copy, config,
+                                       FK__SIZE_0_2(fk_context_config, cache_dir));
+    if (copied != FK_OK)
+        return copied;
+    config = &copy;
+    if (!cl || !device || !queue)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl needs an OpenCL context, device and queue");
+    if (config->device && *config->device)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl: the device is the caller's; leave "
+                        "fk_context_config.device unset");
+    cl_context queue_context = NULL;
+    cl_device_id queue_device = NULL;
+    cl_command_queue_properties properties = 0;
+    cl_uint devices = 0;
+    if (clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof queue_context, &queue_context,
+                              NULL) != CL_SUCCESS ||
+        clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device, NULL) !=
+            CL_SUCCESS ||
+        clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof properties, &properties, NULL) !=
+            CL_SUCCESS ||
+        clGetContextInfo(cl, CL_CONTEXT_NUM_DEVICES, sizeof devices, &devices, NULL) != CL_SUCCESS)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl: not a valid OpenCL context and queue");
+    if (queue_context != cl || queue_device != device)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl: the queue belongs to another context or device");
+    if (properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl: the queue executes out of order; forcekit needs an "
+                        "in-order queue");
+    cl_platform_id platform = NULL;
+    if (clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL) != CL_SUCCESS)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "fk_context_create_cl: not a device");
+    fk_status status = fk__device_fill_info(platform, device, 0, 0, &context->info);
+    if (status != FK_OK)
+        return fk__fail(context, status, "fk_context_create_cl: the device cannot be queried");
+    cl_bool little_endian = CL_TRUE;
+    clGetDeviceInfo(device, CL_DEVICE_ENDIAN_LITTLE, sizeof little_endian, &little_endian, NULL);
+    if (!little_endian)
+        return fk__fail(context, FK_ERR_UNSUPPORTED, "device %s is big-endian; not supported",
+                        context->info.name);
+    clRetainContext(cl);
+    clRetainCommandQueue(queue);
+    context->platform = platform;
+    context->device = device;
+    context->cl = cl;
+    context->queue = queue;
+    return finish_context(context, config);
+}
+
+fk_status fk_context_cl_objects(const fk_context *context, cl_context *cl, cl_device_id *device,
+                                cl_command_queue *queue)
+{
+    if (!context)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (cl)
+        *cl = context->cl;
+    if (device)
+        *device = context->device;
+    if (queue)
+        *queue = context->queue;
     return FK_OK;
 }
 

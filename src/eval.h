@@ -55,8 +55,10 @@ struct fk_eval {
     double *positions_host;
     cl_mem positions_pinned, positions_device, body_next, positions_flag;
     cl_program convert_program;
-    cl_kernel convert_kernel;
+    cl_kernel convert_kernels[2]; /* from 3 doubles, from float4 (fk_eval_update_positions_cl) */
     cl_int positions_reset;
+    /* fk_eval_set_results_cl: the caller's buffers (retained), NULL for the host staging. */
+    cl_mem results_forces, results_potentials;
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
     cl_program bound_program;
     cl_kernel bound_reduce;

@@ -33,10 +33,12 @@ void fk_eval_destroy(fk_eval *eval)
         eval->partial = NULL;
     fk__eval_release_buffers(eval);
     fk__eval_release_output(eval);
+    fk__eval_release_results_cl(eval);
     fk__eval_release_host_body(eval);
     fk__eval_release_positions(eval);
-    if (eval->convert_kernel)
-        clReleaseKernel(eval->convert_kernel);
+    for (int k = 0; k < 2; ++k)
+        if (eval->convert_kernels[k])
+            clReleaseKernel(eval->convert_kernels[k]);
     if (eval->convert_program)
         clReleaseProgram(eval->convert_program);
     fk__eval_release_bound_reduce(eval);

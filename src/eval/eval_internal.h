@@ -52,6 +52,9 @@ fk_status fk__eval_create_output(fk_eval *eval, size_t count);
 void fk__eval_release_output(fk_eval *eval);
 /* Enqueues the decode and the non-blocking read into the staging after a forces pass. */
 fk_status fk__eval_enqueue_output(fk_eval *eval, cl_event *read);
+/* fk_eval_set_results_cl's buffers: checked against the count; released. */
+fk_status fk__eval_check_results_cl(fk_eval *eval);
+void fk__eval_release_results_cl(fk_eval *eval);
 /* After the read completed: records the first overflowed particle. */
 void fk__eval_output_arrived(fk_eval *eval);
 /* The packed results of the last pass (2 words per component), a blocking read. */

@@ -78,6 +78,12 @@ static fk_status rebuild_for_exclusion_slots(fk_eval *eval, unsigned slots)
     cl_mem table = eval->table;
     eval->table = fresh->table;
     fresh->table = table;
+    /* the caller's result buffers (fk_eval_set_results_cl) stay set too */
+    const cl_mem forces = eval->results_forces, potentials = eval->results_potentials;
+    eval->results_forces = fresh->results_forces;
+    eval->results_potentials = fresh->results_potentials;
+    fresh->results_forces = forces;
+    fresh->results_potentials = potentials;
     const fk_eval previous = *eval;
     *eval = *fresh;
     *fresh = previous;

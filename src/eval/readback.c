@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "eval_internal.h"
+#include "forcekit/forcekit_cl.h"
 
 /* Decoded layout, in values of result_size bytes: forces (count x force components), potentials
  * (count, when asked for), then one int: the first particle whose sum overflowed (count: none). */
@@ -136,11 +137,23 @@ fk_status fk__eval_enqueue_output(fk_eval *eval, cl_event *read)
         const cl_uint potentials_at = (cl_uint)(count * force_components);
         const cl_uint overflow_at =
             (cl_uint)((decoded_bytes(eval, eval->count) - 8) / sizeof(cl_int));
-        fk_status status =
-            FK__SET_ARGS(context, eval->decode_kernel, "decode", 0, FK__ARG(count),
-                         FK__ARG(components), FK__ARG(force_components), FK__ARG(scale),
-                         FK__ARG(scale_exponent), FK__ARG(potentials_at), FK__ARG(overflow_at),
-                         FK__ARG(eval->result), FK__ARG(eval->decoded));
+        /* the caller's buffers (fk_eval_set_results_cl), or the staging layout in `decoded` */
+        const int to_caller = eval->results_forces != NULL;
+        const cl_mem forces = to_caller ? eval->results_forces : eval->decoded;
+        const cl_mem potentials = !to_caller                 ? eval->decoded
+                                  : eval->results_potentials ? eval->results_potentials
+                                                             : eval->results_forces;
+        const cl_uint potentials_from = to_caller ? 0 : potentials_at;
+        if (to_caller) {
+            fk_status checked = fk__eval_check_results_cl(eval);
+            if (checked != FK_OK)
+                return checked;
+        }
+        fk_status status = FK__SET_ARGS(
+            context, eval->decode_kernel, "decode", 0, FK__ARG(count), FK__ARG(components),
+            FK__ARG(force_components), FK__ARG(scale), FK__ARG(scale_exponent),
+            FK__ARG(eval->result), FK__ARG(forces), FK__ARG(potentials), FK__ARG(potentials_from),
+            FK__ARG(eval->decoded), FK__ARG(overflow_at));
         if (status != FK_OK)
             return status;
         /* The overflow word starts at count ("none"): written from the evaluation, whose copy
@@ -159,8 +172,13 @@ fk_status fk__eval_enqueue_output(fk_eval *eval, cl_event *read)
                                      0, NULL, NULL);
         if (err != CL_SUCCESS)
             return fk__cl_fail(context, "clEnqueueNDRangeKernel (decode)", err);
-        err = clEnqueueReadBuffer(context->queue, eval->decoded, CL_FALSE, 0, eval->staged_bytes,
-                                  eval->staging_host, 0, NULL, read);
+        if (eval->results_forces) /* only the overflow word comes back */
+            err = clEnqueueReadBuffer(
+                context->queue, eval->decoded, CL_FALSE, eval->staged_bytes - 8, 8,
+                (char *)eval->staging_host + eval->staged_bytes - 8, 0, NULL, read);
+        else
+            err = clEnqueueReadBuffer(context->queue, eval->decoded, CL_FALSE, 0,
+                                      eval->staged_bytes, eval->staging_host, 0, NULL, read);
     } else {
         err = clEnqueueReadBuffer(context->queue, eval->result, CL_FALSE, 0, eval->staged_bytes,
                                   eval->staging_host, 0, NULL, read);
@@ -212,6 +230,9 @@ static fk_status readable(fk_eval *eval)
                         "results read while a compute is in flight: call fk_eval_wait first");
     if (!eval->computed)
         return fk__fail(context, FK_ERR_STATE, "read before compute");
+    if (eval->results_forces)
+        return fk__fail(context, FK_ERR_STATE,
+                        "the results go to the caller's OpenCL buffers (fk_eval_set_results_cl)");
     if (eval->first_overflow >= 0)
         return fk__fail(context, FK_ERR_OVERFLOW,
                         "particle %ld: a pair term or sum left the range of the %s accumulator at "
@@ -335,4 +356,76 @@ fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words)
     if (!eval->computed)
         return fk__fail(eval->context, FK_ERR_STATE, "read before compute");
     return fk__eval_read_result(eval, words);
+}
+
+/* The caller's result buffers: on this context, and large enough for the current count. */
+static fk_status check_result_buffer(fk_eval *eval, cl_mem buffer, size_t values, const char *what)
+{
+    cl_context owner = NULL;
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof owner, &owner, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT, "%s is not a valid cl_mem", what);
+    if (owner != eval->context->cl)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "%s belongs to another OpenCL context (fk_context_create_cl)", what);
+    if (bytes < values * eval->result_size)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "%s holds %zu bytes; %zu particles need %zu", what, bytes, eval->count,
+                        values * eval->result_size);
+    return FK_OK;
+}
+
+fk_status fk__eval_check_results_cl(fk_eval *eval)
+{
+    fk_status status = check_result_buffer(
+        eval, eval->results_forces, eval->count * eval->kernel->info.force_components, "forces");
+    if (status == FK_OK && eval->results_potentials)
+        status = check_result_buffer(eval, eval->results_potentials, eval->count, "potentials");
+    return status;
+}
+
+void fk__eval_release_results_cl(fk_eval *eval)
+{
+    if (eval->results_forces)
+        clReleaseMemObject(eval->results_forces);
+    if (eval->results_potentials)
+        clReleaseMemObject(eval->results_potentials);
+    eval->results_forces = eval->results_potentials = NULL;
+}
+
+fk_status fk_eval_set_results_cl(fk_eval *eval, cl_mem forces, cl_mem potentials)
+{
+    if (!eval || (!forces && potentials))
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    fk_status status = fk__eval_not_pending(eval);
+    if (status != FK_OK)
+        return status;
+    if (forces && !eval->device_decode)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "results into OpenCL buffers need the decode on the device, which needs "
+                        "fp64: %s has none",
+                        context->info.name);
+    if (potentials && !eval->config.potential)
+        return fk__fail(context, FK_ERR_STATE,
+                        "potentials were not requested (fk_eval_config.potential)");
+    if (eval->config.potential && forces && !potentials)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "config.potential is set: give a buffer for the potentials too");
+    fk__eval_release_results_cl(eval);
+    if (forces)
+        clRetainMemObject(forces);
+    if (potentials)
+        clRetainMemObject(potentials);
+    eval->results_forces = forces;
+    eval->results_potentials = potentials;
+    eval->computed = 0;
+    if (forces && eval->count) { /* a wrong buffer is reported now, not at the next compute */
+        status = fk__eval_check_results_cl(eval);
+        if (status != FK_OK)
+            fk__eval_release_results_cl(eval);
+    }
+    return status;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "eval_internal.h"
+#include "forcekit/forcekit_cl.h"
 #include "tune.h"
 
 /* i-particles per work-group: the unrolled ones, or the lanes. */
@@ -278,9 +279,41 @@ void fk__eval_release_positions(fk_eval *eval)
     }
 }
 
-static fk_status create_positions(fk_eval *eval)
+/* The device-side conversion (cl/positions.cl), built once per evaluation, and its buffers for
+ * the current count: the second particle buffer and the refusal flag. */
+static fk_status ensure_converter(fk_eval *eval)
 {
     fk_context *context = eval->context;
+    if (!eval->convert_program) {
+        fk_program_result built;
+        fk_status status = fk__program_build_file(context, "positions.cl", NULL, &built);
+        if (status != FK_OK)
+            return status;
+        eval->convert_program = built.program;
+    }
+    const char *names[2] = {"fk_positions_from_double", "fk_positions_from_float4"};
+    for (int k = 0; k < 2; ++k) {
+        if (eval->convert_kernels[k] || (k == 0 && !context->info.fp64))
+            continue;
+        cl_int err = CL_SUCCESS;
+        eval->convert_kernels[k] = clCreateKernel(eval->convert_program, names[k], &err);
+        if (err != CL_SUCCESS) {
+            eval->convert_kernels[k] = NULL;
+            return fk__cl_fail(context, "clCreateKernel (positions)", err);
+        }
+    }
+    fk_status status = FK_OK;
+    if (!eval->body_next)
+        status = fk__eval_create_buffer(eval, &eval->body_next, CL_MEM_READ_WRITE,
+                                        4 * eval->count * sizeof(float), NULL, "particles (next)");
+    if (status == FK_OK && !eval->positions_flag)
+        status = fk__eval_create_buffer(eval, &eval->positions_flag, CL_MEM_READ_WRITE,
+                                        sizeof(cl_int), NULL, "positions flag");
+    return status;
+}
+
+static fk_status create_positions(fk_eval *eval)
+{
     const size_t n = eval->count;
     void *host = NULL;
     fk_status status = fk__eval_pinned_create(eval, 3 * n * sizeof(double), &eval->positions_pinned,
@@ -293,28 +326,10 @@ static fk_status create_positions(fk_eval *eval)
             eval->positions_host[3 * i + k] = eval->host_body[4 * i + k];
     if (!converts_on_device(eval))
         return FK_OK;
-    if (!eval->convert_program) {
-        fk_program_result built;
-        status = fk__program_build_file(context, "positions.cl", NULL, &built);
-        if (status != FK_OK)
-            return status;
-        eval->convert_program = built.program;
-        cl_int err = CL_SUCCESS;
-        eval->convert_kernel =
-            clCreateKernel(eval->convert_program, "fk_positions_from_double", &err);
-        if (err != CL_SUCCESS) {
-            eval->convert_kernel = NULL;
-            return fk__cl_fail(context, "clCreateKernel (fk_positions_from_double)", err);
-        }
-    }
-    status = fk__eval_create_buffer(eval, &eval->positions_device, CL_MEM_READ_ONLY,
-                                    3 * n * sizeof(double), NULL, "positions (double)");
+    status = ensure_converter(eval);
     if (status == FK_OK)
-        status = fk__eval_create_buffer(eval, &eval->body_next, CL_MEM_READ_WRITE,
-                                        4 * n * sizeof(float), NULL, "particles (next)");
-    if (status == FK_OK)
-        status = fk__eval_create_buffer(eval, &eval->positions_flag, CL_MEM_READ_WRITE,
-                                        sizeof(cl_int), NULL, "positions flag");
+        status = fk__eval_create_buffer(eval, &eval->positions_device, CL_MEM_READ_ONLY,
+                                        3 * n * sizeof(double), NULL, "positions (double)");
     return status;
 }
 
@@ -341,33 +356,25 @@ fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions)
     return FK_OK;
 }
 
-/* update_positions from the pinned array on a device that converts: the doubles go by DMA, the
- * device converts them into body_next, and one blocking read of the refusal flag (which also
- * means the DMA is done, so the caller may write the array again) decides whether body_next
- * becomes the particles. */
-static fk_status update_on_device(fk_eval *eval)
+/* An update converted on the device from `source` (3N doubles: kernel 0; N float4: kernel 1):
+ * the device writes body_next, and one blocking read of the refusal flag (which also means any
+ * transfer into source enqueued before is done) decides whether body_next becomes the particles. */
+static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int kernel_index)
 {
     fk_context *context = eval->context;
     const cl_uint n = (cl_uint)eval->count;
+    cl_kernel kernel = eval->convert_kernels[kernel_index];
     eval->positions_reset = (cl_int)n;
-    const char *call = "clEnqueueWriteBuffer (positions flag)";
     cl_int err = clEnqueueWriteBuffer(context->queue, eval->positions_flag, CL_FALSE, 0,
                                       sizeof(cl_int), &eval->positions_reset, 0, NULL, NULL);
-    if (err == CL_SUCCESS) {
-        call = "clEnqueueWriteBuffer (positions)";
-        err = clEnqueueWriteBuffer(context->queue, eval->positions_device, CL_FALSE, 0,
-                                   3 * (size_t)n * sizeof(double), eval->positions_host, 0, NULL,
-                                   NULL);
-    }
     if (err != CL_SUCCESS) {
         clFinish(context->queue);
         eval->count = 0;
-        return fk__cl_fail(context, call, err);
+        return fk__cl_fail(context, "clEnqueueWriteBuffer (positions flag)", err);
     }
     fk_status status =
-        FK__SET_ARGS(context, eval->convert_kernel, "fk_positions_from_double", 0, FK__ARG(n),
-                     FK__ARG(eval->positions_device), FK__ARG(eval->body), FK__ARG(eval->body_next),
-                     FK__ARG(eval->positions_flag));
+        FK__SET_ARGS(context, kernel, "positions", 0, FK__ARG(n), FK__ARG(source),
+                     FK__ARG(eval->body), FK__ARG(eval->body_next), FK__ARG(eval->positions_flag));
     if (status != FK_OK) {
         clFinish(context->queue);
         eval->count = 0;
@@ -375,9 +382,8 @@ static fk_status update_on_device(fk_eval *eval)
     }
     const size_t group = 64, global = ((size_t)n + group - 1) / group * group;
     cl_int first_bad = 0;
-    call = "clEnqueueNDRangeKernel (fk_positions_from_double)";
-    err = clEnqueueNDRangeKernel(context->queue, eval->convert_kernel, 1, NULL, &global, &group, 0,
-                                 NULL, NULL);
+    const char *call = "clEnqueueNDRangeKernel (positions)";
+    err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, &group, 0, NULL, NULL);
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (positions flag)";
         err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_TRUE, 0,
@@ -389,16 +395,16 @@ static fk_status update_on_device(fk_eval *eval)
         return fk__cl_fail(context, call, err);
     }
     if (first_bad >= 0 && (cl_uint)first_bad < n) {
-        for (int k = 0; k < 3; ++k) {
-            const double x = eval->positions_host[3 * (size_t)first_bad + (size_t)k];
-            if (!(fabsf((float)x) <= FLT_MAX))
-                return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                "particle %d: coordinate %d is %g (not a finite float)", first_bad,
-                                k, x);
-        }
+        if (eval->positions_host && source == eval->positions_device)
+            for (int k = 0; k < 3; ++k) {
+                const double x = eval->positions_host[3 * (size_t)first_bad + (size_t)k];
+                if (!(fabsf((float)x) <= FLT_MAX))
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "particle %d: coordinate %d is %g (not a finite float)",
+                                    first_bad, k, x);
+            }
         return fk__fail(context, FK_ERR_INVALID_INPUT,
-                        "particle %d: a coordinate is not a finite "
-                        "float",
+                        "particle %d: a coordinate is NaN, infinite or beyond float's range",
                         first_bad);
     }
     const cl_mem previous = eval->body; /* the loops take eval->body at every enqueue */
@@ -411,6 +417,66 @@ static fk_status update_on_device(fk_eval *eval)
     if (status != FK_OK)
         eval->count = 0;
     return status;
+}
+
+/* update_positions from the pinned array on a device that converts: the doubles go by DMA. */
+static fk_status update_on_device(fk_eval *eval)
+{
+    fk_context *context = eval->context;
+    cl_int err =
+        clEnqueueWriteBuffer(context->queue, eval->positions_device, CL_FALSE, 0,
+                             3 * eval->count * sizeof(double), eval->positions_host, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue);
+        eval->count = 0;
+        return fk__cl_fail(context, "clEnqueueWriteBuffer (positions)", err);
+    }
+    return update_from_device_buffer(eval, eval->positions_device, 0);
+}
+
+fk_status fk_eval_update_positions_cl(fk_eval *eval, cl_mem positions, int layout)
+{
+    if (!eval || !positions)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = eval->context;
+    fk__clear_error(context);
+    fk_status status = fk__eval_not_pending(eval);
+    if (status != FK_OK)
+        return status;
+    if (eval->count == 0 || !eval->host_body)
+        return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
+    if (layout != FK_CL_POSITIONS_DOUBLE3 && layout != FK_CL_POSITIONS_FLOAT4)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "layout %d: FK_CL_POSITIONS_DOUBLE3 (0) or FK_CL_POSITIONS_FLOAT4 (1)",
+                        layout);
+    if (eval->kernel->needs_velocity || (!eval->kernel->uses_table && eval->config.eps == 0))
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "positions from an OpenCL buffer: not for %s%s (the host must see the "
+                        "coordinates)",
+                        eval->kernel->info.name,
+                        eval->kernel->needs_velocity ? "" : " without softening");
+    if (layout == FK_CL_POSITIONS_DOUBLE3 && !context->info.fp64)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "double positions need fp64, which %s lacks: use FK_CL_POSITIONS_FLOAT4",
+                        context->info.name);
+    cl_context owner = NULL;
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(positions, CL_MEM_CONTEXT, sizeof owner, &owner, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(positions, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "positions is not a valid cl_mem");
+    if (owner != context->cl)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "positions belongs to another OpenCL context (fk_context_create_cl)");
+    const size_t needed =
+        eval->count * (layout == FK_CL_POSITIONS_DOUBLE3 ? 3 * sizeof(double) : 4 * sizeof(float));
+    if (bytes < needed)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "positions holds %zu bytes; %zu particles need %zu", bytes, eval->count,
+                        needed);
+    status = ensure_converter(eval);
+    if (status != FK_OK)
+        return status;
+    return update_from_device_buffer(eval, positions, layout == FK_CL_POSITIONS_DOUBLE3 ? 0 : 1);
 }
 
 /* The time-stepping fast path: the particles stay, only positions (and gaj's velocities) change,
@@ -433,7 +499,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         return pending;
     if (eval->count == 0 || !eval->host_body)
         return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
-    if (position == eval->positions_host && eval->convert_kernel)
+    if (position && position == eval->positions_host && eval->positions_device)
         return update_on_device(eval);
     const size_t n = eval->count;
     if (eval->body_written) { /* the last update's copy must be done before the rewrite */
