@@ -98,14 +98,22 @@ static void wrap_positions(const fkt_sim *sim, double *position)
 static fk_status read_output(fkt_sim *sim, double *acceleration, double *jerk, const char *what)
 {
     const double start = monotonic_seconds();
-    fk_status status = fk_eval_read_forces(sim->eval, sim->output);
+    /* The decoded results where the compute left them (pinned memory), without a copy; devices
+     * without fp64 decode on the host into sim->output. */
+    const void *view = NULL;
+    fk_status status = fk_eval_results_view(sim->eval, &view, NULL);
+    const double *output = view;
+    if (status == FK_ERR_UNSUPPORTED) {
+        status = fk_eval_read_forces(sim->eval, sim->output);
+        output = sim->output;
+    }
     sim->timing.read += monotonic_seconds() - start;
     if (status != FK_OK)
         return library_failure(sim, status, what);
     const size_t components = sim->kernel->force_components;
     for (size_t i = 0; i < sim->n; ++i)
         for (size_t k = 0; k < components; ++k) {
-            const double value = sim->output[i * components + k];
+            const double value = output[i * components + k];
             if (!isfinite(value)) {
                 set_message(sim->message, sizeof sim->message,
                             "%s: the %s of particle %zu is %g: two particles came (nearly) on top "
