@@ -13,7 +13,8 @@ mkdir -p "$out"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$out/configure.log"
 cmake --build "$build" -j"$(nproc)" > "$out/build.log"
 export FORCEKIT_DEVICE=$device FORCEKIT_CACHE_DIR=$build/cache FORCEKIT_TUNING_DB=off
-(cd "$build" && ctest -R 'test_step|test_precision|test_faults' --output-on-failure > "$out/checks.txt" 2>&1) ||
+(cd "$build" && ctest -R 'test_step|test_interop|test_example_step|test_precision|test_faults' \
+    --output-on-failure > "$out/checks.txt" 2>&1) ||
     echo "step checks FAILED (see checks.txt)" >&2
 fk=$build/forcekit
 box() { # the lattice's periodic box at density 0.8: side = ceil(cbrt(N)) sites, spacing 0.8^(-1/3)
@@ -35,11 +36,14 @@ for n in 4096 65536 262144 1048576; do
     done
 done
 for n in 4096 16384 65536; do
-    for accum in float fixed64 fixed64-keep; do
-        scale=()
-        [ "$accum" = fixed64-keep ] && scale=(--scale keep)
-        "$fk" bench --step --json --kernel ljc_constant --accum "${accum%-keep}" "${scale[@]}" \
-            --n "$n" --reps "$(reps_for "$n")" > "$out/step_ljc_constant_allpairs_${accum}_n$n.json"
+    for loop in all-pairs symmetric; do # both evaluate every pair; symmetric uses Newton's third law
+        for accum in float fixed64 fixed64-keep; do
+            scale=()
+            [ "$accum" = fixed64-keep ] && scale=(--scale keep)
+            "$fk" bench --step --json --kernel ljc_constant --accum "${accum%-keep}" "${scale[@]}" \
+                --algorithm "$loop" --n "$n" --reps "$(reps_for "$n")" \
+                > "$out/step_ljc_constant_${loop/-/}_${accum}_n$n.json"
+        done
     done
 done
 for accum in float fixed64 narumi; do
