@@ -325,11 +325,11 @@ typedef struct fk_eval_config {
      * fk_eval_create. */
     const struct fk_physics *physics;
     /* fk_result_type: the precision the results are decoded to on the device and brought to the
-     * host in (added in 0.4). FK_RESULT_FLOAT halves the bytes read per compute; every read
+     * host in (added in 0.2). FK_RESULT_FLOAT halves the bytes read per compute; every read
      * function still works (a float read of double results rounds, a double read of float results
      * widens). 0: double. */
     int result_type;
-    /* fk_scale_policy (added in 0.4): when the data-scaled accumulators choose their scale (the
+    /* fk_scale_policy (added in 0.2): when the data-scaled accumulators choose their scale (the
      * bound pre-pass, one extra pass over the pairs). 0: at every fk_eval_set_particles and
      * fk_eval_update_positions. */
     int scale_policy;
@@ -426,7 +426,7 @@ FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *partic
 FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
                                           const double *velocity);
 
-/* The cheapest update (added in 0.4): a pinned array of 3 * count doubles that the evaluation owns
+/* The cheapest update (added in 0.2): a pinned array of 3 * count doubles that the evaluation owns
  * (it holds the current positions when first asked for). Write new positions into it and call
  * fk_eval_update_positions(eval, that pointer, ...): on a device with fp64 the doubles go to the
  * device by DMA and are converted and checked there, without a pass over them on the host (gravity
@@ -440,7 +440,7 @@ FK_API fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions);
  * reduction and the exclusion subtraction included (not the decode and the transfer). */
 FK_API fk_status fk_eval_compute(fk_eval *eval, double *seconds);
 
-/* The asynchronous form (added in 0.4): compute_async enqueues the pair loop, the decode of the
+/* The asynchronous form (added in 0.2): compute_async enqueues the pair loop, the decode of the
  * results on the device (double, or float: config.result_type) and their transfer into the
  * evaluation's pinned host memory, and returns at once; the caller does host work (integrating
  * other particles, I/O) and then calls fk_eval_wait, which waits and reports any failure of the
@@ -455,11 +455,11 @@ FK_API fk_status fk_eval_wait(fk_eval *eval, double *seconds);
  * FK_ERR_OVERFLOW names the first particle whose sum left the accumulator's range. */
 FK_API fk_status fk_eval_read_forces(fk_eval *eval, double *forces);
 FK_API fk_status fk_eval_read_potentials(fk_eval *eval, double *potentials);
-/* The same in float (added in 0.4): rounded to nearest from the decoded double, or copied when
+/* The same in float (added in 0.2): rounded to nearest from the decoded double, or copied when
  * config.result_type is FK_RESULT_FLOAT. */
 FK_API fk_status fk_eval_read_forces_float(fk_eval *eval, float *forces);
 FK_API fk_status fk_eval_read_potentials_float(fk_eval *eval, float *potentials);
-/* Without the copy (added in 0.4): *forces (and *potentials, NULL to skip; potentials need
+/* Without the copy (added in 0.2): *forces (and *potentials, NULL to skip; potentials need
  * config.potential) point into the evaluation's pinned host memory, in the layout of the reads
  * above and the type config.result_type says (const double *, or const float * with
  * FK_RESULT_FLOAT). Valid until the next compute, set_particles, update_positions or destroy.

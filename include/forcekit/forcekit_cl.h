@@ -1,4 +1,4 @@
-/* OpenCL interoperability (added in 0.4), as CLBlast offers it: forcekit on the caller's OpenCL
+/* OpenCL interoperability (added in 0.2), as CLBlast offers it: forcekit on the caller's OpenCL
  * context, device and queue, with positions taken from and forces written into the caller's
  * buffers, so that a code whose integrator runs on the device never copies particles to the host.
  * Needs the OpenCL headers (and, to create the objects, the OpenCL library) in the caller's build;
