@@ -95,23 +95,31 @@ static void read_kernel_version(fk_context *context)
 
 static fk_status finish_context(fk_context *context, const fk_context_config *config);
 
-fk_status fk_context_create(const fk_context_config *config, fk_context **out)
+/* What both constructors do first: the (empty) context handed to the caller at once, so that a
+ * failure below still has its message there, and the caller's configuration in this library's
+ * layout. */
+static fk_status begin_context(const fk_context_config *config, fk_context **out,
+                               fk_context_config *copy)
 {
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    fk_context_config defaults = {0};
-    if (!config)
-        config = &defaults;
+    const fk_context_config defaults = {0};
     fk_context *context = calloc(1, sizeof *context);
     if (!context)
         return FK_ERR_HOST_MEMORY;
     *out = context;
+    return fk__config_copy(context, "fk_context_config", copy, sizeof *copy,
+                           config ? config : &defaults, FK__SIZE_0_2(fk_context_config, cache_dir));
+}
+
+fk_status fk_context_create(const fk_context_config *config, fk_context **out)
+{
     fk_context_config copy;
-    fk_status copied = fk__config_copy(context, "fk_context_config", &copy, sizeof copy, config,
-                                       FK__SIZE_0_2(fk_context_config, cache_dir));
-    if (copied != FK_OK)
-        return copied;
+    fk_status begun = begin_context(config, out, &copy);
+    if (begun != FK_OK)
+        return begun;
+    fk_context *context = *out;
     config = &copy;
 
     const char *selector = config->device;
@@ -167,21 +175,11 @@ static fk_status finish_context(fk_context *context, const fk_context_config *co
 fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_queue queue,
                                const fk_context_config *config, fk_context **out)
 {
-    if (!out)
-        return FK_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    fk_context_config defaults = {0};
-    if (!config)
-        config = &defaults;
-    fk_context *context = calloc(1, sizeof *context);
-    if (!context)
-        return FK_ERR_HOST_MEMORY;
-    *out = context;
     fk_context_config copy;
-    fk_status copied = fk__config_copy(context, "fk_context_config", &copy, sizeof copy, config,
-                                       FK__SIZE_0_2(fk_context_config, cache_dir));
-    if (copied != FK_OK)
-        return copied;
+    fk_status begun = begin_context(config, out, &copy);
+    if (begun != FK_OK)
+        return begun;
+    fk_context *context = *out;
     config = &copy;
     if (!cl || !device || !queue)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,

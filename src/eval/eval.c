@@ -386,13 +386,17 @@ void fk__eval_release_pending(fk_eval *eval)
     eval->pending = 0;
 }
 
-/* What every call but wait and destroy checks while a compute may be in flight. */
-fk_status fk__eval_not_pending(fk_eval *eval)
+/* The first step of every entry point but wait and destroy: the error cleared, no compute in
+ * flight, and (call not NULL) particles set. */
+fk_status fk__eval_begin(fk_eval *eval, const char *call)
 {
-    if (!eval->pending)
-        return FK_OK;
-    return fk__fail(eval->context, FK_ERR_STATE,
-                    "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
+    fk__clear_error(eval->context);
+    if (eval->pending)
+        return fk__fail(eval->context, FK_ERR_STATE,
+                        "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
+    if (call && (eval->count == 0 || !eval->host_body))
+        return fk__fail(eval->context, FK_ERR_STATE, "%s before set_particles", call);
+    return FK_OK;
 }
 
 fk_status fk_eval_compute_async(fk_eval *eval)
@@ -400,12 +404,9 @@ fk_status fk_eval_compute_async(fk_eval *eval)
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status status = fk__eval_not_pending(eval);
+    fk_status status = fk__eval_begin(eval, "compute");
     if (status != FK_OK)
         return status;
-    if (eval->count == 0)
-        return fk__fail(context, FK_ERR_STATE, "compute before set_particles");
     eval->computed = 0;
     cl_event first = NULL, last = NULL, subtracted = NULL, read = NULL;
     status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);

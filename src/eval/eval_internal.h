@@ -33,8 +33,10 @@ fk_status fk__eval_enqueue_subtraction(fk_eval *eval, cl_event *event);
 
 /* Releases the events of an enqueued compute and clears pending. */
 void fk__eval_release_pending(fk_eval *eval);
-/* FK_ERR_STATE (with the message) while a compute is in flight, else FK_OK. */
-fk_status fk__eval_not_pending(fk_eval *eval);
+/* The first step of every entry point but wait and destroy: clears the error; FK_ERR_STATE (with
+ * the message) while a compute is in flight, or when call is not NULL and no particles are set
+ * ("<call> before set_particles"). */
+fk_status fk__eval_begin(fk_eval *eval, const char *call);
 
 /* upload.c: the pinned host copy of the particles (and the wait for its last write). */
 void fk__eval_release_host_body(fk_eval *eval);

@@ -96,10 +96,9 @@ fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size_t coun
     if (!eval || (count && !pairs))
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status pending = fk__eval_not_pending(eval);
-    if (pending != FK_OK)
-        return pending;
+    fk_status begun = fk__eval_begin(eval, NULL);
+    if (begun != FK_OK)
+        return begun;
     if (count && !eval->kernel->uses_table)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "exclusions apply to the molecular kernels, not to %s",

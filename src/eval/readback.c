@@ -399,8 +399,7 @@ fk_status fk_eval_set_results_cl(fk_eval *eval, cl_mem forces, cl_mem potentials
     if (!eval || (!forces && potentials))
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status status = fk__eval_not_pending(eval);
+    fk_status status = fk__eval_begin(eval, NULL);
     if (status != FK_OK)
         return status;
     if (forces && !eval->device_decode)

@@ -107,8 +107,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     if (!eval || !particles)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status status = fk__eval_not_pending(eval);
+    fk_status status = fk__eval_begin(eval, NULL);
     if (status == FK_OK)
         status = check_particles(eval, particles);
     if (status != FK_OK)
@@ -338,13 +337,9 @@ fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions)
     if (!eval || !positions)
         return FK_ERR_INVALID_ARGUMENT;
     *positions = NULL;
-    fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status status = fk__eval_not_pending(eval);
+    fk_status status = fk__eval_begin(eval, "positions_buffer");
     if (status != FK_OK)
         return status;
-    if (eval->count == 0 || !eval->host_body)
-        return fk__fail(context, FK_ERR_STATE, "positions_buffer before set_particles");
     if (!eval->positions_host) {
         status = create_positions(eval);
         if (status != FK_OK) {
@@ -439,12 +434,9 @@ fk_status fk_eval_update_positions_cl(fk_eval *eval, cl_mem positions, int layou
     if (!eval || !positions)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status status = fk__eval_not_pending(eval);
+    fk_status status = fk__eval_begin(eval, "update_positions");
     if (status != FK_OK)
         return status;
-    if (eval->count == 0 || !eval->host_body)
-        return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
     if (layout != FK_CL_POSITIONS_DOUBLE3 && layout != FK_CL_POSITIONS_FLOAT4)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "layout %d: FK_CL_POSITIONS_DOUBLE3 (0) or FK_CL_POSITIONS_FLOAT4 (1)",
@@ -493,12 +485,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     if (!eval || !position)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status pending = fk__eval_not_pending(eval);
-    if (pending != FK_OK)
-        return pending;
-    if (eval->count == 0 || !eval->host_body)
-        return fk__fail(context, FK_ERR_STATE, "update_positions before set_particles");
+    fk_status begun = fk__eval_begin(eval, "update_positions");
+    if (begun != FK_OK)
+        return begun;
     if (position && position == eval->positions_host && eval->positions_device)
         return update_on_device(eval);
     const size_t n = eval->count;
@@ -589,10 +578,9 @@ fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
     if (!eval || !table)
         return FK_ERR_INVALID_ARGUMENT;
     fk_context *context = eval->context;
-    fk__clear_error(context);
-    fk_status pending = fk__eval_not_pending(eval);
-    if (pending != FK_OK)
-        return pending;
+    fk_status begun = fk__eval_begin(eval, NULL);
+    if (begun != FK_OK)
+        return begun;
     char message[512] = "";
     fk__pair_params params;
     fk_status status = fk__pair_params_copy(eval->kernel, table, &params, message, sizeof message);
