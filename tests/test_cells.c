@@ -29,13 +29,11 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
 static fk_test_rng rng;
 
 static int setup(void **state)
 {
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
+    if (fk_test_context_setup(state) != 0)
         return -1;
     fk_test_rng_init(&rng, fk_test_seed() ^ 0xce115ull);
     return 0;
@@ -43,9 +41,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
+    return fk_test_context_teardown(state);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -257,10 +253,10 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
                              .unroll_j = o.unroll_i ? 1 : 0};
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
         fail_msg("create %s %s %s: %s: %s", s->kernel, accum, fk_algorithm_name(o.algorithm),
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     if (s->exclusion_count)
         assert_int_equal(fk_eval_set_exclusions(eval, s->exclusions, s->exclusion_count), FK_OK);
     return eval;
@@ -289,7 +285,8 @@ static void free_outputs(outputs *o)
 static void expect_ok(fk_status status, const char *what)
 {
     if (status != FK_OK)
-        fail_msg("%s: %s: %s", what, fk_status_string(status), fk_context_last_error(context));
+        fail_msg("%s: %s: %s", what, fk_status_string(status),
+                 fk_context_last_error(fk_test_context));
 }
 
 /* Computes on the particles already set, reads forces, potentials and the packed words into
@@ -704,9 +701,9 @@ static void expect_failure(fk_status status, fk_status expected, const char *nee
 {
     if (status != expected)
         fail_msg("expected %s, got %s: %s", fk_status_string(expected), fk_status_string(status),
-                 fk_context_last_error(context));
-    if (!strstr(fk_context_last_error(context), needle))
-        fail_msg("message '%s' does not say '%s'", fk_context_last_error(context), needle);
+                 fk_context_last_error(fk_test_context));
+    if (!strstr(fk_context_last_error(fk_test_context), needle))
+        fail_msg("message '%s' does not say '%s'", fk_context_last_error(fk_test_context), needle);
 }
 
 static void test_bad_inputs(void **state)
@@ -714,13 +711,16 @@ static void test_bad_inputs(void **state)
     (void)state;
     fk_eval *eval = NULL;
     fk_eval_config config = {.kernel = "ga", .algorithm = FK_ALGORITHM_CELLS};
-    expect_failure(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT, "gravity");
+    expect_failure(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT,
+                   "gravity");
     assert_null(eval);
     config = (fk_eval_config){.kernel = "ljc_constant", .algorithm = FK_ALGORITHM_CELLS};
-    expect_failure(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT, "cutoff");
+    expect_failure(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT,
+                   "cutoff");
     assert_null(eval);
     config = (fk_eval_config){.kernel = "lj", .algorithm = FK_ALGORITHM_CELLS, .skin = NAN};
-    expect_failure(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT, "skin");
+    expect_failure(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT,
+                   "skin");
     assert_null(eval);
 
     /* Periodic box 10: particle 17 at x = 20 (two box lengths) is named; -10 and 19.9 are fine. */

@@ -42,13 +42,11 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
 static fk_test_rng rng;
 
 static int setup(void **state)
 {
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
+    if (fk_test_context_setup(state) != 0)
         return -1;
     fk_test_rng_init(&rng, fk_test_seed());
     return 0;
@@ -56,9 +54,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
+    return fk_test_context_teardown(state);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -380,21 +376,22 @@ static fk_eval *create(const test_system *s, run_options o)
                              .max_exclusions = o.on_the_fly ? o.max_exclusions : 0};
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
-    if (status == FK_ERR_UNSUPPORTED && !fk_context_device(context)->fp64 &&
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
+    if (status == FK_ERR_UNSUPPORTED && !fk_context_device(fk_test_context)->fp64 &&
         (strcmp(o.accum, "double") == 0 || strcmp(o.accum, "ref") == 0))
         return NULL; /* no fp64 on this device */
     if (status != FK_OK)
         fail_msg("create %s %s %s: %s: %s", o.accum, o.on_the_fly ? "on the fly" : "afterwards",
                  fk_algorithm_name((fk_algorithm)o.algorithm), fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     return eval;
 }
 
 static void expect(fk_status status, const char *what)
 {
     if (status != FK_OK)
-        fail_msg("%s: %s: %s", what, fk_status_string(status), fk_context_last_error(context));
+        fail_msg("%s: %s: %s", what, fk_status_string(status),
+                 fk_context_last_error(fk_test_context));
 }
 
 static void force_scale(fk_eval *eval, const char *accum, double scale)
@@ -616,9 +613,9 @@ static void test_many_partners(void **state)
     assert_int_equal(status, FK_ERR_INVALID_INPUT);
     char expected[64];
     snprintf(expected, sizeof expected, "a particle has %zu excluded partners", hub);
-    if (!strstr(fk_context_last_error(context), expected) ||
-        !strstr(fk_context_last_error(context), "afterwards"))
-        fail_msg("on the fly with %zu partners: %s", hub, fk_context_last_error(context));
+    if (!strstr(fk_context_last_error(fk_test_context), expected) ||
+        !strstr(fk_context_last_error(fk_test_context), "afterwards"))
+        fail_msg("on the fly with %zu partners: %s", hub, fk_context_last_error(fk_test_context));
     fk_eval_destroy(fly);
 
     reference ref = make_reference(&s);
@@ -682,7 +679,7 @@ static void test_update_positions(void **state)
     (void)state;
     test_system s;
     make_system(&s, 150, 0, 0);
-    const char *accum = fk_context_device(context)->fp64 ? "double" : "ti";
+    const char *accum = fk_context_device(fk_test_context)->fp64 ? "double" : "ti";
     const run_options o = {.accum = accum};
     fk_eval *eval = create(&s, o);
     assert_non_null(eval);

@@ -26,23 +26,6 @@
 #include "forcekit/forcekit.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 /* ---------------------------------------------------------------------------------------------- */
 /* Systems */
 
@@ -355,17 +338,17 @@ static fk_eval *create_eval(const char *kernel, const char *accum, const test_sy
                              .algorithm = o.algorithm};
     config_physics(&config, &s->physics);
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status == FK_ERR_UNSUPPORTED) {
         /* Said, so that a combination that silently stopped running shows in the log. */
         fprintf(stderr, "not offered: %s %s %dx%d %s: %s\n", kernel,
                 fk_algorithm_name((fk_algorithm)o.algorithm), o.unroll_i, o.unroll_j, accum,
-                fk_context_last_error(context));
+                fk_context_last_error(fk_test_context));
         return NULL;
     }
     if (status != FK_OK)
         fail_msg("create %s %dx%d %s: %s: %s", kernel, o.unroll_i, o.unroll_j, accum,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     return eval;
 }
 
@@ -383,11 +366,11 @@ static void evaluate(fk_eval *eval, const char *kernel, const test_system *s, do
     fk_status status = fk_eval_set_particles(eval, &particles);
     if (status != FK_OK)
         fail_msg("set_particles %s N=%zu: %s: %s", kernel, s->n, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     status = fk_eval_compute(eval, NULL);
     if (status != FK_OK)
         fail_msg("compute %s: %s: %s", kernel, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     for (size_t i = 0; i < components * s->n; ++i)
         force[i] = NAN;
     for (size_t i = 0; i < s->n; ++i)
@@ -397,7 +380,7 @@ static void evaluate(fk_eval *eval, const char *kernel, const test_system *s, do
         status = fk_eval_read_potentials(eval, potential);
     if (status != FK_OK)
         fail_msg("read %s: %s: %s", kernel, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
 }
 
 /* Accumulators whose resolution comes from the largest sum in the system (nitadori_large,
@@ -646,7 +629,7 @@ static void test_every_loop(void **state)
     fk_test_rng_init(&rng, fk_test_seed() ^ 0x100b);
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         for (size_t a = 0; a < 2; ++a) {
-            if (!fk_test_full() && fk_context_device(context)->fp64 &&
+            if (!fk_test_full() && fk_context_device(fk_test_context)->fp64 &&
                 !loop_law_in_default_run(kernels[k]))
                 continue; /* float and fixed64 on this loop: test_laws */
             if (is_gravity(kernels[k]) && algorithms[a] == FK_ALGORITHM_CELLS)
@@ -662,7 +645,7 @@ static void test_every_loop(void **state)
                     s.physics.cutoff = 3.0;
                 reference ref = make_reference(&s, kernels[k]);
                 run_options o = {.algorithm = algorithms[a]};
-                const int all = fk_test_full() || !fk_context_device(context)->fp64;
+                const int all = fk_test_full() || !fk_context_device(fk_test_context)->fp64;
                 ran += check_accumulators(kernels[k], &s, &ref, o,
                                           all ? loop_accumulators : loop_accumulators_default);
                 free_reference(&ref);
@@ -805,9 +788,9 @@ static void expect_failure(fk_eval *eval, const fk_particles *particles, fk_stat
     const fk_status got = fk_eval_set_particles(eval, particles);
     if (got != want)
         fail_msg("expected %s, got %s: %s", fk_status_string(want), fk_status_string(got),
-                 fk_context_last_error(context));
-    if (text && !strstr(fk_context_last_error(context), text))
-        fail_msg("the message '%s' lacks '%s'", fk_context_last_error(context), text);
+                 fk_context_last_error(fk_test_context));
+    if (text && !strstr(fk_context_last_error(fk_test_context), text))
+        fail_msg("the message '%s' lacks '%s'", fk_context_last_error(fk_test_context), text);
 }
 
 static void test_exclusion_errors(void **state)
@@ -818,10 +801,10 @@ static void test_exclusion_errors(void **state)
     fk_eval_config config = {
         .kernel = "ljc_constant", .exclusion_mode = FK_EXCLUDE_ON_THE_FLY, .max_exclusions = 1};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     const size_t self[2] = {1, 1};
     assert_int_equal(fk_eval_set_exclusions(eval, self, 1), FK_ERR_INVALID_INPUT);
-    assert_non_null(strstr(fk_context_last_error(context), "itself"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "itself"));
     const size_t out_of_range[2] = {0, 3};
     assert_int_equal(fk_eval_set_exclusions(eval, out_of_range, 1), FK_OK);
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "particle 3 does not exist");
@@ -838,12 +821,12 @@ static void test_exclusion_errors(void **state)
     fk_eval_destroy(eval);
 
     config = (fk_eval_config){.kernel = "ga"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     const size_t pair[2] = {0, 1};
     assert_int_equal(fk_eval_set_exclusions(eval, pair, 1), FK_ERR_INVALID_ARGUMENT);
     fk_eval_destroy(eval);
     config = (fk_eval_config){.kernel = "lj", .exclusion_mode = 7};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -856,7 +839,7 @@ static void test_lj_cutoff_exact(void **state)
     (void)state;
     fk_eval_config config = {.kernel = "lj", .potential = 1, .unroll_i = 1, .unroll_j = 4};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     const double distances[] = {2.5, 2.75, 100.0, 1.0, 2.0};
     for (size_t c = 0; c < sizeof distances / sizeof distances[0]; ++c) {
         double position[6] = {0.25, -1, 3, 0.25 + distances[c], -1, 3};
@@ -895,7 +878,7 @@ static void test_lj_cutoff_exact(void **state)
 
     /* ljc_constant with a cutoff: 0 exactly at rc, Coulomb included. */
     config = (fk_eval_config){.kernel = "ljc_constant", .potential = 1, .cutoff = 2.0};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double position[6] = {1, 1, 1, 1, 3, 1}, charge[2] = {1, -1};
     fk_particles particles = {.count = 2, .position = position, .mass = charge};
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
@@ -960,7 +943,7 @@ static void test_pair_table_errors(void **state)
     (void)state;
     fk_eval_config config = {.kernel = "ljc_constant"};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double values[3 * 3 * 2];
     unsigned char present[9];
     for (size_t p = 0; p < 9; ++p) {
@@ -977,7 +960,7 @@ static void test_pair_table_errors(void **state)
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK); /* (0, 2) unused */
     type[2] = 2;
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "types (0, 2)");
-    assert_non_null(strstr(fk_context_last_error(context), "particles 0 and 2"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "particles 0 and 2"));
     type[2] = 3;
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "particle 2 has type 3");
     type[2] = -1;
@@ -986,13 +969,13 @@ static void test_pair_table_errors(void **state)
 
     values[2 * 4 + 1] = -1; /* sigma of (1, 1) */
     assert_int_equal(fk_eval_set_pair_table(eval, &table), FK_ERR_INVALID_INPUT);
-    assert_non_null(strstr(fk_context_last_error(context), "(1, 1)"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "(1, 1)"));
     values[2 * 4 + 1] = NAN;
     assert_int_equal(fk_eval_set_pair_table(eval, &table), FK_ERR_INVALID_INPUT);
     values[2 * 4 + 1] = 1;
     values[2 * 1] = 2; /* epsilon (0, 1) != (1, 0) */
     assert_int_equal(fk_eval_set_pair_table(eval, &table), FK_ERR_INVALID_INPUT);
-    assert_non_null(strstr(fk_context_last_error(context), "symmetric"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "symmetric"));
     values[2 * 1] = 1;
     table.types = 0;
     assert_int_equal(fk_eval_set_pair_table(eval, &table), FK_ERR_INVALID_ARGUMENT);
@@ -1000,13 +983,13 @@ static void test_pair_table_errors(void **state)
 
     /* Without a table: one type, so type 1 is unknown. */
     config = (fk_eval_config){.kernel = "lj"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "particle 1 has type 1");
     fk_eval_destroy(eval);
 
     /* buck: rho must be > 0. */
     config = (fk_eval_config){.kernel = "buck"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double buck[3] = {1, 0, 1};
     fk_pair_table one = {.types = 1, .values = buck};
     assert_int_equal(fk_eval_set_pair_table(eval, &one), FK_ERR_INVALID_INPUT);
@@ -1018,36 +1001,36 @@ static void test_bad_physics_and_inputs(void **state)
     (void)state;
     fk_eval *eval = NULL;
     fk_eval_config config = {.kernel = "ljc_constant", .box = {10, 10, 10}};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "cutoff"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "cutoff"));
     config.cutoff = 5.5;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "half the shortest"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "half the shortest"));
     config = (fk_eval_config){.kernel = "lj", .box = {10, 4, 10}}; /* default rc 2.5 > 2 */
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "lj", .box = {10, 0, 10}};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "ga", .cutoff = 1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "lj", .eps = 0.1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "lj", .cutoff = NAN};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "ljc_constant", .dielectric = {-1}};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "lj", .dielectric = {2}};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     assert_null(eval);
 
     /* Coincident particles without softening, named; in a box, modulo the box. */
     config = (fk_eval_config){.kernel = "buck"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double position[9] = {0, 0, 0, 1, 1, 1, 0, 0, 0}, charge[3] = {1, 1, -1};
     fk_particles particles = {.count = 3, .position = position, .mass = charge};
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "particles 0 and 2");
     fk_eval_destroy(eval);
     config = (fk_eval_config){.kernel = "lj", .box = {6, 6, 6}};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     position[6] = 6; /* (6, 0, 0) is (0, 0, 0) in the box */
     expect_failure(eval, &particles, FK_ERR_INVALID_INPUT, "particles 0 and 2");
     position[6] = 3;
@@ -1056,7 +1039,7 @@ static void test_bad_physics_and_inputs(void **state)
 
     /* gaj needs velocities; NaN velocities are bad input. */
     config = (fk_eval_config){.kernel = "gaj", .eps = 0.1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_ERR_INVALID_ARGUMENT);
     double velocity[9] = {0, 0, 0, 0, NAN, 0, 0, 0, 0};
     particles.velocity = velocity;
@@ -1087,5 +1070,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_periodic),
         cmocka_unit_test(test_exclusions_both_modes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

@@ -23,23 +23,6 @@
 #include "forcekit/forcekit.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 typedef struct bodies {
     size_t n;
     double *position, *mass;
@@ -99,11 +82,13 @@ static check_result run_and_compare(fk_eval *eval, size_t n, double eps, int pot
     fk_particles particles = {.count = n, .position = b.position, .mass = b.mass};
     fk_status status = fk_eval_set_particles(eval, &particles);
     if (status != FK_OK)
-        fail_msg("set_particles: %s: %s", fk_status_string(status), fk_context_last_error(context));
+        fail_msg("set_particles: %s: %s", fk_status_string(status),
+                 fk_context_last_error(fk_test_context));
     double seconds = -1;
     status = fk_eval_compute(eval, &seconds);
     if (status != FK_OK)
-        fail_msg("compute: %s: %s", fk_status_string(status), fk_context_last_error(context));
+        fail_msg("compute: %s: %s", fk_status_string(status),
+                 fk_context_last_error(fk_test_context));
     assert_true(seconds >= 0);
 
     double *force = malloc(3 * n * sizeof(double)), *ref = malloc(3 * n * sizeof(double));
@@ -188,10 +173,10 @@ typedef struct variant_case {
 static void check_variant(const char *accum, variant_case v, const size_t *sizes, size_t size_count,
                           double eps, int potential)
 {
-    if (fk_accum_find(accum)->needs_fp64 && !fk_context_device(context)->fp64) {
+    if (fk_accum_find(accum)->needs_fp64 && !fk_context_device(fk_test_context)->fp64) {
         fk_eval_config config = {.kernel = "ga", .accum = accum};
         fk_eval *eval = NULL;
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
         assert_null(eval);
         return;
     }
@@ -204,15 +189,15 @@ static void check_variant(const char *accum, variant_case v, const size_t *sizes
                              .potential = potential,
                              .eps = eps};
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status == FK_ERR_UNSUPPORTED) {
         fprintf(stderr, "  %dx%d %s: not supported here: %s\n", v.unroll_i, v.unroll_j, accum,
-                fk_context_last_error(context));
+                fk_context_last_error(fk_test_context));
         return;
     }
     if (status != FK_OK)
         fail_msg("create %dx%d %s: %s: %s", v.unroll_i, v.unroll_j, accum, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     fk_test_rng rng;
     fk_test_rng_init(&rng,
                      fk_test_seed() ^ (uint64_t)(v.unroll_i * 131 + v.unroll_j * 7 + v.tiling));
@@ -316,7 +301,7 @@ static void test_ga_two_bodies_exact(void **state)
     (void)state;
     fk_eval_config config = {.kernel = "ga", .potential = 1};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double position[6] = {0, 0, 0, 2, 0, 0}, mass[2] = {1, 4};
     fk_particles particles = {.count = 2, .position = position, .mass = mass};
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
@@ -336,20 +321,20 @@ static void test_bad_inputs(void **state)
     (void)state;
     fk_eval *eval = NULL;
     fk_eval_config config = {.kernel = "nosuch"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "nosuch"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "nosuch"));
     config = (fk_eval_config){.kernel = "ga", .accum = "nosuch"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "ga", .unroll_i = 3, .unroll_j = 4};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "ga", .eps = NAN};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     config = (fk_eval_config){.kernel = "ga", .work_group_size = 1 << 30};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
     assert_null(eval);
 
     config = (fk_eval_config){.kernel = "ga"};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_ERR_STATE);
     double force[6];
     assert_int_equal(fk_eval_read_forces(eval, force), FK_ERR_STATE);
@@ -370,12 +355,12 @@ static void test_bad_inputs(void **state)
     /* Coincident bodies without softening are a user error naming both. */
     position[3] = position[4] = position[5] = 0;
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_ERR_INVALID_INPUT);
-    assert_non_null(strstr(fk_context_last_error(context), "particles 0 and 1"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "particles 0 and 1"));
     fk_eval_destroy(eval);
 
     /* With softening they are fine, and the force between them is 0. */
     config.eps = 0.1;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
     assert_int_equal(fk_eval_read_forces(eval, force), FK_OK);
@@ -397,5 +382,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ga_every_accumulator),
         cmocka_unit_test(test_ga_larger_n),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

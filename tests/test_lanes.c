@@ -26,33 +26,16 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 static int is_cpu(void)
 {
-    return fk_context_device(context)->type == FK_DEVICE_CPU;
+    return fk_context_device(fk_test_context)->type == FK_DEVICE_CPU;
 }
 
 /* The device's native float vector width, as the device reports it (not through the library). */
 static unsigned native_width(void)
 {
     cl_uint width = 0;
-    assert_int_equal(clGetDeviceInfo(context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
+    assert_int_equal(clGetDeviceInfo(fk_test_context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
                                      sizeof width, &width, NULL),
                      CL_SUCCESS);
     return width;
@@ -63,7 +46,7 @@ static int automatic_width(const char *accum)
 {
     const unsigned width = native_width();
     if (!is_cpu() || width < 8 ||
-        (strcmp(accum, "fixed64") == 0 && !fk_context_device(context)->fp64))
+        (strcmp(accum, "fixed64") == 0 && !fk_context_device(fk_test_context)->fp64))
         return 0;
     return width >= 16 ? 16 : 8;
 }
@@ -76,7 +59,8 @@ static int width_allowed(int lanes)
 
 static int is_pocl(void)
 {
-    return strstr(fk_context_device(context)->platform_name, "Portable Computing Language") != NULL;
+    return strstr(fk_context_device(fk_test_context)->platform_name,
+                  "Portable Computing Language") != NULL;
 }
 
 /* Bodies, their double reference and the per-particle term scales, for one N and eps. */
@@ -166,9 +150,10 @@ static void check_case(const lane_case *c, const lane_system *s)
     if (c->lanes > 0 && !width_allowed(c->lanes)) {
         fk_eval_config refused = {.kernel = "ga", .accum = c->accum, .lanes = c->lanes};
         fk_eval *none = NULL;
-        assert_int_equal(fk_eval_create(context, &refused, &none), FK_ERR_UNSUPPORTED);
+        assert_int_equal(fk_eval_create(fk_test_context, &refused, &none), FK_ERR_UNSUPPORTED);
         assert_null(none);
-        assert_non_null(strstr(fk_context_last_error(context), "NATIVE_VECTOR_WIDTH_FLOAT"));
+        assert_non_null(
+            strstr(fk_context_last_error(fk_test_context), "NATIVE_VECTOR_WIDTH_FLOAT"));
         return;
     }
     fk_eval_config config = {.kernel = "ga",
@@ -180,17 +165,17 @@ static void check_case(const lane_case *c, const lane_system *s)
                              .eps = s->eps,
                              .lanes = c->lanes};
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
         fail_msg("create lanes=%s %s: %s: %s", lanes_text(c->lanes), c->accum,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     fk_particles particles = {.count = s->n, .position = s->position, .mass = s->mass};
     status = fk_eval_set_particles(eval, &particles);
     if (status == FK_OK)
         status = fk_eval_compute(eval, NULL);
     if (status != FK_OK)
         fail_msg("lanes=%s %s N=%zu: %s: %s", lanes_text(c->lanes), c->accum, s->n,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     fk_variant used;
     assert_int_equal(fk_eval_get_variant(eval, &used), FK_OK);
     const int expected = c->lanes > 0 ? c->lanes : c->lanes == 0 ? automatic_width(c->accum) : 0;
@@ -252,7 +237,7 @@ static const size_t sizes[] = {1, 2, 7, 31, 67, 1000, 4099};
 static void test_lanes_against_reference(void **state)
 {
     (void)state;
-    const int fp64 = fk_context_device(context)->fp64;
+    const int fp64 = fk_context_device(fk_test_context)->fp64;
     static const int lane_settings[] = {-1, 8, 16, 0};
     static const char *accums[] = {"float", "double", "fixed64", "narumi"};
     static const double eps_values[] = {0.0, 0.05};
@@ -278,7 +263,7 @@ static void test_lanes_against_reference(void **state)
 static void test_lanes_splits_unroll_no_potential(void **state)
 {
     (void)state;
-    const int fp64 = fk_context_device(context)->fp64;
+    const int fp64 = fk_context_device(fk_test_context)->fp64;
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed() ^ 0x5eedu);
     const lane_case cases[] = {
@@ -308,7 +293,7 @@ static void test_lanes_two_bodies_exact(void **state)
             continue; /* check_case covers the refusal */
         fk_eval_config config = {.kernel = "ga", .potential = 1, .lanes = widths[w]};
         fk_eval *eval = NULL;
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
         double position[6] = {0, 0, 0, 2, 0, 0}, mass[2] = {1, 4};
         fk_particles particles = {.count = 2, .position = position, .mass = mass};
         assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
@@ -336,7 +321,7 @@ static void test_lanes_declared_by_headers(void **state)
             const int expected = strcmp(kernel, "ga") == 0 &&
                                  (strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
                                   strcmp(accum, "fixed64") == 0 || strcmp(accum, "narumi") == 0);
-            if (fk__program_has_lanes(context, kernel, accum) != expected)
+            if (fk__program_has_lanes(fk_test_context, kernel, accum) != expected)
                 fail_msg("%s with %s: lane form %s in the headers, expected %s", kernel, accum,
                          expected ? "not found" : "found", expected ? "one" : "none");
             if (fk__registry_has_lanes(fk__kernel_desc(kernel), fk__accum_desc(accum), 1) !=
@@ -344,13 +329,13 @@ static void test_lanes_declared_by_headers(void **state)
                 fail_msg("%s with %s: src/registry.c's lane flags disagree with the headers",
                          kernel, accum);
         }
-    assert_int_equal(fk__program_has_lanes(context, "nosuch", "float"), 0);
+    assert_int_equal(fk__program_has_lanes(fk_test_context, "nosuch", "float"), 0);
     /* native_rsqrt as a Newton-step estimate (src/lanes_rsqrt.c): POCL's is the exact square root
      * and division (no estimate: the lane loop keeps rsqrt), Intel's CPU runtime's is vrsqrtps. */
-    const int estimate = fk__native_rsqrt_estimate_ok(context);
+    const int estimate = fk__native_rsqrt_estimate_ok(fk_test_context);
     if (is_pocl())
         assert_int_equal(estimate, 0);
-    else if (strstr(fk_context_device(context)->platform_name, "Intel") && is_cpu())
+    else if (strstr(fk_context_device(fk_test_context)->platform_name, "Intel") && is_cpu())
         assert_int_equal(estimate, 1);
     /* fixed64's lane form converts through double: not without fp64. */
     assert_int_equal(fk__registry_has_lanes(fk__kernel_desc("ga"), fk__accum_desc("fixed64"), 0),
@@ -362,10 +347,10 @@ static void test_lanes_declared_by_headers(void **state)
 static uint32_t *packed_words(const fk_eval_config *config, const lane_system *s, int want_lanes)
 {
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, config, &eval);
     if (status != FK_OK)
         fail_msg("create %s lanes %d: %s", config->accum, config->lanes,
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     fk_variant used;
     assert_int_equal(fk_eval_get_variant(eval, &used), FK_OK);
     if (used.lanes != want_lanes)
@@ -375,7 +360,7 @@ static uint32_t *packed_words(const fk_eval_config *config, const lane_system *s
     if (status == FK_OK)
         status = fk_eval_compute(eval, NULL);
     if (status != FK_OK)
-        fail_msg("%s N=%zu: %s", config->accum, s->n, fk_context_last_error(context));
+        fail_msg("%s N=%zu: %s", config->accum, s->n, fk_context_last_error(fk_test_context));
     const size_t words = s->n * 4 * 2; /* 3 force components and the potential */
     uint32_t *packed = malloc(words * sizeof *packed);
     assert_non_null(packed);
@@ -406,7 +391,7 @@ static void test_lanes_fixed_point_bit_identical(void **state)
         lane_system sys = make_system(identity_sizes[s], s % 2 ? 0.02 : 0.0, &rng);
         const size_t words = sys.n * 4 * 2;
         for (size_t a = 0; a < 2; ++a) {
-            if (strcmp(accums[a], "fixed64") == 0 && !fk_context_device(context)->fp64)
+            if (strcmp(accums[a], "fixed64") == 0 && !fk_context_device(fk_test_context)->fp64)
                 continue;
             for (int reproducible = 0; reproducible <= (a == 0); ++reproducible) {
                 fk_eval_config scalar = {.kernel = "ga",
@@ -441,7 +426,7 @@ static void test_lanes_fixed_point_bit_identical(void **state)
                                       "scalar template (rsqrt rounds differently in vector code "
                                       "on %s; not a promise there)\n",
                                       accums[a], forms[f].lanes, sys.n, differ, words,
-                                      fk_context_device(context)->platform_name);
+                                      fk_context_device(fk_test_context)->platform_name);
                     free(got);
                 }
                 free(expected);
@@ -454,9 +439,10 @@ static void test_lanes_fixed_point_bit_identical(void **state)
 static fk_variant variant_of(const fk_eval_config *config)
 {
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, config, &eval);
     if (status != FK_OK)
-        fail_msg("create: %s: %s", fk_status_string(status), fk_context_last_error(context));
+        fail_msg("create: %s: %s", fk_status_string(status),
+                 fk_context_last_error(fk_test_context));
     fk_variant variant;
     assert_int_equal(fk_eval_get_variant(eval, &variant), FK_OK);
     fk_eval_destroy(eval);
@@ -506,21 +492,22 @@ static void test_lanes_choice(void **state)
 
     fk_eval *eval = NULL;
     config.lanes = 16;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
     assert_null(eval);
-    assert_non_null(strstr(fk_context_last_error(context), "symmetric"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "symmetric"));
     config.algorithm = FK_ALGORITHM_ALL_PAIRS;
     config.accum = "ti";
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
-    assert_non_null(strstr(fk_context_last_error(context), "no lane form"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "no lane form"));
     config = (fk_eval_config){.kernel = "lj", .lanes = 8};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
     config = (fk_eval_config){.kernel = "ga", .lanes = 16, .unroll_i = 4, .unroll_j = 1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "lanes replace the i-unrolling"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(
+        strstr(fk_context_last_error(fk_test_context), "lanes replace the i-unrolling"));
     config = (fk_eval_config){.kernel = "ga", .lanes = 16, .local_tiling = 1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "no local tiling"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "no local tiling"));
     config.local_tiling = -1; /* off is what lanes do anyway */
     config.lanes = 8;
     assert_int_equal(variant_of(&config).lanes, 8);
@@ -529,23 +516,25 @@ static void test_lanes_choice(void **state)
     if (width_allowed(16)) {
         assert_int_equal(variant_of(&config).lanes, 16);
     } else {
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fk_context_last_error(context), "NATIVE_VECTOR_WIDTH_FLOAT"));
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
+        assert_non_null(
+            strstr(fk_context_last_error(fk_test_context), "NATIVE_VECTOR_WIDTH_FLOAT"));
     }
     /* A cold build of the default variant leaves nothing in the warnings: the compiler had
      * nothing to say (it would be there, not on stderr). */
     if (automatic_width("float")) {
-        const size_t before = strlen(fk_context_warnings(context));
+        const size_t before = strlen(fk_context_warnings(fk_test_context));
         config = (fk_eval_config){.kernel = "ga", .potential = 1, .refresh_cache = 1};
         (void)variant_of(&config);
-        if (strlen(fk_context_warnings(context)) != before)
-            fail_msg("the default lane build warned: %s", fk_context_warnings(context) + before);
+        if (strlen(fk_context_warnings(fk_test_context)) != before)
+            fail_msg("the default lane build warned: %s",
+                     fk_context_warnings(fk_test_context) + before);
     }
     static const int bad[] = {4, 3, -2, 32, 1};
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
         config = (fk_eval_config){.kernel = "ga", .lanes = bad[b]};
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-        assert_non_null(strstr(fk_context_last_error(context), "expected -1 (off)"));
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(fk_context_last_error(fk_test_context), "expected -1 (off)"));
         assert_null(eval);
     }
     /* Explicit lanes with the j-loop unrolled: 1xJ, said to be explicit. */
@@ -566,7 +555,7 @@ static void test_lanes_fallback_results(void **state)
     lane_system sys = make_system(31, 0.0, &rng);
     fk_eval_config config = {.kernel = "ga", .accum = "ti", .potential = 1};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     fk_particles particles = {.count = sys.n, .position = sys.position, .mass = sys.mass};
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
@@ -596,5 +585,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lanes_fixed_point_bit_identical),
         cmocka_unit_test(test_lanes_fallback_results),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

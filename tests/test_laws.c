@@ -28,21 +28,17 @@
 #include "forcekit/forcekit.h"
 #include "test_support.h"
 
-static fk_context *context;
 static uint64_t seed;
 
 static int setup(void **state)
 {
-    (void)state;
     seed = fk_test_seed();
-    return fk_test_open_context(&context);
+    return fk_test_context_setup(state);
 }
 
 static int teardown(void **state)
 {
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
+    return fk_test_context_teardown(state);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -261,12 +257,12 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
     if (algorithm == FK_ALGORITHM_CELLS && !molecular)
         return; /* cells need a cutoff, which gravity has not (an error, tested in test_cells) */
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status == FK_ERR_UNSUPPORTED) /* the loop does not take this law: it says so */
         return;
     if (status != FK_OK)
         fail_msg("%s %s %s: create: %s: %s", law->name, fk_algorithm_name(algorithm), accum,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     const fk_particles particles = {.count = N,
                                     .position = in->position,
                                     .mass = in->mass,
@@ -277,7 +273,7 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
         status = fk_eval_compute(eval, NULL);
     if (status != FK_OK)
         fail_msg("%s %s %s: %s: %s", law->name, fk_algorithm_name(algorithm), accum,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     const size_t components = law->force_components;
     double *forces = malloc(N * components * sizeof *forces);
     double *reference = malloc(N * components * sizeof *reference);
@@ -338,9 +334,9 @@ static void physics_given_once(void **state)
     config.physics = &physics;
     config.coulomb = 2.0;
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     assert_null(eval);
-    assert_non_null(strstr(fk_context_last_error(context), "physics given twice"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "physics given twice"));
     /* and the pair table and exclusions of the description are applied (here: refused for
      * gravity, as fk_eval_set_exclusions refuses them) */
     const size_t pair[2] = {0, 1};
@@ -348,7 +344,7 @@ static void physics_given_once(void **state)
     config = (fk_eval_config)FK_CONFIG_INIT(fk_eval_config);
     config.kernel = "ga";
     config.physics = &gravity;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
     assert_null(eval);
 }
 

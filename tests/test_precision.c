@@ -35,23 +35,6 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 typedef struct test_system {
     const char *name;
     size_t n;
@@ -117,7 +100,7 @@ static fk_status evaluate(const char *accum, const test_system *s, variant v, in
                              .j_splits = v.splits,
                              .reproducible = v.reproducible};
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
         return status;
     fk_particles particles = {.count = s->n, .position = s->position, .mass = s->mass};
@@ -132,7 +115,7 @@ static fk_status evaluate(const char *accum, const test_system *s, variant v, in
         *scale = fk__eval_accum_scale(eval);
     if (status != FK_OK)
         fail_msg("%s on %s: %s: %s", accum ? accum : "(default)", s->name, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     for (size_t i = 0; forces && i < s->n; ++i)
         for (int k = 0; k < 3; ++k)
             forces[3 * i + k] *= s->mass[i];
@@ -336,10 +319,10 @@ static void test_reproducible_mode(void **state)
 
     fk_eval *eval = NULL;
     fk_eval_config config = {.kernel = "ga", .accum = "float", .reproducible = 1};
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(fk_context_last_error(context), "fixed64 or narumi"));
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "fixed64 or narumi"));
     config.accum = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     const char *reason = NULL;
     const int capable = fk_eval_reproducible(eval, &reason);
     fprintf(stderr, "  reproducible on this device: %d%s%s\n", capable, reason ? ": " : "",
@@ -347,7 +330,7 @@ static void test_reproducible_mode(void **state)
     assert_true(capable == 1 || (capable == 0 && reason));
     fk_eval_destroy(eval);
     config.reproducible = 0;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_reproducible(eval, NULL), -1);
     fk_eval_destroy(eval);
 }
@@ -357,7 +340,7 @@ static void measure_errors(const test_system *s)
     const size_t n = s->n;
     double *reference = malloc(3 * n * sizeof *reference), *forces = malloc(3 * n * sizeof *forces);
     const char *reference_name = "ref";
-    if (!fk_context_device(context)->fp64) { /* the host's double reference instead */
+    if (!fk_context_device(fk_test_context)->fp64) { /* the host's double reference instead */
         fk_particles particles = {.count = n, .position = s->position, .mass = s->mass};
         fk_physics physics = {.eps = s->eps};
         assert_int_equal(fk_reference_forces("ga", &particles, &physics, reference, NULL), FK_OK);
@@ -373,7 +356,7 @@ static void measure_errors(const test_system *s)
         const fk_accum_info *accum = fk_accum_at(a);
         if (strcmp(accum->name, "ref") == 0)
             continue;
-        if (accum->needs_fp64 && !fk_context_device(context)->fp64)
+        if (accum->needs_fp64 && !fk_context_device(fk_test_context)->fp64)
             continue;
         evaluate(accum->name, s, default_variant, 0, forces, NULL, NULL);
         const double e = error(forces, reference, n);
@@ -413,7 +396,7 @@ static void test_overflow_reported(void **state)
     test_system s = cluster(100, 0.01, 0.0, 41);
     fk_eval_config config = {.kernel = "ga", .accum = "fixed64", .eps = 0.01};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     fk_particles particles = {.count = s.n, .position = s.position, .mass = s.mass};
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     /* a scale 2^20 times too large: the largest terms pass the per-term limit */
@@ -421,7 +404,7 @@ static void test_overflow_reported(void **state)
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
     double *forces = malloc(3 * s.n * sizeof *forces);
     assert_int_equal(fk_eval_read_forces(eval, forces), FK_ERR_OVERFLOW);
-    assert_non_null(strstr(fk_context_last_error(context), "fixed64"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "fixed64"));
     assert_string_equal(fk_status_string(FK_ERR_OVERFLOW), "fixed-point range exceeded");
     /* new particles choose the scale again, and all is well */
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
@@ -440,5 +423,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_narumi_bit_identical), cmocka_unit_test(test_reproducible_mode),
         cmocka_unit_test(test_error_against_ref),    cmocka_unit_test(test_overflow_reported),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

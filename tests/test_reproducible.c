@@ -30,21 +30,6 @@
 #include "splitmix64.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    return fk_test_open_context(&context) != 0 ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 /* Fixed inputs on every platform (splitmix64), exact in float. */
 static double uniform(uint64_t *seed)
 {
@@ -152,10 +137,10 @@ static int run_case(const golden_case *c, const system_t *s, uint64_t *hash, dou
         config.box[0] = config.box[1] = config.box[2] = BOX;
     }
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
         fail_msg("%s %s %s: create: %s: %s", c->kernel, c->accum, fk_algorithm_name(c->algorithm),
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     const char *reason = NULL;
     if (fk_eval_reproducible(eval, &reason) != 1) {
         fprintf(stderr, "SKIPPED %s %s: this device cannot run reproducible mode: %s\n", c->kernel,
@@ -186,7 +171,7 @@ static int run_case(const golden_case *c, const system_t *s, uint64_t *hash, dou
         status = fk_eval_read_forces(eval, forces);
     if (status != FK_OK)
         fail_msg("%s %s %s: %s: %s", c->kernel, c->accum, fk_algorithm_name(c->algorithm),
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     fk_eval_destroy(eval);
 
     /* Loosely against the reference: the checksum must be of right forces. */
@@ -241,7 +226,7 @@ static void test_golden_checksums(void **state)
         if (!(worst < 1e-5))
             fail_msg("%s %s: largest error %.3g of the largest force", c->kernel, c->accum, worst);
     }
-    fprintf(stderr, "  on %s: %d cases ran\n", fk_context_device(context)->name, ran);
+    fprintf(stderr, "  on %s: %d cases ran\n", fk_context_device(fk_test_context)->name, ran);
     if (mismatches)
         fail_msg("%d of %d reproducible checksums differ from the golden values", mismatches, ran);
 }
@@ -252,5 +237,5 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_checksums),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

@@ -38,28 +38,11 @@
 #include "systems.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 static fkt_sim *create_sim(const fkt_sim_config *config, const fkt_particle_set *set)
 {
     fkt_sim *sim = NULL;
     char error[1024] = "";
-    fk_status status = fkt_sim_create(context, config, set, &sim, error, sizeof error);
+    fk_status status = fkt_sim_create(fk_test_context, config, set, &sim, error, sizeof error);
     if (status != FK_OK)
         fail_msg("fkt_sim_create: %s: %s", fk_status_string(status), error);
     return sim;
@@ -220,7 +203,7 @@ static void test_lj_fluid_drift(void **state)
             k_ref += 0.5 * set.velocity[3 * i + (size_t)k] * set.velocity[3 * i + (size_t)k];
     }
     for (size_t a = 0; a < sizeof accums / sizeof accums[0]; ++a) {
-        if (strcmp(accums[a], "double") == 0 && !fk_context_device(context)->fp64)
+        if (strcmp(accums[a], "double") == 0 && !fk_context_device(fk_test_context)->fp64)
             continue;
         fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
         config.eval.kernel = "lj";
@@ -466,7 +449,7 @@ static void evaluate(fk_eval *eval, size_t n, size_t components, double *forces,
     if (status == FK_OK && potentials)
         status = fk_eval_read_potentials(eval, potentials);
     if (status != FK_OK)
-        fail_msg("%s: %s", fk_status_string(status), fk_context_last_error(context));
+        fail_msg("%s: %s", fk_status_string(status), fk_context_last_error(fk_test_context));
     (void)n;
     (void)components;
 }
@@ -484,20 +467,20 @@ static void check_update_matches(const fk_eval_config *config, const fk_particle
     double *expected_u = calloc(n, sizeof(double)), *got_u = calloc(n, sizeof(double));
     assert_true(expected && got && expected_u && got_u);
     fk_eval *fresh = NULL, *updated = NULL;
-    fk_status status = fk_eval_create(context, config, &fresh);
+    fk_status status = fk_eval_create(fk_test_context, config, &fresh);
     if (status == FK_ERR_UNSUPPORTED) {
-        fprintf(stderr, "%s: skipped (%s)\n", what, fk_context_last_error(context));
+        fprintf(stderr, "%s: skipped (%s)\n", what, fk_context_last_error(fk_test_context));
         goto done;
     }
     assert_int_equal(status, FK_OK);
-    assert_int_equal(fk_eval_create(context, config, &updated), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, config, &updated), FK_OK);
     if (exclusion_count) {
         assert_int_equal(fk_eval_set_exclusions(fresh, exclusions, exclusion_count), FK_OK);
         assert_int_equal(fk_eval_set_exclusions(updated, exclusions, exclusion_count), FK_OK);
     }
     status = fk_eval_set_particles(fresh, b);
     if (status == FK_ERR_UNSUPPORTED) {
-        fprintf(stderr, "%s: skipped (%s)\n", what, fk_context_last_error(context));
+        fprintf(stderr, "%s: skipped (%s)\n", what, fk_context_last_error(fk_test_context));
         goto done;
     }
     assert_int_equal(status, FK_OK);
@@ -582,7 +565,7 @@ static void test_update_positions(void **state)
     /* errors */
     fk_eval *eval = NULL;
     config.algorithm = FK_ALGORITHM_ALL_PAIRS;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_ERR_STATE);
     assert_int_equal(fk_eval_set_particles(eval, &ma), FK_OK);
     assert_int_equal(fk_eval_update_positions(NULL, moved, NULL), FK_ERR_INVALID_ARGUMENT);
@@ -590,7 +573,7 @@ static void test_update_positions(void **state)
     const double saved = moved[3 * 7 + 1];
     moved[3 * 7 + 1] = NAN;
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_ERR_INVALID_INPUT);
-    assert_non_null(strstr(fk_context_last_error(context), "particle 7"));
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "particle 7"));
     moved[3 * 7 + 1] = saved;
     /* a coincident pair (modulo the box): float gives non-finite forces for both particles (NaN
      * when the minimum image comes out exactly 0, inf when x + L rounds so that it is 1 ulp off) */
@@ -604,14 +587,14 @@ static void test_update_positions(void **state)
     assert_true(!isfinite(forces[3 * 3]) && !isfinite(forces[3 * 4]));
     fk_eval_destroy(eval);
     config.accum = "fixed64";
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &ma), FK_OK);
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_ERR_OVERFLOW);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_ERR_STATE); /* set_particles needed again */
     fk_eval_destroy(eval);
     /* gaj without velocities */
     fk_eval_config gaj = {.kernel = "gaj", .eps = 0.01};
-    assert_int_equal(fk_eval_create(context, &gaj, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &gaj, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &va), FK_OK);
     assert_int_equal(fk_eval_update_positions(eval, shrunk, NULL), FK_ERR_INVALID_ARGUMENT);
     fk_eval_destroy(eval);
@@ -646,23 +629,23 @@ static void test_bad_configs(void **state)
     char error[256] = "";
     fkt_sim_config config = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.01};
     config.eval.kernel = "ga";
-    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(fk_test_context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(error, "gaj"));
     assert_null(sim);
     config.integrator = FKT_INTEGRATOR_VERLET;
     config.dt = 0;
-    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(fk_test_context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_ARGUMENT);
     config.dt = 0.01;
     double *velocity = set.velocity;
     set.velocity = NULL;
-    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(fk_test_context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_INPUT);
     set.velocity = velocity;
     /* coincident bodies without softening: the library's message comes through */
     set.position[0] = set.position[3];
-    assert_int_equal(fkt_sim_create(context, &config, &set, &sim, error, sizeof error),
+    assert_int_equal(fkt_sim_create(fk_test_context, &config, &set, &sim, error, sizeof error),
                      FK_ERR_INVALID_INPUT);
     assert_non_null(strstr(error, "same position"));
     fkt_particle_set_free(&set);
@@ -715,7 +698,7 @@ static int remove_temp(void **state)
         free(temp_dir);
         temp_dir = NULL;
     }
-    return teardown(state);
+    return fk_test_context_teardown(state);
 }
 
 int main(int argc, char **argv)
@@ -728,5 +711,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_checkpoints), cmocka_unit_test(test_update_positions),
         cmocka_unit_test(test_collapse_stops),
     };
-    return cmocka_run_group_tests(tests, setup, remove_temp);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }

@@ -30,13 +30,11 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
 static fk_test_rng rng;
 
 static int setup(void **state)
 {
-    (void)state;
-    if (fk_test_open_context(&context) != 0)
+    if (fk_test_context_setup(state) != 0)
         return -1;
     const uint64_t seed = fk_test_seed();
     fk_test_rng_init(&rng, seed);
@@ -45,9 +43,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
+    return fk_test_context_teardown(state);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -239,11 +235,11 @@ static fk_eval *create(const test_system *s, options o)
                                  o.on_the_fly ? FK_EXCLUDE_ON_THE_FLY : FK_EXCLUDE_AFTERWARDS};
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(context, &config, &eval);
+    fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
         fail_msg("create %s %s %s %dx%d: %s: %s", s->kernel, o.accum,
                  fk_algorithm_name((fk_algorithm)o.algorithm), o.unroll_i, o.unroll_j,
-                 fk_status_string(status), fk_context_last_error(context));
+                 fk_status_string(status), fk_context_last_error(fk_test_context));
     return eval;
 }
 
@@ -264,7 +260,7 @@ static result evaluate(fk_eval *eval, const test_system *s)
         status = fk_eval_compute(eval, &seconds);
     if (status != FK_OK)
         fail_msg("%s N=%zu: %s: %s", s->kernel, s->n, fk_status_string(status),
-                 fk_context_last_error(context));
+                 fk_context_last_error(fk_test_context));
     assert_true(seconds >= 0);
     result r = {malloc(components * s->n * sizeof(double)), malloc(s->n * sizeof(double)),
                 malloc((components + 1) * s->n * 2 * sizeof(uint32_t)), components};
@@ -413,8 +409,8 @@ static void test_ga_fixed64(void **state)
 static void test_fixed64_wide_steps(void **state)
 {
     (void)state;
-    const int pocl =
-        strstr(fk_context_device(context)->platform_name, "Portable Computing Language") != NULL;
+    const int pocl = strstr(fk_context_device(fk_test_context)->platform_name,
+                            "Portable Computing Language") != NULL;
     const options wide = {.accum = "fixed64", .unroll_i = 4, .unroll_j = 4, .work_group_size = 16};
     if (!pocl) {
         const size_t sizes[] = {1000};
@@ -427,20 +423,20 @@ static void test_fixed64_wide_steps(void **state)
                              .unroll_i = wide.unroll_i,
                              .unroll_j = wide.unroll_j};
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
     assert_null(eval);
-    if (!strstr(fk_context_last_error(context), "POCL"))
-        fail_msg("the refusal should say why: %s", fk_context_last_error(context));
+    if (!strstr(fk_context_last_error(fk_test_context), "POCL"))
+        fail_msg("the refusal should say why: %s", fk_context_last_error(fk_test_context));
 }
 
 static void test_ga_double(void **state)
 {
     (void)state;
-    if (!fk_context_device(context)->fp64) {
+    if (!fk_context_device(fk_test_context)->fp64) {
         test_system s = make_system("ga", 4);
         fk_eval_config config = {.kernel = "ga", .accum = "double", .algorithm = 1};
         fk_eval *eval = NULL;
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
         free_system(&s);
         return;
     }
@@ -507,9 +503,9 @@ static void test_refused(void **state)
         fk_eval_config config = {
             .kernel = "ga", .accum = refused[k], .algorithm = FK_ALGORITHM_SYMMETRIC};
         fk_eval *eval = NULL;
-        assert_int_equal(fk_eval_create(context, &config, &eval), FK_ERR_UNSUPPORTED);
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_ERR_UNSUPPORTED);
         assert_null(eval);
-        const char *message = fk_context_last_error(context);
+        const char *message = fk_context_last_error(fk_test_context);
         if (!strstr(message, "symmetric") || !strstr(message, refused[k]))
             fail_msg("the refusal should name the algorithm and %s: %s", refused[k], message);
     }
