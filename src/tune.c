@@ -444,7 +444,8 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
     }
     fk_status status = FK_OK;
     if (!t->eval) {
-        fk_eval_config config = {.kernel = t->kernel->name,
+        fk_eval_config config = {.struct_size = sizeof(fk_eval_config),
+                                 .kernel = t->kernel->name,
                                  .accum = t->accum,
                                  .unroll_i = c->unroll_i,
                                  .unroll_j = c->unroll_j,
@@ -935,7 +936,8 @@ static void probe(tuner *t, double *seconds, size_t *n, double *overhead)
     t->n = PROBE_N;
     fk_variant builtin = {0};
     fk__builtin_variant(&t->context->info, &builtin);
-    fk_eval_config config = {.kernel = t->kernel->name,
+    fk_eval_config config = {.struct_size = sizeof(fk_eval_config),
+                             .kernel = t->kernel->name,
                              .accum = t->accum,
                              .unroll_i = builtin.unroll_i,
                              .unroll_j = builtin.unroll_j,
@@ -1015,6 +1017,7 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
          * symmetric loop with a compensated accumulator) is an error of the run, not of every
          * candidate. */
         const fk_eval_config probe_config = {
+            .struct_size = sizeof(fk_eval_config),
             .kernel = kernel->name,
             .accum = accum->name,
             .algorithm = algorithm,

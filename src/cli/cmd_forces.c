@@ -173,7 +173,8 @@ int cmd_forces(int argc, char **argv)
         return code;
     }
 
-    fk_eval_config config = {.kernel = kernel->name,
+    fk_eval_config config = {.struct_size = sizeof(fk_eval_config),
+                             .kernel = kernel->name,
                              .accum = accum->name,
                              .unroll_i = unroll_i,
                              .unroll_j = unroll_j,
