@@ -1,0 +1,248 @@
+/*
+ * forcekit: building Verlet neighbour lists on the device from the cell grid. The grid comes from
+ * cl/cells_build.cl (src/loops/cell_grid.c), src/loops/neighbors.c drives these kernels, and
+ * cl/neighbors.cl is the pair loop over the lists. Nothing here depends on the force law or the
+ * accumulator, so this program is compiled once per context.
+ *
+ * The lists hold, for each particle i, every other particle j closer than the list radius R
+ * (cutoff + skin plus the grid's rounding margin) at the build; the pair loop reuses them until
+ * some particle has moved more than skin / 2 (the grid's check), and a pair closer than the cutoff
+ * then was closer than R at the build. Candidates are the particles of the neighbouring cells
+ * (cells are at least R wide), visited in the grid's fixed order: the neighbour cells in
+ * fk_cells_range order, each cell's placeholders by particle index (cells_build.cl sorts them).
+ *
+ * Storage: compressed rows, sized exactly. A count pass gives each particle its number of partners,
+ * a prefix sum gives the offsets and the totals, the host allocates exactly that and a fill pass
+ * repeats the count pass's walk and writes the partners. Two lists per particle, A and B, with
+ * offsets offsets[i].x and offsets[i].y (offsets[n] holds the totals):
+ *   full lists (the accumulators whose sums must run per particle): A every partner, in the walk's
+ *     order; B empty.
+ *   half lists (Newton's third law): A the partners j > i, sorted by index, whose pair terms the
+ *     pair loop computes once for both particles, storing j's side at the pair's place in A; B the
+ *     partners j < i, each replaced by its mirror, the place of the pair (j, i) in j's list A, where
+ *     i then finds its side of that pair. Sorting A makes the mirror a binary search.
+ * Distances use the force laws' minimum image (d -= L rint(d / L)), which is exactly odd in d, so
+ * i finds j exactly when j finds i, and every pair of B has its mirror (stats[FK_NB_MISSING] counts
+ * those that would not: never, by construction; the host refuses such lists).
+ */
+
+/* No contraction: the distance test must round the same way for (i, j) and (j, i). */
+#pragma OPENCL FP_CONTRACT OFF
+
+#include "cells_grid.clh"
+
+/* Work-group size of the build kernels (their local reductions); the host uses the same value. */
+#ifndef FK_CELLS_AUX_WG
+#define FK_CELLS_AUX_WG 64
+#endif
+/* Elements of the prefix sum per work-item: a block of the scan is FK_CELLS_AUX_WG of them. */
+#define FK_NB_SCAN_ITEMS 16
+#define FK_NB_SCAN_BLOCK (FK_CELLS_AUX_WG * FK_NB_SCAN_ITEMS)
+
+/* stats[]: what the build reports to the host (src/loops/neighbors.c has the same indices). */
+#define FK_NB_LONGEST 0 /* the most partners of one particle, A and B together */
+#define FK_NB_MISSING 1 /* half lists: pairs of B without a mirror (0 by construction) */
+#define FK_NB_TOTAL_A 2 /* entries of the lists A, 64 bits: lo, hi */
+#define FK_NB_TOTAL_B 4 /* entries of the lists B, 64 bits: lo, hi */
+
+/* The squared distance of the pair as the force laws compute it (forces/molecular_pair.clh). */
+static inline float fk_nb_distance2(const float4 pi, const float4 pj, const float4 box,
+                                    const float4 inv_box, const int periodic)
+{
+    float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
+    if (periodic) {
+        dx -= box.x * rint(dx * inv_box.x);
+        dy -= box.y * rint(dy * inv_box.y);
+        dz -= box.z * rint(dz * inv_box.z);
+    }
+    return dx * dx + dy * dy + dz * dz;
+}
+
+/*
+ * One work-item per placeholder of the grid (cell c = g / capacity, slot g % capacity): the
+ * particle there walks its neighbour cells. fill 0 counts (counts[i] = (partners in A, in B), and
+ * the longest list), fill 1 writes them at offsets[i] (as counted: the same walk). half_lists: A takes
+ * j > i and B j < i; else A takes all.
+ */
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_walk(const int fill, const int half_lists, const int capacity, const int4 grid,
+                  __global const int *restrict count, __global const int *restrict slots,
+                  __global const float4 *restrict body, const float radius2, const float4 box,
+                  const float4 inv_box, __global int2 *restrict counts,
+                  __global const uint2 *restrict offsets, __global int *restrict list_a,
+                  __global int *restrict list_b, __global int *restrict stats)
+{
+    const size_t g = get_global_id(0);
+    const int c = (int)(g / (size_t)capacity);
+    const int slot = (int)(g % (size_t)capacity);
+    const int cells = grid.x * grid.y * grid.z;
+    if (c >= cells || slot >= min(count[c], capacity))
+        return;
+    const int i = slots[(size_t)c * (size_t)capacity + (size_t)slot];
+    const float4 pi = body[i];
+    const uint2 at = fill ? offsets[i] : (uint2)(0u, 0u);
+    int in_a = 0, in_b = 0;
+    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
+    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
+    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
+    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+    for (int tz = rz.x; tz <= rz.y; ++tz)
+        for (int ty = ry.x; ty <= ry.y; ++ty)
+            for (int tx = rx.x; tx <= rx.y; ++tx) {
+                const int nb = fk_cells_index(tx, ty, tz, grid);
+                const int partners = min(count[nb], capacity);
+                __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
+                for (int jj = 0; jj < partners; ++jj) {
+                    const int j = theirs[jj];
+                    if (j == i ||
+                        !(fk_nb_distance2(pi, body[j], box, inv_box, grid.w) < radius2))
+                        continue;
+                    if (!half_lists || j > i) {
+                        if (fill)
+                            list_a[at.x + (uint)in_a] = j;
+                        ++in_a;
+                    } else {
+                        if (fill)
+                            list_b[at.y + (uint)in_b] = j;
+                        ++in_b;
+                    }
+                }
+            }
+    if (!fill) {
+        counts[i] = (int2)(in_a, in_b);
+        atomic_max(&stats[FK_NB_LONGEST], in_a + in_b);
+    }
+}
+
+/* Half lists, per particle: sort A by index (the order of the i-side sums and the key of the
+ * mirrors' binary search). */
+__kernel void fk_neighbors_sort(const int n, __global const uint2 *restrict offsets,
+                                __global int *restrict list_a)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= n)
+        return;
+    const uint first = offsets[i].x;
+    fk_cells_sort(list_a + first, (int)(offsets[i + 1].x - first));
+}
+
+/* Half lists, per particle i: each partner j < i of B becomes the place of i in j's sorted A. */
+__kernel void fk_neighbors_mirror(const int n, __global const uint2 *restrict offsets,
+                                  __global const int *restrict list_a,
+                                  __global int *restrict list_b, __global int *restrict stats)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= n)
+        return;
+    const uint end = offsets[i + 1].y;
+    for (uint k = offsets[i].y; k < end; ++k) {
+        const int j = list_b[k];
+        uint low = offsets[j].x, high = offsets[j + 1].x; /* i in list_a[low, high) */
+        while (low < high) {
+            const uint middle = low + (high - low) / 2;
+            if (list_a[middle] < i)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        if (low < offsets[j + 1].x && list_a[low] == i) {
+            list_b[k] = (int)low;
+        } else {
+            list_b[k] = 0; /* never read: the host refuses the lists */
+            atomic_inc(&stats[FK_NB_MISSING]);
+        }
+    }
+}
+
+/*
+ * The exclusive prefix sum of counts[0 .. n) into offsets[0 .. n], both lists at once, in three
+ * kernels: the sum of each block of FK_NB_SCAN_BLOCK counts (64 bits), the exclusive scan of the
+ * block sums by one work-group (and the totals into offsets[n] and stats), then each block's
+ * offsets from its block's start. Totals beyond 2^31 are the host's to refuse (the offsets wrap).
+ */
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_blocks(const int n, __global const int2 *restrict counts,
+                         __global ulong2 *restrict block_sums)
+{
+    const int lid = (int)get_local_id(0);
+    const int first = (int)get_group_id(0) * FK_NB_SCAN_BLOCK + lid * FK_NB_SCAN_ITEMS;
+    ulong2 sum = (ulong2)(0, 0);
+    for (int k = first; k < min(first + FK_NB_SCAN_ITEMS, n); ++k)
+        sum += convert_ulong2(counts[k]);
+    __local ulong2 partial[FK_CELLS_AUX_WG];
+    partial[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int stride = FK_CELLS_AUX_WG / 2; stride > 0; stride /= 2) {
+        if (lid < stride)
+            partial[lid] += partial[lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        block_sums[get_group_id(0)] = partial[0];
+}
+
+/* One work-group: each work-item scans a run of consecutive block sums. */
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_top(const int n, const int blocks, __global ulong2 *restrict block_sums,
+                      __global uint2 *restrict offsets, __global int *restrict stats)
+{
+    const int lid = (int)get_local_id(0);
+    const int run = (blocks + FK_CELLS_AUX_WG - 1) / FK_CELLS_AUX_WG;
+    const int first = lid * run, end = min(first + run, blocks);
+    ulong2 sum = (ulong2)(0, 0);
+    for (int b = first; b < end; ++b)
+        sum += block_sums[b];
+    __local ulong2 start[FK_CELLS_AUX_WG];
+    start[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) { /* 64 values: sequentially */
+        ulong2 running = (ulong2)(0, 0);
+        for (int k = 0; k < FK_CELLS_AUX_WG; ++k) {
+            const ulong2 value = start[k];
+            start[k] = running;
+            running += value;
+        }
+        offsets[n] = convert_uint2(running);
+        stats[FK_NB_TOTAL_A] = (int)(uint)running.x;
+        stats[FK_NB_TOTAL_A + 1] = (int)(uint)(running.x >> 32);
+        stats[FK_NB_TOTAL_B] = (int)(uint)running.y;
+        stats[FK_NB_TOTAL_B + 1] = (int)(uint)(running.y >> 32);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong2 running = start[lid];
+    for (int b = first; b < end; ++b) {
+        const ulong2 value = block_sums[b];
+        block_sums[b] = running;
+        running += value;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_apply(const int n, __global const int2 *restrict counts,
+                        __global const ulong2 *restrict block_sums,
+                        __global uint2 *restrict offsets)
+{
+    const int lid = (int)get_local_id(0);
+    const int first = (int)get_group_id(0) * FK_NB_SCAN_BLOCK + lid * FK_NB_SCAN_ITEMS;
+    const int end = min(first + FK_NB_SCAN_ITEMS, n);
+    ulong2 sum = (ulong2)(0, 0);
+    for (int k = first; k < end; ++k)
+        sum += convert_ulong2(counts[k]);
+    __local ulong2 start[FK_CELLS_AUX_WG];
+    start[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        ulong2 running = block_sums[get_group_id(0)];
+        for (int k = 0; k < FK_CELLS_AUX_WG; ++k) {
+            const ulong2 value = start[k];
+            start[k] = running;
+            running += value;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong2 running = start[lid];
+    for (int k = first; k < end; ++k) {
+        offsets[k] = convert_uint2(running);
+        running += convert_ulong2(counts[k]);
+    }
+}
