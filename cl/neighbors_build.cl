@@ -11,16 +11,17 @@
  * (cells are at least R wide), visited in the grid's fixed order: the neighbour cells in
  * fk_cells_range order, each cell's placeholders by particle index (cells_build.cl sorts them).
  *
- * Storage: compressed rows, sized exactly. A count pass gives each particle its number of partners,
- * a prefix sum gives the offsets and the totals, the host allocates exactly that and a fill pass
- * repeats the count pass's walk and writes the partners. Two lists per particle, A and B, with
+ * Storage: compressed rows, sized from an exact count. A count pass gives each particle its number
+ * of partners, a prefix sum gives the offsets and the totals, the host allocates what was counted
+ * (never a guess per particle, so nothing can overflow) and a fill pass repeats the count pass's
+ * walk and writes the partners. Two lists per particle, A and B, with
  * offsets offsets[i].x and offsets[i].y (offsets[n] holds the totals):
  *   full lists (the accumulators whose sums must run per particle): A every partner, in the walk's
  *     order; B empty.
  *   half lists (Newton's third law): A the partners j > i, sorted by index, whose pair terms the
  *     pair loop computes once for both particles, storing j's side at the pair's place in A; B the
- *     partners j < i, each replaced by its mirror, the place of the pair (j, i) in j's list A, where
- *     i then finds its side of that pair. Sorting A makes the mirror a binary search.
+ *     partners j < i, each replaced by its mirror, the place of the pair (j, i) in j's list A,
+ *     where i then finds its side of that pair. Sorting A makes the mirror a binary search.
  * Distances use the force laws' minimum image (d -= L rint(d / L)), which is exactly odd in d, so
  * i finds j exactly when j finds i, and every pair of B has its mirror (stats[FK_NB_MISSING] counts
  * those that would not: never, by construction; the host refuses such lists).
@@ -59,18 +60,20 @@ static inline float fk_nb_distance2(const float4 pi, const float4 pj, const floa
 }
 
 /*
- * One work-item per placeholder of the grid (cell c = g / capacity, slot g % capacity): the
- * particle there walks its neighbour cells. fill 0 counts (counts[i] = (partners in A, in B), and
- * the longest list), fill 1 writes them at offsets[i] (as counted: the same walk). half_lists: A takes
- * j > i and B j < i; else A takes all.
+ * The walk of one work-item per placeholder of the grid (cell c = g / capacity, slot g % capacity):
+ * the particle i there visits its neighbour cells and takes every other particle closer than the
+ * list radius; half_lists: A takes j > i and B j < i; else A takes all. fill is a constant of each
+ * kernel: fk_neighbors_count counts (counts[i] = (partners in A, in B), and the longest list),
+ * fk_neighbors_fill writes them at offsets[i] (as counted: the same walk).
  */
-__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
-fk_neighbors_walk(const int fill, const int half_lists, const int capacity, const int4 grid,
-                  __global const int *restrict count, __global const int *restrict slots,
-                  __global const float4 *restrict body, const float radius2, const float4 box,
-                  const float4 inv_box, __global int2 *restrict counts,
-                  __global const uint2 *restrict offsets, __global int *restrict list_a,
-                  __global int *restrict list_b, __global int *restrict stats)
+static inline void fk_nb_walk(const int fill, const int half_lists, const int capacity,
+                              const int4 grid, __global const int *restrict count,
+                              __global const int *restrict slots,
+                              __global const float4 *restrict body, const float radius2,
+                              const float4 box, const float4 inv_box,
+                              __global int2 *restrict counts,
+                              __global const uint2 *restrict offsets, __global int *restrict list_a,
+                              __global int *restrict list_b, __global int *restrict stats)
 {
     const size_t g = get_global_id(0);
     const int c = (int)(g / (size_t)capacity);
@@ -80,7 +83,11 @@ fk_neighbors_walk(const int fill, const int half_lists, const int capacity, cons
         return;
     const int i = slots[(size_t)c * (size_t)capacity + (size_t)slot];
     const float4 pi = body[i];
-    const uint2 at = fill ? offsets[i] : (uint2)(0u, 0u);
+    uint next_a = 0, next_b = 0; /* where the fill writes the next partner of A and of B */
+    if (fill) {
+        next_a = offsets[i].x;
+        next_b = offsets[i].y;
+    }
     int in_a = 0, in_b = 0;
     const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
     const int2 rx = fk_cells_range(kx, grid.x, grid.w);
@@ -94,16 +101,15 @@ fk_neighbors_walk(const int fill, const int half_lists, const int capacity, cons
                 __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
                 for (int jj = 0; jj < partners; ++jj) {
                     const int j = theirs[jj];
-                    if (j == i ||
-                        !(fk_nb_distance2(pi, body[j], box, inv_box, grid.w) < radius2))
+                    if (j == i || !(fk_nb_distance2(pi, body[j], box, inv_box, grid.w) < radius2))
                         continue;
                     if (!half_lists || j > i) {
                         if (fill)
-                            list_a[at.x + (uint)in_a] = j;
+                            list_a[next_a++] = j;
                         ++in_a;
                     } else {
                         if (fill)
-                            list_b[at.y + (uint)in_b] = j;
+                            list_b[next_b++] = j;
                         ++in_b;
                     }
                 }
@@ -112,6 +118,28 @@ fk_neighbors_walk(const int fill, const int half_lists, const int capacity, cons
         counts[i] = (int2)(in_a, in_b);
         atomic_max(&stats[FK_NB_LONGEST], in_a + in_b);
     }
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_count(const int half_lists, const int capacity, const int4 grid,
+                   __global const int *restrict count, __global const int *restrict slots,
+                   __global const float4 *restrict body, const float radius2, const float4 box,
+                   const float4 inv_box, __global int2 *restrict counts,
+                   __global int *restrict stats)
+{
+    fk_nb_walk(0, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, counts,
+               NULL, NULL, NULL, stats);
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_fill(const int half_lists, const int capacity, const int4 grid,
+                  __global const int *restrict count, __global const int *restrict slots,
+                  __global const float4 *restrict body, const float radius2, const float4 box,
+                  const float4 inv_box, __global const uint2 *restrict offsets,
+                  __global int *restrict list_a, __global int *restrict list_b)
+{
+    fk_nb_walk(1, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, NULL,
+               offsets, list_a, list_b, NULL);
 }
 
 /* Half lists, per particle: sort A by index (the order of the i-side sums and the key of the

@@ -43,7 +43,7 @@ struct fk__neighbors {
     int group;  /* work-items per group of the pair kernels, one particle each */
     int unroll; /* partners per unrolled step (UNROLL_J) */
     cl_program build_program, program, bound_program;
-    cl_kernel walk, sort, mirror, scan_blocks, scan_top, scan_apply;
+    cl_kernel count, fill, sort, mirror, scan_blocks, scan_top, scan_apply;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
      * NULL). */
     cl_kernel pairs, gather, bound_pairs, bound_gather;
@@ -88,23 +88,7 @@ static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *k
                                     const fk__physics *physics, char *reason, size_t reason_size)
 {
     (void)context, (void)accum;
-    fk_status status = fk__cell_grid_supports(owner, kernel, config, physics, reason, reason_size);
-    if (status != FK_OK)
-        return status;
-    if (config->unroll_i > 1) {
-        snprintf(reason, reason_size,
-                 "the neighbors algorithm runs one particle per work-item: unroll 1xJ (J "
-                 "partners per unrolled step), not %dx%d",
-                 config->unroll_i, config->unroll_j);
-        return FK_ERR_UNSUPPORTED;
-    }
-    if (config->local_tiling > 0) {
-        snprintf(reason, reason_size,
-                 "the neighbors algorithm reads its partners through the caches: local tiling "
-                 "is not one of its shapes");
-        return FK_ERR_UNSUPPORTED;
-    }
-    return FK_OK;
+    return fk__cell_grid_supports(owner, kernel, config, physics, reason, reason_size);
 }
 
 static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
@@ -155,8 +139,12 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     *out = state; /* the evaluation destroys it on any failure below */
     state->half = fk__accum_allows_newton(eval->accum);
 
-    /* A tuning database entry for this loop (`forcekit tune --algorithm neighbors`) replaces the
-     * built-in shape where the configuration leaves it automatic. */
+    /* The shape: one particle per work-item, its partners UNROLL_J per unrolled step
+     * (config.unroll_j), config.work_group_size work-items per group. The loop has no i-unrolling
+     * and no tiling: config.unroll_i and local_tiling do not apply, and the variant reports what
+     * runs (1, off), as the cell loop reports the j-unrolling it does not have. A tuning database
+     * entry for this loop (`forcekit tune --algorithm neighbors`) replaces the built-in shape where
+     * the configuration leaves it automatic. */
     const fk_device_info *device = &context->info;
     const int explicit_shape = config->work_group_size > 0 || config->unroll_j;
     const fk_tuning_entry *tuned =
@@ -194,7 +182,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         cl_kernel *kernel;
         int aux_group; /* 1: the kernel requires FK__CELL_GRID_AUX_WG work-items per group */
     } build_kernels[] = {
-        {"fk_neighbors_walk", &state->walk, 1},
+        {"fk_neighbors_count", &state->count, 1},
+        {"fk_neighbors_fill", &state->fill, 1},
         {"fk_neighbors_sort", &state->sort, 0},
         {"fk_neighbors_mirror", &state->mirror, 0},
         {"fk_neighbors_scan_blocks", &state->scan_blocks, 1},
@@ -244,9 +233,10 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {
-        state->walk,       state->sort,  state->mirror, state->scan_blocks, state->scan_top,
-        state->scan_apply, state->pairs, state->gather, state->bound_pairs, state->bound_gather};
+    cl_kernel kernels[] = {state->count,       state->fill,        state->sort,
+                           state->mirror,      state->scan_blocks, state->scan_top,
+                           state->scan_apply,  state->pairs,       state->gather,
+                           state->bound_pairs, state->bound_gather};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -329,13 +319,6 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status == FK_OK)
         status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
                                sizeof(cl_ulong2), "prefix-sum blocks");
-    /* The count pass takes the lists as arguments too (it does not write them). */
-    if (status == FK_OK && !state->list_a)
-        status =
-            ensure_buffer(eval, &state->list_a, &state->a_capacity, 1, sizeof(cl_int), "lists");
-    if (status == FK_OK && !state->list_b)
-        status =
-            ensure_buffer(eval, &state->list_b, &state->b_capacity, 1, sizeof(cl_int), "mirrors");
     if (status != FK_OK)
         return status;
 
@@ -349,13 +332,18 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     const cl_float4 inv_box = {{physics[FK_PHYS_INV_BOX], physics[FK_PHYS_INV_BOX + 1],
                                 physics[FK_PHYS_INV_BOX + 2], 0.0f}};
     const cl_int4 layout = {{grid->grid[0], grid->grid[1], grid->grid[2], grid->periodic}};
-    const cl_int capacity = grid->capacity, half = state->half, count_pass = 0;
+    const cl_int capacity = grid->capacity, half = state->half;
     const cl_int n_int = (cl_int)n, block_count = (cl_int)blocks;
-    status = FK__SET_ARGS(context, state->walk, "fk_neighbors_walk", 0, FK__ARG(count_pass),
-                          FK__ARG(half), FK__ARG(capacity), FK__ARG(layout), FK__ARG(grid->count),
-                          FK__ARG(grid->slots), FK__ARG(eval->body), FK__ARG(radius2), FK__ARG(box),
-                          FK__ARG(inv_box), FK__ARG(state->counts), FK__ARG(state->offsets),
-                          FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->stats));
+    /* The two walks take the same first arguments: the grid and the radius. */
+    for (int k = 0; k < 2 && status == FK_OK; ++k)
+        status = FK__SET_ARGS(context, k ? state->fill : state->count,
+                              k ? "fk_neighbors_fill" : "fk_neighbors_count", 0, FK__ARG(half),
+                              FK__ARG(capacity), FK__ARG(layout), FK__ARG(grid->count),
+                              FK__ARG(grid->slots), FK__ARG(eval->body), FK__ARG(radius2),
+                              FK__ARG(box), FK__ARG(inv_box));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->count, "fk_neighbors_count", 9,
+                              FK__ARG(state->counts), FK__ARG(state->stats));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, state->scan_blocks, "fk_neighbors_scan_blocks", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums));
@@ -376,7 +364,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, state->walk, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_walk)",
+    launch(context, state->count, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
     launch(context, state->scan_blocks, blocks * FK__CELL_GRID_AUX_WG,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
@@ -410,12 +398,9 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status == FK_OK && state->half)
         status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity,
                                (size_t)total_a * eval->components, sizeof(cl_float), "pair terms");
-    const cl_int fill_pass = 1;
     if (status == FK_OK)
-        status = FK__SET_ARGS(context, state->walk, "fk_neighbors_walk", 0, FK__ARG(fill_pass));
-    if (status == FK_OK)
-        status = FK__SET_ARGS(context, state->walk, "fk_neighbors_walk", 12, FK__ARG(state->list_a),
-                              FK__ARG(state->list_b));
+        status = FK__SET_ARGS(context, state->fill, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
+                              FK__ARG(state->list_a), FK__ARG(state->list_b));
     if (status == FK_OK && state->half)
         status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
                               FK__ARG(state->offsets), FK__ARG(state->list_a));
@@ -425,7 +410,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
                               FK__ARG(state->list_b), FK__ARG(state->stats));
     if (status != FK_OK)
         return status;
-    launch(context, state->walk, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_walk)",
+    launch(context, state->fill, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_fill)",
            &events[5], &err, &call);
     if (state->half) {
         launch(context, state->sort, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
@@ -548,7 +533,8 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
         {state->bound_pairs,
          state->half ? "fk_neighbors_half (bound pre-pass)" : "fk_neighbors_full (bound pre-pass)"},
         {state->bound_gather, "fk_neighbors_gather (bound pre-pass)"},
-        {state->walk, "fk_neighbors_walk"},
+        {state->count, "fk_neighbors_count"},
+        {state->fill, "fk_neighbors_fill"},
     };
     return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
                                   figures, capacity);
