@@ -18,13 +18,17 @@
  * offsets offsets[i].x and offsets[i].y (offsets[n] holds the totals):
  *   full lists (the accumulators whose sums must run per particle): A every partner, in the walk's
  *     order; B empty.
- *   half lists (Newton's third law): A the partners j > i, sorted by index, whose pair terms the
- *     pair loop computes once for both particles, storing j's side at the pair's place in A; B the
- *     partners j < i, each replaced by its mirror, the place of the pair (j, i) in j's list A,
- *     where i then finds its side of that pair. Sorting A makes the mirror a binary search.
+ *   half lists (Newton's third law): A the partners j > i, in the walk's order, whose pair terms
+ *     the pair loop computes once for both particles, storing j's side at the pair's place in A;
+ *     B one entry per partner j < i: the mirror of the pair, its place in j's list A, where i
+ *     then finds its side of that pair. The fill writes A, and j's walk, writing pair (j, i) at
+ *     place p of its A, puts p into i's B at a slot taken with an atomic increment (any order),
+ *     after which each B is sorted: mirrors are distinct, so the order, and hence the order of
+ *     each particle's sum, is fixed.
  * Distances use the force laws' minimum image (d -= L rint(d / L)), which is exactly odd in d, so
- * i finds j exactly when j finds i, and every pair of B has its mirror (stats[FK_NB_MISSING] counts
- * those that would not: never, by construction; the host refuses such lists).
+ * i finds j exactly when j finds i: i counted as many lower partners as the mirrors it receives
+ * (stats[FK_NB_MISSING] counts particles for which that fails: none, by construction; the host
+ * refuses such lists).
  */
 
 /* No contraction: the distance test must round the same way for (i, j) and (j, i). */
@@ -42,7 +46,7 @@
 
 /* stats[]: what the build reports to the host (src/loops/neighbors.c has the same indices). */
 #define FK_NB_LONGEST 0 /* the most partners of one particle, A and B together */
-#define FK_NB_MISSING 1 /* half lists: pairs of B without a mirror (0 by construction) */
+#define FK_NB_MISSING 1 /* half lists: particles whose mirrors do not match their count (none) */
 #define FK_NB_TOTAL_A 2 /* entries of the lists A, 64 bits: lo, hi */
 #define FK_NB_TOTAL_B 4 /* entries of the lists B, 64 bits: lo, hi */
 
@@ -59,12 +63,19 @@ static inline float fk_nb_distance2(const float4 pi, const float4 pj, const floa
     return dx * dx + dy * dy + dz * dz;
 }
 
+/* Placeholders (i-particles) per work-item of the walk: each candidate j read from the cells is
+ * tested against all of them, as the cell loop's i-block does (on POCL the walk took twice as long
+ * with one). */
+#define FK_NB_WALK_I 4
+
 /*
- * The walk of one work-item per placeholder of the grid (cell c = g / capacity, slot g % capacity):
- * the particle i there visits its neighbour cells and takes every other particle closer than the
- * list radius; half_lists: A takes j > i and B j < i; else A takes all. fill is a constant of each
- * kernel: fk_neighbors_count counts (counts[i] = (partners in A, in B), and the longest list),
- * fk_neighbors_fill writes them at offsets[i] (as counted: the same walk).
+ * The walk. Work-item g takes FK_NB_WALK_I consecutive placeholders of one cell (cell c = g /
+ * per_cell, per_cell = ceil(capacity / FK_NB_WALK_I)); each particle i there visits its neighbour
+ * cells and takes every other particle closer than the list radius; half_lists: A takes j > i and
+ * B j < i; else A takes all. fill is a constant of each kernel: fk_neighbors_count counts
+ * (counts[i] = (partners in A, in B), and the longest list), fk_neighbors_fill writes A at
+ * offsets[i].x (as counted: the same walk) and, for half lists, each pair's mirror into the
+ * partner's B (cursor[j]: the mirrors j has received so far, from 0).
  */
 static inline void fk_nb_walk(const int fill, const int half_lists, const int capacity,
                               const int4 grid, __global const int *restrict count,
@@ -73,22 +84,29 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
                               const float4 box, const float4 inv_box,
                               __global int2 *restrict counts,
                               __global const uint2 *restrict offsets, __global int *restrict list_a,
-                              __global int *restrict list_b, __global int *restrict stats)
+                              __global int *restrict list_b, __global int *restrict cursor,
+                              __global int *restrict stats)
 {
     const size_t g = get_global_id(0);
-    const int c = (int)(g / (size_t)capacity);
-    const int slot = (int)(g % (size_t)capacity);
-    const int cells = grid.x * grid.y * grid.z;
-    if (c >= cells || slot >= min(count[c], capacity))
+    const int per_cell = (capacity + FK_NB_WALK_I - 1) / FK_NB_WALK_I;
+    const int c = (int)(g / (size_t)per_cell);
+    const int first = (int)(g % (size_t)per_cell) * FK_NB_WALK_I;
+    if (c >= grid.x * grid.y * grid.z)
         return;
-    const int i = slots[(size_t)c * (size_t)capacity + (size_t)slot];
-    const float4 pi = body[i];
-    uint next_a = 0, next_b = 0; /* where the fill writes the next partner of A and of B */
-    if (fill) {
-        next_a = offsets[i].x;
-        next_b = offsets[i].y;
+    const int m = min(count[c], capacity);
+    if (first >= m)
+        return;
+    int i[FK_NB_WALK_I], live[FK_NB_WALK_I], in_a[FK_NB_WALK_I], in_b[FK_NB_WALK_I];
+    float4 pi[FK_NB_WALK_I];
+    uint next_a[FK_NB_WALK_I]; /* where the fill writes each particle's next partner of A */
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+    {
+        live[u] = first + u < m; /* a placeholder past the cell's count repeats its last */
+        i[u] = slots[(size_t)c * (size_t)capacity + (size_t)min(first + u, m - 1)];
+        pi[u] = body[i[u]];
+        next_a[u] = fill ? offsets[i[u]].x : 0u;
+        in_a[u] = in_b[u] = 0;
     }
-    int in_a = 0, in_b = 0;
     const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
     const int2 rx = fk_cells_range(kx, grid.x, grid.w);
     const int2 ry = fk_cells_range(ky, grid.y, grid.w);
@@ -101,22 +119,36 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
                 __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
                 for (int jj = 0; jj < partners; ++jj) {
                     const int j = theirs[jj];
-                    if (j == i || !(fk_nb_distance2(pi, body[j], box, inv_box, grid.w) < radius2))
-                        continue;
-                    if (!half_lists || j > i) {
-                        if (fill)
-                            list_a[next_a++] = j;
-                        ++in_a;
-                    } else {
-                        if (fill)
-                            list_b[next_b++] = j;
-                        ++in_b;
+                    const float4 pj = body[j];
+                    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+                    {
+                        const int within =
+                            live[u] & (j != i[u]) &
+                            (fk_nb_distance2(pi[u], pj, box, inv_box, grid.w) < radius2);
+                        const int to_a = !half_lists | (j > i[u]);
+                        if (!fill) { /* counted without branches: a tenth of them are taken */
+                            in_a[u] += within & to_a;
+                            in_b[u] += within & !to_a;
+                        } else if (within && to_a) {
+                            if (half_lists) { /* i is a lower partner of j: j gets the mirror */
+                                const uint2 range = (uint2)(offsets[j].y, offsets[j + 1].y);
+                                const uint slot_b = range.x + (uint)atomic_inc(&cursor[j]);
+                                if (slot_b < range.y) /* else the count check fails the build */
+                                    list_b[slot_b] = (int)next_a[u];
+                            }
+                            list_a[next_a[u]++] = j;
+                        }
                     }
                 }
             }
-    if (!fill) {
-        counts[i] = (int2)(in_a, in_b);
-        atomic_max(&stats[FK_NB_LONGEST], in_a + in_b);
+    if (fill)
+        return;
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+    {
+        if (live[u]) {
+            counts[i[u]] = (int2)(in_a[u], in_b[u]);
+            atomic_max(&stats[FK_NB_LONGEST], in_a[u] + in_b[u]);
+        }
     }
 }
 
@@ -128,58 +160,35 @@ fk_neighbors_count(const int half_lists, const int capacity, const int4 grid,
                    __global int *restrict stats)
 {
     fk_nb_walk(0, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, counts,
-               NULL, NULL, NULL, stats);
+               NULL, NULL, NULL, NULL, stats);
 }
 
-__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
-fk_neighbors_fill(const int half_lists, const int capacity, const int4 grid,
-                  __global const int *restrict count, __global const int *restrict slots,
-                  __global const float4 *restrict body, const float radius2, const float4 box,
-                  const float4 inv_box, __global const uint2 *restrict offsets,
-                  __global int *restrict list_a, __global int *restrict list_b)
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_neighbors_fill(
+    const int half_lists, const int capacity, const int4 grid, __global const int *restrict count,
+    __global const int *restrict slots, __global const float4 *restrict body, const float radius2,
+    const float4 box, const float4 inv_box, __global const uint2 *restrict offsets,
+    __global int *restrict list_a, __global int *restrict list_b, __global int *restrict cursor)
 {
     fk_nb_walk(1, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, NULL,
-               offsets, list_a, list_b, NULL);
+               offsets, list_a, list_b, cursor, NULL);
 }
 
-/* Half lists, per particle: sort A by index (the order of the i-side sums and the key of the
- * mirrors' binary search). */
+/* Half lists, per particle: sort the mirrors of B (they arrived in any order; sorted, each
+ * particle's j-side sum runs in a fixed order), and check that as many arrived as were counted. */
 __kernel void fk_neighbors_sort(const int n, __global const uint2 *restrict offsets,
-                                __global int *restrict list_a)
+                                __global int *restrict list_b, __global const int *restrict cursor,
+                                __global int *restrict stats)
 {
     const int i = (int)get_global_id(0);
     if (i >= n)
         return;
-    const uint first = offsets[i].x;
-    fk_cells_sort(list_a + first, (int)(offsets[i + 1].x - first));
-}
-
-/* Half lists, per particle i: each partner j < i of B becomes the place of i in j's sorted A. */
-__kernel void fk_neighbors_mirror(const int n, __global const uint2 *restrict offsets,
-                                  __global const int *restrict list_a,
-                                  __global int *restrict list_b, __global int *restrict stats)
-{
-    const int i = (int)get_global_id(0);
-    if (i >= n)
+    const uint first = offsets[i].y;
+    const int lower = (int)(offsets[i + 1].y - first);
+    if (cursor[i] != lower) {
+        atomic_inc(&stats[FK_NB_MISSING]);
         return;
-    const uint end = offsets[i + 1].y;
-    for (uint k = offsets[i].y; k < end; ++k) {
-        const int j = list_b[k];
-        uint low = offsets[j].x, high = offsets[j + 1].x; /* i in list_a[low, high) */
-        while (low < high) {
-            const uint middle = low + (high - low) / 2;
-            if (list_a[middle] < i)
-                low = middle + 1;
-            else
-                high = middle;
-        }
-        if (low < offsets[j + 1].x && list_a[low] == i) {
-            list_b[k] = (int)low;
-        } else {
-            list_b[k] = 0; /* never read: the host refuses the lists */
-            atomic_inc(&stats[FK_NB_MISSING]);
-        }
     }
+    fk_cells_sort(list_b + first, lower);
 }
 
 /*

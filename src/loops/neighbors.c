@@ -34,8 +34,9 @@ enum { STAT_LONGEST = 0, STAT_MISSING, STAT_TOTAL_A, STAT_TOTAL_B = STAT_TOTAL_A
 static const cl_int initial_stats[8] = {0};
 _Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
 
-/* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum. */
-enum { SCAN_BLOCK = FK__CELL_GRID_AUX_WG * 16 };
+/* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum; FK_NB_WALK_I
+ * there: placeholders per work-item of the list walks. */
+enum { SCAN_BLOCK = FK__CELL_GRID_AUX_WG * 16, WALK_I = 4 };
 
 struct fk__neighbors {
     fk__cell_grid grid;
@@ -43,14 +44,14 @@ struct fk__neighbors {
     int group;  /* work-items per group of the pair kernels, one particle each */
     int unroll; /* partners per unrolled step (UNROLL_J) */
     cl_program build_program, program, bound_program;
-    cl_kernel count, fill, sort, mirror, scan_blocks, scan_top, scan_apply;
+    cl_kernel count, fill, sort, scan_blocks, scan_top, scan_apply;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
      * NULL). */
     cl_kernel pairs, gather, bound_pairs, bound_gather;
-    cl_mem counts, offsets, block_sums, list_a, list_b, jterms, stats;
+    cl_mem counts, offsets, block_sums, list_a, list_b, jterms, cursor, stats;
     /* allocated elements */
     size_t counts_capacity, offsets_capacity, block_capacity, a_capacity, b_capacity,
-        jterm_capacity;
+        jterm_capacity, cursor_capacity;
     /* The current lists */
     size_t built;                /* particles of the lists; 0: none */
     size_t entries_a, entries_b; /* list entries (A: pairs evaluated per pass) */
@@ -75,12 +76,17 @@ static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
     v->pairs_examined = state->built ? (uint64_t)state->entries_a : 0;
 }
 
-/* The built-in shape, where neither the configuration nor a tuning database entry gives one. */
+/* The built-in shape, where neither the configuration nor a tuning database entry gives one.
+ * CPUs: measured on POCL 3.1, 2 EPYC cores, lj float, N = 16,384 at density 0.8 (bench's lattice),
+ * median of 7: 1x4 with 4, 16 or 64 work-items 0.85 ms, 1x2 0.99-1.03 ms, 1x1 1.5 ms, 1x8 as 1x4
+ * (the unrolled partners give the core independent pair computations; the sum stays one chain).
+ * GPUs: not measured yet (issue #17's H200 figures): a warp or two per group, no unrolling, until
+ * `forcekit tune --algorithm neighbors` says better. */
 static void builtin_shape(const fk_device_info *device, int *group, int *unroll)
 {
     const int gpu = device->type == FK_DEVICE_GPU;
     *group = gpu ? 64 : 16;
-    *unroll = 1;
+    *unroll = gpu ? 1 : 4;
 }
 
 static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *kernel,
@@ -177,18 +183,17 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         if (status == FK_OK)
             state->build_program = built_lists.program;
     }
+    /* Every build kernel runs in groups of FK__CELL_GRID_AUX_WG (launch below). */
     const struct {
         const char *name;
         cl_kernel *kernel;
-        int aux_group; /* 1: the kernel requires FK__CELL_GRID_AUX_WG work-items per group */
     } build_kernels[] = {
-        {"fk_neighbors_count", &state->count, 1},
-        {"fk_neighbors_fill", &state->fill, 1},
-        {"fk_neighbors_sort", &state->sort, 0},
-        {"fk_neighbors_mirror", &state->mirror, 0},
-        {"fk_neighbors_scan_blocks", &state->scan_blocks, 1},
-        {"fk_neighbors_scan_top", &state->scan_top, 1},
-        {"fk_neighbors_scan_apply", &state->scan_apply, 1},
+        {"fk_neighbors_count", &state->count},
+        {"fk_neighbors_fill", &state->fill},
+        {"fk_neighbors_sort", &state->sort},
+        {"fk_neighbors_scan_blocks", &state->scan_blocks},
+        {"fk_neighbors_scan_top", &state->scan_top},
+        {"fk_neighbors_scan_apply", &state->scan_apply},
     };
     for (size_t k = 0; k < sizeof build_kernels / sizeof build_kernels[0] && status == FK_OK; ++k) {
         status = fk__create_kernel(context, state->build_program, build_kernels[k].name,
@@ -233,9 +238,8 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,       state->fill,        state->sort,
-                           state->mirror,      state->scan_blocks, state->scan_top,
-                           state->scan_apply,  state->pairs,       state->gather,
+    cl_kernel kernels[] = {state->count,       state->fill,        state->sort,  state->scan_blocks,
+                           state->scan_top,    state->scan_apply,  state->pairs, state->gather,
                            state->bound_pairs, state->bound_gather};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
@@ -245,7 +249,7 @@ static void neighbors_destroy(void *opaque)
         if (programs[k])
             clReleaseProgram(programs[k]);
     cl_mem buffers[] = {state->counts, state->offsets, state->block_sums, state->list_a,
-                        state->list_b, state->jterms,  state->stats};
+                        state->list_b, state->jterms,  state->cursor,     state->stats};
     for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
         if (buffers[k])
             clReleaseMemObject(buffers[k]);
@@ -302,8 +306,8 @@ static uint64_t stat_u64(const cl_int *stats, int index)
     return (uint64_t)(uint32_t)stats[index] | ((uint64_t)(uint32_t)stats[index + 1] << 32);
 }
 
-/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill, and for
- * half lists sort and mirror. */
+/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
+ * the mirrors scattered too), and for half lists sort each particle's mirrors. */
 static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
 {
     fk_context *context = eval->context;
@@ -359,12 +363,13 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         return status;
 
     /* Count and prefix sum; the totals come back with the statistics. */
-    const size_t placeholders = grid->cells * (size_t)grid->capacity;
+    /* The walk's work-items: FK_NB_WALK_I (cl/neighbors_build.cl) placeholders of a cell each. */
+    const size_t walkers = grid->cells * (((size_t)grid->capacity + WALK_I - 1) / WALK_I);
     cl_event events[8] = {NULL};
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, state->count, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+    launch(context, state->count, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
     launch(context, state->scan_blocks, blocks * FK__CELL_GRID_AUX_WG,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
@@ -398,26 +403,31 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status == FK_OK && state->half)
         status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity,
                                (size_t)total_a * eval->components, sizeof(cl_float), "pair terms");
+    /* Half lists: the mirrors each particle has received, from 0 (the fill's atomic slots). */
     if (status == FK_OK)
-        status = FK__SET_ARGS(context, state->fill, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
-                              FK__ARG(state->list_a), FK__ARG(state->list_b));
+        status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
+                               "mirror cursors");
+    if (status == FK_OK)
+        status =
+            FK__SET_ARGS(context, state->fill, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
+                         FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->cursor));
     if (status == FK_OK && state->half)
         status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
-                              FK__ARG(state->offsets), FK__ARG(state->list_a));
-    if (status == FK_OK && state->half)
-        status = FK__SET_ARGS(context, state->mirror, "fk_neighbors_mirror", 0, FK__ARG(n_int),
-                              FK__ARG(state->offsets), FK__ARG(state->list_a),
-                              FK__ARG(state->list_b), FK__ARG(state->stats));
+                              FK__ARG(state->offsets), FK__ARG(state->list_b),
+                              FK__ARG(state->cursor), FK__ARG(state->stats));
     if (status != FK_OK)
         return status;
-    launch(context, state->fill, placeholders, "clEnqueueNDRangeKernel (fk_neighbors_fill)",
-           &events[5], &err, &call);
-    if (state->half) {
+    const cl_int zero = 0;
+    if (err == CL_SUCCESS && state->half) {
+        call = "clEnqueueFillBuffer (neighbour lists: mirror cursors)";
+        err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
+                               NULL, &events[7]);
+    }
+    launch(context, state->fill, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)", &events[5],
+           &err, &call);
+    if (state->half)
         launch(context, state->sort, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
                &err, &call);
-        launch(context, state->mirror, n, "clEnqueueNDRangeKernel (fk_neighbors_mirror)",
-               &events[7], &err, &call);
-    }
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (neighbour lists: statistics)";
         err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
@@ -431,8 +441,9 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     fk__collect_events(events + 5, 3, &seconds);
     if (stats[STAT_MISSING] != 0)
         return fk__fail(context, FK_ERR_OPENCL,
-                        "%s: %d pairs were found from one side only (the device computed a "
-                        "pair's distance differently for its two particles)",
+                        "%s: %d particles did not receive the mirrors of the lower partners they "
+                        "counted (the device computed a pair's distance differently for its two "
+                        "particles)",
                         owner, stats[STAT_MISSING]);
     state->entries_a = (size_t)total_a;
     state->entries_b = (size_t)total_b;
@@ -544,7 +555,7 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
 /* Tuning space: work-items per group (one particle each) and partners per unrolled step
  * (unroll 1xJ); no tiling, no split. */
 
-static const int neighbor_unrolls[] = {1, 2, 4};
+static const int neighbor_unrolls[] = {1, 2, 4, 8};
 static const int neighbor_cpu_groups[] = {1, 4, 16, 64};
 static const int neighbor_gpu_groups[] = {32, 64, 128, 256};
 
