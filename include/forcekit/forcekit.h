@@ -244,11 +244,11 @@ typedef enum fk_variant_source {
 /* The pair loop. All-pairs visits every (i, j) once per i (N^2 pair evaluations). Symmetric
  * evaluates each unordered pair once and applies Newton's third law (Boyarchenkov sec. 6.4).
  * Cells bins the particles into a grid of cells on the device and visits only the neighbouring
- * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. Neighbors (added in
- * 0.3) builds Verlet lists of radius cutoff + skin on the device from that grid and reuses them
- * until some particle has moved more than skin / 2; half lists with Newton's third law for the
- * accumulators the symmetric loop takes, full lists for the others; short-range kernels only.
- * The values are part of the ABI: new loops are appended. */
+ * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. Neighbors builds
+ * Verlet lists of radius cutoff + skin on the device from that grid and reuses them until some
+ * particle has moved more than skin / 2; half lists with Newton's third law for the accumulators
+ * the symmetric loop takes, full lists for the others; short-range kernels only. The values are
+ * part of the ABI: new loops are appended. */
 typedef enum fk_algorithm {
     FK_ALGORITHM_ALL_PAIRS = 0,
     FK_ALGORITHM_SYMMETRIC,
