@@ -45,10 +45,9 @@
 #define FK_NB_SCAN_BLOCK (FK_CELLS_AUX_WG * FK_NB_SCAN_ITEMS)
 
 /* stats[]: what the build reports to the host (src/loops/neighbors.c has the same indices). */
-#define FK_NB_LONGEST 0 /* the most partners of one particle, A and B together */
-#define FK_NB_MISSING 1 /* half lists: particles whose mirrors do not match their count (none) */
-#define FK_NB_TOTAL_A 2 /* entries of the lists A, 64 bits: lo, hi */
-#define FK_NB_TOTAL_B 4 /* entries of the lists B, 64 bits: lo, hi */
+#define FK_NB_MISSING 0 /* half lists: particles whose mirrors do not match their count (none) */
+#define FK_NB_TOTAL_A 1 /* entries of the lists A, 64 bits: lo, hi */
+#define FK_NB_TOTAL_B 3 /* entries of the lists B, 64 bits: lo, hi */
 
 /* rint(x) for |x| < 2^22, as two additions: x + 1.5 2^23 lies where the float spacing is 1, so
  * the addition rounds x to the nearest integer, ties to even, and subtracting 1.5 2^23 is exact.
@@ -86,7 +85,7 @@ static inline float fk_nb_distance2(const float4 pi, const float4 pj, const floa
  * per_cell, per_cell = ceil(capacity / FK_NB_WALK_I)); each particle i there visits its neighbour
  * cells and takes every other particle closer than the list radius; half_lists: A takes j > i and
  * B j < i; else A takes all. fill is a constant of each kernel: fk_neighbors_count counts
- * (counts[i] = (partners in A, in B), and the longest list), fk_neighbors_fill writes A at
+ * (counts[i] = (partners in A, in B)), fk_neighbors_fill writes A at
  * offsets[i].x (as counted: the same walk) and, for half lists, each pair's mirror into the
  * partner's B (cursor[j]: the mirrors j has received so far, from 0).
  */
@@ -97,8 +96,7 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
                               const float4 box, const float4 inv_box,
                               __global int2 *restrict counts,
                               __global const uint2 *restrict offsets, __global int *restrict list_a,
-                              __global int *restrict list_b, __global int *restrict cursor,
-                              __global int *restrict stats)
+                              __global int *restrict list_b, __global int *restrict cursor)
 {
     const size_t g = get_global_id(0);
     const int per_cell = (capacity + FK_NB_WALK_I - 1) / FK_NB_WALK_I;
@@ -158,10 +156,8 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
         return;
     _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
     {
-        if (live[u]) {
+        if (live[u])
             counts[i[u]] = (int2)(in_a[u], in_b[u]);
-            atomic_max(&stats[FK_NB_LONGEST], in_a[u] + in_b[u]);
-        }
     }
 }
 
@@ -169,11 +165,10 @@ __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
 fk_neighbors_count(const int half_lists, const int capacity, const int4 grid,
                    __global const int *restrict count, __global const int *restrict slots,
                    __global const float4 *restrict body, const float radius2, const float4 box,
-                   const float4 inv_box, __global int2 *restrict counts,
-                   __global int *restrict stats)
+                   const float4 inv_box, __global int2 *restrict counts)
 {
     fk_nb_walk(0, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, counts,
-               NULL, NULL, NULL, NULL, stats);
+               NULL, NULL, NULL, NULL);
 }
 
 __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_neighbors_fill(
@@ -183,7 +178,7 @@ __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_ne
     __global int *restrict list_a, __global int *restrict list_b, __global int *restrict cursor)
 {
     fk_nb_walk(1, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, NULL,
-               offsets, list_a, list_b, cursor, NULL);
+               offsets, list_a, list_b, cursor);
 }
 
 /* Half lists, per particle: sort the mirrors of B (they arrived in any order; sorted, each

@@ -4,7 +4,7 @@
  * Lists of radius R = cutoff + skin (plus the grid's rounding margin) are built on the device from
  * the cell grid the cell loop uses (cell_grid.c, cl/cells_build.cl): cl/neighbors_build.cl walks
  * each particle's neighbouring cells twice, once to count its partners and, after a prefix sum and
- * an allocation of exactly what was counted, once to write them (compressed rows; the layout is
+ * an allocation of what was counted, once to write them (compressed rows; the layout is
  * described there). cl/neighbors.cl runs the pair loop over them.
  *
  * When things happen. The evaluation calls prepare after every upload of positions. The grid's
@@ -30,7 +30,12 @@
 #include "tune.h"
 
 /* stats[] indices, as in cl/neighbors_build.cl */
-enum { STAT_LONGEST = 0, STAT_MISSING, STAT_TOTAL_A, STAT_TOTAL_B = STAT_TOTAL_A + 2, STAT_COUNT };
+enum {
+    STAT_MISSING = 0,
+    STAT_TOTAL_A,
+    STAT_TOTAL_B = STAT_TOTAL_A + 2,
+    STAT_COUNT = STAT_TOTAL_B + 2
+};
 static const cl_int initial_stats[8] = {0};
 _Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
 
@@ -53,10 +58,9 @@ struct fk__neighbors {
     size_t counts_capacity, offsets_capacity, block_capacity, a_capacity, b_capacity,
         jterm_capacity, cursor_capacity;
     /* The current lists */
-    size_t built;                /* particles of the lists; 0: none */
-    size_t entries_a, entries_b; /* list entries (A: pairs evaluated per pass) */
-    int longest;                 /* the most partners of one particle */
-    double list_seconds;         /* device seconds of the last list build */
+    size_t built;        /* particles of the lists; 0: none */
+    size_t entries_a;    /* entries of the lists A: the pairs each pass evaluates */
+    double list_seconds; /* device seconds of the last list build */
 };
 
 static const char owner[] = "neighbors";
@@ -346,8 +350,8 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
                               FK__ARG(grid->slots), FK__ARG(eval->body), FK__ARG(radius2),
                               FK__ARG(box), FK__ARG(inv_box));
     if (status == FK_OK)
-        status = FK__SET_ARGS(context, state->count, "fk_neighbors_count", 9,
-                              FK__ARG(state->counts), FK__ARG(state->stats));
+        status =
+            FK__SET_ARGS(context, state->count, "fk_neighbors_count", 9, FK__ARG(state->counts));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, state->scan_blocks, "fk_neighbors_scan_blocks", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums));
@@ -446,8 +450,6 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
                         "particles)",
                         owner, stats[STAT_MISSING]);
     state->entries_a = (size_t)total_a;
-    state->entries_b = (size_t)total_b;
-    state->longest = stats[STAT_LONGEST];
     state->list_seconds = seconds;
     state->built = n;
     return FK_OK;
