@@ -130,51 +130,6 @@ __kernel void fk_cells_bin(const int n, __global const float4 *restrict body, co
         atomic_inc(&stats[FK_CELLS_OVERFLOW]);
 }
 
-/* Sorts one cell's placeholders by particle index: insertion sort for the usual few, heapsort
- * (O(m log m) at worst) for crowded cells. */
-static void fk_cells_sort(__global int *restrict a, const int m)
-{
-    if (m <= 32) {
-        for (int k = 1; k < m; ++k) {
-            const int value = a[k];
-            int at = k;
-            for (; at > 0 && a[at - 1] > value; --at)
-                a[at] = a[at - 1];
-            a[at] = value;
-        }
-        return;
-    }
-    for (int start = m / 2 - 1; start >= 0; --start) {
-        int root = start;
-        for (int child = 2 * root + 1; child < m; child = 2 * root + 1) {
-            if (child + 1 < m && a[child + 1] > a[child])
-                ++child;
-            if (a[root] >= a[child])
-                break;
-            const int t = a[root];
-            a[root] = a[child];
-            a[child] = t;
-            root = child;
-        }
-    }
-    for (int end = m - 1; end > 0; --end) {
-        const int t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        int root = 0;
-        for (int child = 1; child < end; child = 2 * root + 1) {
-            if (child + 1 < end && a[child + 1] > a[child])
-                ++child;
-            if (a[root] >= a[child])
-                break;
-            const int u = a[root];
-            a[root] = a[child];
-            a[child] = u;
-            root = child;
-        }
-    }
-}
-
 /* Per cell: sort its placeholders; the largest count and the pairs examined per evaluation
  * (count of the cell times the counts of its neighbours, itself included) reduced per work-group,
  * then one atomic each. The 64-bit sum goes through two 32-bit atomics with an explicit carry, so

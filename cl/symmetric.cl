@@ -33,11 +33,11 @@
  * The pair terms. The force law's fk_interact is compiled in the pair step's capture mode
  * (FK_CAPTURE_TERMS, cl/pair_step.clh): it stores its terms instead of adding them, so the i-side
  * terms are exactly what the all-pairs loop adds to i for j. The j-side terms are what it adds to j
- * for i, obtained by the rule the force law declares (FK_SYM_SOURCE or FK_SYM_SYMMETRIC, below):
- * forces are odd in r_ij (negated), the potential even (kept), and for gravity the source strength
- * is the other particle's mass. Every operation involved is exact under negation, so with the fixed64
- * accumulator (integer sums of individually rounded terms) the results are bit-identical to the
- * all-pairs loop's.
+ * for i, obtained by the rule the force law declares (FK_SYM_SOURCE or FK_SYM_SYMMETRIC; fk_sym_pair
+ * in cl/pair_step.clh): forces are odd in r_ij (negated), the potential even (kept), and for
+ * gravity the source strength is the other particle's mass. Every operation involved is exact
+ * under negation, so with the fixed64 accumulator (integer sums of individually rounded terms) the
+ * results are bit-identical to the all-pairs loop's.
  */
 #ifndef WG_SIZE
 #define WG_SIZE 64
@@ -51,33 +51,6 @@
 
 #define FK_BLOCK (WG_SIZE * UNROLL_I)
 #define FK_SPAN (FK_BLOCK + WG_SIZE)
-
-/* The j-side rule, declared by the force law (pair_step.clh): FK_SYM_SOURCE(source, bi) turns the
- * j-body into the source the pair's j-side terms come from (gravity: m_j -> m_i), and the terms
- * are a second fk_interact on the same geometry, which the compiler shares with the first (the
- * same differences, s^2 and rsqrt); FK_SYM_SYMMETRIC says that the pair function is symmetric in
- * i and j (charges commute, the type table is symmetric), and the i-side terms are reused. */
-#if !defined(FK_SYM_SOURCE) && !(defined(FK_SYM_SYMMETRIC) && FK_SYM_SYMMETRIC)
-#error "symmetric.cl: the force law declares no j-side rule (FK_SYM_SOURCE or FK_SYM_SYMMETRIC)"
-#endif
-
-/* One unordered pair: ti what the all-pairs loop adds to i for j, tj what it adds to j for i.
- * mask: the pair mask (pair_step.clh), here only an excluded partner: i and j are never the same
- * particle in a block pair. */
-static inline void fk_sym_pair(const fk_ibody *bi, const fk_jbody *bj, const int mask,
-                               const fk_phys *phys, const fk_acc_env *env, fk_real *ti,
-                               fk_real *tj)
-{
-    fk_interact(bi, bj, mask, phys, env, ti);
-#ifdef FK_SYM_SOURCE
-    fk_jbody source = *bj;
-    FK_SYM_SOURCE(source, *bi);
-    fk_interact(bi, &source, mask, phys, env, tj);
-#else
-    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) tj[c] = ti[c];
-#endif
-    _Pragma("unroll") for (int c = 0; c < FK_FORCE_COMPONENTS; ++c) tj[c] = -tj[c];
-}
 
 /* One-sided: block x's particles against block y's real particles and, when x != y, block y's
  * against block x's, all-pairs style, into out_x and out_y. One barrier, no loop around it: the

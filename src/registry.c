@@ -169,7 +169,7 @@ const fk_accum_info *fk_accum_at(size_t index)
     return index < COUNT_OF(accumulators) ? &accumulators[index].info : NULL;
 }
 
-static const char *const algorithm_names[] = {"all-pairs", "symmetric", "cells"};
+static const char *const algorithm_names[] = {"all-pairs", "symmetric", "cells", "neighbors"};
 
 const char *fk_algorithm_name(fk_algorithm algorithm)
 {

@@ -466,7 +466,7 @@ static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const
     entry->lanes = lanes ? (int)lanes->valuedouble : -1;
     /* "algorithm": the pair loop; absent in entries of all-pairs and in older databases. */
     const cJSON *algorithm = cJSON_GetObjectItemCaseSensitive(object, "algorithm");
-    *reason = "algorithm must be all-pairs, symmetric or cells";
+    *reason = "algorithm must be all-pairs, symmetric, cells or neighbors";
     fk_algorithm loop = FK_ALGORITHM_ALL_PAIRS;
     if (algorithm &&
         (!cJSON_IsString(algorithm) || fk_algorithm_find(algorithm->valuestring, &loop) != FK_OK))

@@ -754,6 +754,19 @@ static void test_symmetric(void **state)
     free_system(&s);
 }
 
+/* Half lists (the float and fixed64 runs: each pair once, the mask from i's side) in the same
+ * periodic box, the far excluded pair within the cutoff only through the minimum image. */
+static void test_neighbors_periodic(void **state)
+{
+    (void)state;
+    test_system s;
+    make_system(&s, 216, 0, 1);
+    reference ref = make_reference(&s);
+    check_algorithm(&s, &ref, FK_ALGORITHM_NEIGHBORS);
+    free_reference(&ref);
+    free_system(&s);
+}
+
 static void test_cells_periodic(void **state)
 {
     (void)state;
@@ -777,7 +790,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_modes_against_reference), cmocka_unit_test(test_exact_cancellation),
         cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),
         cmocka_unit_test(test_update_positions),        cmocka_unit_test(test_symmetric),
-        cmocka_unit_test(test_cells_periodic),
+        cmocka_unit_test(test_cells_periodic),          cmocka_unit_test(test_neighbors_periodic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -388,7 +388,7 @@ static void sweep_loop(wrapped w, cl_int error, fk_status expected, const char *
     fk_eval_config config = {
         .kernel = "ga", .accum = accum, .eps = 0.01, .algorithm = (int)algorithm};
     current = &gravity;
-    if (algorithm == FK_ALGORITHM_CELLS) {
+    if (algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS) {
         current = &fluid;
         config = (fk_eval_config){.kernel = "lj",
                                   .accum = accum,
@@ -437,12 +437,13 @@ static void sweep_loop(wrapped w, cl_int error, fk_status expected, const char *
             fk_algorithm_name(algorithm), hit);
 }
 
-/* Every pair loop: all-pairs (lanes on a CPU), symmetric and cells. */
+/* Every pair loop: all-pairs (lanes on a CPU), symmetric, cells and neighbors. */
 static void sweep(wrapped w, cl_int error, fk_status expected, const char *accum)
 {
     sweep_loop(w, error, expected, accum, FK_ALGORITHM_ALL_PAIRS);
     sweep_loop(w, error, expected, accum, FK_ALGORITHM_SYMMETRIC);
     sweep_loop(w, error, expected, accum, FK_ALGORITHM_CELLS);
+    sweep_loop(w, error, expected, accum, FK_ALGORITHM_NEIGHBORS);
 }
 
 static void test_allocation_failures(void **state)

@@ -613,27 +613,29 @@ static int loop_law_in_default_run(const char *kernel)
     return !strcmp(kernel, "lj") || !strcmp(kernel, "ljc_constant");
 }
 
-/* Every molecular force law on the symmetric and the cell-list loops (all-pairs is the sweeps
- * above, lanes are test_lanes.c: only ga has a lane form) with float, double, fixed64 and narumi,
- * at the automatic variant and a cutoff, so that both loops apply; gaj has no cutoff and so no
- * cells (an invalid argument, not tried), and the symmetric loop refuses narumi (src/symmetric.c
- * says why): refusals are printed as "not offered". Fails when a loop ran nothing for a kernel. */
+/* Every molecular force law on the symmetric, the cell-list and the neighbour-list loops (all-pairs
+ * is the sweeps above, lanes are test_lanes.c: only ga has a lane form) with float, double, fixed64
+ * and narumi, at the automatic variant and a cutoff, so that every loop applies; gaj has no cutoff
+ * and so no cells or lists (an invalid argument, not tried), and the symmetric loop refuses narumi
+ * (src/symmetric.c says why): refusals are printed as "not offered". Fails when a loop ran nothing
+ * for a kernel. */
 static void test_every_loop(void **state)
 {
     (void)state;
     static const char *kernels[] = {"gaj",           "ljc_constant", "ljc_linear",
                                     "ljc_sigmoidal", "buck",         "lj"};
-    static const int algorithms[] = {FK_ALGORITHM_SYMMETRIC, FK_ALGORITHM_CELLS};
+    static const int algorithms[] = {FK_ALGORITHM_SYMMETRIC, FK_ALGORITHM_CELLS,
+                                     FK_ALGORITHM_NEIGHBORS};
     static const size_t sizes[] = {31, 333};
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed() ^ 0x100b);
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
-        for (size_t a = 0; a < 2; ++a) {
+        for (size_t a = 0; a < sizeof algorithms / sizeof algorithms[0]; ++a) {
             if (!fk_test_full() && fk_context_device(fk_test_context)->fp64 &&
                 !loop_law_in_default_run(kernels[k]))
                 continue; /* float and fixed64 on this loop: test_laws */
-            if (is_gravity(kernels[k]) && algorithms[a] == FK_ALGORITHM_CELLS)
-                continue; /* cells need a cutoff: an invalid argument for gravity */
+            if (is_gravity(kernels[k]) && algorithms[a] != FK_ALGORITHM_SYMMETRIC)
+                continue; /* cells and lists need a cutoff: an invalid argument for gravity */
             int ran = 0;
             for (size_t z = 0; z < 2; ++z) {
                 test_system s;

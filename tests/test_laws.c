@@ -2,9 +2,9 @@
  * Every force law of the registry, without naming one: for each law fk_kernel_at() lists, on fresh
  * random inputs in the law's own columns (masses, velocities, charges, two particle types, each of
  * the law's named parameters away from its default), every pair loop that takes the law (all-pairs,
- * symmetric, and cells where the law has a cutoff), with float and fixed64, against the library's
- * double-precision reference (fk_reference_forces). A law added to the registry is tested here
- * without a change to this file.
+ * symmetric, and cells and neighbors where the law has a cutoff), with float and fixed64, against
+ * the library's double-precision reference (fk_reference_forces). A law added to the registry is
+ * tested here without a change to this file.
  *
  * The reference itself comes from the law's descriptor, so it is checked too, against formulas
  * written here independently: each law has a two-body case below (the force and potential of two
@@ -254,8 +254,9 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
     config.potential = 1;
     config.algorithm = (int)algorithm;
     config.physics = &physics;
-    if (algorithm == FK_ALGORITHM_CELLS && !molecular)
-        return; /* cells need a cutoff, which gravity has not (an error, tested in test_cells) */
+    if ((algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS) && !molecular)
+        return; /* cells and lists need a cutoff, which gravity has not (an error, tested in
+                 * test_cells and test_neighbors) */
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status == FK_ERR_UNSUPPORTED) /* the loop does not take this law: it says so */
@@ -311,7 +312,7 @@ static void every_law_every_loop(void **state)
     fk_test_rng_init(&rng, seed);
     static const char *const accumulators[] = {"float", "fixed64"};
     static const fk_algorithm algorithms[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
-                                              FK_ALGORITHM_CELLS};
+                                              FK_ALGORITHM_CELLS, FK_ALGORITHM_NEIGHBORS};
     law_input *in = malloc(sizeof *in);
     assert_non_null(in);
     for (size_t index = 0; fk_kernel_at(index); ++index) {

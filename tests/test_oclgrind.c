@@ -1,12 +1,12 @@
 /*
  * Every pair loop under oclgrind's checkers (tests/oclgrind_check.sh runs this program through
  * `oclgrind --data-races --uninitialized --check-api` and fails on any diagnostic): all-pairs,
- * the j-split reduction, CPU lanes, symmetric, cells, exclusions afterwards and on the fly, with
- * float, double, fixed64 and narumi (the last two run the bound pre-pass first) at N = 1, 31 and
- * 67 (size_used says which accumulator at which N). oclgrind interprets every work-item, so N stays
- * small; 31 and 67 leave partial work-groups and partial tiles. Each result is also held to the
- * double-precision host reference on fresh random inputs, so a loop that oclgrind runs cleanly but
- * wrongly still fails.
+ * the j-split reduction, CPU lanes, symmetric, cells, neighbors, exclusions afterwards and on the
+ * fly, with float, double, fixed64 and narumi (the last two run the bound pre-pass first) at N = 1,
+ * 31 and 67 (size_used says which accumulator at which N). oclgrind interprets every work-item, so
+ * N stays small; 31 and 67 leave partial work-groups and partial tiles. Each result is also held to
+ * the double-precision host reference on fresh random inputs, so a loop that oclgrind runs cleanly
+ * but wrongly still fails.
  *
  * Run outside oclgrind (FK_OCLGRIND_ANY_DEVICE=1) it checks the same cases on the default device.
  */
@@ -340,6 +340,15 @@ static void test_cells(void **state)
     run_accumulators(&c, accumulators, 4);
 }
 
+/* Half lists (float, fixed64: the j-sides stored and gathered through the mirrors) and full lists
+ * (the others), built on the device from the cell grid. */
+static void test_neighbors(void **state)
+{
+    (void)state;
+    const test_case c = {.kernel = "lj", .algorithm = FK_ALGORITHM_NEIGHBORS};
+    run_accumulators(&c, accumulators, 4);
+}
+
 static void test_exclusions_afterwards(void **state)
 {
     (void)state;
@@ -368,6 +377,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_symmetric),
         cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_neighbors),
         cmocka_unit_test(test_exclusions_afterwards),
         cmocka_unit_test(test_exclusions_on_the_fly),
     };

@@ -529,7 +529,7 @@ static void test_database_keyed_by_loop(void **state)
                      "\"work_group_size\": 16, \"j_splits\": 0, \"algorithm\": \"tree\"}]}");
     assert_int_equal(fk__tuning_db_load(&identity, user, NULL, &db, &warnings), FK_OK);
     assert_non_null(warnings);
-    assert_non_null(strstr(warnings, "algorithm must be all-pairs, symmetric or cells"));
+    assert_non_null(strstr(warnings, "algorithm must be all-pairs, symmetric, cells or neighbors"));
     fk__tuning_db_free(db);
     free(warnings);
     free(user);

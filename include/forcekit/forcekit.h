@@ -244,14 +244,19 @@ typedef enum fk_variant_source {
 /* The pair loop. All-pairs visits every (i, j) once per i (N^2 pair evaluations). Symmetric
  * evaluates each unordered pair once and applies Newton's third law (Boyarchenkov sec. 6.4).
  * Cells bins the particles into a grid of cells on the device and visits only the neighbouring
- * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. */
+ * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. Neighbors builds
+ * Verlet lists of radius cutoff + skin on the device from that grid and reuses them until some
+ * particle has moved more than skin / 2; half lists with Newton's third law for the accumulators
+ * the symmetric loop takes, full lists for the others; short-range kernels only. The values are
+ * part of the ABI: new loops are appended. */
 typedef enum fk_algorithm {
     FK_ALGORITHM_ALL_PAIRS = 0,
     FK_ALGORITHM_SYMMETRIC,
-    FK_ALGORITHM_CELLS
+    FK_ALGORITHM_CELLS,
+    FK_ALGORITHM_NEIGHBORS
 } fk_algorithm;
 
-/* "all-pairs", "symmetric", "cells"; NULL for an unknown value. */
+/* "all-pairs", "symmetric", "cells", "neighbors"; NULL for an unknown value. */
 FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 /* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
 FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
@@ -303,10 +308,11 @@ typedef struct fk_eval_config {
                          * when that changes; none set, none checked). An explicit value is
                          * the build, and more partners for one particle are an error */
     int algorithm;      /* fk_algorithm; 0: all-pairs */
-    /* Cells: the Verlet skin, an absolute distance. Cells have a side of at least cutoff + skin,
-     * and the particles' cell assignment is kept (not rebuilt) while no particle has moved more
-     * than skin / 2 since the last build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no
-     * skin, rebuilt at every fk_eval_set_particles / fk_eval_update_positions. */
+    /* Cells and neighbors: the Verlet skin, an absolute distance. Cells have a side of at least
+     * cutoff + skin (neighbors: and the lists hold the pairs closer than that), and the cells (and
+     * lists) are kept, not rebuilt, while no particle has moved more than skin / 2 since the last
+     * build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no skin, rebuilt whenever a
+     * particle moved at all (fk_eval_set_particles / fk_eval_update_positions). */
     double skin;
     /* CPU lanes (cl/pairwise_lanes.cl): each work-item carries 8 or 16 i-particles as the lanes of
      * a float vector, for force laws and accumulators whose kernel headers have a lane form (ga

@@ -22,7 +22,7 @@ static const char bench_usage[] =
     "Per variant: cold start (compile from source),\n"
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
     "event profiling. Interactions are N^2 per evaluation for all-pairs, the pairs examined\n"
-    "(pairs_examined) for cells.\n\n"
+    "(pairs_examined) for cells and neighbors.\n\n"
     "  --kernel K      force law (listed at the end)\n"
     "  --n N           number of particles\n"
     "  --accum A       accumulator (default float)\n"
@@ -38,8 +38,9 @@ static const char bench_usage[] =
     "                  unrolling), off, 8 or 16\n"
     "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
     "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
-    "  --skin S        cells: Verlet skin (default 0.12 x cutoff; 0: none); cells are at least\n"
-    "                  cutoff + skin wide\n"
+    "  --skin S        cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
+    "                  are at least cutoff + skin wide, neighbour lists hold the pairs within\n"
+    "                  cutoff + skin, both rebuilt once a particle moved more than skin / 2\n"
     "  --step          time what a time-stepping code does per step instead: update positions,\n"
     "                  compute, read the forces, by the wall clock, next to the device time and\n"
     "                  the pinned host<->device bandwidth measured in the same run; R steps in\n"
@@ -103,7 +104,8 @@ static void bench_run_free(bench_run *run)
 }
 
 /* Pair evaluations per evaluation: N^2 for all-pairs, what the loop examined otherwise (cells:
- * every pair of neighbouring cells, including those beyond the cutoff). */
+ * every pair of neighbouring cells, including those beyond the cutoff; neighbors: the list
+ * entries, each unordered pair once with half lists). */
 static double pairs_per_eval(const bench_run *run, const bench_result *result)
 {
     const double n = (double)run->particles.count;
@@ -235,7 +237,9 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cJSON_AddBoolToObject(object, "warm_from_cache", result->warm_from_cache != 0);
     /* interactions_per_second and gflops count these pairs; seconds_per_eval compares loops */
     cli_json_number(object, "pairs_examined", pairs_per_eval(run, result));
-    if (run->base.algorithm == FK_ALGORITHM_CELLS) { /* the grid and one build's device time */
+    if (run->base.algorithm == FK_ALGORITHM_CELLS ||
+        run->base.algorithm == FK_ALGORITHM_NEIGHBORS) {
+        /* the grid and one build's device time (neighbors: the grid and the lists) */
         const fk_variant *v = &result->variant;
         cJSON *grid = cJSON_AddArrayToObject(object, "cell_grid");
         for (int d = 0; d < 3; ++d)

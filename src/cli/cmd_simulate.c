@@ -47,11 +47,12 @@ static const char simulate_usage[] =
     "  --eps E           gravitational softening (default 0.01)\n"
     "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
     "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
-    "                    and keep the fastest), all-pairs, symmetric or cells\n"
+    "                    and keep the fastest: all-pairs, symmetric, cells), all-pairs,\n"
+    "                    symmetric, cells or neighbors\n"
     "  --unroll IxJ      kernel variant (default auto: the tuned choice)\n"
-    "  --skin S          cells: keep the cell assignment until a particle moved S/2 (default:\n"
-    "                    rebuild every step, so a restart is bit-identical; with a skin the\n"
-    "                    rounding depends on when the cells were built and it is not)\n"
+    "  --skin S          cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
+    "                    (default: rebuild every step, so a restart is bit-identical; with a\n"
+    "                    skin the rounding depends on when they were built and it is not)\n"
     "  --checkpoint FILE write the state here every --checkpoint-every steps (default steps/10),\n"
     "                    at the end and on SIGINT/SIGTERM (then exit 130/143), atomically\n"
     "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
@@ -571,9 +572,11 @@ int cmd_simulate(int argc, char **argv)
     if (!auto_algorithm) {
         fk_algorithm algorithm;
         if (fk_algorithm_find(options.algorithm, &algorithm) != FK_OK)
-            return cli_usage_error("simulate",
-                                   "--algorithm '%s': expected auto, all-pairs, symmetric or cells",
-                                   options.algorithm);
+            return cli_usage_error(
+                "simulate",
+                "--algorithm '%s': expected auto, all-pairs, symmetric, cells or "
+                "neighbors",
+                options.algorithm);
         config.eval.algorithm = (int)algorithm;
     }
     if (options.unroll &&
@@ -587,8 +590,8 @@ int cmd_simulate(int argc, char **argv)
      * cannot reproduce. By default they are rebuilt at every step (a negative skin), so the forces
      * are a function of the positions alone. */
     if (!isnan(options.skin) && gravity)
-        return cli_usage_error("simulate", "--skin applies to the cells pair loop (molecular "
-                                           "kernels)");
+        return cli_usage_error("simulate", "--skin applies to the cells and neighbors pair loops "
+                                           "(molecular kernels)");
     config.eval.skin = isnan(options.skin) ? -1.0 : options.skin;
 
     /* checkpoints */

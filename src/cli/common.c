@@ -160,7 +160,8 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
 
 const char cli_algorithm_usage[] =
     "  --algorithm A   pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
-    "                  law) or cells (cell lists; short-range kernels with a cutoff)\n";
+    "                  law), cells (cell lists) or neighbors (Verlet lists built from the cells;\n"
+    "                  cells and neighbors: short-range kernels with a cutoff)\n";
 
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
 {
@@ -168,8 +169,8 @@ int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *alg
     if (!text)
         return CLI_EXIT_OK;
     if (fk_algorithm_find(text, algorithm) != FK_OK)
-        return cli_usage_error(command, "--algorithm '%s': expected all-pairs, symmetric or cells",
-                               text);
+        return cli_usage_error(
+            command, "--algorithm '%s': expected all-pairs, symmetric, cells or neighbors", text);
     return CLI_EXIT_OK;
 }
 

@@ -91,7 +91,7 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
         variant.local_tiling = config->local_tiling > 0;
     if (config->j_splits < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "j_splits must be >= 0");
-    if (config->algorithm < FK_ALGORITHM_ALL_PAIRS || config->algorithm > FK_ALGORITHM_CELLS)
+    if (!fk__loop_for(config->algorithm)) /* every loop of the registry, and only those */
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d",
                         config->algorithm);
     out->scalar = variant; /* what runs if automatic lanes cannot build */

@@ -62,6 +62,8 @@ const fk__loop *fk__loop_for(int algorithm)
         return &fk__loop_symmetric;
     case FK_ALGORITHM_CELLS:
         return &fk__loop_cells;
+    case FK_ALGORITHM_NEIGHBORS:
+        return &fk__loop_neighbors;
     default:
         return NULL;
     }

@@ -97,9 +97,17 @@ extern const fk__loop fk__loop_all_pairs; /* src/loops/allpairs.c: cl/pairwise.c
 extern const fk__loop fk__loop_lanes;
 extern const fk__loop fk__loop_symmetric; /* src/loops/symmetric.c: cl/symmetric.cl */
 extern const fk__loop fk__loop_cells;     /* src/loops/cells.c: cl/cells.cl, cells_build.cl */
+/* src/loops/neighbors.c: cl/neighbors.cl, neighbors_build.cl (on the grid of cells_build.cl) */
+extern const fk__loop fk__loop_neighbors;
 
 /* The loop of an algorithm; NULL for an unknown one. All-pairs with lanes is fk__loop_lanes. */
 const fk__loop *fk__loop_for(int algorithm);
+
+/* Newton's third law for an accumulator, the symmetric loop's rule: 1 for float, double and
+ * fixed64, whose merging of short partial sums is validated (src/loops/symmetric.c says why the
+ * others are not). The symmetric loop takes exactly these; the neighbour lists are half lists
+ * exactly for these. */
+int fk__accum_allows_newton(const fk_accum_desc *accum);
 
 /* One kernel argument for fk__set_kernel_args: FK__ARG(value) for a variable, FK__ARG_MEM(buffer)
  * for a cl_mem (the same thing, spelled for reading), FK__ARG_SKIP for one set per launch. */

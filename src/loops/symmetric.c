@@ -32,8 +32,9 @@ struct fk__symmetric {
  * validated: float and double add, fixed64 adds integers. The compensated ones (ti, nitadori,
  * nitadori_large, narumi, composite) and ref are not offered: their error analysis assumes one
  * running sum per particle, and the symmetric loop merges many short sums. */
-static int accum_supported(const char *name)
+int fk__accum_allows_newton(const fk_accum_desc *accum)
 {
+    const char *name = accum->info.name;
     return strcmp(name, "float") == 0 || strcmp(name, "double") == 0 ||
            strcmp(name, "fixed64") == 0;
 }
@@ -162,7 +163,7 @@ static fk_status symmetric_supports(fk_context *context, const fk_kernel_desc *k
                                     const fk__physics *physics, char *reason, size_t reason_size)
 {
     (void)context, (void)kernel, (void)config, (void)physics;
-    if (accum_supported(accum->info.name))
+    if (fk__accum_allows_newton(accum))
         return FK_OK;
     snprintf(reason, reason_size,
              "the symmetric algorithm supports the float, double and fixed64 accumulators, not %s "

@@ -1,0 +1,264 @@
+/*
+ * The MD workload of issue #17 through the public API and the command's integrator: an LJ fluid
+ * (fcc start, Maxwell-Boltzmann velocities, periodic cube, rc 2.5 force-shifted, lj float by
+ * default), velocity-Verlet NVE steps, per pair loop. Each step is what an MD code pays: new
+ * positions uploaded (fk_eval_update_positions, where the cells and lists are checked on the device
+ * and rebuilt when some particle moved more than skin / 2), one evaluation, the forces read back.
+ * Prints one JSON document.
+ *
+ *   bench_md_loops [--n N] [--density D] [--skin S] [--rounds R] [--steps K] [--accum A]
+ *                  [--loops cells,neighbors,...] [--seed S]
+ *
+ * The loops run interleaved: R rounds, each of K steps of every loop in turn, every loop from the
+ * same initial state and continuing its own trajectory; the figures are the medians over the
+ * rounds of each round's seconds per step (a shared machine slows whole rounds, and interleaving
+ * spreads that over the loops). Per loop also: the device seconds of one evaluation at fixed
+ * positions (median of 7, OpenCL event profiling), the rebuilds over all steps, the device time
+ * of the last build, and the pairs each evaluation examines.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "forcekit/forcekit.h"
+#include "forcekit/tools.h"
+#include "simulate.h"
+#include "systems.h"
+
+enum { MAX_LOOPS = 4, MAX_ROUNDS = 64, FIXED_REPS = 7 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, size_t count)
+{
+    qsort(values, count, sizeof *values, compare_doubles);
+    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
+static int usage(const char *message)
+{
+    fprintf(stderr,
+            "bench_md_loops: %s\nusage: bench_md_loops [--n N] [--density D] [--skin S] "
+            "[--rounds R] [--steps K] [--accum A] [--loops L1,L2,...] [--seed S]\n",
+            message);
+    return 2;
+}
+
+typedef struct loop_run {
+    fk_algorithm algorithm;
+    fkt_sim *sim;
+    double round_seconds[MAX_ROUNDS]; /* wall seconds per step of each round */
+    double round_device[MAX_ROUNDS];  /* device seconds per evaluation of each round */
+    double fixed_seconds;             /* device seconds of one evaluation at fixed positions */
+    size_t steps;
+} loop_run;
+
+int main(int argc, char **argv)
+{
+    size_t n = 16384;
+    double density = 0.8, skin = 0.3, temperature = 1.0, dt = 0.005, cutoff = 2.5;
+    int rounds = 5, steps = 40;
+    unsigned long long seed = 1;
+    const char *accum = "float", *loop_names = "cells,neighbors";
+    for (int a = 1; a < argc; ++a) {
+        const char *value = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!value)
+            return usage("an option without its value");
+        if (strcmp(argv[a], "--n") == 0)
+            n = (size_t)strtoull(value, NULL, 10);
+        else if (strcmp(argv[a], "--density") == 0)
+            density = strtod(value, NULL);
+        else if (strcmp(argv[a], "--skin") == 0)
+            skin = strtod(value, NULL);
+        else if (strcmp(argv[a], "--rounds") == 0)
+            rounds = atoi(value);
+        else if (strcmp(argv[a], "--steps") == 0)
+            steps = atoi(value);
+        else if (strcmp(argv[a], "--accum") == 0)
+            accum = value;
+        else if (strcmp(argv[a], "--loops") == 0)
+            loop_names = value;
+        else if (strcmp(argv[a], "--seed") == 0)
+            seed = strtoull(value, NULL, 10);
+        else
+            return usage("unknown option");
+        ++a;
+    }
+    if (n < 2 || !(density > 0) || !(skin > 0) || rounds < 1 || rounds > MAX_ROUNDS || steps < 1)
+        return usage("--n >= 2, --density > 0, --skin > 0, 1 <= --rounds <= 64, --steps >= 1");
+
+    loop_run loops[MAX_LOOPS];
+    size_t loop_count = 0;
+    char names[256];
+    snprintf(names, sizeof names, "%s", loop_names);
+    for (char *save = NULL, *name = strtok_r(names, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        if (loop_count == MAX_LOOPS)
+            return usage("at most 4 loops");
+        memset(&loops[loop_count], 0, sizeof loops[loop_count]);
+        if (fk_algorithm_find(name, &loops[loop_count].algorithm) != FK_OK)
+            return usage("--loops: an unknown pair loop");
+        ++loop_count;
+    }
+
+    fk_context *context = NULL;
+    fk_status status = fk_context_create(NULL, &context);
+    if (status != FK_OK) {
+        fprintf(stderr, "bench_md_loops: context: %s: %s\n", fk_status_string(status),
+                context ? fk_context_last_error(context) : "");
+        fk_context_destroy(context);
+        return 1;
+    }
+    fkt_particle_set particles;
+    double box[3];
+    status = fkt_generate_lj_fluid(n, density, temperature, (uint64_t)seed, FKT_LAYOUT_XYZ_TYPE,
+                                   &particles, box);
+    if (status != FK_OK) {
+        fprintf(stderr, "bench_md_loops: lj fluid: %s\n", fk_status_string(status));
+        fk_context_destroy(context);
+        return 1;
+    }
+
+    int exit_code = 0;
+    for (size_t l = 0; l < loop_count && exit_code == 0; ++l) {
+        fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = dt};
+        config.eval = (fk_eval_config)FK_CONFIG_INIT(fk_eval_config);
+        config.eval.kernel = "lj";
+        config.eval.accum = accum;
+        config.eval.cutoff = cutoff;
+        config.eval.skin = skin;
+        config.eval.algorithm = (int)loops[l].algorithm;
+        memcpy(config.eval.box, box, sizeof box);
+        char error[1024] = "";
+        status = fkt_sim_create(context, &config, &particles, &loops[l].sim, error, sizeof error);
+        if (status != FK_OK) {
+            fprintf(stderr, "bench_md_loops: %s: %s\n", fk_algorithm_name(loops[l].algorithm),
+                    error);
+            exit_code = 1;
+        }
+    }
+    /* One evaluation at fixed positions, device time: the loop without the MD around it. */
+    for (size_t l = 0; l < loop_count && exit_code == 0; ++l) {
+        double times[FIXED_REPS];
+        for (int r = 0; r < FIXED_REPS && status == FK_OK; ++r)
+            status = fk_eval_compute(loops[l].sim->eval, &times[r]);
+        if (status != FK_OK) {
+            fprintf(stderr, "bench_md_loops: compute: %s\n", fk_context_last_error(context));
+            exit_code = 1;
+        } else {
+            loops[l].fixed_seconds = median(times, FIXED_REPS);
+        }
+    }
+    for (int r = 0; r < rounds && exit_code == 0; ++r)
+        for (size_t l = 0; l < loop_count && exit_code == 0; ++l) {
+            fkt_sim *sim = loops[l].sim;
+            const double device_before = sim->device_seconds;
+            const uint64_t evaluations_before = sim->evaluations;
+            const double start = now();
+            for (int s = 0; s < steps && status == FK_OK; ++s)
+                status = fkt_sim_step(sim);
+            loops[l].round_seconds[r] = (now() - start) / steps;
+            loops[l].round_device[r] = (sim->device_seconds - device_before) /
+                                       (double)(sim->evaluations - evaluations_before);
+            loops[l].steps += (size_t)steps;
+            if (status != FK_OK) {
+                fprintf(stderr, "bench_md_loops: %s step: %s\n",
+                        fk_algorithm_name(loops[l].algorithm), sim->message);
+                exit_code = 1;
+            }
+        }
+
+    if (exit_code == 0) {
+        const fk_device_info *device = fk_context_device(context);
+        cJSON *document = cJSON_CreateObject();
+        cJSON_AddStringToObject(document, "program", "bench_md_loops");
+        cJSON_AddStringToObject(document, "workload",
+                                "lj fluid, fcc start, Maxwell-Boltzmann velocities, periodic cube, "
+                                "velocity-Verlet NVE; a step = update_positions + compute + "
+                                "read_forces");
+        cJSON_AddStringToObject(document, "kernel", "lj");
+        cJSON_AddStringToObject(document, "accum", accum);
+        cJSON_AddNumberToObject(document, "n", (double)n);
+        cJSON_AddNumberToObject(document, "density", density);
+        cJSON_AddNumberToObject(document, "box", box[0]);
+        cJSON_AddNumberToObject(document, "cutoff", cutoff);
+        cJSON_AddNumberToObject(document, "skin", skin);
+        cJSON_AddNumberToObject(document, "temperature", temperature);
+        cJSON_AddNumberToObject(document, "dt", dt);
+        cJSON_AddNumberToObject(document, "seed", (double)seed);
+        cJSON_AddNumberToObject(document, "rounds", rounds);
+        cJSON_AddNumberToObject(document, "steps_per_round", steps);
+        cJSON_AddStringToObject(document, "device", device->name);
+        cJSON_AddStringToObject(document, "platform", device->platform_name);
+        cJSON_AddStringToObject(document, "driver_version", device->driver_version);
+        cJSON_AddNumberToObject(document, "compute_units", device->compute_units);
+        cJSON *results = cJSON_AddArrayToObject(document, "loops");
+        double medians[MAX_LOOPS];
+        for (size_t l = 0; l < loop_count; ++l) {
+            fk_variant v;
+            fk_eval_get_variant(loops[l].sim->eval, &v);
+            cJSON *item = cJSON_CreateObject();
+            cJSON_AddStringToObject(item, "algorithm", fk_algorithm_name(loops[l].algorithm));
+            char unroll[16];
+            snprintf(unroll, sizeof unroll, "%dx%d", v.unroll_i, v.unroll_j);
+            cJSON_AddStringToObject(item, "unroll", unroll);
+            cJSON_AddNumberToObject(item, "work_group_size", v.work_group_size);
+            cJSON_AddBoolToObject(item, "local_tiling", v.local_tiling != 0);
+            cJSON *per_round = cJSON_AddArrayToObject(item, "seconds_per_step_by_round");
+            for (int r = 0; r < rounds; ++r)
+                cJSON_AddItemToArray(per_round, cJSON_CreateNumber(loops[l].round_seconds[r]));
+            medians[l] = median(loops[l].round_seconds, (size_t)rounds);
+            cJSON_AddNumberToObject(item, "seconds_per_step", medians[l]);
+            cJSON_AddNumberToObject(item, "device_seconds_per_evaluation_in_steps",
+                                    median(loops[l].round_device, (size_t)rounds));
+            cJSON_AddNumberToObject(item, "device_seconds_per_evaluation_fixed",
+                                    loops[l].fixed_seconds);
+            cJSON_AddNumberToObject(item, "steps", (double)loops[l].steps);
+            /* the initial build and one per rebuild since */
+            cJSON_AddNumberToObject(item, "builds", (double)v.cell_rebuilds);
+            cJSON_AddNumberToObject(item, "last_build_device_seconds", v.cell_build_seconds);
+            cJSON_AddNumberToObject(item, "pairs_examined", (double)v.pairs_examined);
+            cJSON *grid = cJSON_AddArrayToObject(item, "cell_grid");
+            for (int d = 0; d < 3; ++d)
+                cJSON_AddItemToArray(grid, cJSON_CreateNumber(v.cell_grid[d]));
+            const fkt_sim_timing *t = &loops[l].sim->timing;
+            const double evaluations = (double)loops[l].sim->evaluations;
+            cJSON *phases = cJSON_AddObjectToObject(item, "wall_seconds_per_evaluation");
+            cJSON_AddNumberToObject(phases, "update_positions", t->update / evaluations);
+            cJSON_AddNumberToObject(phases, "compute", t->compute / evaluations);
+            cJSON_AddNumberToObject(phases, "read_forces", t->read / evaluations);
+            cJSON_AddItemToArray(results, item);
+        }
+        if (loop_count == 2) {
+            char key[96];
+            snprintf(key, sizeof key, "%s_over_%s_seconds_per_step",
+                     fk_algorithm_name(loops[0].algorithm), fk_algorithm_name(loops[1].algorithm));
+            cJSON_AddNumberToObject(document, key, medians[0] / medians[1]);
+        }
+        char *text = cJSON_Print(document);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        cJSON_Delete(document);
+    }
+    for (size_t l = 0; l < loop_count; ++l)
+        fkt_sim_destroy(loops[l].sim);
+    fkt_particle_set_free(&particles);
+    fk_context_destroy(context);
+    return exit_code;
+}

@@ -1,0 +1,293 @@
+/*
+ * forcekit: building Verlet neighbour lists on the device from the cell grid. The grid comes from
+ * cl/cells_build.cl (src/loops/cell_grid.c), src/loops/neighbors.c drives these kernels, and
+ * cl/neighbors.cl is the pair loop over the lists. Nothing here depends on the force law or the
+ * accumulator, so this program is compiled once per context.
+ *
+ * The lists hold, for each particle i, every other particle j closer than the list radius R
+ * (cutoff + skin plus the grid's rounding margin) at the build; the pair loop reuses them until
+ * some particle has moved more than skin / 2 (the grid's check), and a pair closer than the cutoff
+ * then was closer than R at the build. Candidates are the particles of the neighbouring cells
+ * (cells are at least R wide), visited in the grid's fixed order: the neighbour cells in
+ * fk_cells_range order, each cell's placeholders by particle index (cells_build.cl sorts them).
+ *
+ * Storage: compressed rows, sized from an exact count. A count pass gives each particle its number
+ * of partners, a prefix sum gives the offsets and the totals, the host allocates what was counted
+ * (never a guess per particle, so nothing can overflow) and a fill pass repeats the count pass's
+ * walk and writes the partners. Two lists per particle, A and B, with
+ * offsets offsets[i].x and offsets[i].y (offsets[n] holds the totals):
+ *   full lists (the accumulators whose sums must run per particle): A every partner, in the walk's
+ *     order; B empty.
+ *   half lists (Newton's third law): A the partners j > i, in the walk's order, whose pair terms
+ *     the pair loop computes once for both particles, storing j's side at the pair's place in A;
+ *     B one entry per partner j < i: the mirror of the pair, its place in j's list A, where i
+ *     then finds its side of that pair. The fill writes A, and j's walk, writing pair (j, i) at
+ *     place p of its A, puts p into i's B at a slot taken with an atomic increment (any order),
+ *     after which each B is sorted: mirrors are distinct, so the order, and hence the order of
+ *     each particle's sum, is fixed.
+ * Distances use the force laws' minimum image (d -= L rint(d / L)), which is exactly odd in d, so
+ * i finds j exactly when j finds i: i counted as many lower partners as the mirrors it receives
+ * (stats[FK_NB_MISSING] counts particles for which that fails: none, by construction; the host
+ * refuses such lists).
+ */
+
+/* No contraction: the distance test must round the same way for (i, j) and (j, i). */
+#pragma OPENCL FP_CONTRACT OFF
+
+#include "cells_grid.clh"
+
+/* Work-group size of the build kernels (their local reductions); the host uses the same value. */
+#ifndef FK_CELLS_AUX_WG
+#define FK_CELLS_AUX_WG 64
+#endif
+/* Elements of the prefix sum per work-item: a block of the scan is FK_CELLS_AUX_WG of them. */
+#define FK_NB_SCAN_ITEMS 16
+#define FK_NB_SCAN_BLOCK (FK_CELLS_AUX_WG * FK_NB_SCAN_ITEMS)
+
+/* stats[]: what the build reports to the host (src/loops/neighbors.c has the same indices). */
+#define FK_NB_MISSING 0 /* half lists: particles whose mirrors do not match their count (none) */
+#define FK_NB_TOTAL_A 1 /* entries of the lists A, 64 bits: lo, hi */
+#define FK_NB_TOTAL_B 3 /* entries of the lists B, 64 bits: lo, hi */
+
+/* rint(x) for |x| < 2^22, as two additions: x + 1.5 2^23 lies where the float spacing is 1, so
+ * the addition rounds x to the nearest integer, ties to even, and subtracting 1.5 2^23 is exact.
+ * The same value as rint (odd, like it), without the library call POCL 3.1 makes of rint: the
+ * walks took 2.3 times as long with it (N = 16,384 in a periodic box). Needs FP_CONTRACT OFF
+ * (above) and no fast-math, which this program is never built with. Here |x| < 3: positions lie
+ * within one box length of the box. */
+static inline float fk_nb_rint(const float x)
+{
+    const float magic = 0x1.8p23f;
+    return (x + magic) - magic;
+}
+
+/* The squared distance of the pair with the force laws' minimum image (forces/molecular_pair.clh),
+ * to the rounding the list radius's margin covers. */
+static inline float fk_nb_distance2(const float4 pi, const float4 pj, const float4 box,
+                                    const float4 inv_box, const int periodic)
+{
+    float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
+    if (periodic) {
+        dx -= box.x * fk_nb_rint(dx * inv_box.x);
+        dy -= box.y * fk_nb_rint(dy * inv_box.y);
+        dz -= box.z * fk_nb_rint(dz * inv_box.z);
+    }
+    return dx * dx + dy * dy + dz * dz;
+}
+
+/* Placeholders (i-particles) per work-item of the walk: each candidate j read from the cells is
+ * tested against all of them, as the cell loop's i-block does (on POCL the walk took twice as long
+ * with one). */
+#define FK_NB_WALK_I 4
+
+/*
+ * The walk. Work-item g takes FK_NB_WALK_I consecutive placeholders of one cell (cell c = g /
+ * per_cell, per_cell = ceil(capacity / FK_NB_WALK_I)); each particle i there visits its neighbour
+ * cells and takes every other particle closer than the list radius; half_lists: A takes j > i and
+ * B j < i; else A takes all. fill is a constant of each kernel: fk_neighbors_count counts
+ * (counts[i] = (partners in A, in B)), fk_neighbors_fill writes A at
+ * offsets[i].x (as counted: the same walk) and, for half lists, each pair's mirror into the
+ * partner's B (cursor[j]: the mirrors j has received so far, from 0).
+ */
+static inline void fk_nb_walk(const int fill, const int half_lists, const int capacity,
+                              const int4 grid, __global const int *restrict count,
+                              __global const int *restrict slots,
+                              __global const float4 *restrict body, const float radius2,
+                              const float4 box, const float4 inv_box,
+                              __global int2 *restrict counts,
+                              __global const uint2 *restrict offsets, __global int *restrict list_a,
+                              __global int *restrict list_b, __global int *restrict cursor)
+{
+    const size_t g = get_global_id(0);
+    const int per_cell = (capacity + FK_NB_WALK_I - 1) / FK_NB_WALK_I;
+    const int c = (int)(g / (size_t)per_cell);
+    const int first = (int)(g % (size_t)per_cell) * FK_NB_WALK_I;
+    if (c >= grid.x * grid.y * grid.z)
+        return;
+    const int m = min(count[c], capacity);
+    if (first >= m)
+        return;
+    int i[FK_NB_WALK_I], live[FK_NB_WALK_I], in_a[FK_NB_WALK_I], in_b[FK_NB_WALK_I];
+    float4 pi[FK_NB_WALK_I];
+    uint next_a[FK_NB_WALK_I]; /* where the fill writes each particle's next partner of A */
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+    {
+        live[u] = first + u < m; /* a placeholder past the cell's count repeats its last */
+        i[u] = slots[(size_t)c * (size_t)capacity + (size_t)min(first + u, m - 1)];
+        pi[u] = body[i[u]];
+        next_a[u] = fill ? offsets[i[u]].x : 0u;
+        in_a[u] = in_b[u] = 0;
+    }
+    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
+    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
+    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
+    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+    for (int tz = rz.x; tz <= rz.y; ++tz)
+        for (int ty = ry.x; ty <= ry.y; ++ty)
+            for (int tx = rx.x; tx <= rx.y; ++tx) {
+                const int nb = fk_cells_index(tx, ty, tz, grid);
+                const int partners = min(count[nb], capacity);
+                __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
+                for (int jj = 0; jj < partners; ++jj) {
+                    const int j = theirs[jj];
+                    const float4 pj = body[j];
+                    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+                    {
+                        const int within =
+                            live[u] & (j != i[u]) &
+                            (fk_nb_distance2(pi[u], pj, box, inv_box, grid.w) < radius2);
+                        const int to_a = !half_lists | (j > i[u]);
+                        if (!fill) { /* counted without branches: a tenth of them are taken */
+                            in_a[u] += within & to_a;
+                            in_b[u] += within & !to_a;
+                        } else if (within && to_a) {
+                            if (half_lists) { /* i is a lower partner of j: j gets the mirror */
+                                const uint2 range = (uint2)(offsets[j].y, offsets[j + 1].y);
+                                const uint slot_b = range.x + (uint)atomic_inc(&cursor[j]);
+                                if (slot_b < range.y) /* else the count check fails the build */
+                                    list_b[slot_b] = (int)next_a[u];
+                            }
+                            list_a[next_a[u]++] = j;
+                        }
+                    }
+                }
+            }
+    if (fill)
+        return;
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
+    {
+        if (live[u])
+            counts[i[u]] = (int2)(in_a[u], in_b[u]);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_count(const int half_lists, const int capacity, const int4 grid,
+                   __global const int *restrict count, __global const int *restrict slots,
+                   __global const float4 *restrict body, const float radius2, const float4 box,
+                   const float4 inv_box, __global int2 *restrict counts)
+{
+    fk_nb_walk(0, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, counts,
+               NULL, NULL, NULL, NULL);
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_neighbors_fill(
+    const int half_lists, const int capacity, const int4 grid, __global const int *restrict count,
+    __global const int *restrict slots, __global const float4 *restrict body, const float radius2,
+    const float4 box, const float4 inv_box, __global const uint2 *restrict offsets,
+    __global int *restrict list_a, __global int *restrict list_b, __global int *restrict cursor)
+{
+    fk_nb_walk(1, half_lists, capacity, grid, count, slots, body, radius2, box, inv_box, NULL,
+               offsets, list_a, list_b, cursor);
+}
+
+/* Half lists, per particle: sort the mirrors of B (they arrived in any order; sorted, each
+ * particle's j-side sum runs in a fixed order), and check that as many arrived as were counted. */
+__kernel void fk_neighbors_sort(const int n, __global const uint2 *restrict offsets,
+                                __global int *restrict list_b, __global const int *restrict cursor,
+                                __global int *restrict stats)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= n)
+        return;
+    const uint first = offsets[i].y;
+    const int lower = (int)(offsets[i + 1].y - first);
+    if (cursor[i] != lower) {
+        atomic_inc(&stats[FK_NB_MISSING]);
+        return;
+    }
+    fk_cells_sort(list_b + first, lower);
+}
+
+/*
+ * The exclusive prefix sum of counts[0 .. n) into offsets[0 .. n], both lists at once, in three
+ * kernels: the sum of each block of FK_NB_SCAN_BLOCK counts (64 bits), the exclusive scan of the
+ * block sums by one work-group (and the totals into offsets[n] and stats), then each block's
+ * offsets from its block's start. Totals beyond 2^31 are the host's to refuse (the offsets wrap).
+ */
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_blocks(const int n, __global const int2 *restrict counts,
+                         __global ulong2 *restrict block_sums)
+{
+    const int lid = (int)get_local_id(0);
+    const int first = (int)get_group_id(0) * FK_NB_SCAN_BLOCK + lid * FK_NB_SCAN_ITEMS;
+    ulong2 sum = (ulong2)(0, 0);
+    for (int k = first; k < min(first + FK_NB_SCAN_ITEMS, n); ++k)
+        sum += convert_ulong2(counts[k]);
+    __local ulong2 partial[FK_CELLS_AUX_WG];
+    partial[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int stride = FK_CELLS_AUX_WG / 2; stride > 0; stride /= 2) {
+        if (lid < stride)
+            partial[lid] += partial[lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        block_sums[get_group_id(0)] = partial[0];
+}
+
+/* One work-group: each work-item scans a run of consecutive block sums. */
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_top(const int n, const int blocks, __global ulong2 *restrict block_sums,
+                      __global uint2 *restrict offsets, __global int *restrict stats)
+{
+    const int lid = (int)get_local_id(0);
+    const int run = (blocks + FK_CELLS_AUX_WG - 1) / FK_CELLS_AUX_WG;
+    const int first = lid * run, end = min(first + run, blocks);
+    ulong2 sum = (ulong2)(0, 0);
+    for (int b = first; b < end; ++b)
+        sum += block_sums[b];
+    __local ulong2 start[FK_CELLS_AUX_WG];
+    start[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) { /* 64 values: sequentially */
+        ulong2 running = (ulong2)(0, 0);
+        for (int k = 0; k < FK_CELLS_AUX_WG; ++k) {
+            const ulong2 value = start[k];
+            start[k] = running;
+            running += value;
+        }
+        offsets[n] = convert_uint2(running);
+        stats[FK_NB_TOTAL_A] = (int)(uint)running.x;
+        stats[FK_NB_TOTAL_A + 1] = (int)(uint)(running.x >> 32);
+        stats[FK_NB_TOTAL_B] = (int)(uint)running.y;
+        stats[FK_NB_TOTAL_B + 1] = (int)(uint)(running.y >> 32);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong2 running = start[lid];
+    for (int b = first; b < end; ++b) {
+        const ulong2 value = block_sums[b];
+        block_sums[b] = running;
+        running += value;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_scan_apply(const int n, __global const int2 *restrict counts,
+                        __global const ulong2 *restrict block_sums,
+                        __global uint2 *restrict offsets)
+{
+    const int lid = (int)get_local_id(0);
+    const int first = (int)get_group_id(0) * FK_NB_SCAN_BLOCK + lid * FK_NB_SCAN_ITEMS;
+    const int end = min(first + FK_NB_SCAN_ITEMS, n);
+    ulong2 sum = (ulong2)(0, 0);
+    for (int k = first; k < end; ++k)
+        sum += convert_ulong2(counts[k]);
+    __local ulong2 start[FK_CELLS_AUX_WG];
+    start[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        ulong2 running = block_sums[get_group_id(0)];
+        for (int k = 0; k < FK_CELLS_AUX_WG; ++k) {
+            const ulong2 value = start[k];
+            start[k] = running;
+            running += value;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong2 running = start[lid];
+    for (int k = first; k < end; ++k) {
+        offsets[k] = convert_uint2(running);
+        running += convert_ulong2(counts[k]);
+    }
+}

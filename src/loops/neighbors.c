@@ -1,0 +1,621 @@
+/*
+ * The Verlet neighbour-list pair loop, for the molecular force laws with a cutoff (issue #17).
+ *
+ * Lists of radius R = cutoff + skin (plus the grid's rounding margin) are built on the device from
+ * the cell grid the cell loop uses (cell_grid.c, cl/cells_build.cl): cl/neighbors_build.cl walks
+ * each particle's neighbouring cells twice, once to count its partners and, after a prefix sum and
+ * an allocation of what was counted, once to write them (compressed rows; the layout is
+ * described there). cl/neighbors.cl runs the pair loop over them.
+ *
+ * When things happen. The evaluation calls prepare after every upload of positions. The grid's
+ * check runs on the device (the largest displacement since the last build against skin / 2, one
+ * flag read back); the lists are rebuilt exactly when the grid is, from the same positions, so a
+ * pair closer than the cutoff now was closer than R at the build. Otherwise the lists stay, and
+ * both passes (the bound pre-pass of fixed64, narumi, nitadori_large with the `bound` accumulator,
+ * then the forces) walk them.
+ *
+ * Half or full. For the accumulators the symmetric loop takes (fk__accum_allows_newton: float,
+ * double, fixed64) the lists are half lists and each pair is computed once for both particles;
+ * for the others (the compensated ones and ref, whose error analysis is of one running sum of each
+ * particle's own terms) full lists. The bound pre-pass uses the lists of the forces pass: its
+ * terms' magnitudes are the same from either side.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell_grid.h"
+#include "tune.h"
+
+/* stats[] indices, as in cl/neighbors_build.cl */
+enum {
+    STAT_MISSING = 0,
+    STAT_TOTAL_A,
+    STAT_TOTAL_B = STAT_TOTAL_A + 2,
+    STAT_COUNT = STAT_TOTAL_B + 2
+};
+static const cl_int initial_stats[8] = {0};
+_Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
+
+/* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum; FK_NB_WALK_I
+ * there: placeholders per work-item of the list walks. */
+enum { SCAN_BLOCK = FK__CELL_GRID_AUX_WG * 16, WALK_I = 4 };
+
+struct fk__neighbors {
+    fk__cell_grid grid;
+    int half;   /* 1: half lists, Newton's third law; 0: full lists */
+    int group;  /* work-items per group of the pair kernels, one particle each */
+    int unroll; /* partners per unrolled step (UNROLL_J) */
+    cl_program build_program, program, bound_program;
+    cl_kernel count, fill, sort, scan_blocks, scan_top, scan_apply;
+    /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
+     * NULL). */
+    cl_kernel pairs, gather, bound_pairs, bound_gather;
+    cl_mem counts, offsets, block_sums, list_a, list_b, jterms, cursor, stats;
+    /* allocated elements */
+    size_t counts_capacity, offsets_capacity, block_capacity, a_capacity, b_capacity,
+        jterm_capacity, cursor_capacity;
+    /* The current lists */
+    size_t built;        /* particles of the lists; 0: none */
+    size_t entries_a;    /* entries of the lists A: the pairs each pass evaluates */
+    double list_seconds; /* device seconds of the last list build */
+};
+
+static const char owner[] = "neighbors";
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
+{
+    fk_variant *v = &eval->variant;
+    v->unroll_i = 1;
+    v->unroll_j = state->unroll;
+    v->work_group_size = state->group;
+    v->local_tiling = 0;
+    v->j_splits = 1;
+    fk__cell_grid_report(&state->grid, v);
+    v->cell_build_seconds += state->built ? state->list_seconds : 0.0;
+    v->pairs_examined = state->built ? (uint64_t)state->entries_a : 0;
+}
+
+/* The built-in shape, where neither the configuration nor a tuning database entry gives one.
+ * CPUs: measured on POCL 3.1, 2 EPYC cores, lj float, N = 16,384 at density 0.8 (bench's lattice),
+ * median of 7: 1x4 with 4, 16 or 64 work-items 0.85 ms, 1x2 0.99-1.03 ms, 1x1 1.5 ms, 1x8 as 1x4
+ * (the unrolled partners give the core independent pair computations; the sum stays one chain).
+ * GPUs: not measured yet (issue #17's H200 figures): a warp or two per group, no unrolling, until
+ * `forcekit tune --algorithm neighbors` says better. */
+static void builtin_shape(const fk_device_info *device, int *group, int *unroll)
+{
+    const int gpu = device->type == FK_DEVICE_GPU;
+    *group = gpu ? 64 : 16;
+    *unroll = gpu ? 1 : 4;
+}
+
+static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *kernel,
+                                    const fk_accum_desc *accum, const fk_eval_config *config,
+                                    const fk__physics *physics, char *reason, size_t reason_size)
+{
+    (void)context, (void)accum;
+    return fk__cell_grid_supports(owner, kernel, config, physics, reason, reason_size);
+}
+
+static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
+                                    const fk_program_request *request, const char *accum,
+                                    cl_program *program, fk_program_result *built)
+{
+    fk_program_request own = *request;
+    own.file = "neighbors.cl";
+    own.accum = accum;
+    own.unroll_i = 1;
+    own.unroll_j = state->unroll;
+    own.local_tiling = 0;
+    own.work_group_size = state->group;
+    char options[640];
+    snprintf(options, sizeof options, "%s -D FK_NEIGHBORS_HALF=%d",
+             request->extra_options ? request->extra_options : "", state->half);
+    own.extra_options = options;
+    fk_status status = fk__program_build(eval->context, &own, built);
+    if (status == FK_OK)
+        *program = built->program;
+    return status;
+}
+
+/* The pass's kernels of one pair program, checked against the work-group size. */
+static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, cl_program program,
+                              cl_kernel *pairs, cl_kernel *gather)
+{
+    fk_context *context = eval->context;
+    const char *pairs_name = state->half ? "fk_neighbors_half" : "fk_neighbors_full";
+    fk_status status = fk__create_kernel(context, program, pairs_name, pairs);
+    if (status == FK_OK && state->half)
+        status = fk__create_kernel(context, program, "fk_neighbors_gather", gather);
+    if (status == FK_OK)
+        status = fk__check_work_group(context, *pairs, (size_t)state->group, owner, pairs_name);
+    if (status == FK_OK && state->half)
+        status = fk__check_work_group(context, *gather, (size_t)state->group, owner,
+                                      "fk_neighbors_gather");
+    return status;
+}
+
+static fk_status neighbors_create(fk_eval *eval, const fk_program_request *request, void **out)
+{
+    fk_context *context = eval->context;
+    const fk_eval_config *config = &eval->config;
+    struct fk__neighbors *state = calloc(1, sizeof *state);
+    if (!state)
+        return FK_ERR_HOST_MEMORY;
+    *out = state; /* the evaluation destroys it on any failure below */
+    state->half = fk__accum_allows_newton(eval->accum);
+
+    /* The shape: one particle per work-item, its partners UNROLL_J per unrolled step
+     * (config.unroll_j), config.work_group_size work-items per group. The loop has no i-unrolling
+     * and no tiling: config.unroll_i and local_tiling do not apply, and the variant reports what
+     * runs (1, off), as the cell loop reports the j-unrolling it does not have. A tuning database
+     * entry for this loop (`forcekit tune --algorithm neighbors`) replaces the built-in shape where
+     * the configuration leaves it automatic. */
+    const fk_device_info *device = &context->info;
+    const int explicit_shape = config->work_group_size > 0 || config->unroll_j;
+    const fk_tuning_entry *tuned =
+        explicit_shape ? NULL
+                       : fk__tuning_lookup_loop(context->tuning, FK_ALGORITHM_NEIGHBORS,
+                                                eval->kernel->info.name, eval->accum->info.name,
+                                                config->expected_count);
+    int builtin_group, builtin_unroll;
+    builtin_shape(device, &builtin_group, &builtin_unroll);
+    size_t group = config->work_group_size > 0 ? (size_t)config->work_group_size
+                   : tuned                     ? (size_t)tuned->work_group_size
+                                               : (size_t)builtin_group;
+    if (group > device->max_work_group_size)
+        group = device->max_work_group_size;
+    state->group = (int)group;
+    state->unroll = config->unroll_j ? config->unroll_j : tuned ? tuned->unroll_j : builtin_unroll;
+
+    double grid_seconds = 0.0;
+    int grid_from_cache = 1;
+    fk_program_result built_lists = {0}, built = {0}, bound_built = {0};
+    fk_status status =
+        fk__cell_grid_create(eval, &state->grid, owner, &grid_seconds, &grid_from_cache);
+    if (status == FK_OK) {
+        /* The list build does not depend on the force law or accumulator: one program for every
+         * evaluation. */
+        char build_options[64];
+        snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d",
+                 FK__CELL_GRID_AUX_WG);
+        status = fk__program_build_file(context, "neighbors_build.cl", build_options, &built_lists);
+        if (status == FK_OK)
+            state->build_program = built_lists.program;
+    }
+    /* Every build kernel runs in groups of FK__CELL_GRID_AUX_WG (launch below). */
+    const struct {
+        const char *name;
+        cl_kernel *kernel;
+    } build_kernels[] = {
+        {"fk_neighbors_count", &state->count},
+        {"fk_neighbors_fill", &state->fill},
+        {"fk_neighbors_sort", &state->sort},
+        {"fk_neighbors_scan_blocks", &state->scan_blocks},
+        {"fk_neighbors_scan_top", &state->scan_top},
+        {"fk_neighbors_scan_apply", &state->scan_apply},
+    };
+    for (size_t k = 0; k < sizeof build_kernels / sizeof build_kernels[0] && status == FK_OK; ++k) {
+        status = fk__create_kernel(context, state->build_program, build_kernels[k].name,
+                                   build_kernels[k].kernel);
+        if (status == FK_OK)
+            status = fk__check_work_group(context, *build_kernels[k].kernel, FK__CELL_GRID_AUX_WG,
+                                          owner, build_kernels[k].name);
+    }
+    if (status == FK_OK)
+        status = build_pair_program(eval, state, request, eval->accum->info.name, &state->program,
+                                    &built);
+    if (status == FK_OK)
+        status = pair_kernels(eval, state, state->program, &state->pairs, &state->gather);
+    if (status == FK_OK && eval->accum->choose_parameters) {
+        status =
+            build_pair_program(eval, state, request, "bound", &state->bound_program, &bound_built);
+        if (status == FK_OK)
+            status = pair_kernels(eval, state, state->bound_program, &state->bound_pairs,
+                                  &state->bound_gather);
+    }
+    if (status == FK_OK)
+        status = fk__cell_grid_buffer(eval, owner, &state->stats, sizeof initial_stats,
+                                      "list statistics");
+    if (status != FK_OK)
+        return status; /* fk_eval_destroy releases what was made */
+
+    eval->variant.source = explicit_shape ? FK_VARIANT_EXPLICIT
+                           : tuned        ? tuned->origin
+                                          : FK_VARIANT_DEFAULT;
+    eval->variant.tuned_count = tuned ? tuned->n : 0;
+    eval->variant.build_seconds +=
+        grid_seconds + built_lists.seconds + built.seconds + bound_built.seconds;
+    eval->variant.program_from_cache = eval->variant.program_from_cache && grid_from_cache &&
+                                       built_lists.from_cache && built.from_cache;
+    fill_variant(eval, state);
+    return FK_OK;
+}
+
+static void neighbors_destroy(void *opaque)
+{
+    struct fk__neighbors *state = opaque;
+    if (!state)
+        return;
+    fk__cell_grid_release(&state->grid);
+    cl_kernel kernels[] = {state->count,       state->fill,        state->sort,  state->scan_blocks,
+                           state->scan_top,    state->scan_apply,  state->pairs, state->gather,
+                           state->bound_pairs, state->bound_gather};
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
+        if (kernels[k])
+            clReleaseKernel(kernels[k]);
+    cl_program programs[] = {state->build_program, state->program, state->bound_program};
+    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; ++k)
+        if (programs[k])
+            clReleaseProgram(programs[k]);
+    cl_mem buffers[] = {state->counts, state->offsets, state->block_sums, state->list_a,
+                        state->list_b, state->jterms,  state->cursor,     state->stats};
+    for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
+        if (buffers[k])
+            clReleaseMemObject(buffers[k]);
+    free(state);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Building the lists */
+
+/* *buffer holds at least `needed` elements of `size` bytes: a new one when it is too small or more
+ * than twice too large. Grown to the count plus 1/16, so that a count that creeps up between
+ * rebuilds does not reallocate every time; never below the count (nothing is ever dropped). */
+static fk_status ensure_buffer(fk_eval *eval, cl_mem *buffer, size_t *capacity, size_t needed,
+                               size_t size, const char *what)
+{
+    if (needed == 0)
+        needed = 1; /* OpenCL has no empty buffers */
+    if (*buffer && needed <= *capacity && needed >= *capacity / 2)
+        return FK_OK;
+    const size_t elements = needed + needed / 16;
+    if (elements > SIZE_MAX / size) {
+        *capacity = 0;
+        return fk__fail(eval->context, FK_ERR_DEVICE_MEMORY, "%s: the %s need %zu x %zu bytes",
+                        owner, what, elements, size);
+    }
+    fk_status status = fk__cell_grid_buffer(eval, owner, buffer, elements * size, what);
+    *capacity = status == FK_OK ? elements : 0;
+    return status;
+}
+
+static size_t round_up(size_t value, size_t multiple)
+{
+    return (value + multiple - 1) / multiple * multiple;
+}
+
+/* One launch of a build kernel, 1-D, in groups of FK__CELL_GRID_AUX_WG; err and call keep the
+ * first failure (later launches are skipped). */
+static void launch(fk_context *context, cl_kernel kernel, size_t items, const char *name,
+                   cl_event *event, cl_int *err, const char **call)
+{
+    if (*err != CL_SUCCESS)
+        return;
+    const size_t group = FK__CELL_GRID_AUX_WG;
+    const size_t global = round_up(items ? items : 1, group);
+    *err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, &group, 0, NULL, event);
+    if (*err != CL_SUCCESS) {
+        *event = NULL;
+        *call = name;
+    }
+}
+
+static uint64_t stat_u64(const cl_int *stats, int index)
+{
+    return (uint64_t)(uint32_t)stats[index] | ((uint64_t)(uint32_t)stats[index + 1] << 32);
+}
+
+/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
+ * the mirrors scattered too), and for half lists sort each particle's mirrors. */
+static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
+{
+    fk_context *context = eval->context;
+    const fk__cell_grid *grid = &state->grid;
+    const size_t n = eval->count;
+    const size_t blocks = (n + SCAN_BLOCK - 1) / SCAN_BLOCK;
+    state->built = 0;
+    fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
+                                     sizeof(cl_int2), "partner counts");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->offsets, &state->offsets_capacity, n + 1,
+                               sizeof(cl_uint2), "list offsets");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
+                               sizeof(cl_ulong2), "prefix-sum blocks");
+    if (status != FK_OK)
+        return status;
+
+    const double radius = grid->min_side;
+    float radius2 = (float)(radius * radius);
+    if ((double)radius2 < radius * radius) /* round up: a pair at R must not be lost to rounding */
+        radius2 = nextafterf(radius2, INFINITY);
+    const float *physics = eval->physics_values;
+    const cl_float4 box = {
+        {physics[FK_PHYS_BOX], physics[FK_PHYS_BOX + 1], physics[FK_PHYS_BOX + 2], 0.0f}};
+    const cl_float4 inv_box = {{physics[FK_PHYS_INV_BOX], physics[FK_PHYS_INV_BOX + 1],
+                                physics[FK_PHYS_INV_BOX + 2], 0.0f}};
+    const cl_int4 layout = {{grid->grid[0], grid->grid[1], grid->grid[2], grid->periodic}};
+    const cl_int capacity = grid->capacity, half = state->half;
+    const cl_int n_int = (cl_int)n, block_count = (cl_int)blocks;
+    /* The two walks take the same first arguments: the grid and the radius. */
+    for (int k = 0; k < 2 && status == FK_OK; ++k)
+        status = FK__SET_ARGS(context, k ? state->fill : state->count,
+                              k ? "fk_neighbors_fill" : "fk_neighbors_count", 0, FK__ARG(half),
+                              FK__ARG(capacity), FK__ARG(layout), FK__ARG(grid->count),
+                              FK__ARG(grid->slots), FK__ARG(eval->body), FK__ARG(radius2),
+                              FK__ARG(box), FK__ARG(inv_box));
+    if (status == FK_OK)
+        status =
+            FK__SET_ARGS(context, state->count, "fk_neighbors_count", 9, FK__ARG(state->counts));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->scan_blocks, "fk_neighbors_scan_blocks", 0,
+                              FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->scan_top, "fk_neighbors_scan_top", 0, FK__ARG(n_int),
+                              FK__ARG(block_count), FK__ARG(state->block_sums),
+                              FK__ARG(state->offsets), FK__ARG(state->stats));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, state->scan_apply, "fk_neighbors_scan_apply", 0,
+                              FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums),
+                              FK__ARG(state->offsets));
+    if (status != FK_OK)
+        return status;
+
+    /* Count and prefix sum; the totals come back with the statistics. */
+    /* The walk's work-items: FK_NB_WALK_I (cl/neighbors_build.cl) placeholders of a cell each. */
+    const size_t walkers = grid->cells * (((size_t)grid->capacity + WALK_I - 1) / WALK_I);
+    cl_event events[8] = {NULL};
+    const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
+    cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
+                                      sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
+    launch(context, state->count, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+           &events[1], &err, &call);
+    launch(context, state->scan_blocks, blocks * FK__CELL_GRID_AUX_WG,
+           "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
+    launch(context, state->scan_top, FK__CELL_GRID_AUX_WG,
+           "clEnqueueNDRangeKernel (fk_neighbors_scan_top)", &events[3], &err, &call);
+    launch(context, state->scan_apply, blocks * FK__CELL_GRID_AUX_WG,
+           "clEnqueueNDRangeKernel (fk_neighbors_scan_apply)", &events[4], &err, &call);
+    cl_int stats[8];
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueReadBuffer (neighbour lists: statistics)";
+        err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
+                                  NULL, NULL);
+    }
+    double seconds = 0.0;
+    fk__collect_events(events, 5, err == CL_SUCCESS ? &seconds : NULL);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, call, err);
+    const uint64_t total_a = stat_u64(stats, STAT_TOTAL_A), total_b = stat_u64(stats, STAT_TOTAL_B);
+    if (total_a > INT_MAX || total_b > INT_MAX)
+        return fk__fail(context, FK_ERR_DEVICE_MEMORY,
+                        "%s: %llu pairs within cutoff + skin exceed the lists' 2^31 entries; use "
+                        "the cells algorithm or a smaller skin",
+                        owner, (unsigned long long)(total_a + total_b));
+
+    /* Exactly what was counted (plus the growth margin of ensure_buffer), then the fill. */
+    status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a,
+                           sizeof(cl_int), "lists");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
+                               sizeof(cl_int), "mirrors");
+    if (status == FK_OK && state->half)
+        status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity,
+                               (size_t)total_a * eval->components, sizeof(cl_float), "pair terms");
+    /* Half lists: the mirrors each particle has received, from 0 (the fill's atomic slots). */
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
+                               "mirror cursors");
+    if (status == FK_OK)
+        status =
+            FK__SET_ARGS(context, state->fill, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
+                         FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->cursor));
+    if (status == FK_OK && state->half)
+        status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
+                              FK__ARG(state->offsets), FK__ARG(state->list_b),
+                              FK__ARG(state->cursor), FK__ARG(state->stats));
+    if (status != FK_OK)
+        return status;
+    const cl_int zero = 0;
+    if (err == CL_SUCCESS && state->half) {
+        call = "clEnqueueFillBuffer (neighbour lists: mirror cursors)";
+        err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
+                               NULL, &events[7]);
+    }
+    launch(context, state->fill, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)", &events[5],
+           &err, &call);
+    if (state->half)
+        launch(context, state->sort, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
+               &err, &call);
+    if (err == CL_SUCCESS) {
+        call = "clEnqueueReadBuffer (neighbour lists: statistics)";
+        err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
+                                  NULL, NULL);
+    }
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue); /* nothing of this build may still run when the caller retries */
+        fk__collect_events(events + 5, 3, NULL);
+        return fk__cl_fail(context, call, err);
+    }
+    fk__collect_events(events + 5, 3, &seconds);
+    if (stats[STAT_MISSING] != 0)
+        return fk__fail(context, FK_ERR_OPENCL,
+                        "%s: %d particles did not receive the mirrors of the lower partners they "
+                        "counted (the device computed a pair's distance differently for its two "
+                        "particles)",
+                        owner, stats[STAT_MISSING]);
+    state->entries_a = (size_t)total_a;
+    state->list_seconds = seconds;
+    state->built = n;
+    return FK_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Evaluation */
+
+/* After every upload: the grid's check on the device; when the grid is rebuilt (new particles, or
+ * some particle moved more than skin / 2), the lists are rebuilt from the same positions. */
+static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
+{
+    struct fk__neighbors *state = opaque;
+    int rebuilt = 0;
+    fk_status status = fk__cell_grid_update(eval, &state->grid, &rebuilt);
+    if (status == FK_OK && (rebuilt || state->built != eval->count))
+        status = build_lists(eval, state);
+    if (status == FK_OK && !state->grid.current)
+        status = fk__fail(eval->context, FK_ERR_STATE, "neighbour lists were not built");
+    if (status != FK_OK) {
+        /* Lists must come from the positions the grid's check measures displacements from: the
+         * next upload rebuilds both. */
+        state->built = 0;
+        state->grid.built = 0;
+        state->grid.current = 0;
+    }
+    fill_variant(eval, state);
+    return status;
+}
+
+static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
+                                   cl_event *last)
+{
+    fk_context *context = eval->context;
+    struct fk__neighbors *state = opaque;
+    *first = *last = NULL;
+    if (!state->grid.current || state->built != eval->count)
+        return fk__fail(context, FK_ERR_STATE, "compute: the neighbour lists are not up to date");
+    /* The bound pre-pass is the same loop compiled with the `bound` accumulator. */
+    cl_kernel pairs = pass == FK__PASS_BOUND ? state->bound_pairs : state->pairs;
+    cl_kernel gather = pass == FK__PASS_BOUND ? state->bound_gather : state->gather;
+    const cl_int n = (cl_int)eval->count;
+    const cl_float4 acc_param = fk__eval_acc_param(eval);
+    fk_status status;
+    if (state->half) {
+        status = FK__SET_ARGS(context, pairs, "fk_neighbors_half", 0, FK__ARG(n),
+                              FK__ARG(state->offsets), FK__ARG(state->list_a), FK__ARG(eval->body),
+                              FK__ARG(eval->body_aux), FK__ARG(eval->table), FK__ARG(eval->physics),
+                              FK__ARG(acc_param), FK__ARG(state->jterms), FK__ARG(eval->result));
+        if (status == FK_OK)
+            status =
+                FK__SET_ARGS(context, gather, "fk_neighbors_gather", 0, FK__ARG(n),
+                             FK__ARG(state->offsets), FK__ARG(state->list_b),
+                             FK__ARG(state->jterms), FK__ARG(acc_param), FK__ARG(eval->result));
+    } else {
+        status = FK__SET_ARGS(context, pairs, "fk_neighbors_full", 0, FK__ARG(n),
+                              FK__ARG(state->offsets), FK__ARG(state->list_a), FK__ARG(eval->body),
+                              FK__ARG(eval->body_aux), FK__ARG(eval->table), FK__ARG(eval->physics),
+                              FK__ARG(acc_param), FK__ARG(eval->result));
+    }
+    if (status != FK_OK)
+        return status;
+    const size_t group = (size_t)state->group;
+    const size_t global = round_up(eval->count, group);
+    cl_int err =
+        clEnqueueNDRangeKernel(context->queue, pairs, 1, NULL, &global, &group, 0, NULL, first);
+    if (err != CL_SUCCESS) {
+        *first = NULL;
+        return fk__cl_fail(context,
+                           state->half ? "clEnqueueNDRangeKernel (fk_neighbors_half)"
+                                       : "clEnqueueNDRangeKernel (fk_neighbors_full)",
+                           err);
+    }
+    if (!state->half)
+        return FK_OK;
+    err = clEnqueueNDRangeKernel(context->queue, gather, 1, NULL, &global, &group, 0, NULL, last);
+    if (err != CL_SUCCESS) {
+        *last = NULL;
+        clFinish(context->queue); /* drain what was queued before the failure */
+        clReleaseEvent(*first);
+        *first = NULL;
+        return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_neighbors_gather)", err);
+    }
+    return FK_OK;
+}
+
+static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
+                                fk__kernel_figures *figures, size_t capacity)
+{
+    const struct fk__neighbors *state = opaque;
+    const fk__named_kernel kernels[] = {
+        {state->pairs, state->half ? "fk_neighbors_half" : "fk_neighbors_full"},
+        {state->gather, "fk_neighbors_gather"},
+        {state->bound_pairs,
+         state->half ? "fk_neighbors_half (bound pre-pass)" : "fk_neighbors_full (bound pre-pass)"},
+        {state->bound_gather, "fk_neighbors_gather (bound pre-pass)"},
+        {state->count, "fk_neighbors_count"},
+        {state->fill, "fk_neighbors_fill"},
+    };
+    return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
+                                  figures, capacity);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Tuning space: work-items per group (one particle each) and partners per unrolled step
+ * (unroll 1xJ); no tiling, no split. */
+
+static const int neighbor_unrolls[] = {1, 2, 4, 8};
+static const int neighbor_cpu_groups[] = {1, 4, 16, 64};
+static const int neighbor_gpu_groups[] = {32, 64, 128, 256};
+
+static size_t neighbors_tuning_space(const fk__tuning_query *query, fk__loop_shape **out)
+{
+    *out = NULL;
+    const fk_device_info *device = &query->context->info;
+    const fk_tune_config *pinned = query->pinned;
+    const int gpu = device->type == FK_DEVICE_GPU;
+    const int *groups = gpu ? neighbor_gpu_groups : neighbor_cpu_groups;
+    const int group_count = 4;
+    const int unroll_count = (int)(sizeof neighbor_unrolls / sizeof neighbor_unrolls[0]);
+    if (pinned->lanes > 0 || pinned->j_splits > 0 || pinned->local_tiling > 0 ||
+        (pinned->unroll_i && pinned->unroll_i != 1))
+        return 0;
+    fk__loop_shape *space = calloc((size_t)(unroll_count * group_count), sizeof *space);
+    if (!space)
+        return 0;
+    size_t count = 0;
+    for (int u = 0; u < unroll_count; ++u)
+        for (int g = 0; g < group_count; ++g) {
+            if ((pinned->unroll_j && pinned->unroll_j != neighbor_unrolls[u]) ||
+                (pinned->work_group_size && pinned->work_group_size != groups[g]) ||
+                (size_t)groups[g] > device->max_work_group_size)
+                continue;
+            fk__loop_shape *s = &space[count++];
+            s->unroll_i = 1;
+            s->unroll_j = neighbor_unrolls[u];
+            s->work_group_size = groups[g];
+            s->local_tiling = 0;
+            const int coordinate[6] = {0, u, g, 0, 0, 0};
+            memcpy(s->coordinate, coordinate, sizeof coordinate);
+        }
+    if (count == 0) {
+        free(space);
+        return 0;
+    }
+    *out = space;
+    return count;
+}
+
+static void neighbors_default_shape(const fk__tuning_query *query, fk__loop_shape *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    builtin_shape(&query->context->info, &shape->work_group_size, &shape->unroll_j);
+    if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
+        shape->work_group_size = (int)query->context->info.max_work_group_size;
+    shape->unroll_i = 1;
+}
+
+const fk__loop fk__loop_neighbors = {
+    .name = "neighbors",
+    .supports = neighbors_supports,
+    .create = neighbors_create,
+    .prepare = neighbors_prepare,
+    .enqueue = neighbors_enqueue,
+    .figures = neighbors_figures,
+    .destroy = neighbors_destroy,
+    .tuning_space = neighbors_tuning_space,
+    .default_shape = neighbors_default_shape,
+};
