@@ -429,8 +429,8 @@ FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *partic
  * forces (FK_ERR_OVERFLOW from the data-scaled accumulators), which the caller must check. After
  * FK_ERR_INVALID_INPUT for a coordinate the evaluation keeps its previous particles (the cells and
  * neighbors loops' check for a particle more than a box length outside the periodic box is the
- * exception: it runs after the upload, and fk_eval_set_particles is needed); after any other failure
- * fk_eval_set_particles is needed again. FK_ERR_STATE before the first set_particles. */
+ * exception: it runs after the upload, and fk_eval_set_particles is needed); after any other
+ * failure fk_eval_set_particles is needed again. FK_ERR_STATE before the first set_particles. */
 FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
                                           const double *velocity);
 
