@@ -272,6 +272,7 @@ typedef struct eval_options {
     int exclusion_mode;
     int work_group_size, unroll_j;
     int reproducible;
+    int lists; /* fk_neighbor_lists */
 } eval_options;
 
 static fk_algorithm algorithm_of(eval_options o)
@@ -294,6 +295,7 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
     config.work_group_size = o.work_group_size;
     config.unroll_i = o.unroll_j ? 1 : 0;
     config.unroll_j = o.unroll_j;
+    config.neighbor_lists = o.lists;
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(context, &config, &eval);
@@ -358,11 +360,15 @@ static fk_variant variant_of(const fk_eval *eval)
     return v;
 }
 
-static int half_lists(const char *accum)
+/* Whether the lists are half lists, as fk_neighbor_lists documents it: asked for, or automatic and
+ * then half lists on CPUs for the accumulators the symmetric loop takes (Newton's third law). */
+static int half_lists(const char *accum, eval_options o)
 {
-    /* The accumulators the symmetric loop takes (docs/algorithms.md): Newton's third law. */
-    return strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
-           strcmp(accum, "fixed64") == 0;
+    const int allowed = strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
+                        strcmp(accum, "fixed64") == 0;
+    if (o.lists != FK_NEIGHBOR_LISTS_AUTO)
+        return o.lists == FK_NEIGHBOR_LISTS_HALF;
+    return allowed && fk_context_device(context)->type != FK_DEVICE_GPU;
 }
 
 /* The pairs the lists hold: every pair within the cutoff at least; about the pairs within
@@ -396,11 +402,12 @@ static fk_variant check_system(const char *what, const test_system *s, const ref
             "  %-26s %-14s N=%5zu grid %2dx%2dx%2d: worst error / bound %.3f; %s lists, %.1f "
             "pairs per particle (%.1f within rc)\n",
             what, accum, s->n, v.cell_grid[0], v.cell_grid[1], v.cell_grid[2], worst,
-            half_lists(accum) ? "half" : "full", (double)v.pairs_examined / (double)s->n,
+            v.neighbor_half_lists ? "half" : "full", (double)v.pairs_examined / (double)s->n,
             (double)ref->within / (double)s->n);
     if (worst > 1)
         fail_msg("%s: worst error %.3g times the bound", label, worst);
-    check_pairs(label, &v, ref, half_lists(accum));
+    assert_int_equal(v.neighbor_half_lists, half_lists(accum, o));
+    check_pairs(label, &v, ref, v.neighbor_half_lists);
     assert_int_equal(v.cell_rebuilds, 1);
     free_outputs(&out);
     return v;
@@ -465,9 +472,10 @@ static void test_every_accumulator(void **state)
 }
 
 /* Repeated computes on unchanged positions reuse the lists and give the same bits (float, half
- * lists: the i-side and j-side sums run in a fixed order); a new set of the same positions does not
- * rebuild either; shapes: work-group sizes that do not divide N, partners not unrolled and unrolled
- * by 8 (the automatic shape is every other test's). */
+ * lists, the i-side and j-side sums run in a fixed order; full lists, each particle's own); a new
+ * set of the same positions does not rebuild either; shapes: work-group sizes that do not divide N,
+ * partners not unrolled (half lists) and unrolled by 8 (full lists); the automatic shape and form
+ * are every other test's. */
 static void test_reuse_and_shapes(void **state)
 {
     (void)state;
@@ -478,8 +486,9 @@ static void test_reuse_and_shapes(void **state)
     s.physics.coulomb = 1.5;
     set_box(&s, quantize(10 * 1.1));
     reference ref = make_reference(&s, 0.36);
-    const eval_options shapes[] = {{.work_group_size = 7, .unroll_j = 1},
-                                   {.work_group_size = 64, .unroll_j = 8}};
+    const eval_options shapes[] = {
+        {.work_group_size = 7, .unroll_j = 1, .lists = FK_NEIGHBOR_LISTS_HALF},
+        {.work_group_size = 64, .unroll_j = 8, .lists = FK_NEIGHBOR_LISTS_FULL}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; ++k) {
         outputs first = make_outputs(s.n), again = make_outputs(s.n);
         fk_eval *eval = make_eval(&s, "float", shapes[k]);
@@ -500,7 +509,8 @@ static void test_reuse_and_shapes(void **state)
                 v.work_group_size, v.unroll_j, worst);
         if (worst > 1)
             fail_msg("work-group %d: worst error %.3g times the bound", v.work_group_size, worst);
-        check_pairs("shapes", &v, &ref, 1);
+        assert_int_equal(v.neighbor_half_lists, half_lists("float", shapes[k]));
+        check_pairs("shapes", &v, &ref, v.neighbor_half_lists);
         fk_eval_destroy(eval);
         free_outputs(&first);
         free_outputs(&again);
@@ -522,6 +532,72 @@ static void test_bit_identity(void **state)
     check_bit_identity("periodic fluid", &s, "fixed64", 1);
     if (fk_test_full())
         check_bit_identity("periodic fluid", &s, "narumi", 0);
+    free_system(&s);
+}
+
+/* Half and full lists asked for explicitly (fk_eval_config.neighbor_lists), whatever the device's
+ * automatic choice: float both ways against the reference; fixed64 in reproducible mode the same
+ * integers both ways and as all-pairs (its sums are exact, so the form cannot matter); half lists
+ * refused for an accumulator whose sums may not be merged, and a value out of range refused. */
+static void test_list_forms(void **state)
+{
+    (void)state;
+    test_system s;
+    alloc_system(&s, "ljc_constant", 1000);
+    lattice(&s, 0, s.n, 10, 1.1, (double[3]){0.5, 0.5, 0.5}, 0.2);
+    s.physics.coulomb = 1.0;
+    set_box(&s, quantize(10 * 1.1));
+    reference ref = make_reference(&s, 0.3);
+    const int forms[] = {FK_NEIGHBOR_LISTS_HALF, FK_NEIGHBOR_LISTS_FULL};
+    outputs exact[2];
+    for (size_t f = 0; f < 2; ++f) {
+        const fk_variant v =
+            check_system(forms[f] == FK_NEIGHBOR_LISTS_HALF ? "half lists" : "full lists", &s, &ref,
+                         "float", (eval_options){.lists = forms[f]});
+        assert_int_equal(v.neighbor_half_lists, forms[f] == FK_NEIGHBOR_LISTS_HALF);
+        exact[f] = make_outputs(s.n);
+        fk_eval *eval =
+            make_eval(&s, "fixed64", (eval_options){.lists = forms[f], .reproducible = 1});
+        set_particles(eval, &s);
+        compute_read(eval, s.n, &exact[f]);
+        fk_eval_destroy(eval);
+    }
+    outputs all_pairs = make_outputs(s.n);
+    fk_eval *eval = make_eval(
+        &s, "fixed64", (eval_options){.algorithm = FK_ALGORITHM_ALL_PAIRS, .reproducible = 1});
+    set_particles(eval, &s);
+    compute_read(eval, s.n, &all_pairs);
+    fk_eval_destroy(eval);
+    for (size_t w = 0; w < 8 * s.n; ++w) {
+        if (exact[0].packed[w] != exact[1].packed[w])
+            fail_msg("fixed64: half and full lists differ at particle %zu component %zu", w / 8,
+                     (w % 8) / 2);
+        if (exact[1].packed[w] != all_pairs.packed[w])
+            fail_msg("fixed64: full lists and all-pairs differ at particle %zu component %zu",
+                     w / 8, (w % 8) / 2);
+    }
+    fprintf(stderr, "  fixed64 half lists = full lists = all-pairs, bit for bit\n");
+
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "lj";
+    config.algorithm = FK_ALGORITHM_NEIGHBORS;
+    memcpy(config.box, s.physics.box, sizeof config.box);
+    config.accum = "narumi";
+    config.neighbor_lists = FK_NEIGHBOR_LISTS_HALF;
+    fk_eval *refused = NULL;
+    assert_int_equal(fk_eval_create(context, &config, &refused), FK_ERR_UNSUPPORTED);
+    assert_null(refused);
+    assert_non_null(strstr(fk_context_last_error(context), "full lists"));
+    config.accum = "float";
+    config.neighbor_lists = 3;
+    assert_int_equal(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT);
+    assert_null(refused);
+    config.neighbor_lists = -1;
+    assert_int_equal(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT);
+    free_outputs(&all_pairs);
+    free_outputs(&exact[0]);
+    free_outputs(&exact[1]);
+    free_reference(&ref);
     free_system(&s);
 }
 
@@ -804,7 +880,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reuse_and_shapes),    cmocka_unit_test(test_bit_identity),
         cmocka_unit_test(test_skin_under_and_over), cmocka_unit_test(test_no_skin),
         cmocka_unit_test(test_clustered),           cmocka_unit_test(test_open_and_small_boxes),
-        cmocka_unit_test(test_exclusions),
+        cmocka_unit_test(test_exclusions),          cmocka_unit_test(test_list_forms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

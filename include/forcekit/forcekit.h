@@ -246,9 +246,9 @@ typedef enum fk_variant_source {
  * Cells bins the particles into a grid of cells on the device and visits only the neighbouring
  * cells (van Meel et al., sec. 3): short-range kernels with a cutoff only. Neighbors builds
  * Verlet lists of radius cutoff + skin on the device from that grid and reuses them until some
- * particle has moved more than skin / 2; half lists with Newton's third law for the accumulators
- * the symmetric loop takes, full lists for the others; short-range kernels only. The values are
- * part of the ABI: new loops are appended. */
+ * particle has moved more than skin / 2; half lists with Newton's third law (for the accumulators
+ * the symmetric loop takes) or full lists (fk_eval_config.neighbor_lists); short-range kernels
+ * only. The values are part of the ABI: new loops are appended. */
 typedef enum fk_algorithm {
     FK_ALGORITHM_ALL_PAIRS = 0,
     FK_ALGORITHM_SYMMETRIC,
@@ -339,7 +339,26 @@ typedef struct fk_eval_config {
      * bound pre-pass, one extra pass over the pairs). 0: at every fk_eval_set_particles and
      * fk_eval_update_positions. */
     int scale_policy;
+    /* fk_neighbor_lists (added in 0.2): the neighbour lists' form; the other loops ignore it. 0:
+     * automatic. */
+    int neighbor_lists;
 } fk_eval_config;
+
+/* The neighbors loop's lists. HALF: each pair once, computed for both particles with Newton's
+ * third law (half the pair work and list memory, plus a pass that gathers each particle's share of
+ * the pairs its lower partners computed); only for the accumulators the symmetric loop takes
+ * (float, double, fixed64), FK_ERR_UNSUPPORTED for the others. FULL: every partner in each
+ * particle's list, each particle adding its own terms (twice the pair work, no gather): every
+ * accumulator. AUTO: half lists on CPUs where the accumulator allows them, full lists on GPUs and
+ * for the other accumulators. Measured, lj-type fluid at density 0.8 (docs/algorithms.md): on an
+ * NVIDIA H200 full lists take 0.52 ms per evaluation at N = 1,048,576 against 3.2 ms for half
+ * lists, whose scattered partner terms and gather cost more than the pairs they save; on POCL half
+ * lists are the faster. fixed64 gives the same integers either way (its sums are exact). */
+typedef enum fk_neighbor_lists {
+    FK_NEIGHBOR_LISTS_AUTO = 0,
+    FK_NEIGHBOR_LISTS_HALF = 1,
+    FK_NEIGHBOR_LISTS_FULL = 2
+} fk_neighbor_lists;
 
 typedef enum fk_result_type { FK_RESULT_DOUBLE = 0, FK_RESULT_FLOAT = 1 } fk_result_type;
 
@@ -402,6 +421,9 @@ typedef struct fk_variant {
                                 * than N^2 (cells: every pair of neighbouring cells, those beyond
                                 * the cutoff included); 0 means N^2 (all-pairs) */
     int lanes; /* i-particles per work-item as vector lanes (8, 16); 0: the scalar template */
+    /* The neighbors loop: 1 half lists, 0 full lists (fk_eval_config.neighbor_lists resolved);
+     * 0 for the other loops. */
+    int neighbor_half_lists;
 } fk_variant;
 
 /* Particle data, in double on the host; the device stores single precision. */

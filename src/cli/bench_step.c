@@ -28,6 +28,7 @@ typedef struct step_result {
     double wall_median, wall_min, wall_max, device_median;
     /* the wall time of each call: update_positions, compute, the read (or view) */
     double update_median, compute_median, read_median;
+    fk_variant variant; /* what ran (the last step's) */
 } step_result;
 
 /* Bytes a step moves: the coordinates to the device (float4 per particle, and gaj's velocities;
@@ -113,6 +114,8 @@ static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_r
             calls[2][rep] = end - computed;
         }
     }
+    if (status == FK_OK)
+        status = fk_eval_get_variant(eval, &result->variant);
     fk_eval_destroy(eval);
     free(position);
     free(swing);
@@ -180,6 +183,14 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddStringToObject(document, "kernel", in->kernel->name);
         cJSON_AddStringToObject(document, "accum", in->accum->name);
         cJSON_AddStringToObject(document, "algorithm", algorithm);
+        if (in->base.algorithm == FK_ALGORITHM_NEIGHBORS) /* what ran, from the last mode's eval */
+            for (int mode = STEP_MODES - 1; mode >= STEP_COPY; --mode)
+                if (results[mode].ran) {
+                    cJSON_AddStringToObject(document, "lists",
+                                            results[mode].variant.neighbor_half_lists ? "half"
+                                                                                      : "full");
+                    break;
+                }
         cJSON_AddNumberToObject(document, "n", (double)in->particles->count);
         cJSON_AddNumberToObject(document, "steps", (double)in->reps);
         cJSON_AddBoolToObject(document, "potential", in->potential != 0);

@@ -60,6 +60,7 @@ static const int unroll_factors[] = {1, 2, 4, 8};
 typedef struct bench_options {
     const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
     const char *lanes; /* --lanes: auto, off, 8 or 16 */
+    const char *lists; /* --lists: auto, half or full */
     long long n, reps, seed, splits, work_group_size;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
@@ -249,6 +250,8 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
         cJSON_AddNumberToObject(object, "cell_capacity", v->cell_capacity);
         cli_json_number(object, "cell_build_seconds", v->cell_build_seconds);
         cJSON_AddNumberToObject(object, "cell_resizes", (double)v->cell_resizes);
+        if (run->base.algorithm == FK_ALGORITHM_NEIGHBORS)
+            cJSON_AddStringToObject(object, "lists", v->neighbor_half_lists ? "half" : "full");
     }
     return object;
 }
@@ -346,6 +349,8 @@ static int prepare(bench_run *run, bench_options *options)
     if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
         return CLI_EXIT_USAGE;
     run->base.algorithm = (int)algorithm;
+    if (cli_parse_lists("bench", options->lists, &run->base.neighbor_lists))
+        return CLI_EXIT_USAGE;
     /* --skin 0 means none, which the config spells negative (its 0 is the default) */
     run->base.skin = isnan(options->skin) ? 0.0 : options->skin > 0 ? options->skin : -1.0;
     return cli_physics_config("bench", run->kernel, &options->physics, &run->base);
@@ -393,6 +398,7 @@ int cmd_bench(int argc, char **argv)
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
         {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
         {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = 1e6},
+        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
@@ -407,6 +413,7 @@ int cmd_bench(int argc, char **argv)
     if (options.help) {
         fputs(bench_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
+        fputs(cli_lists_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;

@@ -33,6 +33,7 @@ static const char forces_usage[] =
 
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *unroll, *format, *device, *algorithm;
+    const char *lists; /* --lists: auto, half or full */
     double eps;
     int potential, json, help, reproducible;
     cli_physics_options physics;
@@ -82,6 +83,8 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "algorithm",
                             options->algorithm ? options->algorithm : "all-pairs");
+    if (options->algorithm && strcmp(options->algorithm, "neighbors") == 0)
+        cJSON_AddStringToObject(document, "lists", variant->neighbor_half_lists ? "half" : "full");
     *code = cli_print_json(document);
 }
 
@@ -100,6 +103,7 @@ int cmd_forces(int argc, char **argv)
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
+        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
@@ -109,6 +113,7 @@ int cmd_forces(int argc, char **argv)
     if (options.help) {
         fputs(forces_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
+        fputs(cli_lists_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
@@ -141,6 +146,9 @@ int cmd_forces(int argc, char **argv)
                                options.unroll);
     fk_algorithm algorithm;
     if (cli_parse_algorithm("forces", options.algorithm, &algorithm))
+        return CLI_EXIT_USAGE;
+    int lists = FK_NEIGHBOR_LISTS_AUTO;
+    if (cli_parse_lists("forces", options.lists, &lists))
         return CLI_EXIT_USAGE;
     fk_eval_config physics = {0}; /* the molecular kernels' options */
     int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
@@ -183,6 +191,7 @@ int cmd_forces(int argc, char **argv)
     config.expected_count = run.particles.count; /* picks the tuning database's N bucket */
     config.reproducible = options.reproducible;
     config.algorithm = (int)algorithm;
+    config.neighbor_lists = lists;
     config.cutoff = physics.cutoff;
     config.coulomb = physics.coulomb;
     memcpy(config.parameters, physics.parameters, sizeof config.parameters);

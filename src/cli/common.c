@@ -174,6 +174,25 @@ int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *alg
     return CLI_EXIT_OK;
 }
 
+const char cli_lists_usage[] =
+    "  --lists L       neighbors: half (each pair once, Newton's third law; float, double and\n"
+    "                  fixed64), full (every partner in each list) or auto (default: half on\n"
+    "                  CPUs where the accumulator allows, full on GPUs)\n";
+
+int cli_parse_lists(const char *command, const char *text, int *lists)
+{
+    *lists = FK_NEIGHBOR_LISTS_AUTO;
+    if (!text || strcmp(text, "auto") == 0)
+        return CLI_EXIT_OK;
+    if (strcmp(text, "half") == 0)
+        *lists = FK_NEIGHBOR_LISTS_HALF;
+    else if (strcmp(text, "full") == 0)
+        *lists = FK_NEIGHBOR_LISTS_FULL;
+    else
+        return cli_usage_error(command, "--lists '%s': expected half, full or auto", text);
+    return CLI_EXIT_OK;
+}
+
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE])
 {
     snprintf(name, CLI_UNROLL_NAME_SIZE, "%dx%d", unroll_i, unroll_j);

@@ -67,6 +67,10 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
  * command and returns 2 when unknown, else 0. */
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm);
 extern const char cli_algorithm_usage[];
+/* --lists: "half", "full" or "auto" (or NULL) into an fk_neighbor_lists value; reports a usage
+ * error naming the command and returns its exit code otherwise. */
+int cli_parse_lists(const char *command, const char *text, int *lists);
+extern const char cli_lists_usage[];
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
 
 /* Where a variant came from: a stable token for JSON ("default", "user_db", "shipped_db") and

@@ -14,11 +14,12 @@
  * both passes (the bound pre-pass of fixed64, narumi, nitadori_large with the `bound` accumulator,
  * then the forces) walk them.
  *
- * Half or full. For the accumulators the symmetric loop takes (fk__accum_allows_newton: float,
- * double, fixed64) the lists are half lists and each pair is computed once for both particles;
- * for the others (the compensated ones and ref, whose error analysis is of one running sum of each
- * particle's own terms) full lists. The bound pre-pass uses the lists of the forces pass: its
- * terms' magnitudes are the same from either side.
+ * Half or full (fk_eval_config.neighbor_lists, use_half_lists below). Half lists compute each pair
+ * once for both particles; only the accumulators the symmetric loop takes (fk__accum_allows_newton:
+ * float, double, fixed64) can have them; the others (the compensated ones and ref, whose error
+ * analysis is of one running sum of each particle's own terms) always get full lists. The bound
+ * pre-pass uses the lists of the forces pass: its terms' magnitudes are the same from either
+ * side.
  */
 #include <limits.h>
 #include <math.h>
@@ -78,27 +79,64 @@ static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
     fk__cell_grid_report(&state->grid, v);
     v->cell_build_seconds += state->built ? state->list_seconds : 0.0;
     v->pairs_examined = state->built ? (uint64_t)state->entries_a : 0;
+    v->neighbor_half_lists = state->half;
 }
 
 /* The built-in shape, where neither the configuration nor a tuning database entry gives one.
  * CPUs: measured on POCL 3.1, 2 EPYC cores, lj float, N = 16,384 at density 0.8 (bench's lattice),
  * median of 7: 1x4 with 4, 16 or 64 work-items 0.85 ms, 1x2 0.99-1.03 ms, 1x1 1.5 ms, 1x8 as 1x4
  * (the unrolled partners give the core independent pair computations; the sum stays one chain).
- * GPUs: not measured yet (issue #17's H200 figures): a warp or two per group, no unrolling, until
- * `forcekit tune --algorithm neighbors` says better. */
+ * GPUs: measured on an NVIDIA H200, ljc_constant float, full lists (the GPUs' automatic form),
+ * density 0.8, rc 2.5, skin 0.3, device time per evaluation: 1x4 with 32 work-items 0.515 ms at
+ * N = 1,048,576 (1x1 with 64: 0.78; every other shape of 32-256 by 1x1, 1x2, 1x4 between) and
+ * 0.032 ms at 65,536 (best 0.030) (bench/results/2026-11-25_nvidia-h200/neighbors_forms). */
 static void builtin_shape(const fk_device_info *device, int *group, int *unroll)
 {
     const int gpu = device->type == FK_DEVICE_GPU;
-    *group = gpu ? 64 : 16;
-    *unroll = gpu ? 1 : 4;
+    *group = gpu ? 32 : 16;
+    *unroll = 4;
 }
 
 static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *kernel,
                                     const fk_accum_desc *accum, const fk_eval_config *config,
                                     const fk__physics *physics, char *reason, size_t reason_size)
 {
-    (void)context, (void)accum;
+    (void)context;
+    if (config->neighbor_lists < FK_NEIGHBOR_LISTS_AUTO ||
+        config->neighbor_lists > FK_NEIGHBOR_LISTS_FULL) {
+        snprintf(reason, reason_size,
+                 "neighbor_lists %d: FK_NEIGHBOR_LISTS_AUTO (0), _HALF (1) or _FULL (2)",
+                 config->neighbor_lists);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (config->neighbor_lists == FK_NEIGHBOR_LISTS_HALF && !fk__accum_allows_newton(accum)) {
+        snprintf(reason, reason_size,
+                 "half neighbour lists need an accumulator whose partial sums may be merged "
+                 "(float, double, fixed64), not %s: use full lists",
+                 accum->info.name);
+        return FK_ERR_UNSUPPORTED;
+    }
     return fk__cell_grid_supports(owner, kernel, config, physics, reason, reason_size);
+}
+
+/* Half or full lists (fk_neighbor_lists). Automatic: half lists where the accumulator allows them,
+ * except on GPUs. Measured on an NVIDIA H200 (ljc_constant float, density 0.8, rc 2.5, skin 0.3):
+ * full lists 0.030 ms per evaluation at N = 65,536 and 0.52 ms at 1,048,576, half lists 0.16 and
+ * 3.2 ms, at every work-group size from 32 to 256: the j-side terms each pair stores at its place
+ * in the list and the gather that reads them back through the mirrors are scattered accesses, which
+ * cost the GPU more than the pair arithmetic they save (bench/results/2026-11-25_nvidia-h200/
+ * neighbors_forms). On CPUs the arithmetic is the cost, and half lists halve it. */
+static int use_half_lists(const fk_device_info *device, const fk_accum_desc *accum,
+                          const fk_eval_config *config)
+{
+    switch (config->neighbor_lists) {
+    case FK_NEIGHBOR_LISTS_HALF:
+        return 1; /* neighbors_supports has refused the accumulators that cannot */
+    case FK_NEIGHBOR_LISTS_FULL:
+        return 0;
+    default:
+        return fk__accum_allows_newton(accum) && device->type != FK_DEVICE_GPU;
+    }
 }
 
 static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
@@ -147,7 +185,7 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     if (!state)
         return FK_ERR_HOST_MEMORY;
     *out = state; /* the evaluation destroys it on any failure below */
-    state->half = fk__accum_allows_newton(eval->accum);
+    state->half = use_half_lists(&context->info, eval->accum, config);
 
     /* The shape: one particle per work-item, its partners UNROLL_J per unrolled step
      * (config.unroll_j), config.work_group_size work-items per group. The loop has no i-unrolling
