@@ -48,12 +48,16 @@ struct fk_eval {
     int pending;
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
-    size_t rescales; /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
-    int rescaling;   /* 1 while the redone compute is waited for */
+    size_t rescales;       /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
+    int rescaling;         /* 1 while the redone compute is waited for */
     /* fk_eval_positions_buffer (upload.c): the caller's pinned doubles, and on devices that
      * convert them the double buffer, the second particle buffer and the refusal flag. */
     double *positions_host;
     cl_mem positions_pinned, positions_device, body_next, positions_flag;
+    /* Up to this many particles an update from the pinned array is checked and converted on the
+     * host, as from the caller's array, instead of on the device (FK__PINNED_HOST_COUNT; tests
+     * lower it to reach the device path with few particles). */
+    size_t pinned_host_count;
     cl_program convert_program;
     cl_kernel convert_kernels[2]; /* from 3 doubles, from float4 (fk_eval_update_positions_cl) */
     cl_int positions_reset;

@@ -245,9 +245,8 @@ static void test_update_loop(void **state)
 /* The pinned positions array: an update through it gives the bits of the same update from the
  * caller's own array (fixed64; the same rounding to float, on the device or on the host), and a
  * refused coordinate leaves the previous particles in place. */
-static void test_positions_buffer(void **state)
+static void check_positions_buffer(int on_device)
 {
-    (void)state;
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed() ^ 0xb0f);
     step_system s;
@@ -255,6 +254,8 @@ static void test_positions_buffer(void **state)
     fk_particles particles = view(&s);
     fk_eval *pinned = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
     fk_eval *plain = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    if (on_device) /* N is below the count the host converts itself */
+        fk__eval_set_pinned_host_count(pinned, 0);
     double *buffer = NULL;
     assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_ERR_STATE);
     assert_null(buffer);
@@ -291,6 +292,15 @@ static void test_positions_buffer(void **state)
     assert_true(buffer[3 * 17 + 1] == (double)(float)s.position[3 * 17 + 1]);
     fk_eval_destroy(pinned);
     fk_eval_destroy(plain);
+}
+
+/* Both ways an update from the pinned array goes: checked and converted on the host (few
+ * particles, as here) and on the device (above FK__PINNED_HOST_COUNT, forced here). */
+static void test_positions_buffer(void **state)
+{
+    (void)state;
+    check_positions_buffer(0);
+    check_positions_buffer(1);
 }
 
 /* fixed64's overflow, found by the device decode, names the first particle. */

@@ -458,9 +458,11 @@ FK_API fk_status fk_eval_update_positions(fk_eval *eval, const double *position,
 
 /* The cheapest update (added in 0.2): a pinned array of 3 * count doubles that the evaluation owns
  * (it holds the current positions when first asked for). Write new positions into it and call
- * fk_eval_update_positions(eval, that pointer, ...): on a device with fp64 the doubles go to the
- * device by DMA and are converted and checked there, without a pass over them on the host (gravity
- * without softening and gaj convert on the host, as for any other array). When the update
+ * fk_eval_update_positions(eval, that pointer, ...): on a device with fp64 the doubles of more than
+ * 16,384 particles go to the device by DMA and are converted and checked there, without a pass
+ * over them on the host; fewer are converted on the host, whose pass then costs less than the round
+ * trip the device's check needs (as do gravity without softening and gaj, as for any other array;
+ * the same bits either way). When the update
  * returns, the array may be written again. Valid until the next fk_eval_set_particles or
  * fk_eval_destroy. FK_ERR_STATE before set_particles. */
 FK_API fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions);

@@ -488,8 +488,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     fk_status begun = fk__eval_begin(eval, "update_positions");
     if (begun != FK_OK)
         return begun;
-    if (position && position == eval->positions_host && eval->positions_device)
-        return update_on_device(eval);
+    if (position == eval->positions_host && eval->positions_device &&
+        eval->count > eval->pinned_host_count)
+        return update_on_device(eval); /* else as from the caller's array: see internal.h */
     const size_t n = eval->count;
     if (eval->body_written) { /* the last update's copy must be done before the rewrite */
         const cl_int err = clWaitForEvents(1, &eval->body_written);
@@ -616,4 +617,9 @@ void fk__eval_release_host_body(fk_eval *eval)
     void *host = eval->host_body;
     fk__eval_pinned_release(eval, &eval->body_pinned, &host);
     eval->host_body = NULL;
+}
+
+void fk__eval_set_pinned_host_count(fk_eval *eval, size_t count)
+{
+    eval->pinned_host_count = count;
 }
