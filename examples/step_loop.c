@@ -1,7 +1,7 @@
 /*
  * A time-stepping loop on forcekit's fast path: a cold cluster of N bodies integrated with
  * kick-drift-kick leapfrog. Each step the new positions are written straight into the
- * evaluation's pinned array (fk_eval_positions_buffer: for large N no host pass, the device converts),
+ * evaluation's pinned array (fk_eval_positions_buffer: for large N the device converts them),
  * the forces are computed asynchronously while the host does the first half of its bookkeeping,
  * and read in place (fk_eval_results_view: no copy). Exits 1 when the energy drifts by more than
  * 1e-3 over the run.
