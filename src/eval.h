@@ -54,10 +54,12 @@ struct fk_eval {
      * convert them the double buffer, the second particle buffer and the refusal flag. */
     double *positions_host;
     cl_mem positions_pinned, positions_device, body_next, positions_flag;
-    /* Up to this many particles an update from the pinned array is checked and converted on the
-     * host, as from the caller's array, instead of on the device (FK__PINNED_HOST_COUNT; tests
-     * lower it to reach the device path with few particles). */
-    size_t pinned_host_count;
+    /* FK__HOST_CHECK_COUNT (src/internal.h); tests lower it to reach the device's checks. */
+    size_t host_check_count;
+    /* 1 when host_body holds the positions on the device (set_particles and updates through the
+     * host write it; updates converted on the device do not): the cell grid's check may then run
+     * on the host. */
+    int host_body_current;
     cl_program convert_program;
     cl_kernel convert_kernels[2]; /* from 3 doubles, from float4 (fk_eval_update_positions_cl) */
     cl_int positions_reset;

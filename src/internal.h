@@ -212,14 +212,17 @@ double fk__eval_accum_scale(const fk_eval *eval);
 size_t fk__eval_rescales(const fk_eval *eval);
 /* Overrides one per-launch accumulator parameter until the next set_particles (overflow tests). */
 void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value);
-/* The most particles whose update from the pinned positions array (fk_eval_positions_buffer) the
- * host checks and converts itself; above, the device converts the doubles and one blocking read of
- * its refusal flag checks them. The read is a round trip to the device (15-30 us on an H200 with
- * its driver); the host pass costs less than that up to about 16,384 particles and more above
- * (bench/results/2026-11-25_nvidia-h200/step: the copy mode's update against the pinned mode's). */
-#define FK__PINNED_HOST_COUNT ((size_t)16384)
-/* Sets eval's limit (tests: 0 sends every pinned update through the device). */
-void fk__eval_set_pinned_host_count(fk_eval *eval, size_t count);
+/* Up to this many particles the host runs the checks an update needs where it has the positions
+ * (eval->host_check_count): the refusal of non-finite coordinates in an update from the pinned
+ * positions array (fk_eval_positions_buffer), which it then converts itself, and the cells and
+ * neighbors loops' displacement check (src/loops/cell_grid.c). Above, the device runs them and the
+ * host reads their verdict back, a round trip to the device (15-30 us on an H200 with its
+ * driver); the host pass costs less than that up to about 16,384 particles and more above
+ * (bench/results/2026-11-25_nvidia-h200/step: the copy mode's update against the pinned mode's).
+ * Either way the same positions reach the device and the same verdicts come out. */
+#define FK__HOST_CHECK_COUNT ((size_t)16384)
+/* Sets eval's limit (tests: 0 sends every check to the device). */
+void fk__eval_set_host_check_count(fk_eval *eval, size_t count);
 
 /* Reads a whole file; NULL on failure (errno set). */
 char *fk__read_file(const char *path, size_t *size);

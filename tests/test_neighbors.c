@@ -280,6 +280,25 @@ static fk_algorithm algorithm_of(eval_options o)
     return o.algorithm ? (fk_algorithm)o.algorithm : FK_ALGORITHM_NEIGHBORS;
 }
 
+/* Nonzero: every evaluation sends its checks to the device (fk__eval_set_host_check_count 0),
+ * which the host otherwise runs for systems this small (src/internal.h, FK__HOST_CHECK_COUNT).
+ * The tests that depend on the grid's check run both ways. */
+static int device_checks;
+
+static int device_checks_on(void **state)
+{
+    (void)state;
+    device_checks = 1;
+    return 0;
+}
+
+static int device_checks_off(void **state)
+{
+    (void)state;
+    device_checks = 0;
+    return 0;
+}
+
 static fk_eval *make_eval(const test_system *s, const char *accum, eval_options o)
 {
     fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
@@ -302,6 +321,8 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
     if (status != FK_OK)
         fail_msg("create %s %s %s: %s: %s", s->kernel, accum, fk_algorithm_name(algorithm_of(o)),
                  fk_status_string(status), fk_context_last_error(context));
+    if (device_checks)
+        fk__eval_set_host_check_count(eval, 0);
     if (s->exclusion_count)
         assert_int_equal(fk_eval_set_exclusions(eval, s->exclusions, s->exclusion_count), FK_OK);
     return eval;
@@ -876,11 +897,21 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_inputs),          cmocka_unit_test(test_every_accumulator),
-        cmocka_unit_test(test_reuse_and_shapes),    cmocka_unit_test(test_bit_identity),
-        cmocka_unit_test(test_skin_under_and_over), cmocka_unit_test(test_no_skin),
-        cmocka_unit_test(test_clustered),           cmocka_unit_test(test_open_and_small_boxes),
-        cmocka_unit_test(test_exclusions),          cmocka_unit_test(test_list_forms),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_every_accumulator),
+        cmocka_unit_test(test_reuse_and_shapes),
+        cmocka_unit_test(test_bit_identity),
+        cmocka_unit_test(test_skin_under_and_over),
+        cmocka_unit_test(test_no_skin),
+        cmocka_unit_test(test_clustered),
+        cmocka_unit_test(test_open_and_small_boxes),
+        cmocka_unit_test(test_exclusions),
+        cmocka_unit_test(test_list_forms),
+        cmocka_unit_test_setup_teardown(test_skin_under_and_over, device_checks_on,
+                                        device_checks_off),
+        cmocka_unit_test_setup_teardown(test_open_and_small_boxes, device_checks_on,
+                                        device_checks_off),
+        cmocka_unit_test_setup_teardown(test_bad_inputs, device_checks_on, device_checks_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -255,7 +255,7 @@ static void check_positions_buffer(int on_device)
     fk_eval *pinned = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
     fk_eval *plain = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
     if (on_device) /* N is below the count the host converts itself */
-        fk__eval_set_pinned_host_count(pinned, 0);
+        fk__eval_set_host_check_count(pinned, 0);
     double *buffer = NULL;
     assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_ERR_STATE);
     assert_null(buffer);
@@ -295,7 +295,7 @@ static void check_positions_buffer(int on_device)
 }
 
 /* Both ways an update from the pinned array goes: checked and converted on the host (few
- * particles, as here) and on the device (above FK__PINNED_HOST_COUNT, forced here). */
+ * particles, as here) and on the device (above FK__HOST_CHECK_COUNT, forced here). */
 static void test_positions_buffer(void **state)
 {
     (void)state;

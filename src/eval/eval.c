@@ -138,7 +138,7 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->context = context;
     eval->kernel = kernel;
     eval->accum = accum;
-    eval->pinned_host_count = FK__PINNED_HOST_COUNT;
+    eval->host_check_count = FK__HOST_CHECK_COUNT;
     eval->config = *config;
     eval->config.kernel = kernel->info.name; /* keep static strings, not the caller's */
     eval->config.accum = accum->info.name;

@@ -191,6 +191,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         if (status == FK_OK) {
             memcpy(pinned, body, body_bytes);
             eval->host_body = pinned;
+            eval->host_body_current = 1;
         }
     }
     free(body);
@@ -405,6 +406,7 @@ static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int ker
     const cl_mem previous = eval->body; /* the loops take eval->body at every enqueue */
     eval->body = eval->body_next;
     eval->body_next = previous;
+    eval->host_body_current = 0; /* the host did not see these positions */
     eval->computed = 0;
     status = eval->loop->prepare(eval, eval->loop_state);
     if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
@@ -489,7 +491,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     if (begun != FK_OK)
         return begun;
     if (position == eval->positions_host && eval->positions_device &&
-        eval->count > eval->pinned_host_count)
+        eval->count > eval->host_check_count)
         return update_on_device(eval); /* else as from the caller's array: see internal.h */
     const size_t n = eval->count;
     if (eval->body_written) { /* the last update's copy must be done before the rewrite */
@@ -508,6 +510,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
      * return was milliseconds): a coordinate that is NaN, infinite or beyond float's range
      * converts to NaN or infinity and fails the comparison. Only then a second pass finds it. */
     float *body = eval->host_body;
+    eval->host_body_current = 0; /* until the device has what is written here */
     int bad = 0;
     for (size_t i = 0; i < n; ++i) {
         const float x = (float)position[3 * i], y = (float)position[3 * i + 1],
@@ -562,6 +565,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
         eval->count = 0; /* the device holds neither the old nor the new particles for sure */
         return fk__cl_fail(context, "clEnqueueWriteBuffer (particles)", err);
     }
+    eval->host_body_current = 1;
     status = eval->loop->prepare(eval, eval->loop_state);
     /* The scale depends on the data: every update, unless the caller keeps it (fk_eval_wait
      * rescales when it no longer holds). */
@@ -619,7 +623,7 @@ void fk__eval_release_host_body(fk_eval *eval)
     eval->host_body = NULL;
 }
 
-void fk__eval_set_pinned_host_count(fk_eval *eval, size_t count)
+void fk__eval_set_host_check_count(fk_eval *eval, size_t count)
 {
-    eval->pinned_host_count = count;
+    eval->host_check_count = count;
 }

@@ -200,6 +200,7 @@ void fk__cell_grid_release(fk__cell_grid *grid)
     for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
         if (buffers[k])
             clReleaseMemObject(buffers[k]);
+    free(grid->host_reference);
     memset(grid, 0, sizeof *grid);
 }
 
@@ -415,12 +416,121 @@ static fk_status build(fk_eval *eval, fk__cell_grid *grid, const cl_int *check_s
     return FK_OK;
 }
 
+/* A float as an int with the same order: the check kernel's fk_cells_ordered. */
+static cl_int encode_ordered(float x)
+{
+    int32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return bits >= 0 ? bits : bits ^ 0x7fffffff;
+}
+
+/* fk_cells_check on the host, on the positions the host has (eval->host_body), against the build's
+ * (grid->host_reference when has_reference): the same statistics, the same float arithmetic in
+ * the same order (C11 without contraction: CMake's C_EXTENSIONS OFF). Only the rounding of the
+ * division in the minimum image may differ from the device's (OpenCL allows 2.5 ulp), which the
+ * cell side's margin covers as it covers the device's own rounding. */
+static void check_on_host(const fk_eval *eval, const fk__cell_grid *grid, int has_reference,
+                          float threshold2, cl_int stats[STAT_COUNT])
+{
+    memcpy(stats, initial_stats, sizeof initial_stats);
+    const size_t n = eval->count;
+    const float *body = eval->host_body, *reference = grid->host_reference;
+    const float box[3] = {(float)grid->box[0], (float)grid->box[1], (float)grid->box[2]};
+    int moved = 0;
+    cl_int bad = INT_MAX;
+    for (size_t i = 0; i < n; ++i) {
+        const float *p = body + 4 * i;
+        if (grid->periodic && bad == INT_MAX)
+            for (int k = 0; k < 3; ++k)
+                if (p[k] < -box[k] || p[k] >= 2.0f * box[k])
+                    bad = (cl_int)i;
+        if (has_reference) {
+            float d[3];
+            for (int k = 0; k < 3; ++k) {
+                d[k] = p[k] - reference[4 * i + (size_t)k];
+                if (grid->periodic)
+                    d[k] -= box[k] * rintf(d[k] / box[k]);
+            }
+            const float x2 = d[0] * d[0], y2 = d[1] * d[1], z2 = d[2] * d[2];
+            moved |= (x2 + y2) + z2 > threshold2;
+        }
+        if (!grid->periodic)
+            for (int k = 0; k < 3; ++k) {
+                const cl_int key = encode_ordered(p[k]);
+                stats[STAT_MIN + k] = key < stats[STAT_MIN + k] ? key : stats[STAT_MIN + k];
+                stats[STAT_MAX + k] = key > stats[STAT_MAX + k] ? key : stats[STAT_MAX + k];
+            }
+    }
+    stats[STAT_MOVED] = moved;
+    stats[STAT_BAD] = bad;
+}
+
+/* After a build: keep its positions on the host when the host checks the next updates. */
+static fk_status keep_host_reference(fk_eval *eval, fk__cell_grid *grid)
+{
+    grid->host_reference_valid = 0;
+    if (!eval->host_body_current || eval->count > eval->host_check_count)
+        return FK_OK;
+    if (eval->count > grid->host_reference_capacity) {
+        float *grown = realloc(grid->host_reference, 4 * eval->count * sizeof *grown);
+        if (!grown)
+            return FK_ERR_HOST_MEMORY;
+        grid->host_reference = grown;
+        grid->host_reference_capacity = eval->count;
+    }
+    memcpy(grid->host_reference, eval->host_body, 4 * eval->count * sizeof(float));
+    grid->host_reference_valid = 1;
+    return FK_OK;
+}
+
+/* The checks' verdict, from the device's statistics or the host's. */
+static fk_status act_on_check(fk_eval *eval, fk__cell_grid *grid, int has_reference,
+                              const cl_int *stats, double seconds, int *rebuilt)
+{
+    fk_context *context = eval->context;
+    if (stats[STAT_BAD] != INT_MAX) {
+        const cl_int bad = stats[STAT_BAD];
+        cl_float p[4] = {0};
+        if (eval->host_body_current)
+            memcpy(p, eval->host_body + 4 * (size_t)bad, sizeof p);
+        else
+            clEnqueueReadBuffer(context->queue, eval->body, CL_TRUE, (size_t)bad * sizeof p,
+                                sizeof p, p, 0, NULL, NULL);
+        return fk__fail(context, FK_ERR_INVALID_INPUT,
+                        "particle %d at (%g, %g, %g) is more than one box length outside the "
+                        "periodic box [0, %g) x [0, %g) x [0, %g); the %s algorithm bins "
+                        "positions modulo the box: wrap them into it",
+                        bad, (double)p[0], (double)p[1], (double)p[2], grid->box[0], grid->box[1],
+                        grid->box[2], grid->owner);
+    }
+    if (has_reference && !stats[STAT_MOVED]) {
+        grid->current = 1; /* within the skin: the assignment still holds */
+        return FK_OK;
+    }
+    fk_status status = build(eval, grid, stats, seconds);
+    if (status == FK_OK)
+        status = keep_host_reference(eval, grid);
+    if (status == FK_OK && rebuilt)
+        *rebuilt = 1;
+    return status;
+}
+
 fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
 {
     fk_context *context = eval->context;
     if (rebuilt)
         *rebuilt = 0;
     grid->current = 0;
+    if (eval->host_body_current && eval->count <= eval->host_check_count &&
+        (grid->built != eval->count || grid->host_reference_valid)) {
+        /* No round trip: the host has the positions and, unless the particles are new, the
+         * build's. */
+        const int has_reference = grid->built == eval->count;
+        const double half_skin = 0.5 * grid->skin;
+        cl_int stats[STAT_COUNT];
+        check_on_host(eval, grid, has_reference, (float)(half_skin * half_skin), stats);
+        return act_on_check(eval, grid, has_reference, stats, 0.0, rebuilt);
+    }
     const cl_int n = (cl_int)eval->count;
     const cl_int has_reference = grid->built == eval->count;
     const cl_mem reference = has_reference ? grid->reference : eval->body;
@@ -459,24 +569,5 @@ fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
     fk__collect_events(events, 2, &seconds);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, call, err);
-    if (stats[STAT_BAD] != INT_MAX) {
-        const cl_int bad = stats[STAT_BAD];
-        cl_float p[4] = {0};
-        clEnqueueReadBuffer(context->queue, eval->body, CL_TRUE, (size_t)bad * sizeof p, sizeof p,
-                            p, 0, NULL, NULL);
-        return fk__fail(context, FK_ERR_INVALID_INPUT,
-                        "particle %d at (%g, %g, %g) is more than one box length outside the "
-                        "periodic box [0, %g) x [0, %g) x [0, %g); the %s algorithm bins "
-                        "positions modulo the box: wrap them into it",
-                        bad, (double)p[0], (double)p[1], (double)p[2], grid->box[0], grid->box[1],
-                        grid->box[2], grid->owner);
-    }
-    if (has_reference && !stats[STAT_MOVED]) {
-        grid->current = 1; /* within the skin: the assignment still holds */
-        return FK_OK;
-    }
-    status = build(eval, grid, stats, seconds);
-    if (status == FK_OK && rebuilt)
-        *rebuilt = 1;
-    return status;
+    return act_on_check(eval, grid, has_reference, stats, seconds, rebuilt);
 }

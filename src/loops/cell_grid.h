@@ -8,7 +8,9 @@
  * particle has moved more than skin / 2 since the build that made it: every pair closer than the
  * cutoff was then closer than cutoff + skin at the build, so it lies in neighbouring cells, and it
  * was within cutoff + skin for a Verlet list built then. fk__cell_grid_update runs that check on
- * the device (one flag read back) and rebuilds only when it fails.
+ * the device (one flag read back) and rebuilds only when it fails; for few particles whose
+ * positions the host has (eval->host_body_current) it runs the same check on the host, without the
+ * round trip to the device (eval->host_check_count: FK__HOST_CHECK_COUNT, src/internal.h).
  */
 #ifndef FK_CELL_GRID_H
 #define FK_CELL_GRID_H
@@ -44,6 +46,11 @@ typedef struct fk__cell_grid {
     double build_seconds; /* device seconds of the last build, the check included */
     cl_mem count, slots, reference, stats;
     size_t count_capacity, slot_capacity, reference_capacity; /* allocated elements */
+    /* The positions of the build (float4 per particle) on the host, when the host had them and
+     * checks the displacements itself; host_reference_valid says they are those of the build. */
+    float *host_reference;
+    size_t host_reference_capacity;
+    int host_reference_valid;
 } fk__cell_grid;
 
 /* What a loop on the grid needs of the force law and configuration: a short-range law with a
