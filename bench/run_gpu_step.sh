@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The step path on a GPU (issue #16): builds, runs the step tests on the device, then
 # `forcekit bench --step` for the MD workload (LJ + Coulomb fluid at density 0.8, rc 2.5, a
-# periodic box, the cells loop) and the all-pairs workload at the issue's N, float and fixed64,
-# and the device time of ga at N = 262,144 per accumulator family. One JSON per run under OUT.
+# periodic box; the neighbour-list and cells loops) and the all-pairs workload at the issue's N,
+# float and fixed64, and the device time of ga at N = 262,144 per accumulator family. One JSON per
+# run under OUT.
 #   bench/run_gpu_step.sh OUT [DEVICE]
 set -euo pipefail
 out=$1
@@ -13,7 +14,7 @@ mkdir -p "$out"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > "$out/configure.log"
 cmake --build "$build" -j"$(nproc)" > "$out/build.log"
 export FORCEKIT_DEVICE=$device FORCEKIT_CACHE_DIR=$build/cache FORCEKIT_TUNING_DB=off
-(cd "$build" && ctest -R 'test_step|test_interop|test_example_step|test_precision|test_faults' \
+(cd "$build" && ctest -R 'test_step|test_interop|test_example_step|test_precision|test_faults|test_neighbors|test_cells' \
     --output-on-failure > "$out/checks.txt" 2>&1) ||
     echo "step checks FAILED (see checks.txt)" >&2
 fk=$build/forcekit
@@ -24,14 +25,16 @@ print(s * (1 / 0.8) ** (1 / 3))"
 }
 reps_for() { if [ "$1" -ge 1000000 ]; then echo 30; elif [ "$1" -ge 200000 ]; then echo 50; else echo 200; fi; }
 for n in 4096 65536 262144 1048576; do
-    for law in ljc_constant lj; do
-        for accum in float fixed64 fixed64-keep; do
-            [ "$law" = lj ] && [ "$accum" != float ] && continue
-            scale=()
-            [ "$accum" = fixed64-keep ] && scale=(--scale keep)
-            "$fk" bench --step --json --kernel "$law" --accum "${accum%-keep}" "${scale[@]}" \
-                --n "$n" --algorithm cells --cutoff 2.5 --box "$(box "$n")" \
-                --reps "$(reps_for "$n")" > "$out/step_${law}_cells_${accum}_n$n.json"
+    for loop in neighbors cells; do
+        for law in ljc_constant lj; do
+            for accum in float fixed64 fixed64-keep; do
+                [ "$law" = lj ] && [ "$accum" != float ] && continue
+                scale=()
+                [ "$accum" = fixed64-keep ] && scale=(--scale keep)
+                "$fk" bench --step --json --kernel "$law" --accum "${accum%-keep}" "${scale[@]}" \
+                    --n "$n" --algorithm "$loop" --cutoff 2.5 --box "$(box "$n")" \
+                    --reps "$(reps_for "$n")" > "$out/step_${law}_${loop}_${accum}_n$n.json"
+            done
         done
     done
 done

@@ -38,21 +38,32 @@ def wall_ms(runs, name, mode):
     return run[mode]["wall_seconds_median"] * 1e3
 
 
+MD_LOOPS = ("neighbors", "cells")  # the MD workload's pair loops, first the one to compare
+
+
 def table(runs):
     lines = []
-    lines.append("MD workload: ljc_constant (LJ + Coulomb), density 0.8, rc 2.5, periodic, cells loop, "
-                 "float; milliseconds per step (update + compute + read), medians")
+    for md_loop in MD_LOOPS:
+        if any(name.startswith(f"ljc_constant_{md_loop}_float") for name in runs):
+            md_table(runs, md_loop, lines)
+    all_pairs_table(runs, lines)
+    return "\n".join(lines)
+
+
+def md_table(runs, md_loop, lines):
+    lines.append(f"MD workload: ljc_constant (LJ + Coulomb), density 0.8, rc 2.5, periodic, {md_loop} "
+                 "loop, float; milliseconds per step (update + compute + read), medians")
     lines.append("")
     lines.append("| N | copy | view | pinned | device | limit | pinned / limit | OpenMM single | "
                  "pinned / OpenMM | fixed64 (keep) pinned / float pinned |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for n in sorted(OPENMM_H200["cells"]):
-        name = f"ljc_constant_cells_float_n{n}"
+        name = f"ljc_constant_{md_loop}_float_n{n}"
         run = runs.get(name)
         if not run:
             continue
         pinned = run["pinned"]
-        keep = wall_ms(runs, f"ljc_constant_cells_fixed64-keep_n{n}", "pinned")
+        keep = wall_ms(runs, f"ljc_constant_{md_loop}_fixed64-keep_n{n}", "pinned")
         openmm = OPENMM_H200["cells"][n]
         lines.append(
             f"| {n:,} | {wall_ms(runs, name, 'copy'):.3f} | {wall_ms(runs, name, 'view'):.3f} | "
@@ -61,6 +72,9 @@ def table(runs):
             f"{pinned['wall_seconds_median'] * 1e3 / openmm:.2f} | "
             f"{(keep / (pinned['wall_seconds_median'] * 1e3)) if keep else float('nan'):.2f} |")
     lines.append("")
+
+
+def all_pairs_table(runs, lines):
     lines.append("All pairs, no cutoff: ljc_constant, float; the better of the all-pairs and symmetric "
                  "loops per N (both evaluate every pair), pinned mode")
     lines.append("")
@@ -79,19 +93,23 @@ def table(runs):
         lines.append(f"| {n:,} | {a:.3f} | {s:.3f} | {best['wall_over_limit']:.2f} | {openmm} | "
                      f"{min(a, s) / openmm:.2f} | "
                      f"{(keep / min(a, s)) if keep else float('nan'):.2f} |")
-    return "\n".join(lines)
 
 
 def svg(runs, path):
     """Wall time per step against N, log-log: forcekit's three modes and OpenMM (MD workload)."""
     width, height, left, right, top, bottom = 640, 420, 70, 170, 30, 50
     ns = sorted(OPENMM_H200["cells"])
-    series = [
-        ("forcekit pinned", "#1b7837", [wall_ms(runs, f"ljc_constant_cells_float_n{n}", "pinned") for n in ns]),
-        ("forcekit view", "#5aae61", [wall_ms(runs, f"ljc_constant_cells_float_n{n}", "view") for n in ns]),
-        ("forcekit copy", "#a6dba0", [wall_ms(runs, f"ljc_constant_cells_float_n{n}", "copy") for n in ns]),
-        ("OpenMM single", "#762a83", [OPENMM_H200["cells"][n] for n in ns]),
-    ]
+    colours = {"neighbors": ("#1b7837", "#5aae61", "#a6dba0"), "cells": ("#2166ac", "#67a9cf", "#d1e5f0")}
+    series = []
+    for md_loop in MD_LOOPS:
+        names = [f"ljc_constant_{md_loop}_float_n{n}" for n in ns]
+        if not any(name in runs for name in names):
+            continue
+        for mode, colour in zip(("pinned", "view", "copy"), colours[md_loop]):
+            if md_loop == "cells" and mode != "pinned":
+                continue  # one line for the other loop keeps the plot readable
+            series.append((f"{md_loop} {mode}", colour, [wall_ms(runs, name, mode) for name in names]))
+    series.append(("OpenMM single", "#762a83", [OPENMM_H200["cells"][n] for n in ns]))
     x0, x1 = math.log10(ns[0]) - 0.1, math.log10(ns[-1]) + 0.1
     values = [v for _, _, vs in series for v in vs if v]
     y0, y1 = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
@@ -106,7 +124,7 @@ def svg(runs, path):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{left}" y="18">Wall time per MD step (update, compute, read), H200, '
-           f'ljc_constant cells float</text>']
+           f'ljc_constant float, forcekit against OpenMM</text>']
     for e in range(y0, y1 + 1):
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(10 ** e):.1f}" y2="{y(10 ** e):.1f}" '
                    f'stroke="#ddd"/><text x="{left - 8}" y="{y(10 ** e) + 4:.1f}" text-anchor="end">'
