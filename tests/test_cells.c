@@ -606,6 +606,51 @@ static void test_bound_accumulators(void **state)
     free_system(&s);
 }
 
+/* A particle given one box length further (the caller rewrapped it into the box, or out of it)
+ * has not moved: the displacement check measures with the minimum image, so neither a small move
+ * nor the rewrap rebuilds the cells, and the forces stay right; a move of skin across the boundary
+ * does rebuild. Runs with the host's check and, a second time, the device's. */
+static void test_wrap(void **state)
+{
+    (void)state;
+    test_system s;
+    alloc_system(&s, "lj", 729);
+    const double box = quantize(9 * 1.1);
+    lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15);
+    s.physics.cutoff = 2.0; /* default skin 0.24 */
+    for (int d = 0; d < 3; ++d)
+        s.physics.box[d] = box;
+    fk_eval *eval = make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
+    const fk_particles particles = view(&s);
+    expect_ok(fk_eval_set_particles(eval, &particles), "set_particles");
+    outputs out = make_outputs(s.n);
+    for (int step = 0; step < 3; ++step) {
+        /* a small move of everyone, and particles 10, 20, 30 wrapped by one box length */
+        for (size_t i = 0; i < 3 * s.n; ++i)
+            s.position[i] = quantize(s.position[i] + 0.01 * (step % 2 ? 1 : -1));
+        s.position[3 * (10 * (size_t)step + 10)] += box;
+        s.position[3 * (10 * (size_t)step + 20) + 1] -= box;
+        expect_ok(fk_eval_update_positions(eval, s.position, NULL), "update_positions");
+        fk_variant v;
+        fk_eval_get_variant(eval, &v);
+        assert_int_equal(v.cell_rebuilds, 1);
+        reference ref = make_reference(&s);
+        compute_read(eval, s.n, &out);
+        const double worst = worst_error("wrap", &s, &ref, "float", out.force, out.potential);
+        free_reference(&ref);
+        if (worst > 1)
+            fail_msg("step %d: worst error %.3g times the bound", step, worst);
+    }
+    s.position[3 * 40 + 2] += box + 0.2; /* across the boundary and 0.2 on: past skin / 2 */
+    expect_ok(fk_eval_update_positions(eval, s.position, NULL), "update_positions");
+    fk_variant v;
+    fk_eval_get_variant(eval, &v);
+    assert_int_equal(v.cell_rebuilds, 2);
+    free_outputs(&out);
+    fk_eval_destroy(eval);
+    free_system(&s);
+}
+
 /* The skin: cutoff 2, default skin 0.24, 30 steps of small random moves (each coordinate by at
  * most 0.02, so no particle can move skin / 2 = 0.12 in the first three steps), alternately
  * through set_particles and update_positions; every third step checked against the reference
@@ -782,9 +827,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_other_laws),
         cmocka_unit_test(test_bound_accumulators),
         cmocka_unit_test(test_skin),
+        cmocka_unit_test(test_wrap),
         cmocka_unit_test_setup_teardown(test_uniform_open, device_checks_on, device_checks_off),
         cmocka_unit_test_setup_teardown(test_skin, device_checks_on, device_checks_off),
         cmocka_unit_test_setup_teardown(test_bad_inputs, device_checks_on, device_checks_off),
+        cmocka_unit_test_setup_teardown(test_wrap, device_checks_on, device_checks_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
