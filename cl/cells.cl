@@ -23,6 +23,9 @@
 #ifndef LOCAL_TILING
 #define LOCAL_TILING 1
 #endif
+/* Positions lie within one box length of a periodic box (the grid refuses others): the minimum
+ * image without rint (forces/molecular_pair.clh). */
+#define FK_IMAGE_BOUNDED 1
 #include "pair_step.clh"
 #include "cells_grid.clh"
 

@@ -38,6 +38,9 @@
 #if FK_NEIGHBORS_HALF
 #define FK_CAPTURE_TERMS 1 /* fk_interact stores its terms: fk_sym_pair uses them twice */
 #endif
+/* Positions lie within one box length of a periodic box (the grid refuses others): the minimum
+ * image without rint (forces/molecular_pair.clh). */
+#define FK_IMAGE_BOUNDED 1
 #include "pair_step.clh"
 
 #if FK_NEIGHBORS_HALF
