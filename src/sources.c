@@ -602,7 +602,10 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     clFlush(queue);
     s->in_flight = 1;
     s->has_results = 0;
-    s->lists_wanted = lists;
+    /* Radii given but none positive: empty lists, without a pass on the device. */
+    s->lists_wanted = t->h2 != NULL;
+    if (s->lists_wanted && !lists)
+        memset(s->host_count, 0, ni * sizeof(int));
     s->ni = ni;
     return FK_OK;
 }
