@@ -60,6 +60,26 @@
 #define FK_G6_DIFF(jh, jl, ih, il) ((fk_real)(jh) - (fk_real)(ih))
 #endif
 
+/* Slot updates: update k (20 doubles: x|t, v|m, a, jerk, snap) goes to slot slot_id[k].x, whose
+ * ID becomes slot_id[k].y. One upload and one launch for a block step's scattered slots. */
+__kernel void fk_g6_scatter(const int n, __global const double4 *restrict update,
+                            __global const int2 *restrict slot_id, __global double4 *restrict x_t,
+                            __global double4 *restrict v_m, __global double4 *restrict acc,
+                            __global double4 *restrict jerk, __global double4 *restrict snap,
+                            __global int *restrict s_id)
+{
+    const int k = (int)get_global_id(0);
+    if (k >= n)
+        return;
+    const int2 target = slot_id[k];
+    x_t[target.x] = update[5 * (size_t)k];
+    v_m[target.x] = update[5 * (size_t)k + 1];
+    acc[target.x] = update[5 * (size_t)k + 2];
+    jerk[target.x] = update[5 * (size_t)k + 3];
+    snap[target.x] = update[5 * (size_t)k + 4];
+    s_id[target.x] = target.y;
+}
+
 /* One slot: x_t (x, y, z, tj), v_m (vx, vy, vz, mass), a, jerk, snap (xyz, unused w). Writes the
  * predicted position and velocity as hi/lo float pairs; the mass goes as a pair too (w of pos_hi
  * and pos_lo), since a float mass alone would cap every term at 6e-8. */

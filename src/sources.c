@@ -51,6 +51,20 @@ struct fk_sources {
     int *host_id;
     unsigned char *ever_set;
     size_t dirty_begin, dirty_end; /* [begin, end), empty when equal */
+    /* The changed slots themselves (a block step changes a few, scattered): packed into one
+     * upload and scattered on the device by fk_g6_scatter, unless there are more than
+     * update_capacity of them (the first load), which go as the range above. */
+    size_t *dirty_list, dirty_count, update_capacity;
+    unsigned char *dirty_mark;
+    double *host_update;   /* 20 doubles per update: x|t, v|m, a, jerk, snap */
+    int *host_update_slot; /* 2 ints per update: slot, ID */
+    cl_mem update, update_slot;
+    cl_kernel scatter;
+    /* The predicted sources are those of predicted_time for slots below predicted_count while
+     * predicted_valid (nothing changed since): the predictor is skipped (a repeated firsthalf). */
+    int predicted_valid;
+    double predicted_time;
+    size_t predicted_count;
 
     /* Staging of one evaluation (written in start, read by the device until finish). */
     float *host_target[TGT_COUNT];
@@ -126,6 +140,14 @@ void fk_sources_destroy(fk_sources *s)
         clReleaseKernel(s->forces);
     if (s->reduce)
         clReleaseKernel(s->reduce);
+    if (s->scatter)
+        clReleaseKernel(s->scatter);
+    release_mem(&s->update);
+    release_mem(&s->update_slot);
+    free(s->dirty_list);
+    free(s->dirty_mark);
+    free(s->host_update);
+    free(s->host_update_slot);
     if (s->program)
         clReleaseProgram(s->program);
     free(s->host_id);
@@ -274,6 +296,25 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         status = create_kernel(s, "fk_g6_forces", &s->forces);
     if (status == FK_OK)
         status = create_kernel(s, "fk_g6_reduce", &s->reduce);
+    if (status == FK_OK)
+        status = create_kernel(s, "fk_g6_scatter", &s->scatter);
+    s->update_capacity = 4 * ni_max > 4096 ? 4 * ni_max : 4096;
+    if (s->update_capacity > capacity)
+        s->update_capacity = capacity;
+    if (status == FK_OK)
+        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 20 * sizeof(double),
+                               &s->update, "slot updates");
+    if (status == FK_OK)
+        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 2 * sizeof(int),
+                               &s->update_slot, "slot update indices");
+    if (status == FK_OK) {
+        s->dirty_list = calloc(capacity, sizeof(size_t));
+        s->dirty_mark = calloc(capacity, 1);
+        s->host_update = calloc(s->update_capacity * 20, sizeof(double));
+        s->host_update_slot = calloc(s->update_capacity * 2, sizeof(int));
+        if (!s->dirty_list || !s->dirty_mark || !s->host_update || !s->host_update_slot)
+            status = FK_ERR_HOST_MEMORY;
+    }
 
     for (int k = 0; k < SOURCE_DOUBLE4 && status == FK_OK; ++k) {
         status = create_buffer(s, CL_MEM_READ_ONLY, capacity * 4 * sizeof(double), &s->source[k],
@@ -395,6 +436,11 @@ fk_status fk_sources_set(fk_sources *s, size_t slot, const fk_source *source)
     vm[3] = source->mass;
     s->host_id[slot] = source->id;
     s->ever_set[slot] = 1;
+    s->predicted_valid = 0;
+    if (!s->dirty_mark[slot]) {
+        s->dirty_mark[slot] = 1;
+        s->dirty_list[s->dirty_count++] = slot;
+    }
     if (s->dirty_begin == s->dirty_end) {
         s->dirty_begin = slot;
         s->dirty_end = slot + 1;
@@ -475,8 +521,41 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
 
     cl_command_queue queue = context->queue;
     cl_int err = CL_SUCCESS;
-    /* The slots changed since the last upload: one contiguous range (a block step's updates). */
-    if (s->dirty_begin < s->dirty_end) {
+    /* The slots changed since the last upload: packed and scattered on the device when they are
+     * few (a block step's), else the range that holds them (the first load). */
+    if (s->dirty_count > 0 && s->dirty_count <= s->update_capacity) {
+        const size_t n = s->dirty_count;
+        for (size_t k = 0; k < n; ++k) {
+            const size_t slot = s->dirty_list[k];
+            for (int b = 0; b < SOURCE_DOUBLE4; ++b)
+                memcpy(s->host_update + 20 * k + 4 * b, s->host_source[b] + 4 * slot,
+                       4 * sizeof(double));
+            s->host_update_slot[2 * k] = (int)slot;
+            s->host_update_slot[2 * k + 1] = s->host_id[slot];
+            s->dirty_mark[slot] = 0;
+        }
+        err = clEnqueueWriteBuffer(queue, s->update, CL_FALSE, 0, n * 20 * sizeof(double),
+                                   s->host_update, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueWriteBuffer(queue, s->update_slot, CL_FALSE, 0, n * 2 * sizeof(int),
+                                       s->host_update_slot, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fail_enqueue(s, "clEnqueueWriteBuffer (slot updates)", err);
+        const int n_int = (int)n;
+        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int),
+                                        FK__ARG(s->update), FK__ARG(s->update_slot),
+                                        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]),
+                                        FK__ARG(s->source[BUF_A]), FK__ARG(s->source[BUF_J]),
+                                        FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
+        if (status != FK_OK) {
+            clFinish(queue);
+            return status;
+        }
+        const size_t local = 64, global = (n + local - 1) / local * local;
+        err = clEnqueueNDRangeKernel(queue, s->scatter, 1, NULL, &global, &local, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_scatter)", err);
+    } else if (s->dirty_count > 0) {
         const size_t first = s->dirty_begin, n = s->dirty_end - s->dirty_begin;
         for (int k = 0; k < SOURCE_DOUBLE4 && err == CL_SUCCESS; ++k)
             err = clEnqueueWriteBuffer(queue, s->source[k], CL_FALSE, first * 4 * sizeof(double),
@@ -487,8 +566,11 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                                        n * sizeof(int), s->host_id + first, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             return fail_enqueue(s, "clEnqueueWriteBuffer (sources)", err);
-        s->dirty_begin = s->dirty_end = 0;
+        for (size_t k = 0; k < s->dirty_count; ++k)
+            s->dirty_mark[s->dirty_list[k]] = 0;
     }
+    s->dirty_count = 0;
+    s->dirty_begin = s->dirty_end = 0;
     for (int k = 0; k < TGT_COUNT && err == CL_SUCCESS; ++k)
         err = clEnqueueWriteBuffer(queue, s->target[k], CL_FALSE, 0, ni * 4 * sizeof(float),
                                    s->host_target[k], 0, NULL, NULL);
@@ -517,12 +599,17 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         clFinish(queue);
         return status;
     }
-    const size_t predict_local = 64;
-    const size_t predict_global = (nj + predict_local - 1) / predict_local * predict_local;
-    err = clEnqueueNDRangeKernel(queue, s->predict, 1, NULL, &predict_global, &predict_local, 0,
-                                 NULL, NULL);
-    if (err != CL_SUCCESS)
-        return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_predict)", err);
+    if (!(s->predicted_valid && s->predicted_time == ti && s->predicted_count >= nj)) {
+        const size_t predict_local = 64;
+        const size_t predict_global = (nj + predict_local - 1) / predict_local * predict_local;
+        err = clEnqueueNDRangeKernel(queue, s->predict, 1, NULL, &predict_global, &predict_local, 0,
+                                     NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_predict)", err);
+        s->predicted_valid = 1;
+        s->predicted_time = ti;
+        s->predicted_count = nj;
+    }
 
     /* The split of the sources: enough work-groups to fill the device (four per compute unit),
      * no chunk shorter than a tile. */
