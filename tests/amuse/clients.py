@@ -76,7 +76,7 @@ def main(argv):
     else:
         sys.stderr.write(__doc__)
         return 2
-    print(json.dumps(result))
+    print("RESULT " + json.dumps(result), flush=True)
     return 0
 
 

@@ -82,8 +82,13 @@ build_amuse() {
 
 # The directory a code's workers are installed in (beside its interface.py).
 code_dir() {
+    # (AMUSE prints a citation notice at exit: the first line is the answer.)
+    local dir
     "$venv/bin/python" -c "import os, amuse.community.$1 as m; print(os.path.dirname(m.__file__))" \
-        || fail "AMUSE's $1 is not importable from $venv"
+        > "$amuse_dir/code-dir-$1.txt" || fail "AMUSE's $1 is not importable from $venv"
+    dir=$(head -n 1 "$amuse_dir/code-dir-$1.txt")
+    [ -d "$dir" ] || fail "AMUSE's $1: no directory $dir"
+    echo "$dir"
 }
 
 # ph4_worker_gpu and phigrape_worker linked with -lsapporo from forcekit's build tree, no rpath:
@@ -106,18 +111,30 @@ relink_workers() {
     cp "$phigrape_src/phigrape_worker" "$(code_dir phigrape)/" \
         || fail "cannot install phigrape_worker"
     for worker in "$(code_dir ph4)/ph4_worker_gpu" "$(code_dir phigrape)/phigrape_worker"; do
-        LD_LIBRARY_PATH=$forcekit_lib ldd "$worker" | grep -q "$forcekit_lib/libsapporo.so" \
+        local libraries
+        libraries=$(LD_LIBRARY_PATH=$forcekit_lib ldd "$worker") || fail "ldd $worker failed"
+        [[ $libraries == *"$forcekit_lib/libsapporo.so"* ]] \
             || fail "$worker does not load libsapporo.so from $forcekit_lib"
     done
 }
+
+# AMUSE starts its workers through Open MPI's mpiexec, which refuses root (CI containers) unless
+# told.
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
 
 # One measurement through one library: LIB_DIR ARGS...
 run_with() {
     local lib_dir=$1
     shift
+    local out=$amuse_dir/last-run.txt
     LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         FORCEKIT_KERNEL_DIR=${FORCEKIT_KERNEL_DIR:-$source_dir/cl} \
-        timeout 1800 "$venv/bin/python" "$source_dir/tests/amuse/clients.py" "$@"
+        timeout 1800 "$venv/bin/python" "$source_dir/tests/amuse/clients.py" "$@" > "$out" 2>&1 \
+        || { tail -20 "$out" >&2; return 1; }
+    # AMUSE prints its citation notice after the result: keep the result line.
+    sed -n 's/^RESULT //p' "$out" | head -n 1
 }
 
 json_field() {
