@@ -40,6 +40,11 @@
 #ifndef REPRODUCIBLE
 #define REPRODUCIBLE 0
 #endif
+/* 1: each target's components have their own accumulator settings (fixed64's scale from the
+ * caller's hints, t_param[i][component]); 0: the launch's acc_param for all. */
+#ifndef FK_G6_TARGET_ENV
+#define FK_G6_TARGET_ENV 0
+#endif
 
 #include ACCUM_HEADER
 
@@ -53,6 +58,8 @@
 #define FK_G6_COMPONENTS 7
 /* s^2 floor at eps = 0 (as gaj): a masked self pair at r = 0 then gives 0 * finite, not NaN. */
 #define FK_G6_TINY 1e-30
+
+#define FK_G6_ADD(c, term) fk_acc_add(&acc[c], (term), FK_G6_ENV(c))
 
 #if FK_G6_DS
 #define FK_G6_DIFF(jh, jl, ih, il) ((((fk_real)(jh) - (fk_real)(ih))) + ((fk_real)(jl) - (fk_real)(il)))
@@ -129,7 +136,8 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
              const float4 acc_param, __global const float4 *restrict t_pos_hi,
              __global const float4 *restrict t_pos_lo, __global const float4 *restrict t_vel_hi,
              __global const float4 *restrict t_vel_lo, __global const int *restrict t_id,
-             __global const double *restrict t_h2, __global const float4 *restrict pos_hi,
+             __global const double *restrict t_h2, __global const float4 *restrict t_param,
+             __global const float4 *restrict pos_hi,
              __global const float4 *restrict pos_lo, __global const float4 *restrict vel_hi,
              __global const float4 *restrict vel_lo, __global const int *restrict s_id,
              __global uint2 *restrict partial, __global double *restrict nn_r2,
@@ -143,7 +151,17 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
     const int lid = (int)get_local_id(0);
     const int split = (int)get_global_id(1);
     const int i = min(gi, ni - 1);
+#if FK_G6_TARGET_ENV
+    fk_acc_env env_of[FK_G6_COMPONENTS];
+    for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+        env_of[c] = fk_acc_env_load(t_param[(size_t)min(gi, ni - 1) * FK_G6_COMPONENTS + c]);
+#define FK_G6_ENV(c) (&env_of[c])
+    (void)acc_param;
+#else
     const fk_acc_env env = fk_acc_env_load(acc_param);
+#define FK_G6_ENV(c) (&env)
+    (void)t_param;
+#endif
     const fk_real eps2 = (fk_real)eps2_in;
 
     const float4 ih = t_pos_hi[i], il = t_pos_lo[i], ivh = t_vel_hi[i], ivl = t_vel_lo[i];
@@ -198,13 +216,13 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
             const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;
             const fk_real m_inv_s3 = m_inv_s * inv_s2;
             const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;
-            fk_acc_add(&acc[0], dx * m_inv_s3, &env);
-            fk_acc_add(&acc[1], dy * m_inv_s3, &env);
-            fk_acc_add(&acc[2], dz * m_inv_s3, &env);
-            fk_acc_add(&acc[3], (vx - rv3 * dx) * m_inv_s3, &env);
-            fk_acc_add(&acc[4], (vy - rv3 * dy) * m_inv_s3, &env);
-            fk_acc_add(&acc[5], (vz - rv3 * dz) * m_inv_s3, &env);
-            fk_acc_add(&acc[6], -m_inv_s, &env);
+            FK_G6_ADD(0, dx * m_inv_s3);
+            FK_G6_ADD(1, dy * m_inv_s3);
+            FK_G6_ADD(2, dz * m_inv_s3);
+            FK_G6_ADD(3, (vx - rv3 * dx) * m_inv_s3);
+            FK_G6_ADD(4, (vy - rv3 * dy) * m_inv_s3);
+            FK_G6_ADD(5, (vz - rv3 * dz) * m_inv_s3);
+            FK_G6_ADD(6, -m_inv_s);
             if (!same && (r2 < best_r2 || (r2 == best_r2 && jid < best_id))) {
                 best_r2 = r2;
                 best_id = jid;

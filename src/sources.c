@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 
+#include "accum.h" /* fk__choose_fixed64: the scale of a fixed64 sum */
 #include "internal.h"
 #include "loops/loop.h" /* FK__SET_ARGS */
 
@@ -75,6 +76,11 @@ struct fk_sources {
     double *host_nn_r2;
     int *host_nn_id, *host_count, *host_list;
 
+    /* fixed64: per target and component, the kernel's (scale, limit) and the decoder's scale. */
+    int per_target_scale;
+    cl_mem target_param;
+    float *host_target_param; /* 4 per target component */
+    double *host_scale;       /* per target component */
     int in_flight, has_results, lists_wanted;
     size_t ni;
     cl_event done;
@@ -144,6 +150,9 @@ void fk_sources_destroy(fk_sources *s)
         clReleaseKernel(s->scatter);
     release_mem(&s->update);
     release_mem(&s->update_slot);
+    release_mem(&s->target_param);
+    free(s->host_target_param);
+    free(s->host_scale);
     free(s->dirty_list);
     free(s->dirty_mark);
     free(s->host_update);
@@ -230,10 +239,11 @@ static fk_status resolve_config(fk_context *context, const fk_sources_config *in
     *accum = fk__accum_desc(name);
     if (!*accum)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown accumulator '%s'", name);
-    if ((*accum)->choose_parameters)
+    if ((*accum)->choose_parameters && (*accum)->choose_parameters != fk__choose_fixed64)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "accumulator '%s' takes its scale from a bound pre-pass, which targets "
-                        "against sources does not run; use ref, double, float or a compensated one",
+                        "against sources does not run; use ref, double, float, fixed64 (scaled "
+                        "from hints) or a compensated one",
                         name);
     if (strcmp(name, "bound") == 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "'bound' is not an accumulator of sums");
@@ -274,9 +284,10 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (s->config.j_splits > s->max_splits)
         s->max_splits = s->config.j_splits;
 
+    s->per_target_scale = s->accum->choose_parameters != NULL; /* fixed64 */
     char options[128];
-    snprintf(options, sizeof options, "-D FK_G6_DS=%d",
-             s->config.positions == FK_POSITIONS_DOUBLE_SINGLE ? 1 : 0);
+    snprintf(options, sizeof options, "-D FK_G6_DS=%d -D FK_G6_TARGET_ENV=%d",
+             s->config.positions == FK_POSITIONS_DOUBLE_SINGLE ? 1 : 0, s->per_target_scale);
     fk_program_request request = {.force = "gaj",
                                   .accum = s->accum->info.name,
                                   .unroll_i = 1,
@@ -307,6 +318,16 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 2 * sizeof(int),
                                &s->update_slot, "slot update indices");
+    if (status == FK_OK)
+        status =
+            create_buffer(s, CL_MEM_READ_ONLY, ni_max * FK_SOURCES_COMPONENTS * 4 * sizeof(float),
+                          &s->target_param, "target scales");
+    if (status == FK_OK) {
+        s->host_target_param = calloc(ni_max * FK_SOURCES_COMPONENTS * 4, sizeof(float));
+        s->host_scale = calloc(ni_max * FK_SOURCES_COMPONENTS, sizeof(double));
+        if (!s->host_target_param || !s->host_scale)
+            status = FK_ERR_HOST_MEMORY;
+    }
     if (status == FK_OK) {
         s->dirty_list = calloc(capacity, sizeof(size_t));
         s->dirty_mark = calloc(capacity, 1);
@@ -517,6 +538,36 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         }
         s->host_target_id[i] = t->id[i];
         s->host_target_h2[i] = h2;
+        for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c)
+            s->host_scale[i * FK_SOURCES_COMPONENTS + (size_t)c] = 1.0;
+        if (s->per_target_scale)
+            for (int c = 0; c < FK_SOURCES_COMPONENTS; c += c < 6 ? 3 : 1) {
+                /* The hint's magnitude (a vector's norm for all three components) with room for
+                 * terms 1024 times larger, over nj terms: fixed64's own rule for the scale. */
+                const double *hint = c == 0   ? (t->acc_hint ? t->acc_hint + 3 * i : NULL)
+                                     : c == 3 ? (t->jerk_hint ? t->jerk_hint + 3 * i : NULL)
+                                              : (t->pot_hint ? t->pot_hint + i : NULL);
+                double magnitude = 0;
+                if (hint)
+                    magnitude =
+                        c < 6 ? sqrt(hint[0] * hint[0] + hint[1] * hint[1] + hint[2] * hint[2])
+                              : fabs(hint[0]);
+                if (!(magnitude > 0) || !isfinite(magnitude))
+                    magnitude = 1.0;
+                const fk_accum_bound bound = {
+                    .max_term = 1024 * magnitude, .max_sum = 1024 * magnitude, .count = nj};
+                fk_accum_params params;
+                if (!fk__choose_fixed64(&bound, &params))
+                    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                    "fk_sources_start: target %zu (ID %d): scale hint %g cannot "
+                                    "be represented by fixed64",
+                                    i, t->id[i], magnitude);
+                for (int q = c; q < (c < 6 ? c + 3 : c + 1); ++q) {
+                    const size_t at = i * FK_SOURCES_COMPONENTS + (size_t)q;
+                    s->host_scale[at] = params.scale;
+                    memcpy(s->host_target_param + 4 * at, params.acc_param, 4 * sizeof(float));
+                }
+            }
     }
 
     cl_command_queue queue = context->queue;
@@ -583,6 +634,10 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     if (err == CL_SUCCESS && lists)
         err = clEnqueueWriteBuffer(queue, s->count, CL_FALSE, 0, ni * sizeof(int), s->zeros, 0,
                                    NULL, NULL);
+    if (err == CL_SUCCESS && s->per_target_scale)
+        err = clEnqueueWriteBuffer(queue, s->target_param, CL_FALSE, 0,
+                                   ni * FK_SOURCES_COMPONENTS * 4 * sizeof(float),
+                                   s->host_target_param, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueWriteBuffer (targets)", err);
 
@@ -634,15 +689,16 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const int want_lists = lists, capacity = (int)s->config.neighbor_capacity;
     const double eps2 = t->eps2;
     const cl_float4 acc_param = {{0, 0, 0, 0}};
-    status = FK__SET_ARGS(
-        context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int), FK__ARG(chunk),
-        FK__ARG(eps2), FK__ARG(acc_param), FK__ARG(s->target[TGT_POS_HI]),
-        FK__ARG(s->target[TGT_POS_LO]), FK__ARG(s->target[TGT_VEL_HI]),
-        FK__ARG(s->target[TGT_VEL_LO]), FK__ARG(s->target_id), FK__ARG(s->target_h2),
-        FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
-        FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
-        FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2), FK__ARG(s->nn_id),
-        FK__ARG(want_lists), FK__ARG(capacity), FK__ARG(s->count), FK__ARG(s->list));
+    status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int),
+                          FK__ARG(chunk), FK__ARG(eps2), FK__ARG(acc_param),
+                          FK__ARG(s->target[TGT_POS_HI]), FK__ARG(s->target[TGT_POS_LO]),
+                          FK__ARG(s->target[TGT_VEL_HI]), FK__ARG(s->target[TGT_VEL_LO]),
+                          FK__ARG(s->target_id), FK__ARG(s->target_h2), FK__ARG(s->target_param),
+                          FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
+                          FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
+                          FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2),
+                          FK__ARG(s->nn_id), FK__ARG(want_lists), FK__ARG(capacity),
+                          FK__ARG(s->count), FK__ARG(s->list));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, s->reduce, "fk_g6_reduce", 0, FK__ARG(ni_int),
                               FK__ARG(splits_int), FK__ARG(s->partial), FK__ARG(s->result),
@@ -733,7 +789,11 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
         double value[FK_SOURCES_COMPONENTS];
         for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c) {
             const uint32_t *w = s->host_result + 2 * (i * FK_SOURCES_COMPONENTS + (size_t)c);
-            value[c] = s->accum->decode(w[0], w[1], 1.0);
+            const int overflowed = s->accum->overflowed && s->accum->overflowed(w[0], w[1]);
+            value[c] = overflowed
+                           ? NAN
+                           : s->accum->decode(w[0], w[1],
+                                              s->host_scale[i * FK_SOURCES_COMPONENTS + (size_t)c]);
             if (!isfinite(value[c]) && bad == SIZE_MAX)
                 bad = i;
         }
@@ -751,7 +811,8 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
     if (bad != SIZE_MAX)
         status = fk__fail(context, FK_ERR_OVERFLOW,
                           "targets against sources: target %zu (ID %d) has a non-finite sum "
-                          "(coincident particles without softening?)",
+                          "(coincident particles without softening?) or one beyond fixed64's "
+                          "range (a scale hint too small)",
                           bad, s->host_target_id[bad]);
     return status;
 }

@@ -527,8 +527,10 @@ typedef struct fk_sources_config {
     size_t capacity;    /* source slots; required (> 0) */
     size_t max_targets; /* targets per evaluation (GRAPE's npipes); 0: 256 */
     /* Accumulators without data-scaled parameters: float, double, ref, eft, composite, ti,
-     * nitadori (fixed64, narumi and nitadori_large need a bound pre-pass the engine does not run:
-     * FK_ERR_UNSUPPORTED). NULL: "ref" (double pair arithmetic and sums). */
+     * nitadori; and fixed64, scaled per target and component from the caller's hints
+     * (fk_targets.acc_hint ...), as GRAPE-6 scaled its fixed-point sums. narumi and
+     * nitadori_large need a bound pre-pass the engine does not run: FK_ERR_UNSUPPORTED. NULL:
+     * "ref" (double pair arithmetic and sums). */
     const char *accum;
     fk_positions positions;   /* 0: double-single */
     size_t neighbor_capacity; /* IDs kept per target's neighbour list; 0: 256 */
@@ -559,6 +561,13 @@ typedef struct fk_targets {
     const double *velocity; /* 3 * count */
     /* count radii squared, or NULL: no neighbour lists; a radius <= 0 gives an empty list */
     const double *h2;
+    /* Scale hints for the fixed64 accumulator (GRAPE-6's aold, j6old, phiold, multiplied back):
+     * the expected acceleration and jerk (3 * count) and potential (count) of each target, or
+     * NULL. Only their order of magnitude matters: each sum is scaled so that terms up to 1024
+     * times the hint's magnitude fit; a larger term overflows (fk_sources_finish then returns
+     * FK_ERR_OVERFLOW, and the caller retries with better hints, as GRAPE-6 clients do). A zero
+     * or missing hint counts as 1. Ignored by the other accumulators. */
+    const double *acc_hint, *jerk_hint, *pot_hint;
 } fk_targets;
 
 typedef struct fk_target_results {
@@ -585,7 +594,8 @@ FK_API fk_status fk_sources_set(fk_sources *sources, size_t slot, const fk_sourc
  * the targets, eps2 < 0 or NaN; FK_ERR_STATE when one is already in flight. */
 FK_API fk_status fk_sources_start(fk_sources *sources, const fk_targets *targets);
 /* Waits for the evaluation and writes the results (any pointer may be NULL). FK_ERR_OVERFLOW when
- * a sum is not finite (the results are written anyway), FK_ERR_STATE without a start. */
+ * a sum is not finite or left fixed64's range (the results are written anyway, NaN where a
+ * fixed64 sum overflowed), FK_ERR_STATE without a start. */
 FK_API fk_status fk_sources_finish(fk_sources *sources, const fk_target_results *results);
 /* The neighbour list of target (< count) of the last finished evaluation with h2: *count IDs in
  * increasing order at *ids (valid until the next start), and *overflow 1 when more sources were

@@ -21,8 +21,10 @@
  * (initial source slots, default 16384; the engine grows to the largest address set),
  * FORCEKIT_G6_VERBOSE.
  *
- * GRAPE-6's scale hints (aold, j6old, phiold) are accepted and not needed: none of the
- * accumulators the engine takes has a data-scaled range.
+ * GRAPE-6's scale hints (aold, j6old, phiold) scale the sums of the fixed64 accumulator
+ * (FORCEKIT_G6_ACCUM=fixed64), per target and component, as GRAPE-6 scaled its fixed-point sums;
+ * a term beyond the range makes g6calc_lasthalf_ return nonzero, and the client retries with the
+ * forces it got as better hints. The other accumulators ignore them.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +42,7 @@
 #define G6_MAX_IDS 16
 #define G6_DEFAULT_NPIPES 256
 #define G6_DEFAULT_CAPACITY 16384
+#define G6_MAX_PIPES 4096 /* FORCEKIT_G6_NPIPES's upper bound (hints go on the stack) */
 
 typedef struct g6_unit {
     fk_context *context;
@@ -100,7 +103,7 @@ static long env_long(const char *name, long fallback, long minimum, long maximum
 
 static int npipes_setting(void)
 {
-    return (int)env_long("FORCEKIT_G6_NPIPES", G6_DEFAULT_NPIPES, 1, 65536);
+    return (int)env_long("FORCEKIT_G6_NPIPES", G6_DEFAULT_NPIPES, 1, G6_MAX_PIPES);
 }
 
 static g6_unit *unit_of(const int *id)
@@ -290,9 +293,6 @@ G6_EXPORT void g6calc_firsthalf_(int *id, int *nj, int *ni, int index[], double 
                                  double vi[][3], double aold[][3], double j6old[][3],
                                  double phiold[], double *eps2, double h2[])
 {
-    (void)aold;
-    (void)j6old;
-    (void)phiold;
     g6_unit *unit = unit_of(id);
     if (!unit)
         return;
@@ -321,6 +321,17 @@ G6_EXPORT void g6calc_firsthalf_(int *id, int *nj, int *ni, int index[], double 
         unit->pending_error = 1;
         return;
     }
+    /* GRAPE-6's scale hints (aold = acc/2, j6old = jerk/6, phiold), multiplied back: the fixed64
+     * accumulator scales each sum from them; the others ignore them. */
+    double acc_hint[3 * G6_MAX_PIPES], jerk_hint[3 * G6_MAX_PIPES], pot_hint[G6_MAX_PIPES];
+    const int hints = aold && j6old && phiold && *ni <= G6_MAX_PIPES;
+    for (int i = 0; hints && i < *ni; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            acc_hint[3 * i + k] = 2.0 * aold[i][k];
+            jerk_hint[3 * i + k] = 6.0 * j6old[i][k];
+        }
+        pot_hint[i] = phiold[i];
+    }
     fk_targets targets = {.count = (size_t)*ni,
                           .sources = (size_t)*nj,
                           .time = unit->ti,
@@ -328,7 +339,10 @@ G6_EXPORT void g6calc_firsthalf_(int *id, int *nj, int *ni, int index[], double 
                           .id = index,
                           .position = &xi[0][0],
                           .velocity = &vi[0][0],
-                          .h2 = h2};
+                          .h2 = h2,
+                          .acc_hint = hints ? acc_hint : NULL,
+                          .jerk_hint = hints ? jerk_hint : NULL,
+                          .pot_hint = hints ? pot_hint : NULL};
     fk_status status = fk_sources_start(unit->engine, &targets);
     if (status != FK_OK) {
         unit->pending_error = report(unit, "g6calc_firsthalf: %s", fk_status_string(status));
