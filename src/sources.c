@@ -82,6 +82,7 @@ struct fk_sources {
     float *host_target_param; /* 4 per target component */
     double *host_scale;       /* per target component */
     int in_flight, has_results, lists_wanted;
+    int lists_on_device, lists_fetched; /* the device computed lists; they are on the host */
     size_t ni;
     cl_event done;
 };
@@ -727,13 +728,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     if (err == CL_SUCCESS)
         err = clEnqueueReadBuffer(queue, s->nn_r2, CL_FALSE, 0, ni * sizeof(double), s->host_nn_r2,
                                   0, NULL, NULL);
-    if (err == CL_SUCCESS && lists)
-        err = clEnqueueReadBuffer(queue, s->count, CL_FALSE, 0, ni * sizeof(int), s->host_count, 0,
-                                  NULL, NULL);
-    if (err == CL_SUCCESS && lists)
-        err = clEnqueueReadBuffer(queue, s->list, CL_FALSE, 0,
-                                  ni * s->config.neighbor_capacity * sizeof(int), s->host_list, 0,
-                                  NULL, NULL);
+    /* The neighbour lists stay on the device until fk_sources_neighbors asks (most block steps
+     * never read them, and they are the largest result). */
     if (s->done) {
         clReleaseEvent(s->done);
         s->done = NULL;
@@ -747,6 +743,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     s->has_results = 0;
     /* Radii given but none positive: empty lists, without a pass on the device. */
     s->lists_wanted = t->h2 != NULL;
+    s->lists_on_device = lists;
+    s->lists_fetched = 0;
     if (s->lists_wanted && !lists)
         memset(s->host_count, 0, ni * sizeof(int));
     s->ni = ni;
@@ -776,13 +774,6 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
     if (execution < 0)
         return fk__cl_fail(context, "targets against sources (enqueued work)", execution);
     s->has_results = 1;
-    if (s->lists_wanted)
-        for (size_t i = 0; i < s->ni; ++i) {
-            size_t n = (size_t)s->host_count[i];
-            if (n > s->config.neighbor_capacity)
-                n = s->config.neighbor_capacity;
-            qsort(s->host_list + i * s->config.neighbor_capacity, n, sizeof(int), compare_int);
-        }
     fk_status status = FK_OK;
     size_t bad = SIZE_MAX;
     for (size_t i = 0; i < s->ni; ++i) {
@@ -830,6 +821,24 @@ fk_status fk_sources_neighbors(fk_sources *s, size_t target, const int **ids, si
     if (target >= s->ni)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "fk_sources_neighbors: target %zu of %zu",
                         target, s->ni);
+    if (s->lists_on_device && !s->lists_fetched) {
+        /* The first request since the evaluation: counts and lists come over, sorted here. */
+        const size_t capacity = s->config.neighbor_capacity;
+        cl_int err = clEnqueueReadBuffer(context->queue, s->count, CL_TRUE, 0, s->ni * sizeof(int),
+                                         s->host_count, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueReadBuffer(context->queue, s->list, CL_TRUE, 0,
+                                      s->ni * capacity * sizeof(int), s->host_list, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(context, "clEnqueueReadBuffer (neighbour lists)", err);
+        for (size_t i = 0; i < s->ni; ++i) {
+            size_t n = (size_t)s->host_count[i];
+            if (n > capacity)
+                n = capacity;
+            qsort(s->host_list + i * capacity, n, sizeof(int), compare_int);
+        }
+        s->lists_fetched = 1;
+    }
     const size_t found = (size_t)s->host_count[target];
     *ids = s->host_list + target * s->config.neighbor_capacity;
     *count = found;
