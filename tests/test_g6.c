@@ -185,6 +185,10 @@ static void test_forces_agree(void **state)
     particles_random(&p, n, &rng);
     for (int k = 0; k < 2; ++k)
         load_all(&libs[k], unit, &p);
+    /* A slot far beyond the engine's first capacity (100) and beyond the nj evaluated: the
+     * engine must grow to hold it and still evaluate nj = n. */
+    for (int k = 0; k < 2; ++k)
+        assert_int_equal(set_j(&libs[k], unit, 5000, &p, 0), 0);
     const int npipes = libs[0].npipes();
     assert_int_equal(npipes, 48);
     assert_int_equal(libs[1].npipes(), 48);

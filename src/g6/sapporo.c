@@ -317,7 +317,8 @@ G6_EXPORT void g6calc_firsthalf_(int *id, int *nj, int *ni, int index[], double 
                    unit->highest);
         return;
     }
-    if (engine_ensure(unit, (size_t)*nj) != 0) {
+    /* Every slot set so far must fit: a grown engine is refilled from all of them. */
+    if (engine_ensure(unit, unit->highest) != 0) {
         unit->pending_error = 1;
         return;
     }
