@@ -62,7 +62,8 @@
 #define FK_G6_ADD(c, term) fk_acc_add(&acc[c], (term), FK_G6_ENV(c))
 
 #if FK_G6_DS
-#define FK_G6_DIFF(jh, jl, ih, il) ((((fk_real)(jh) - (fk_real)(ih))) + ((fk_real)(jl) - (fk_real)(il)))
+#define FK_G6_DIFF(jh, jl, ih, il)                                                                 \
+    ((((fk_real)(jh) - (fk_real)(ih))) + ((fk_real)(jl) - (fk_real)(il)))
 #else
 #define FK_G6_DIFF(jh, jl, ih, il) ((fk_real)(jh) - (fk_real)(ih))
 #endif
@@ -113,8 +114,8 @@ __kernel void fk_g6_predict(const int nj, const double ti, __global const double
     pos_hi[j] = (float4)(xh, (float)vm.w);
     vel_hi[j] = (float4)(vh, 0.0f);
 #if FK_G6_DS
-    pos_lo[j] = (float4)(convert_float3(x - convert_double3(xh)),
-                         (float)(vm.w - (double)(float)vm.w));
+    pos_lo[j] =
+        (float4)(convert_float3(x - convert_double3(xh)), (float)(vm.w - (double)(float)vm.w));
     vel_lo[j] = (float4)(convert_float3(v - convert_double3(vh)), 0.0f);
 #else
     pos_lo[j] = (float4)(0.0f);
@@ -137,12 +138,11 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
              __global const float4 *restrict t_pos_lo, __global const float4 *restrict t_vel_hi,
              __global const float4 *restrict t_vel_lo, __global const int *restrict t_id,
              __global const double *restrict t_h2, __global const float4 *restrict t_param,
-             __global const float4 *restrict pos_hi,
-             __global const float4 *restrict pos_lo, __global const float4 *restrict vel_hi,
-             __global const float4 *restrict vel_lo, __global const int *restrict s_id,
-             __global uint2 *restrict partial, __global double *restrict nn_r2,
-             __global int *restrict nn_id, const int want_lists, const int capacity,
-             __global int *restrict count, __global int *restrict list)
+             __global const float4 *restrict pos_hi, __global const float4 *restrict pos_lo,
+             __global const float4 *restrict vel_hi, __global const float4 *restrict vel_lo,
+             __global const int *restrict s_id, __global uint2 *restrict partial,
+             __global double *restrict nn_r2, __global int *restrict nn_id, const int want_lists,
+             const int capacity, __global int *restrict count, __global int *restrict list)
 {
     __local float4 l_pos_hi[WG_SIZE], l_pos_lo[WG_SIZE], l_vel_hi[WG_SIZE], l_vel_lo[WG_SIZE];
     __local int l_id[WG_SIZE];
@@ -256,8 +256,8 @@ __kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 
     for (int c = 0; c < FK_G6_COMPONENTS; ++c) {
         fk_acc sum = fk_acc_unpack(partial[(size_t)i * FK_G6_COMPONENTS + c]);
         for (int s = 1; s < splits; ++s)
-            sum = fk_acc_merge(
-                sum, fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
+            sum = fk_acc_merge(sum,
+                               fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
         result[(size_t)i * FK_G6_COMPONENTS + c] = fk_acc_pack(sum);
     }
     double best = nn_r2[i];

@@ -541,12 +541,12 @@ typedef struct fk_sources_config {
 /* One source slot as a Hermite code holds it: the derivatives themselves (GRAPE's a2, j6 and k18
  * are a/2, jerk/6 and snap/18: multiply them back). */
 typedef struct fk_source {
-    int id;       /* the particle's ID: excluded when a target carries the same ID */
-    double t;     /* time of the coefficients (tj) */
-    double mass;  /* > 0 or 0 */
-    double x[3];  /* position at t */
-    double v[3];  /* velocity at t */
-    double a[3];  /* acceleration at t */
+    int id;      /* the particle's ID: excluded when a target carries the same ID */
+    double t;    /* time of the coefficients (tj) */
+    double mass; /* > 0 or 0 */
+    double x[3]; /* position at t */
+    double v[3]; /* velocity at t */
+    double a[3]; /* acceleration at t */
     double jerk[3];
     double snap[3]; /* 0 for a fourth-order code */
 } fk_source;
