@@ -8,7 +8,10 @@ program only runs one measurement and prints one JSON line:
                                 difference of the potential
   clients.py energy CODE SEED   CODE ph4 (mode "gpu") or phigrape (the g6 worker): Plummer
                                 N = 256, eps 0.01, eta 0.03, t = 0 to 1: |dE/E|
+  clients.py bench N [T]        ph4 mode="gpu", Plummer N (seed 1), eps 0.01, eta 0.03, t = 0 to
+                                T (default 1): |dE/E| and wall seconds of evolve_model
 """
+import time
 import json
 import sys
 
@@ -68,11 +71,31 @@ def energy(name, seed):
             "finite": bool(numpy.isfinite(error))}
 
 
+def bench(n, t_end):
+    from amuse.community.ph4.interface import ph4
+    particles = plummer(n, 1)
+    code = ph4(mode="gpu", channel_type="sockets")
+    code.parameters.epsilon_squared = 0.0001 | nbody_system.length ** 2
+    code.parameters.timestep_parameter = 0.03
+    code.particles.add_particles(particles)
+    code.commit_particles()
+    e0 = (code.kinetic_energy + code.potential_energy).value_in(nbody_system.energy)
+    start = time.time()
+    code.evolve_model(t_end | nbody_system.time)
+    wall = time.time() - start
+    e1 = (code.kinetic_energy + code.potential_energy).value_in(nbody_system.energy)
+    code.stop()
+    return {"test": "bench", "code": "ph4", "n": n, "t_end": t_end, "dE/E": abs((e1 - e0) / e0),
+            "wall_seconds": wall}
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "t1":
         result = t1(int(argv[2]))
     elif len(argv) >= 4 and argv[1] == "energy":
         result = energy(argv[2], int(argv[3]))
+    elif len(argv) >= 3 and argv[1] == "bench":
+        result = bench(int(argv[2]), float(argv[3]) if len(argv) >= 4 else 1.0)
     else:
         sys.stderr.write(__doc__)
         return 2

@@ -11,7 +11,9 @@
 #   T3 phiGRAPE the same energy check (Fortran ABI).
 # (T4, neighbour lists against brute force with overflow, is tests/test_sources.c and test_g6.c.)
 #
-#   tests/amuse/run_clients.sh BUILD_DIR [SOURCE_DIR] [build|test|all]
+#   tests/amuse/run_clients.sh BUILD_DIR [SOURCE_DIR] [build|test|all|bench]
+# (bench: ph4 on a BENCH_N-body Plummer sphere, default 16,384, to BENCH_T, default 1, through
+# forcekit: |dE/E| and wall seconds, one JSON line.)
 #
 # Needs: python3 (3.9-3.11), gfortran, mpicc/mpif90 (Debian: libopenmpi-dev), network access to
 # PyPI the first time. A missing tool or a failed download is a failure with the reason (exit 1),
@@ -184,9 +186,17 @@ run_tests() {
     echo "AMUSE clients: T1-T3 passed"
 }
 
+# ph4 on a larger Plummer sphere through forcekit (BENCH_N, default 16,384, to BENCH_T, default 1):
+# |dE/E| and the wall time of evolve_model, one JSON line (issue #18, deliverable 5).
+run_bench() {
+    [ -f "$amuse_dir/installed-$version" ] || fail "AMUSE is not built: run_clients.sh $build_dir $source_dir build"
+    run_with "$forcekit_lib" bench "${BENCH_N:-16384}" "${BENCH_T:-1}" || fail "the ph4 bench did not run"
+}
+
 case $what in
 build) build_amuse ;;
 test) run_tests ;;
 all) build_amuse && run_tests ;;
-*) fail "unknown action $what (build, test or all)" ;;
+bench) run_bench ;;
+*) fail "unknown action $what (build, test, all or bench)" ;;
 esac
