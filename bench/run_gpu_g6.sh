@@ -3,7 +3,8 @@
 # libsapporo's tests on the device (correctness first), then bench_g6_block per configuration:
 # the time per block step against ni at nj = 65,536 and the rate at ni = npipes against nj
 # (65,536 .. 1,048,576) beside gaj all-pairs with the same accumulator. One JSON per
-# configuration under OUT; about 5 minutes on an H200.
+# configuration under OUT; then a 16,384-body Hermite run to t = 1 through libsapporo per
+# accumulator (bench_g6_hermite). Not yet run on a GPU: budget 15 minutes.
 #   bench/run_gpu_g6.sh OUT [DEVICE]
 set -euo pipefail
 out=$1
@@ -24,5 +25,15 @@ for config in ref:ds double:ds float:float fixed64:ds; do
         --nj 65536,131072,262144,524288,1048576 --seconds 0.5 \
         > "$out/g6_block_${accum}_${positions}.json" 2> "$out/g6_block_${accum}_${positions}.err" ||
         echo "bench_g6_block $accum/$positions failed (see its .err)" >&2
+done
+# The 16,384-body Plummer sphere to t = 1 through libsapporo (ph4's calls, by the Hermite driver of
+# tests/g6/g6_driver.c; AMUSE itself cannot be installed without network): energy error and wall.
+for config in ref:ds double:ds; do
+    accum=${config%%:*} positions=${config##*:}
+    FORCEKIT_G6_ACCUM=$accum FORCEKIT_G6_POSITIONS=$positions timeout 900 \
+        "$build/bench/bench_g6_hermite" --n 16384 --t 1 --eta 0.03 --eps2 1e-4 \
+        > "$out/g6_hermite_16384_${accum}_${positions}.json" \
+        2> "$out/g6_hermite_16384_${accum}_${positions}.err" ||
+        echo "bench_g6_hermite $accum/$positions failed or timed out (see its .err)" >&2
 done
 echo "results in $out"

@@ -21,26 +21,7 @@
 
 #include "test_support.h"
 
-typedef struct g6lib {
-    const char *name;
-    void *handle;
-    int (*open)(int *);
-    int (*close)(int *);
-    int (*npipes)(void);
-    int (*set_ti)(int *, double *);
-    int (*set_j_particle)(int *, int *, int *, double *, double *, double *, double *, double *,
-                          double *, double *, double *);
-    void (*firsthalf)(int *, int *, int *, int *, double (*)[3], double (*)[3], double (*)[3],
-                      double (*)[3], double *, double *, double *);
-    int (*lasthalf)(int *, int *, int *, int *, double (*)[3], double (*)[3], double *, double *,
-                    double (*)[3], double (*)[3], double *);
-    int (*lasthalf2)(int *, int *, int *, int *, double (*)[3], double (*)[3], double *, double *,
-                     double (*)[3], double (*)[3], double *, int *);
-    int (*read_neighbour_list)(int *);
-    int (*get_neighbour_list)(int *, int *, int *, int *, int *);
-    int (*reset)(int *);
-    int (*get_device_count)(void);
-} g6lib;
+#include "g6/g6_driver.h"
 
 static const char *library_path[2];
 static g6lib libs[2]; /* 0: forcekit's libsapporo, 1: the comparison library */
@@ -97,35 +78,6 @@ static int teardown(void **state)
 
 /* ---- a random system loaded into a library ------------------------------------------------ */
 
-typedef struct particles {
-    int n;
-    double (*x)[3], (*v)[3], (*a)[3], (*jerk)[3], *m, *t;
-    int *id;
-} particles;
-
-static void particles_alloc(particles *p, int n)
-{
-    p->n = n;
-    p->x = calloc((size_t)n, sizeof *p->x);
-    p->v = calloc((size_t)n, sizeof *p->v);
-    p->a = calloc((size_t)n, sizeof *p->a);
-    p->jerk = calloc((size_t)n, sizeof *p->jerk);
-    p->m = calloc((size_t)n, sizeof(double));
-    p->t = calloc((size_t)n, sizeof(double));
-    p->id = calloc((size_t)n, sizeof(int));
-}
-
-static void particles_free(particles *p)
-{
-    free(p->x);
-    free(p->v);
-    free(p->a);
-    free(p->jerk);
-    free(p->m);
-    free(p->t);
-    free(p->id);
-}
-
 static void particles_random(particles *p, int n, fk_test_rng *rng)
 {
     particles_alloc(p, n);
@@ -142,39 +94,17 @@ static void particles_random(particles *p, int n, fk_test_rng *rng)
     }
 }
 
-static int set_j(g6lib *lib, int unit, int slot, const particles *p, int i)
-{
-    double k18[3] = {0, 0, 0}, j6[3], a2[3], dt = 0.0;
-    for (int k = 0; k < 3; ++k) {
-        a2[k] = p->a[i][k] / 2;
-        j6[k] = p->jerk[i][k] / 6;
-    }
-    int id = p->id[i];
-    return lib->set_j_particle(&unit, &slot, &id, &p->t[i], &dt, &p->m[i], k18, j6, a2, p->v[i],
-                               p->x[i]);
-}
-
 static void load_all(g6lib *lib, int unit, const particles *p)
 {
     assert_int_equal(lib->open(&unit), 0);
     for (int i = 0; i < p->n; ++i)
-        assert_int_equal(set_j(lib, unit, i, p, i), 0);
-}
-
-/* Targets: the sources' own positions predicted on the host to ti (a 3rd-order predictor, so
- * they differ from the libraries' own predictions), IDs the sources'. */
-static void host_predict(const particles *p, int i, double ti, double x[3], double v[3])
-{
-    const double dt = ti - p->t[i];
-    for (int k = 0; k < 3; ++k) {
-        x[k] = p->x[i][k] + dt * (p->v[i][k] + dt * (p->a[i][k] / 2 + dt * p->jerk[i][k] / 6));
-        v[k] = p->v[i][k] + dt * (p->a[i][k] + dt * p->jerk[i][k] / 2);
-    }
+        assert_int_equal(g6_set_j(lib, unit, i, p, i), 0);
 }
 
 /* acc, jerk, pot and nearest neighbour of every particle through both libraries, in blocks of
- * npipes: agree to 1e-11 of each target's scale (the default configuration: ref, DS), nearest
- * neighbours exactly. */
+ * npipes; targets are the sources' own positions predicted on the host to ti (a 3rd-order
+ * predictor, so they differ from the libraries' own predictions), IDs the sources': agree to
+ * 1e-11 of each target's scale (the default configuration: ref, DS), nearest neighbours exactly. */
 static void test_forces_agree(void **state)
 {
     (void)state;
@@ -188,7 +118,7 @@ static void test_forces_agree(void **state)
     /* A slot far beyond the engine's first capacity (100) and beyond the nj evaluated: the
      * engine must grow to hold it and still evaluate nj = n. */
     for (int k = 0; k < 2; ++k)
-        assert_int_equal(set_j(&libs[k], unit, 5000, &p, 0), 0);
+        assert_int_equal(g6_set_j(&libs[k], unit, 5000, &p, 0), 0);
     const int npipes = libs[0].npipes();
     assert_int_equal(npipes, 48);
     assert_int_equal(libs[1].npipes(), 48);
@@ -209,7 +139,7 @@ static void test_forces_agree(void **state)
     for (int first = 0; first < n; first += npipes) {
         int ni = n - first < npipes ? n - first : npipes, nj = n;
         for (int i = 0; i < ni; ++i) {
-            host_predict(&p, first + i, ti, xi[i], vi[i]);
+            g6_host_predict(&p, first + i, ti, xi[i], vi[i]);
             h2[i] = eps2;
         }
         for (int k = 0; k < 2; ++k) {
@@ -270,7 +200,7 @@ static void test_neighbour_lists_agree(void **state)
     double ti = 0.01, eps2 = 0.0;
     double xi[40][3], vi[40][3], h2[40], acc[40][3], jerk[40][3], pot[40];
     for (int i = 0; i < ni; ++i) {
-        host_predict(&p, i, ti, xi[i], vi[i]);
+        g6_host_predict(&p, i, ti, xi[i], vi[i]);
         h2[i] = 0.04 * (i % 8); /* 0 (no list) .. 0.28: about 0 to 30 neighbours */
     }
     int read[2];
@@ -346,7 +276,7 @@ static void test_bad_input(void **state)
     assert_int_not_equal(lib->lasthalf(&unit, &nj, &ni, index, xi, vi, &eps2, h2, acc, jerk, pot),
                          0);
     p.x[3][0] = NAN;
-    assert_int_not_equal(set_j(lib, unit, 3, &p, 3), 0);
+    assert_int_not_equal(g6_set_j(lib, unit, 3, &p, 3), 0);
     p.x[3][0] = 0.25;
     int negative = -1;
     double zero3[3] = {0, 0, 0}, one = 1;
@@ -372,216 +302,19 @@ static void test_bad_input(void **state)
     particles_free(&p);
 }
 
-/* ---- a Hermite block-step integrator over the g6 API ------------------------------------- */
-
-static void plummer(particles *p, int n, fk_test_rng *rng)
-{
-    particles_alloc(p, n);
-    double cm[6] = {0};
-    for (int i = 0; i < n; ++i) {
-        p->id[i] = i;
-        p->m[i] = 1.0 / n;
-        double r;
-        do {
-            const double u = fk_test_rng_uniform(rng) * 0.999 + 1e-6;
-            r = 1.0 / sqrt(pow(u, -2.0 / 3.0) - 1.0);
-        } while (r > 10);
-        double q, g;
-        do {
-            q = fk_test_rng_uniform(rng);
-            g = 0.1 * fk_test_rng_uniform(rng);
-        } while (g > q * q * pow(1 - q * q, 3.5));
-        const double speed = q * sqrt(2.0) * pow(1 + r * r, -0.25);
-        for (int which = 0; which < 2; ++which) {
-            const double z = 2 * fk_test_rng_uniform(rng) - 1;
-            const double phi = 2 * M_PI * fk_test_rng_uniform(rng);
-            const double s = sqrt(1 - z * z), len = which ? speed : r;
-            double *out = which ? p->v[i] : p->x[i];
-            out[0] = len * s * cos(phi);
-            out[1] = len * s * sin(phi);
-            out[2] = len * z;
-        }
-        for (int k = 0; k < 3; ++k) {
-            cm[k] += p->m[i] * p->x[i][k];
-            cm[3 + k] += p->m[i] * p->v[i][k];
-        }
-    }
-    /* Centre of mass at rest at the origin; Henon units (E = -1/4: the scale 3 pi / 16). */
-    const double scale = 3 * M_PI / 16;
-    for (int i = 0; i < n; ++i)
-        for (int k = 0; k < 3; ++k) {
-            p->x[i][k] = (p->x[i][k] - cm[k]) * scale;
-            p->v[i][k] = (p->v[i][k] - cm[3 + k]) / sqrt(scale);
-        }
-}
-
-static double energy(const particles *p, double eps2)
-{
-    double kinetic = 0, potential = 0;
-    for (int i = 0; i < p->n; ++i) {
-        kinetic += 0.5 * p->m[i] *
-                   (p->v[i][0] * p->v[i][0] + p->v[i][1] * p->v[i][1] + p->v[i][2] * p->v[i][2]);
-        for (int j = i + 1; j < p->n; ++j) {
-            double r2 = eps2;
-            for (int k = 0; k < 3; ++k)
-                r2 += (p->x[j][k] - p->x[i][k]) * (p->x[j][k] - p->x[i][k]);
-            potential -= p->m[i] * p->m[j] / sqrt(r2);
-        }
-    }
-    return kinetic + potential;
-}
-
-/* acc and jerk of the listed particles (positions xp, vp predicted to ti) through the library. */
-static int forces(g6lib *lib, int unit, const particles *p, const int *list, int count,
-                  double (*xp)[3], double (*vp)[3], double ti, double eps2, double (*acc)[3],
-                  double (*jerk)[3])
-{
-    const int npipes = lib->npipes();
-    int index[64], nj = p->n;
-    double xi[64][3], vi[64][3], aold[64][3], jold[64][3], pot[64], h2[64], a[64][3], j[64][3];
-    assert_true(npipes <= 64);
-    if (lib->set_ti(&unit, &ti) != 0)
-        return 1;
-    for (int first = 0; first < count; first += npipes) {
-        int ni = count - first < npipes ? count - first : npipes;
-        for (int i = 0; i < ni; ++i) {
-            const int b = list[first + i];
-            index[i] = p->id[b];
-            h2[i] = 0;
-            for (int k = 0; k < 3; ++k) {
-                xi[i][k] = xp[first + i][k];
-                vi[i][k] = vp[first + i][k];
-                aold[i][k] = p->a[b][k];
-                jold[i][k] = p->jerk[b][k];
-            }
-            pot[i] = 0;
-        }
-        lib->firsthalf(&unit, &nj, &ni, index, xi, vi, aold, jold, pot, &eps2, h2);
-        if (lib->lasthalf(&unit, &nj, &ni, index, xi, vi, &eps2, h2, a, j, pot) != 0)
-            return 1;
-        for (int i = 0; i < ni; ++i)
-            for (int k = 0; k < 3; ++k) {
-                acc[first + i][k] = a[i][k];
-                jerk[first + i][k] = j[i][k];
-            }
-    }
-    return 0;
-}
-
-static double norm(const double *v)
-{
-    return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-}
-
-/* Fourth-order Hermite with block time steps (Makino & Aarseth 1992) from t = 0 to t_end;
- * returns |dE/E| (NaN on a failure). */
-static double hermite(g6lib *lib, const particles *initial, double eps2, double eta, double t_end,
-                      size_t *steps)
-{
-    const int n = initial->n, unit = 1;
-    const double dt_max = 1.0 / 16;
-    particles p;
-    particles_alloc(&p, n);
-    memcpy(p.x, initial->x, (size_t)n * sizeof *p.x);
-    memcpy(p.v, initial->v, (size_t)n * sizeof *p.v);
-    memcpy(p.m, initial->m, (size_t)n * sizeof(double));
-    memcpy(p.id, initial->id, (size_t)n * sizeof(int));
-    double *dt = calloc((size_t)n, sizeof(double));
-    int *list = calloc((size_t)n, sizeof(int));
-    double(*xp)[3] = calloc((size_t)n, sizeof *xp), (*vp)[3] = calloc((size_t)n, sizeof *vp);
-    double(*a1)[3] = calloc((size_t)n, sizeof *a1), (*j1)[3] = calloc((size_t)n, sizeof *j1);
-    const double e0 = energy(&p, eps2);
-    double result = NAN;
-    if (lib->open((int *)&unit) != 0)
-        goto done;
-    for (int i = 0; i < n; ++i)
-        if (set_j(lib, unit, i, &p, i) != 0)
-            goto done;
-    for (int i = 0; i < n; ++i) {
-        list[i] = i;
-        memcpy(xp[i], p.x[i], sizeof xp[i]);
-        memcpy(vp[i], p.v[i], sizeof vp[i]);
-    }
-    if (forces(lib, unit, &p, list, n, xp, vp, 0.0, eps2, p.a, p.jerk) != 0)
-        goto done;
-    for (int i = 0; i < n; ++i) {
-        const double guess = 0.01 * norm(p.a[i]) / norm(p.jerk[i]);
-        dt[i] = dt_max;
-        while (dt[i] > guess)
-            dt[i] /= 2;
-        if (set_j(lib, unit, i, &p, i) != 0)
-            goto done;
-    }
-    *steps = 0;
-    for (;;) {
-        double t_next = INFINITY;
-        for (int i = 0; i < n; ++i)
-            t_next = fmin(t_next, p.t[i] + dt[i]);
-        if (t_next > t_end)
-            break;
-        int count = 0;
-        for (int i = 0; i < n; ++i)
-            if (p.t[i] + dt[i] == t_next)
-                list[count++] = i;
-        for (int q = 0; q < count; ++q)
-            host_predict(&p, list[q], t_next, xp[q], vp[q]);
-        if (forces(lib, unit, &p, list, count, xp, vp, t_next, eps2, a1, j1) != 0)
-            goto done;
-        for (int q = 0; q < count; ++q) {
-            const int i = list[q];
-            const double h = dt[i];
-            double a2[3], a3[3];
-            for (int k = 0; k < 3; ++k) {
-                a2[k] =
-                    (-6 * (p.a[i][k] - a1[q][k]) - h * (4 * p.jerk[i][k] + 2 * j1[q][k])) / (h * h);
-                a3[k] =
-                    (12 * (p.a[i][k] - a1[q][k]) + 6 * h * (p.jerk[i][k] + j1[q][k])) / (h * h * h);
-                p.x[i][k] = xp[q][k] + h * h * h * h * (a2[k] / 24 + h * a3[k] / 120);
-                p.v[i][k] = vp[q][k] + h * h * h * (a2[k] / 6 + h * a3[k] / 24);
-                p.a[i][k] = a1[q][k];
-                p.jerk[i][k] = j1[q][k];
-                a2[k] += h * a3[k]; /* the second derivative at the new time */
-            }
-            p.t[i] = t_next;
-            const double aa = norm(p.a[i]), jj = norm(p.jerk[i]), a2n = norm(a2), a3n = norm(a3);
-            const double wanted = sqrt(eta * (aa * a2n + jj * jj) / (jj * a3n + a2n * a2n));
-            double next = h;
-            while (next > wanted)
-                next /= 2;
-            if (next == h && wanted > 2 * h && fmod(t_next, 2 * h) == 0 && 2 * h <= dt_max)
-                next = 2 * h;
-            dt[i] = next;
-            if (set_j(lib, unit, i, &p, i) != 0)
-                goto done;
-        }
-        ++*steps;
-    }
-    result = fabs((energy(&p, eps2) - e0) / e0);
-done:
-    lib->close((int *)&unit);
-    particles_free(&p);
-    free(dt);
-    free(list);
-    free(xp);
-    free(vp);
-    free(a1);
-    free(j1);
-    return result;
-}
+/* ---- the Hermite block-step integrator of tests/g6/g6_driver.c ----------------------------- */
 
 /* The same Plummer sphere through both libraries: no NaN, a small energy error, and libsapporo's
  * within 2x of the comparison library's (plus 1e-9 for the noise floor). */
 static void test_hermite_plummer(void **state)
 {
     (void)state;
-    fk_test_rng rng;
-    fk_test_rng_init(&rng, fk_test_seed());
     particles initial;
-    plummer(&initial, 128, &rng);
+    g6_plummer(&initial, 128, fk_test_seed());
     size_t steps[2] = {0, 0};
     double error[2];
     for (int k = 0; k < 2; ++k)
-        error[k] = hermite(&libs[k], &initial, 1e-4, 0.02, 0.25, &steps[k]);
+        error[k] = g6_hermite(&libs[k], &initial, 1e-4, 0.02, 0.25, &steps[k]);
     fprintf(stderr,
             "Plummer N = 128 to t = 0.25: |dE/E| libsapporo %.3g (%zu block steps), "
             "comparison %.3g (%zu)\n",
