@@ -54,8 +54,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 #endif
 
-/* Outputs per target: ax ay az jx jy jz phi. */
+/* Outputs per target: ax ay az jx jy jz phi; in the result buffer followed by the nearest ID
+ * (uint2: ID, 0) and its r^2 (a double's bits). */
 #define FK_G6_COMPONENTS 7
+#define FK_G6_RESULT_WORDS 9
 /* s^2 floor at eps = 0 (as gaj): a masked self pair at r = 0 then gives 0 * finite, not NaN. */
 #define FK_G6_TINY 1e-30
 
@@ -68,23 +70,24 @@
 #define FK_G6_DIFF(jh, jl, ih, il) ((fk_real)(jh) - (fk_real)(ih))
 #endif
 
-/* Slot updates: update k (20 doubles: x|t, v|m, a, jerk, snap) goes to slot slot_id[k].x, whose
- * ID becomes slot_id[k].y. One upload and one launch for a block step's scattered slots. */
+/* Slot updates: update k (six double4: x|t, v|m, a, jerk, snap, then the slot and the ID as an
+ * int2 in the first double of the sixth) goes to its slot. One upload and one launch for a block
+ * step's scattered slots. */
 __kernel void fk_g6_scatter(const int n, __global const double4 *restrict update,
-                            __global const int2 *restrict slot_id, __global double4 *restrict x_t,
-                            __global double4 *restrict v_m, __global double4 *restrict acc,
-                            __global double4 *restrict jerk, __global double4 *restrict snap,
-                            __global int *restrict s_id)
+                            __global double4 *restrict x_t, __global double4 *restrict v_m,
+                            __global double4 *restrict acc, __global double4 *restrict jerk,
+                            __global double4 *restrict snap, __global int *restrict s_id)
 {
     const int k = (int)get_global_id(0);
     if (k >= n)
         return;
-    const int2 target = slot_id[k];
-    x_t[target.x] = update[5 * (size_t)k];
-    v_m[target.x] = update[5 * (size_t)k + 1];
-    acc[target.x] = update[5 * (size_t)k + 2];
-    jerk[target.x] = update[5 * (size_t)k + 3];
-    snap[target.x] = update[5 * (size_t)k + 4];
+    __global const double4 *u = update + 6 * (size_t)k;
+    const int2 target = as_int2(u[5].x);
+    x_t[target.x] = u[0];
+    v_m[target.x] = u[1];
+    acc[target.x] = u[2];
+    jerk[target.x] = u[3];
+    snap[target.x] = u[4];
     s_id[target.x] = target.y;
 }
 
@@ -134,10 +137,8 @@ __kernel void fk_g6_predict(const int nj, const double ti, __global const double
  */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
-             const float4 acc_param, __global const float4 *restrict t_pos_hi,
-             __global const float4 *restrict t_pos_lo, __global const float4 *restrict t_vel_hi,
-             __global const float4 *restrict t_vel_lo, __global const int *restrict t_id,
-             __global const double *restrict t_h2, __global const float4 *restrict t_param,
+             const float4 acc_param, __global const float4 *restrict targets, const int stride,
+             __global const double2 *restrict t_meta, __global const float4 *restrict t_param,
              __global const float4 *restrict pos_hi, __global const float4 *restrict pos_lo,
              __global const float4 *restrict vel_hi, __global const float4 *restrict vel_lo,
              __global const int *restrict s_id, __global uint2 *restrict partial,
@@ -164,9 +165,13 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
 #endif
     const fk_real eps2 = (fk_real)eps2_in;
 
-    const float4 ih = t_pos_hi[i], il = t_pos_lo[i], ivh = t_vel_hi[i], ivl = t_vel_lo[i];
-    const int iid = t_id[i];
-    const fk_real h2 = (fk_real)t_h2[i];
+    /* targets: position hi, position lo, velocity hi, velocity lo, stride apart; t_meta: (h2, ID)
+     */
+    const float4 ih = targets[i], il = targets[stride + i];
+    const float4 ivh = targets[2 * stride + i], ivl = targets[3 * stride + i];
+    const double2 meta = t_meta[i];
+    const int iid = (int)meta.y;
+    const fk_real h2 = (fk_real)meta.x;
     const int lists = want_lists && gi < ni && h2 > (fk_real)0;
 
     fk_acc acc[FK_G6_COMPONENTS];
@@ -244,11 +249,11 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
 }
 
 /* Merges the splits in split order (deterministic), in the accumulator's own arithmetic, into
- * result[i][component], and the nearest neighbours into nn_id[i] / nn_r2[i] (ties: the smaller
- * ID, as within a split). */
+ * result[i][component], and the splits' nearest neighbours into result[i][7] (the ID) and
+ * result[i][8] (its r^2); ties go to the smaller ID, as within a split. */
 __kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 *restrict partial,
-                           __global uint2 *restrict result, __global double *restrict nn_r2,
-                           __global int *restrict nn_id)
+                           __global uint2 *restrict result, __global const double *restrict nn_r2,
+                           __global const int *restrict nn_id)
 {
     const int i = (int)get_global_id(0);
     if (i >= ni)
@@ -258,7 +263,7 @@ __kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 
         for (int s = 1; s < splits; ++s)
             sum = fk_acc_merge(sum,
                                fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
-        result[(size_t)i * FK_G6_COMPONENTS + c] = fk_acc_pack(sum);
+        result[(size_t)i * FK_G6_RESULT_WORDS + c] = fk_acc_pack(sum);
     }
     double best = nn_r2[i];
     int id = nn_id[i];
@@ -270,6 +275,6 @@ __kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 
             id = other;
         }
     }
-    nn_r2[i] = best;
-    nn_id[i] = id;
+    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS] = (uint2)((uint)id, 0u);
+    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS + 1] = as_uint2(best);
 }

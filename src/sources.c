@@ -29,6 +29,8 @@
 
 #define FK_SOURCES_COMPONENTS 7 /* ax ay az jx jy jz phi (cl/g6.cl FK_G6_COMPONENTS) */
 #define FK_SOURCES_MAX_SPLITS 1024
+/* Per target in the result buffer: the 7 packed sums, the nearest ID, its r^2 (cl/g6.cl). */
+#define FK_SOURCES_RESULT_WORDS 9
 
 enum { BUF_XT, BUF_VM, BUF_A, BUF_J, BUF_S, SOURCE_DOUBLE4 };
 enum { PRED_POS_HI, PRED_POS_LO, PRED_VEL_HI, PRED_VEL_LO, PRED_COUNT };
@@ -43,7 +45,10 @@ struct fk_sources {
     cl_program program;
     cl_kernel predict, forces, reduce;
     cl_mem source[SOURCE_DOUBLE4], source_id, predicted[PRED_COUNT];
-    cl_mem target[TGT_COUNT], target_id, target_h2;
+    /* Few transfers per block step (each has a fixed cost): the targets' four float4 arrays in one
+     * buffer (array k at k * max_targets), their (h2, ID) pairs in another; the results, nearest
+     * neighbour included, come back in one. */
+    cl_mem target, target_meta;
     cl_mem partial, result, nn_r2, nn_id, count, list;
 
     /* Host side: the slots as set (4 doubles per slot per array), which slots were ever set, and
@@ -57,9 +62,8 @@ struct fk_sources {
      * update_capacity of them (the first load), which go as the range above. */
     size_t *dirty_list, dirty_count, update_capacity;
     unsigned char *dirty_mark;
-    double *host_update;   /* 20 doubles per update: x|t, v|m, a, jerk, snap */
-    int *host_update_slot; /* 2 ints per update: slot, ID */
-    cl_mem update, update_slot;
+    double *host_update; /* 24 doubles per update: x|t, v|m, a, jerk, snap, (slot, ID) */
+    cl_mem update;
     cl_kernel scatter;
     /* The predicted sources are those of predicted_time for slots below predicted_count while
      * predicted_valid (nothing changed since): the predictor is skipped (a repeated firsthalf). */
@@ -68,13 +72,13 @@ struct fk_sources {
     size_t predicted_count;
 
     /* Staging of one evaluation (written in start, read by the device until finish). */
+    float *host_target_block; /* the four arrays, 4 * max_targets floats each */
     float *host_target[TGT_COUNT];
     int *host_target_id;
-    double *host_target_h2;
+    double *host_target_meta; /* (h2, ID) per target */
     int *zeros;
-    uint32_t *host_result;
-    double *host_nn_r2;
-    int *host_nn_id, *host_count, *host_list;
+    uint32_t *host_result; /* FK_SOURCES_RESULT_WORDS uint2 per target */
+    int *host_count, *host_list;
 
     /* fixed64: per target and component, the kernel's (scale, limit) and the decoder's scale. */
     int per_target_scale;
@@ -133,12 +137,11 @@ void fk_sources_destroy(fk_sources *s)
     }
     for (int k = 0; k < PRED_COUNT; ++k)
         release_mem(&s->predicted[k]);
-    for (int k = 0; k < TGT_COUNT; ++k) {
-        release_mem(&s->target[k]);
-        free(s->host_target[k]);
-    }
-    cl_mem *others[] = {&s->source_id, &s->target_id, &s->target_h2, &s->partial, &s->result,
-                        &s->nn_r2,     &s->nn_id,     &s->count,     &s->list};
+    release_mem(&s->target);
+    release_mem(&s->target_meta);
+    free(s->host_target_block);
+    cl_mem *others[] = {&s->source_id, &s->partial, &s->result, &s->nn_r2,
+                        &s->nn_id,     &s->count,   &s->list};
     for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k)
         release_mem(others[k]);
     if (s->predict)
@@ -150,24 +153,20 @@ void fk_sources_destroy(fk_sources *s)
     if (s->scatter)
         clReleaseKernel(s->scatter);
     release_mem(&s->update);
-    release_mem(&s->update_slot);
     release_mem(&s->target_param);
     free(s->host_target_param);
     free(s->host_scale);
     free(s->dirty_list);
     free(s->dirty_mark);
     free(s->host_update);
-    free(s->host_update_slot);
     if (s->program)
         clReleaseProgram(s->program);
     free(s->host_id);
     free(s->ever_set);
     free(s->host_target_id);
-    free(s->host_target_h2);
+    free(s->host_target_meta);
     free(s->zeros);
     free(s->host_result);
-    free(s->host_nn_r2);
-    free(s->host_nn_id);
     free(s->host_count);
     free(s->host_list);
     free(s);
@@ -314,11 +313,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (s->update_capacity > capacity)
         s->update_capacity = capacity;
     if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 20 * sizeof(double),
+        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 24 * sizeof(double),
                                &s->update, "slot updates");
-    if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 2 * sizeof(int),
-                               &s->update_slot, "slot update indices");
     if (status == FK_OK)
         status =
             create_buffer(s, CL_MEM_READ_ONLY, ni_max * FK_SOURCES_COMPONENTS * 4 * sizeof(float),
@@ -332,9 +328,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (status == FK_OK) {
         s->dirty_list = calloc(capacity, sizeof(size_t));
         s->dirty_mark = calloc(capacity, 1);
-        s->host_update = calloc(s->update_capacity * 20, sizeof(double));
-        s->host_update_slot = calloc(s->update_capacity * 2, sizeof(int));
-        if (!s->dirty_list || !s->dirty_mark || !s->host_update || !s->host_update_slot)
+        s->host_update = calloc(s->update_capacity * 24, sizeof(double));
+        if (!s->dirty_list || !s->dirty_mark || !s->host_update)
             status = FK_ERR_HOST_MEMORY;
     }
 
@@ -348,29 +343,29 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     for (int k = 0; k < PRED_COUNT && status == FK_OK; ++k)
         status = create_buffer(s, CL_MEM_READ_WRITE, capacity * 4 * sizeof(float), &s->predicted[k],
                                "predicted sources");
-    for (int k = 0; k < TGT_COUNT && status == FK_OK; ++k) {
-        status = create_buffer(s, CL_MEM_READ_ONLY, ni_max * 4 * sizeof(float), &s->target[k],
-                               "targets");
-        s->host_target[k] = calloc(ni_max * 4, sizeof(float));
-        if (status == FK_OK && !s->host_target[k])
+    if (status == FK_OK)
+        status = create_buffer(s, CL_MEM_READ_ONLY, TGT_COUNT * ni_max * 4 * sizeof(float),
+                               &s->target, "targets");
+    if (status == FK_OK) {
+        s->host_target_block = calloc(TGT_COUNT * ni_max * 4, sizeof(float));
+        if (!s->host_target_block)
             status = FK_ERR_HOST_MEMORY;
+        for (int k = 0; k < TGT_COUNT && s->host_target_block; ++k)
+            s->host_target[k] = s->host_target_block + (size_t)k * ni_max * 4;
     }
     const size_t partial_count = (size_t)s->max_splits * ni_max;
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_ONLY, capacity * sizeof(int), &s->source_id, "IDs");
     if (status == FK_OK)
-        status =
-            create_buffer(s, CL_MEM_READ_ONLY, ni_max * sizeof(int), &s->target_id, "target IDs");
-    if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, ni_max * sizeof(double), &s->target_h2,
-                               "target radii");
+        status = create_buffer(s, CL_MEM_READ_ONLY, ni_max * 2 * sizeof(double), &s->target_meta,
+                               "target radii and IDs");
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE,
                                partial_count * FK_SOURCES_COMPONENTS * 2 * sizeof(uint32_t),
                                &s->partial, "partial sums");
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE,
-                               ni_max * FK_SOURCES_COMPONENTS * 2 * sizeof(uint32_t), &s->result,
+                               ni_max * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t), &s->result,
                                "results");
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE, partial_count * sizeof(double), &s->nn_r2,
@@ -388,15 +383,13 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         s->host_id = calloc(capacity, sizeof(int));
         s->ever_set = calloc(capacity, 1);
         s->host_target_id = calloc(ni_max, sizeof(int));
-        s->host_target_h2 = calloc(ni_max, sizeof(double));
+        s->host_target_meta = calloc(ni_max * 2, sizeof(double));
         s->zeros = calloc(ni_max, sizeof(int));
-        s->host_result = calloc(ni_max * FK_SOURCES_COMPONENTS * 2, sizeof(uint32_t));
-        s->host_nn_r2 = calloc(ni_max, sizeof(double));
-        s->host_nn_id = calloc(ni_max, sizeof(int));
+        s->host_result = calloc(ni_max * FK_SOURCES_RESULT_WORDS * 2, sizeof(uint32_t));
         s->host_count = calloc(ni_max, sizeof(int));
         s->host_list = calloc(ni_max * list_capacity, sizeof(int));
-        if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_target_h2 || !s->zeros ||
-            !s->host_result || !s->host_nn_r2 || !s->host_nn_id || !s->host_count || !s->host_list)
+        if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_target_meta ||
+            !s->zeros || !s->host_result || !s->host_count || !s->host_list)
             status = FK_ERR_HOST_MEMORY;
     }
     if (status != FK_OK) {
@@ -538,7 +531,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                          &s->host_target[TGT_VEL_LO][4 * i + k]);
         }
         s->host_target_id[i] = t->id[i];
-        s->host_target_h2[i] = h2;
+        s->host_target_meta[2 * i] = h2;
+        s->host_target_meta[2 * i + 1] = (double)t->id[i];
         for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c)
             s->host_scale[i * FK_SOURCES_COMPONENTS + (size_t)c] = 1.0;
         if (s->per_target_scale)
@@ -580,25 +574,22 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         for (size_t k = 0; k < n; ++k) {
             const size_t slot = s->dirty_list[k];
             for (int b = 0; b < SOURCE_DOUBLE4; ++b)
-                memcpy(s->host_update + 20 * k + 4 * b, s->host_source[b] + 4 * slot,
+                memcpy(s->host_update + 24 * k + 4 * b, s->host_source[b] + 4 * slot,
                        4 * sizeof(double));
-            s->host_update_slot[2 * k] = (int)slot;
-            s->host_update_slot[2 * k + 1] = s->host_id[slot];
+            /* The slot and the ID ride in the sixth double4's first double (as_int2 there). */
+            const int32_t slot_id[2] = {(int32_t)slot, s->host_id[slot]};
+            memcpy(s->host_update + 24 * k + 20, slot_id, sizeof slot_id);
             s->dirty_mark[slot] = 0;
         }
-        err = clEnqueueWriteBuffer(queue, s->update, CL_FALSE, 0, n * 20 * sizeof(double),
+        err = clEnqueueWriteBuffer(queue, s->update, CL_FALSE, 0, n * 24 * sizeof(double),
                                    s->host_update, 0, NULL, NULL);
-        if (err == CL_SUCCESS)
-            err = clEnqueueWriteBuffer(queue, s->update_slot, CL_FALSE, 0, n * 2 * sizeof(int),
-                                       s->host_update_slot, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             return fail_enqueue(s, "clEnqueueWriteBuffer (slot updates)", err);
         const int n_int = (int)n;
-        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int),
-                                        FK__ARG(s->update), FK__ARG(s->update_slot),
-                                        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]),
-                                        FK__ARG(s->source[BUF_A]), FK__ARG(s->source[BUF_J]),
-                                        FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
+        fk_status status = FK__SET_ARGS(
+            context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int), FK__ARG(s->update),
+            FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
+            FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
         if (status != FK_OK) {
             clFinish(queue);
             return status;
@@ -623,15 +614,13 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     }
     s->dirty_count = 0;
     s->dirty_begin = s->dirty_end = 0;
-    for (int k = 0; k < TGT_COUNT && err == CL_SUCCESS; ++k)
-        err = clEnqueueWriteBuffer(queue, s->target[k], CL_FALSE, 0, ni * 4 * sizeof(float),
-                                   s->host_target[k], 0, NULL, NULL);
+    /* The four target arrays as one write (the last one's first ni entries end it). */
+    const size_t target_floats = (TGT_COUNT - 1) * s->config.max_targets * 4 + ni * 4;
+    err = clEnqueueWriteBuffer(queue, s->target, CL_FALSE, 0, target_floats * sizeof(float),
+                               s->host_target_block, 0, NULL, NULL);
     if (err == CL_SUCCESS)
-        err = clEnqueueWriteBuffer(queue, s->target_id, CL_FALSE, 0, ni * sizeof(int),
-                                   s->host_target_id, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueWriteBuffer(queue, s->target_h2, CL_FALSE, 0, ni * sizeof(double),
-                                   s->host_target_h2, 0, NULL, NULL);
+        err = clEnqueueWriteBuffer(queue, s->target_meta, CL_FALSE, 0, ni * 2 * sizeof(double),
+                                   s->host_target_meta, 0, NULL, NULL);
     if (err == CL_SUCCESS && lists)
         err = clEnqueueWriteBuffer(queue, s->count, CL_FALSE, 0, ni * sizeof(int), s->zeros, 0,
                                    NULL, NULL);
@@ -690,11 +679,10 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const int want_lists = lists, capacity = (int)s->config.neighbor_capacity;
     const double eps2 = t->eps2;
     const cl_float4 acc_param = {{0, 0, 0, 0}};
+    const int target_stride = (int)s->config.max_targets;
     status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int),
-                          FK__ARG(chunk), FK__ARG(eps2), FK__ARG(acc_param),
-                          FK__ARG(s->target[TGT_POS_HI]), FK__ARG(s->target[TGT_POS_LO]),
-                          FK__ARG(s->target[TGT_VEL_HI]), FK__ARG(s->target[TGT_VEL_LO]),
-                          FK__ARG(s->target_id), FK__ARG(s->target_h2), FK__ARG(s->target_param),
+                          FK__ARG(chunk), FK__ARG(eps2), FK__ARG(acc_param), FK__ARG(s->target),
+                          FK__ARG(target_stride), FK__ARG(s->target_meta), FK__ARG(s->target_param),
                           FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
                           FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
                           FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2),
@@ -720,14 +708,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
 
     /* The results back into the object's memory, without waiting. */
     err = clEnqueueReadBuffer(queue, s->result, CL_FALSE, 0,
-                              ni * FK_SOURCES_COMPONENTS * 2 * sizeof(uint32_t), s->host_result, 0,
-                              NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(queue, s->nn_id, CL_FALSE, 0, ni * sizeof(int), s->host_nn_id, 0,
-                                  NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(queue, s->nn_r2, CL_FALSE, 0, ni * sizeof(double), s->host_nn_r2,
-                                  0, NULL, NULL);
+                              ni * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t), s->host_result,
+                              0, NULL, NULL);
     /* The neighbour lists stay on the device until fk_sources_neighbors asks (most block steps
      * never read them, and they are the largest result). */
     if (s->done) {
@@ -779,7 +761,7 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
     for (size_t i = 0; i < s->ni; ++i) {
         double value[FK_SOURCES_COMPONENTS];
         for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c) {
-            const uint32_t *w = s->host_result + 2 * (i * FK_SOURCES_COMPONENTS + (size_t)c);
+            const uint32_t *w = s->host_result + 2 * (i * FK_SOURCES_RESULT_WORDS + (size_t)c);
             const int overflowed = s->accum->overflowed && s->accum->overflowed(w[0], w[1]);
             value[c] = overflowed
                            ? NAN
@@ -797,7 +779,8 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
         if (results && results->pot)
             results->pot[i] = value[6];
         if (results && results->nearest)
-            results->nearest[i] = s->host_nn_id[i];
+            results->nearest[i] =
+                (int32_t)s->host_result[2 * (i * FK_SOURCES_RESULT_WORDS + FK_SOURCES_COMPONENTS)];
     }
     if (bad != SIZE_MAX)
         status = fk__fail(context, FK_ERR_OVERFLOW,
