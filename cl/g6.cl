@@ -193,7 +193,9 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
             l_id[lid] = s_id[load];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        const int tile = min(WG_SIZE, j_end - base);
+        /* Work-items past the last target load their share of the tile and skip the pairs: with
+         * few targets (a small block step) most of a work-group has nothing to compute. */
+        const int tile = gi < ni ? min(WG_SIZE, j_end - base) : 0;
         for (int k = 0; k < tile; ++k) {
             const float4 jh = l_pos_hi[k], jl = l_pos_lo[k];
             const float4 jvh = l_vel_hi[k], jvl = l_vel_lo[k];
