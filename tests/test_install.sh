@@ -35,6 +35,18 @@ cmake --build "$work/consumer" >/dev/null
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 $consumer_cflags "$source/examples/embed.c" $(pkg-config --cflags --libs forcekit) -lm -o "$work/embed_pc"
 cc -std=c11 $consumer_cflags "$source/examples/read_particles.c" $(pkg-config --cflags --libs forcekit-tools) -lm -o "$work/tools_pc"
+# libsapporo (issue #18), when built: sapporo_light.pc links the Fortran g6 smoke test, which runs
+# from the moved prefix below on the library's own kernels.
+g6_smoke=
+if [ -e "$libdir/libsapporo.so" ]; then
+    [ -e "$libdir/libsapporo.a" ] || fail "missing libsapporo.a"
+    [ -e "$libdir/pkgconfig/sapporo_light.pc" ] || fail "missing sapporo_light.pc"
+    if command -v gfortran >/dev/null && [ -z "$consumer_cflags" ]; then
+        gfortran "$source/tests/g6/g6_smoke.f90" $(pkg-config --libs sapporo_light) -o "$work/g6_smoke" ||
+            fail "the g6 Fortran smoke test does not link through sapporo_light.pc"
+        g6_smoke=$work/g6_smoke
+    fi
+fi
 unset PKG_CONFIG_PATH
 
 # Move the whole prefix; nothing may point into the old one, the checkout or the build tree.
@@ -62,6 +74,10 @@ for tools in "$work/consumer/tools_consumer" "$work/tools_pc"; do
         fail "tools consumer $tools failed"
     [ "$(wc -l <"$work/tools_forces.txt")" = 3 ] || fail "tools consumer $tools wrote $(wc -l <"$work/tools_forces.txt") lines"
 done
+if [ -n "$g6_smoke" ]; then
+    LD_LIBRARY_PATH="$work/moved/$librel" "$g6_smoke" >/dev/null || fail "the installed libsapporo failed the g6 smoke test"
+    echo "install: the moved libsapporo ran the Fortran g6 smoke test on its own kernels"
+fi
 echo "install: the moved prefix ran the command, both consumers and both tools consumers on its own kernels"
 
 # The Debian package, where cpack and dpkg are present (a sanitizer build is not packaged).

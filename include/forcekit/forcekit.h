@@ -516,6 +516,119 @@ FK_API fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size
 FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Targets against sources: the GRAPE-6 / Sapporo engine (added in 0.3, issue #18)                */
+/*
+ * A Hermite N-body code keeps all N particles resident on the accelerator as sources (j-particles,
+ * each with its time tj and Taylor coefficients) and, at every block step, evaluates a few targets
+ * (i-particles, predicted by the host to the block time) against them. fk_sources is that: a
+ * resident set of source slots updated one slot at a time, a predictor on the device, and an
+ * asynchronous evaluation (fk_sources_start, fk_sources_finish) of up to max_targets targets that
+ * yields the gaj law's acceleration and jerk, the potential, the ID of each target's nearest source
+ * and, on request, the IDs of the sources within each target's radius. A source whose ID equals the
+ * target's ID is left out. It is an object of its own rather than an fk_eval because an evaluation
+ * is one particle set evaluated against itself (docs/architecture.md, "Targets against sources").
+ * The device needs fp64 (the predictor runs in double); FK_ERR_UNSUPPORTED otherwise.
+ */
+
+typedef struct fk_sources fk_sources;
+
+/* How positions (and velocities) are stored on the device for the pair differences. */
+typedef enum fk_positions {
+    FK_POSITIONS_DEFAULT = 0, /* double-single */
+    FK_POSITIONS_FLOAT,       /* one float per coordinate: relative 6e-8 of the coordinate */
+    /* a float pair (hi, lo) per coordinate, 48-bit mantissa: differences of close pairs keep their
+     * precision far from the origin; with the ref accumulator the potential matches double to
+     * about 1e-12 */
+    FK_POSITIONS_DOUBLE_SINGLE
+} fk_positions;
+
+/* "float", "ds"; NULL for an unknown value. By name: FK_ERR_INVALID_ARGUMENT for an unknown one. */
+FK_API const char *fk_positions_name(fk_positions positions);
+FK_API fk_status fk_positions_find(const char *name, fk_positions *positions);
+
+typedef struct fk_sources_config {
+    size_t struct_size; /* sizeof(fk_sources_config); see the top of this file */
+    size_t capacity;    /* source slots; required (> 0) */
+    size_t max_targets; /* targets per evaluation (GRAPE's npipes); 0: 256 */
+    /* Accumulators without data-scaled parameters: float, double, ref, eft, composite, ti,
+     * nitadori; and fixed64, scaled per target and component from the caller's hints
+     * (fk_targets.acc_hint ...), as GRAPE-6 scaled its fixed-point sums. narumi and
+     * nitadori_large need a bound pre-pass the engine does not run: FK_ERR_UNSUPPORTED. NULL:
+     * "ref" (double pair arithmetic and sums). */
+    const char *accum;
+    fk_positions positions;   /* 0: double-single */
+    size_t neighbor_capacity; /* IDs kept per target's neighbour list; 0: 256 */
+    int work_group_size;      /* targets per work-group, also the source tile; 0: automatic */
+    int j_splits;             /* work-groups sharing one target block's sources; 0: automatic */
+} fk_sources_config;
+
+/* One source slot as a Hermite code holds it: the derivatives themselves (GRAPE's a2, j6 and k18
+ * are a/2, jerk/6 and snap/18: multiply them back). */
+typedef struct fk_source {
+    int id;      /* the particle's ID: excluded when a target carries the same ID */
+    double t;    /* time of the coefficients (tj) */
+    double mass; /* > 0 or 0 */
+    double x[3]; /* position at t */
+    double v[3]; /* velocity at t */
+    double a[3]; /* acceleration at t */
+    double jerk[3];
+    double snap[3]; /* 0 for a fourth-order code */
+} fk_source;
+
+typedef struct fk_targets {
+    size_t count;           /* 1 .. max_targets */
+    size_t sources;         /* nj: slots 0 .. nj - 1 take part; each must have been set */
+    double time;            /* ti: the sources are predicted to it */
+    double eps2;            /* softening squared, >= 0 */
+    const int *id;          /* count */
+    const double *position; /* 3 * count, predicted by the caller to ti */
+    const double *velocity; /* 3 * count */
+    /* count radii squared, or NULL: no neighbour lists; a radius <= 0 gives an empty list */
+    const double *h2;
+    /* Scale hints for the fixed64 accumulator (GRAPE-6's aold, j6old, phiold, multiplied back):
+     * the expected acceleration and jerk (3 * count) and potential (count) of each target, or
+     * NULL. Only their order of magnitude matters: each sum is scaled so that terms up to 1024
+     * times the hint's magnitude fit; a larger term overflows (fk_sources_finish then returns
+     * FK_ERR_OVERFLOW, and the caller retries with better hints, as GRAPE-6 clients do). A zero
+     * or missing hint counts as 1. Ignored by the other accumulators. */
+    const double *acc_hint, *jerk_hint, *pot_hint;
+} fk_targets;
+
+typedef struct fk_target_results {
+    double *acc;  /* 3 * count, or NULL */
+    double *jerk; /* 3 * count, or NULL */
+    double *pot;  /* count, or NULL: -sum m / sqrt(r^2 + eps2) over the other sources */
+    int *nearest; /* count, or NULL: the ID of the nearest other source (unsoftened), -1: none */
+} fk_target_results;
+
+FK_API fk_status fk_sources_create(fk_context *context, const fk_sources_config *config,
+                                   fk_sources **sources);
+FK_API void fk_sources_destroy(fk_sources *sources);
+/* The configuration in use, defaults resolved (accum names the accumulator). */
+FK_API fk_status fk_sources_get_config(const fk_sources *sources, fk_sources_config *config);
+
+/* Writes slot (< capacity) on the host; the slots changed since the last start go to the device
+ * with the next fk_sources_start. FK_ERR_INVALID_INPUT for NaN or Inf, a negative mass, an ID < 0;
+ * FK_ERR_STATE while an evaluation is in flight. */
+FK_API fk_status fk_sources_set(fk_sources *sources, size_t slot, const fk_source *source);
+
+/* Checks the targets, uploads them and the changed slots, and enqueues the predictor and the
+ * evaluation; returns without waiting. FK_ERR_INVALID_ARGUMENT for count 0 or above max_targets,
+ * sources 0 or above capacity or naming a slot never set; FK_ERR_INVALID_INPUT for NaN or Inf in
+ * the targets, eps2 < 0 or NaN; FK_ERR_STATE when one is already in flight. */
+FK_API fk_status fk_sources_start(fk_sources *sources, const fk_targets *targets);
+/* Waits for the evaluation and writes the results (any pointer may be NULL). FK_ERR_OVERFLOW when
+ * a sum is not finite or left fixed64's range (the results are written anyway, NaN where a
+ * fixed64 sum overflowed), FK_ERR_STATE without a start. */
+FK_API fk_status fk_sources_finish(fk_sources *sources, const fk_target_results *results);
+/* The neighbour list of target (< count) of the last finished evaluation with h2: *count IDs in
+ * increasing order at *ids (valid until the next start), and *overflow 1 when more sources were
+ * within the radius than neighbor_capacity (then *count is the number found, the list holds
+ * neighbor_capacity of them, not necessarily the smallest IDs). FK_ERR_STATE when none. */
+FK_API fk_status fk_sources_neighbors(fk_sources *sources, size_t target, const int **ids,
+                                      size_t *count, int *overflow);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Autotuning and the tuning database                                                             */
 /*
  * fk_tune_run searches unroll factors, work-group size, local tiling and the j-split for one kernel

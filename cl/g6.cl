@@ -1,0 +1,282 @@
+/*
+ * forcekit: targets against sources (issue #18), the engine behind fk_sources and libsapporo.
+ *
+ * A set of ni targets (i-particles, predicted by the caller) is evaluated against a resident set of
+ * nj sources (j-particles, predicted here to the block time ti): acceleration, jerk and potential
+ * of gravity (the gaj law), the nearest source of each target, and the sources within each
+ * target's radius h2 (neighbour lists). Sources whose ID equals the target's ID are left out (the
+ * self pair of a Hermite code's block step, where the target is its own host-predicted copy).
+ *
+ * Why not cl/pairwise.cl with cl/forces/gaj.clh: the i-set and the j-set are different arrays of
+ * different sizes, positions are double-single pairs (FK_G6_DS) rather than one float, the pair is
+ * masked by ID rather than by index, and the loop also yields the nearest neighbour and the lists.
+ * The accumulators are shared: cl/accum/<ACCUM>.clh gives fk_real, fk_acc and the arithmetic, and
+ * results leave as packed uint2 per component like every loop's, decoded by the host's decoder.
+ *
+ * Positions. FK_G6_DS=1: each coordinate is a float pair (hi, lo), hi = (float)x, lo =
+ * (float)(x - hi), 48 bits of mantissa; a difference is (xj.hi - xi.hi) + (xj.lo - xi.lo) in
+ * fk_real, so close pairs far from the origin keep their relative precision (with ref's double
+ * fk_real the difference is as good as double's). FK_G6_DS=0: hi only (float positions).
+ * Velocities are carried the same way.
+ *
+ * The predictor runs in double (the engine needs cl_khr_fp64): x(ti) = x + v dt + a/2 dt^2 +
+ * j/6 dt^3 + s/24 dt^4, v(ti) = v + a dt + j/2 dt^2 + s/6 dt^3, dt = ti - tj, Horner form, with
+ * contraction off so that it is the same arithmetic as the host's.
+ *
+ * Defines (all with defaults): ACCUM_HEADER, WG_SIZE (targets per work-group, also the j-tile),
+ * FK_G6_DS.
+ */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#ifndef ACCUM_HEADER
+#define ACCUM_HEADER "accum/double.clh"
+#endif
+#ifndef WG_SIZE
+#define WG_SIZE 64
+#endif
+#ifndef FK_G6_DS
+#define FK_G6_DS 1
+#endif
+#ifndef REPRODUCIBLE
+#define REPRODUCIBLE 0
+#endif
+/* 1: each target's components have their own accumulator settings (fixed64's scale from the
+ * caller's hints, t_param[i][component]); 0: the launch's acc_param for all. */
+#ifndef FK_G6_TARGET_ENV
+#define FK_G6_TARGET_ENV 0
+#endif
+
+#include ACCUM_HEADER
+
+#if FK_ACC_ALLOW_CONTRACT
+#pragma OPENCL FP_CONTRACT ON
+#else
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+
+/* Outputs per target: ax ay az jx jy jz phi; in the result buffer followed by the nearest ID
+ * (uint2: ID, 0) and its r^2 (a double's bits). */
+#define FK_G6_COMPONENTS 7
+#define FK_G6_RESULT_WORDS 9
+/* s^2 floor at eps = 0 (as gaj): a masked self pair at r = 0 then gives 0 * finite, not NaN. */
+#define FK_G6_TINY 1e-30
+
+#define FK_G6_ADD(c, term) fk_acc_add(&acc[c], (term), FK_G6_ENV(c))
+
+#if FK_G6_DS
+#define FK_G6_DIFF(jh, jl, ih, il)                                                                 \
+    ((((fk_real)(jh) - (fk_real)(ih))) + ((fk_real)(jl) - (fk_real)(il)))
+#else
+#define FK_G6_DIFF(jh, jl, ih, il) ((fk_real)(jh) - (fk_real)(ih))
+#endif
+
+/* Slot updates: update k (six double4: x|t, v|m, a, jerk, snap, then the slot and the ID as an
+ * int2 in the first double of the sixth) goes to its slot. One upload and one launch for a block
+ * step's scattered slots. */
+__kernel void fk_g6_scatter(const int n, __global const double4 *restrict update,
+                            __global double4 *restrict x_t, __global double4 *restrict v_m,
+                            __global double4 *restrict acc, __global double4 *restrict jerk,
+                            __global double4 *restrict snap, __global int *restrict s_id)
+{
+    const int k = (int)get_global_id(0);
+    if (k >= n)
+        return;
+    __global const double4 *u = update + 6 * (size_t)k;
+    const int2 target = as_int2(u[5].x);
+    x_t[target.x] = u[0];
+    v_m[target.x] = u[1];
+    acc[target.x] = u[2];
+    jerk[target.x] = u[3];
+    snap[target.x] = u[4];
+    s_id[target.x] = target.y;
+}
+
+/* One slot: x_t (x, y, z, tj), v_m (vx, vy, vz, mass), a, jerk, snap (xyz, unused w). Writes the
+ * predicted position and velocity as hi/lo float pairs; the mass goes as a pair too (w of pos_hi
+ * and pos_lo), since a float mass alone would cap every term at 6e-8. */
+__kernel void fk_g6_predict(const int nj, const double ti, __global const double4 *restrict x_t,
+                            __global const double4 *restrict v_m,
+                            __global const double4 *restrict acc,
+                            __global const double4 *restrict jerk,
+                            __global const double4 *restrict snap, __global float4 *restrict pos_hi,
+                            __global float4 *restrict pos_lo, __global float4 *restrict vel_hi,
+                            __global float4 *restrict vel_lo)
+{
+    const int j = (int)get_global_id(0);
+    if (j >= nj)
+        return;
+    const double4 xt = x_t[j];
+    const double4 vm = v_m[j];
+    const double3 a = acc[j].xyz, k = jerk[j].xyz, s = snap[j].xyz;
+    const double dt = ti - xt.w;
+    /* Horner: x + dt (v + dt (a/2 + dt (k/6 + dt s/24))) */
+    const double3 x =
+        xt.xyz + dt * (vm.xyz + dt * (a * 0.5 + dt * (k * (1.0 / 6.0) + dt * (s * (1.0 / 24.0)))));
+    const double3 v = vm.xyz + dt * (a + dt * (k * 0.5 + dt * (s * (1.0 / 6.0))));
+    const float3 xh = convert_float3(x), vh = convert_float3(v);
+    pos_hi[j] = (float4)(xh, (float)vm.w);
+    vel_hi[j] = (float4)(vh, 0.0f);
+#if FK_G6_DS
+    pos_lo[j] =
+        (float4)(convert_float3(x - convert_double3(xh)), (float)(vm.w - (double)(float)vm.w));
+    vel_lo[j] = (float4)(convert_float3(v - convert_double3(vh)), 0.0f);
+#else
+    pos_lo[j] = (float4)(0.0f);
+    vel_lo[j] = (float4)(0.0f);
+#endif
+}
+
+/*
+ * Targets against one chunk of sources: work-item (i, split) takes sources [split * chunk,
+ * min(nj, (split + 1) * chunk)), staged through local memory in tiles of WG_SIZE; work-items past
+ * ni compute on target ni - 1 and store nothing. Partial sums go to partial[split][i][component]
+ * (packed), the nearest source so far to nn_r2 / nn_id [split][i]; sources with r^2 <= h2[i]
+ * (ID excluded) are appended to list[i][...] through count[i] (an atomic counter that keeps
+ * counting past capacity, so that the host sees the overflow; the order is the device's, the host
+ * sorts).
+ */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
+             const float4 acc_param, __global const float4 *restrict targets, const int stride,
+             __global const double2 *restrict t_meta, __global const float4 *restrict t_param,
+             __global const float4 *restrict pos_hi, __global const float4 *restrict pos_lo,
+             __global const float4 *restrict vel_hi, __global const float4 *restrict vel_lo,
+             __global const int *restrict s_id, __global uint2 *restrict partial,
+             __global double *restrict nn_r2, __global int *restrict nn_id, const int want_lists,
+             const int capacity, __global int *restrict count, __global int *restrict list)
+{
+    __local float4 l_pos_hi[WG_SIZE], l_pos_lo[WG_SIZE], l_vel_hi[WG_SIZE], l_vel_lo[WG_SIZE];
+    __local int l_id[WG_SIZE];
+
+    const int gi = (int)get_global_id(0);
+    const int lid = (int)get_local_id(0);
+    const int split = (int)get_global_id(1);
+    const int i = min(gi, ni - 1);
+#if FK_G6_TARGET_ENV
+    fk_acc_env env_of[FK_G6_COMPONENTS];
+    for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+        env_of[c] = fk_acc_env_load(t_param[(size_t)min(gi, ni - 1) * FK_G6_COMPONENTS + c]);
+#define FK_G6_ENV(c) (&env_of[c])
+    (void)acc_param;
+#else
+    const fk_acc_env env = fk_acc_env_load(acc_param);
+#define FK_G6_ENV(c) (&env)
+    (void)t_param;
+#endif
+    const fk_real eps2 = (fk_real)eps2_in;
+
+    /* targets: position hi, position lo, velocity hi, velocity lo, stride apart; t_meta: (h2, ID)
+     */
+    const float4 ih = targets[i], il = targets[stride + i];
+    const float4 ivh = targets[2 * stride + i], ivl = targets[3 * stride + i];
+    const double2 meta = t_meta[i];
+    const int iid = (int)meta.y;
+    const fk_real h2 = (fk_real)meta.x;
+    const int lists = want_lists && gi < ni && h2 > (fk_real)0;
+
+    fk_acc acc[FK_G6_COMPONENTS];
+    for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+        acc[c] = fk_acc_zero();
+    fk_real best_r2 = (fk_real)INFINITY;
+    int best_id = -1;
+
+    const int j_begin = split * chunk;
+    const int j_end = min(nj, j_begin + chunk);
+    for (int base = j_begin; base < j_end; base += WG_SIZE) {
+        const int load = base + lid;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (load < j_end) {
+            l_pos_hi[lid] = pos_hi[load];
+            l_pos_lo[lid] = pos_lo[load];
+            l_vel_hi[lid] = vel_hi[load];
+            l_vel_lo[lid] = vel_lo[load];
+            l_id[lid] = s_id[load];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* Work-items past the last target load their share of the tile and skip the pairs: with
+         * few targets (a small block step) most of a work-group has nothing to compute. */
+        const int tile = gi < ni ? min(WG_SIZE, j_end - base) : 0;
+        for (int k = 0; k < tile; ++k) {
+            const float4 jh = l_pos_hi[k], jl = l_pos_lo[k];
+            const float4 jvh = l_vel_hi[k], jvl = l_vel_lo[k];
+            const int jid = l_id[k];
+            const int same = jid == iid;
+            const fk_real dx = FK_G6_DIFF(jh.x, jl.x, ih.x, il.x);
+            const fk_real dy = FK_G6_DIFF(jh.y, jl.y, ih.y, il.y);
+            const fk_real dz = FK_G6_DIFF(jh.z, jl.z, ih.z, il.z);
+            const fk_real vx = FK_G6_DIFF(jvh.x, jvl.x, ivh.x, ivl.x);
+            const fk_real vy = FK_G6_DIFF(jvh.y, jvl.y, ivh.y, ivl.y);
+            const fk_real vz = FK_G6_DIFF(jvh.z, jvl.z, ivh.z, ivl.z);
+            const fk_real r2 = dx * dx + (dy * dy + dz * dz);
+            const fk_real s2 = fmax(r2 + eps2, (fk_real)FK_G6_TINY);
+#if REPRODUCIBLE
+            const fk_real inv_s = (fk_real)1 / sqrt(s2);
+#else
+            const fk_real inv_s = rsqrt(s2);
+#endif
+            const fk_real inv_s2 = inv_s * inv_s;
+#if FK_G6_DS
+            const fk_real mass = (fk_real)jh.w + (fk_real)jl.w;
+#else
+            const fk_real mass = (fk_real)jh.w;
+#endif
+            const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;
+            const fk_real m_inv_s3 = m_inv_s * inv_s2;
+            const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;
+            FK_G6_ADD(0, dx * m_inv_s3);
+            FK_G6_ADD(1, dy * m_inv_s3);
+            FK_G6_ADD(2, dz * m_inv_s3);
+            FK_G6_ADD(3, (vx - rv3 * dx) * m_inv_s3);
+            FK_G6_ADD(4, (vy - rv3 * dy) * m_inv_s3);
+            FK_G6_ADD(5, (vz - rv3 * dz) * m_inv_s3);
+            FK_G6_ADD(6, -m_inv_s);
+            if (!same && (r2 < best_r2 || (r2 == best_r2 && jid < best_id))) {
+                best_r2 = r2;
+                best_id = jid;
+            }
+            if (lists && !same && r2 <= h2) {
+                const int slot = atomic_inc(&count[gi]);
+                if (slot < capacity)
+                    list[(size_t)gi * capacity + slot] = jid;
+            }
+        }
+    }
+    if (gi < ni) {
+        const size_t out = (size_t)split * ni + gi;
+        for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+            partial[out * FK_G6_COMPONENTS + c] = fk_acc_pack(acc[c]);
+        nn_r2[out] = (double)best_r2;
+        nn_id[out] = best_id;
+    }
+}
+
+/* Merges the splits in split order (deterministic), in the accumulator's own arithmetic, into
+ * result[i][component], and the splits' nearest neighbours into result[i][7] (the ID) and
+ * result[i][8] (its r^2); ties go to the smaller ID, as within a split. */
+__kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 *restrict partial,
+                           __global uint2 *restrict result, __global const double *restrict nn_r2,
+                           __global const int *restrict nn_id)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= ni)
+        return;
+    for (int c = 0; c < FK_G6_COMPONENTS; ++c) {
+        fk_acc sum = fk_acc_unpack(partial[(size_t)i * FK_G6_COMPONENTS + c]);
+        for (int s = 1; s < splits; ++s)
+            sum = fk_acc_merge(sum,
+                               fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
+        result[(size_t)i * FK_G6_RESULT_WORDS + c] = fk_acc_pack(sum);
+    }
+    double best = nn_r2[i];
+    int id = nn_id[i];
+    for (int s = 1; s < splits; ++s) {
+        const double r2 = nn_r2[(size_t)s * ni + i];
+        const int other = nn_id[(size_t)s * ni + i];
+        if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
+            best = r2;
+            id = other;
+        }
+    }
+    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS] = (uint2)((uint)id, 0u);
+    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS + 1] = as_uint2(best);
+}
