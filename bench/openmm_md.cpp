@@ -6,7 +6,7 @@
  * document. Built only when OpenMM is found (bench/CMakeLists.txt).
  *
  *   bench_openmm_md --in FILE --platform CPU|OpenCL [--law lj|ljc_constant] [--form exact|native]
- *                   [--evals E] [--warmup-steps S] [--threads T]
+ *                   [--evals E] [--warmup-steps S] [--threads T] [--forces-out FILE]
  *
  * Laws, as forcekit defines them (docs/force-laws.md), epsilon = sigma = m = 1, k = D0 = 1:
  *   lj            LJ truncated and force-shifted at rc: f_s(r) = f(r) - f(rc)
@@ -17,7 +17,9 @@
  * truncated, Coulomb as reaction field with dielectric 1, i.e. potential-shifted): not the same
  * forces but the same pairs, and OpenMM's fastest, hand-vectorized path on the CPU platform.
  * Units are OpenMM's (nm, ps, kJ/mol) read as reduced units; charges are scaled by
- * 1/sqrt(ONE_4PI_EPS0) in the native form so that k = 1.
+ * 1/sqrt(ONE_4PI_EPS0) in the native form so that k = 1. --forces-out writes the forces of the
+ * last evaluation, one "fx fy fz" line per particle, to compare with `forcekit forces` on the same
+ * file (with --warmup-steps 0 both see the file's positions).
  */
 #include <OpenMM.h>
 #include <openmm/reference/SimTKOpenMMRealType.h> /* ONE_4PI_EPS0, BOLTZ */
@@ -31,6 +33,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,6 +79,7 @@ bool read_particles(const char *path, std::vector<OpenMM::Vec3> &positions, doub
 int main(int argc, char **argv)
 {
     const char *in_path = nullptr, *platform_name = nullptr, *law = "lj", *form = "exact";
+    const char *forces_path = nullptr;
     int evals = 20, warmup_steps = 20, threads = 0;
     const double cutoff = 2.5, dt = 0.005, temperature = 1.0;
     for (int a = 1; a < argc; a += 2) {
@@ -96,6 +100,8 @@ int main(int argc, char **argv)
             warmup_steps = std::atoi(value);
         else if (!std::strcmp(argv[a], "--threads"))
             threads = std::atoi(value);
+        else if (!std::strcmp(argv[a], "--forces-out"))
+            forces_path = value;
         else
             return usage("unknown option");
     }
@@ -187,6 +193,14 @@ int main(int argc, char **argv)
             checksum = 0;
             for (const auto &f : forces)
                 checksum += std::fabs(f[0]) + std::fabs(f[1]) + std::fabs(f[2]);
+            if (forces_path && e == evals - 1) {
+                std::FILE *out = std::fopen(forces_path, "w");
+                if (!out)
+                    throw std::runtime_error(std::string("cannot write ") + forces_path);
+                for (const auto &f : forces)
+                    std::fprintf(out, "%.9g %.9g %.9g\n", f[0], f[1], f[2]);
+                std::fclose(out);
+            }
         }
         std::vector<double> sorted = times;
         std::sort(sorted.begin(), sorted.end());
