@@ -179,6 +179,26 @@ static void test_forces_equal_chosen(void **state)
     }
 }
 
+/* Exclusions on the fly rebuild the programs for their slots: the same loop, the same reason. */
+static void test_exclusions_rebuild_keeps_choice(void **state)
+{
+    (void)state;
+    fluid f = {.n = 4096, .box = cbrt(4096 / 0.8)};
+    fk_eval_config config = lj_config(&f, FK_ALGORITHM_AUTO);
+    config.kernel = "ljc_constant";
+    config.cutoff = 2.5;
+    fk_eval *eval = NULL;
+    const fk_variant before = create_variant(&config, &eval);
+    const size_t pairs[] = {0, 1, 0, 2, 5, 9};
+    if (fk_eval_set_exclusions(eval, pairs, 3) != FK_OK)
+        fail_msg("exclusions: %s", fk_context_last_error(fk_test_context));
+    fk_variant after;
+    fk_eval_get_variant(eval, &after);
+    assert_int_equal(after.algorithm, before.algorithm);
+    assert_int_equal(after.algorithm_source, FK_VARIANT_DEFAULT);
+    fk_eval_destroy(eval);
+}
+
 /* ---- the tuning database ----------------------------------------------------------------------
  */
 
@@ -311,8 +331,11 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),          cmocka_unit_test(test_rule),
-        cmocka_unit_test(test_create_untuned), cmocka_unit_test(test_forces_equal_chosen),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_create_untuned),
+        cmocka_unit_test(test_forces_equal_chosen),
+        cmocka_unit_test(test_exclusions_rebuild_keeps_choice),
         cmocka_unit_test(test_tuned_choice),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);

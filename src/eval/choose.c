@@ -111,8 +111,7 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
     return FK_OK;
 }
 
-/* ---- FK_ALGORITHM_AUTO ------------------------------------------------------------------------
- */
+/* ---- FK_ALGORITHM_AUTO ---------------------------------------------------------------------- */
 
 /* Below these N all-pairs wins the untuned rule (break-even of cells against all-pairs for lj at
  * rc 2.5, densities 0.1 to 1.0, force only to a rebuild every step: POCL 2 EPYC cores < 64 to
