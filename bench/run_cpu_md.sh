@@ -60,4 +60,6 @@ while [ "$rep" -le "$reps" ]; do
     rep=$((rep + 1))
 done
 echo "load_at_end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.txt"
+# the generated inputs (several MB; `forcekit generate` makes them again from the seed)
+rm -f "$out"/raw/fluid_*
 python3 "$here/cpu_md_summary.py" "$out"
