@@ -7,7 +7,8 @@
  * Prints one JSON document.
  *
  *   bench_md_loops [--n N] [--density D] [--skin S] [--rounds R] [--steps K] [--accum A]
- *                  [--loops cells,neighbors,...] [--seed S]
+ *                  [--loops cells,neighbors,...] [--seed S] [--kernel lj|ljc_constant]
+ *                  [--evals E]
  *
  * The loops run interleaved: R rounds, each of K steps of every loop in turn, every loop from the
  * same initial state and continuing its own trajectory; the figures are the medians over the
@@ -15,6 +16,13 @@
  * spreads that over the loops). Per loop also: the device seconds of one evaluation at fixed
  * positions (median of 7, OpenCL event profiling), the rebuilds over all steps, the device time
  * of the last build, and the pairs each evaluation examines.
+ *
+ * --kernel ljc_constant adds Coulomb (k = D0 = 1, force-shifted at the same cutoff) with charges
+ * alternating +0.5, -0.5 by particle index, as bench_openmm_md assigns them. --evals E (default
+ * 0: none) then times, per loop and after the steps, E evaluations at the final positions of a
+ * fresh evaluation without the potential, each compute + fk_eval_read_forces in wall time (the
+ * lists or cells built once before the first), interleaved across the loops: the figure to
+ * compare with OpenMM's context.getState(Forces) (bench/run_cpu_md.sh).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +37,7 @@
 #include "simulate.h"
 #include "systems.h"
 
-enum { MAX_LOOPS = 4, MAX_ROUNDS = 64, FIXED_REPS = 7 };
+enum { MAX_LOOPS = 4, MAX_ROUNDS = 64, FIXED_REPS = 7, MAX_EVALS = 256 };
 
 static double now(void)
 {
@@ -54,7 +62,8 @@ static int usage(const char *message)
 {
     fprintf(stderr,
             "bench_md_loops: %s\nusage: bench_md_loops [--n N] [--density D] [--skin S] "
-            "[--rounds R] [--steps K] [--accum A] [--loops L1,L2,...] [--seed S]\n",
+            "[--rounds R] [--steps K] [--accum A] [--loops L1,L2,...] [--seed S]\n"
+            "                      [--kernel lj|ljc_constant] [--evals E]\n",
             message);
     return 2;
 }
@@ -66,15 +75,16 @@ typedef struct loop_run {
     double round_device[MAX_ROUNDS];  /* device seconds per evaluation of each round */
     double fixed_seconds;             /* device seconds of one evaluation at fixed positions */
     size_t steps;
+    double eval_seconds[MAX_EVALS]; /* --evals: wall seconds of compute + read_forces */
 } loop_run;
 
 int main(int argc, char **argv)
 {
     size_t n = 16384;
     double density = 0.8, skin = 0.3, temperature = 1.0, dt = 0.005, cutoff = 2.5;
-    int rounds = 5, steps = 40;
+    int rounds = 5, steps = 40, evals = 0;
     unsigned long long seed = 1;
-    const char *accum = "float", *loop_names = "cells,neighbors";
+    const char *accum = "float", *loop_names = "cells,neighbors", *kernel = "lj";
     for (int a = 1; a < argc; ++a) {
         const char *value = a + 1 < argc ? argv[a + 1] : NULL;
         if (!value)
@@ -95,12 +105,21 @@ int main(int argc, char **argv)
             loop_names = value;
         else if (strcmp(argv[a], "--seed") == 0)
             seed = strtoull(value, NULL, 10);
+        else if (strcmp(argv[a], "--kernel") == 0)
+            kernel = value;
+        else if (strcmp(argv[a], "--evals") == 0)
+            evals = atoi(value);
         else
             return usage("unknown option");
         ++a;
     }
-    if (n < 2 || !(density > 0) || !(skin > 0) || rounds < 1 || rounds > MAX_ROUNDS || steps < 1)
-        return usage("--n >= 2, --density > 0, --skin > 0, 1 <= --rounds <= 64, --steps >= 1");
+    if (n < 2 || !(density > 0) || !(skin > 0) || rounds < 1 || rounds > MAX_ROUNDS || steps < 1 ||
+        evals < 0 || evals > MAX_EVALS)
+        return usage("--n >= 2, --density > 0, --skin > 0, 1 <= --rounds <= 64, --steps >= 1, "
+                     "0 <= --evals <= 256");
+    const int coulomb = strcmp(kernel, "ljc_constant") == 0;
+    if (!coulomb && strcmp(kernel, "lj") != 0)
+        return usage("--kernel: lj or ljc_constant");
 
     loop_run loops[MAX_LOOPS];
     size_t loop_count = 0;
@@ -126,8 +145,12 @@ int main(int argc, char **argv)
     }
     fkt_particle_set particles;
     double box[3];
-    status = fkt_generate_lj_fluid(n, density, temperature, (uint64_t)seed, FKT_LAYOUT_XYZ_TYPE,
-                                   &particles, box);
+    status = fkt_generate_lj_fluid(n, density, temperature, (uint64_t)seed,
+                                   coulomb ? FKT_LAYOUT_XYZQ_TYPE : FKT_LAYOUT_XYZ_TYPE, &particles,
+                                   box);
+    if (status == FK_OK && coulomb)
+        for (size_t i = 0; i < n; ++i)
+            particles.mass[i] = i % 2 ? -0.5 : 0.5;
     if (status != FK_OK) {
         fprintf(stderr, "bench_md_loops: lj fluid: %s\n", fk_status_string(status));
         fk_context_destroy(context);
@@ -138,7 +161,7 @@ int main(int argc, char **argv)
     for (size_t l = 0; l < loop_count && exit_code == 0; ++l) {
         fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = dt};
         config.eval = (fk_eval_config)FK_CONFIG_INIT(fk_eval_config);
-        config.eval.kernel = "lj";
+        config.eval.kernel = kernel;
         config.eval.accum = accum;
         config.eval.cutoff = cutoff;
         config.eval.skin = skin;
@@ -183,6 +206,46 @@ int main(int argc, char **argv)
             }
         }
 
+    /* --evals: compute + read back at fixed positions, without the potential, as OpenMM's
+     * getState(Forces). A fresh evaluation per loop at the loop's final positions. */
+    fk_eval *fixed[MAX_LOOPS] = {NULL};
+    double *forces = evals > 0 ? malloc(3 * n * sizeof *forces) : NULL;
+    for (size_t l = 0; l < loop_count && exit_code == 0 && evals > 0; ++l) {
+        fk_eval_config config = loops[l].sim->config.eval;
+        config.potential = 0;
+        const fk_particles current = {.count = n,
+                                      .position = loops[l].sim->position,
+                                      .mass = particles.mass,
+                                      .type = particles.type};
+        status = forces ? fk_eval_create(context, &config, &fixed[l]) : FK_ERR_HOST_MEMORY;
+        if (status == FK_OK)
+            status = fk_eval_set_particles(fixed[l], &current);
+        if (status == FK_OK) /* the build, not timed */
+            status = fk_eval_compute(fixed[l], NULL);
+        if (status != FK_OK) {
+            fprintf(stderr, "bench_md_loops: %s evaluation: %s: %s\n",
+                    fk_algorithm_name(loops[l].algorithm), fk_status_string(status),
+                    fk_context_last_error(context));
+            exit_code = 1;
+        }
+    }
+    for (int e = 0; e < evals && exit_code == 0; ++e)
+        for (size_t l = 0; l < loop_count && exit_code == 0; ++l) {
+            const double start = now();
+            status = fk_eval_compute(fixed[l], NULL);
+            if (status == FK_OK)
+                status = fk_eval_read_forces(fixed[l], forces);
+            loops[l].eval_seconds[e] = now() - start;
+            if (status != FK_OK) {
+                fprintf(stderr, "bench_md_loops: %s: %s\n", fk_algorithm_name(loops[l].algorithm),
+                        fk_context_last_error(context));
+                exit_code = 1;
+            }
+        }
+    for (size_t l = 0; l < loop_count; ++l)
+        fk_eval_destroy(fixed[l]);
+    free(forces);
+
     if (exit_code == 0) {
         const fk_device_info *device = fk_context_device(context);
         cJSON *document = cJSON_CreateObject();
@@ -191,7 +254,7 @@ int main(int argc, char **argv)
                                 "lj fluid, fcc start, Maxwell-Boltzmann velocities, periodic cube, "
                                 "velocity-Verlet NVE; a step = update_positions + compute + "
                                 "read_forces");
-        cJSON_AddStringToObject(document, "kernel", "lj");
+        cJSON_AddStringToObject(document, "kernel", kernel);
         cJSON_AddStringToObject(document, "accum", accum);
         cJSON_AddNumberToObject(document, "n", (double)n);
         cJSON_AddNumberToObject(document, "density", density);
@@ -233,6 +296,17 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(item, "builds", (double)v.cell_rebuilds);
             cJSON_AddNumberToObject(item, "last_build_device_seconds", v.cell_build_seconds);
             cJSON_AddNumberToObject(item, "pairs_examined", (double)v.pairs_examined);
+            if (evals > 0) {
+                cJSON *by_rep = cJSON_AddArrayToObject(item, "eval_readback_seconds_by_rep");
+                for (int e = 0; e < evals; ++e)
+                    cJSON_AddItemToArray(by_rep, cJSON_CreateNumber(loops[l].eval_seconds[e]));
+                const double middle = median(loops[l].eval_seconds, (size_t)evals); /* sorts */
+                cJSON_AddNumberToObject(item, "eval_readback_seconds_min",
+                                        loops[l].eval_seconds[0]);
+                cJSON_AddNumberToObject(item, "eval_readback_seconds_median", middle);
+                cJSON_AddNumberToObject(item, "eval_readback_seconds_max",
+                                        loops[l].eval_seconds[evals - 1]);
+            }
             cJSON *grid = cJSON_AddArrayToObject(item, "cell_grid");
             for (int d = 0; d < 3; ++d)
                 cJSON_AddItemToArray(grid, cJSON_CreateNumber(v.cell_grid[d]));

@@ -173,6 +173,8 @@ static const char *const algorithm_names[] = {"all-pairs", "symmetric", "cells",
 
 const char *fk_algorithm_name(fk_algorithm algorithm)
 {
+    if (algorithm == FK_ALGORITHM_AUTO) /* a choice, not a loop */
+        return "auto";
     if ((int)algorithm < 0 ||
         (size_t)algorithm >= sizeof algorithm_names / sizeof algorithm_names[0])
         return NULL;
@@ -183,6 +185,10 @@ fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm)
 {
     if (!name || !algorithm)
         return FK_ERR_INVALID_ARGUMENT;
+    if (strcmp(name, "auto") == 0) {
+        *algorithm = FK_ALGORITHM_AUTO;
+        return FK_OK;
+    }
     for (size_t i = 0; i < sizeof algorithm_names / sizeof algorithm_names[0]; ++i)
         if (strcmp(name, algorithm_names[i]) == 0) {
             *algorithm = (fk_algorithm)i;

@@ -297,6 +297,9 @@ void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const 
 
 fk_algorithm fkt_sim_algorithm(const fkt_sim *sim)
 {
+    fk_variant variant; /* the loop that runs: FK_ALGORITHM_AUTO's choice too */
+    if (sim->eval && fk_eval_get_variant(sim->eval, &variant) == FK_OK)
+        return (fk_algorithm)variant.algorithm;
     return (fk_algorithm)sim->config.eval.algorithm;
 }
 
@@ -370,7 +373,7 @@ static fk_status time_eval(fkt_sim *sim, fk_eval *eval, double *seconds)
 static fk_status choose_algorithm(fkt_sim *sim, const fk_particles *view)
 {
     static const fk_algorithm candidates[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
-                                              FK_ALGORITHM_CELLS};
+                                              FK_ALGORITHM_CELLS, FK_ALGORITHM_NEIGHBORS};
     double best_seconds = HUGE_VAL;
     for (size_t c = 0; c < sizeof candidates / sizeof candidates[0]; ++c) {
         fkt_sim_trial *trial = &sim->trials[sim->trial_count++];

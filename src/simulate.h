@@ -28,9 +28,9 @@ typedef struct fkt_sim_config {
     fk_eval_config eval;
     fkt_integrator integrator;
     double dt;
-    /* Try every pair loop (all-pairs, symmetric, cells) the kernel and device support, time a
-     * few evaluations of each on the initial particles and keep the fastest; eval.algorithm is
-     * then ignored. */
+    /* Try every pair loop (all-pairs, symmetric, cells, neighbors) the kernel and device support,
+     * time a few evaluations of each on the initial particles and keep the fastest; eval.algorithm
+     * is then ignored. */
     int auto_algorithm;
     const fk_pair_table *pair_table; /* NULL: the default single type */
     const size_t *exclusions;        /* 2 indices per pair */
@@ -75,7 +75,7 @@ typedef struct fkt_sim {
     double device_seconds; /* OpenCL event time of every evaluation so far */
     fkt_sim_timing timing;
     uint64_t evaluations;
-    fkt_sim_trial trials[3]; /* auto_algorithm: what was tried */
+    fkt_sim_trial trials[4]; /* auto_algorithm: what was tried */
     size_t trial_count;
     char message[1024]; /* the detail of the last failure */
 } fkt_sim;

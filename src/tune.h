@@ -47,6 +47,9 @@ typedef struct fk_tuning_entry {
     /* The pair loop it was tuned for (fk_algorithm): "algorithm" in the file, absent for
      * all-pairs, so that databases written before loops were keyed stay valid. */
     int algorithm;
+    /* The tuner's measured seconds per evaluation of this variant at n ("seconds_per_eval" in the
+     * file); 0 when the entry has none. */
+    double seconds_per_eval;
 } fk_tuning_entry;
 
 /* The databases a context reads, loaded once at context creation. */

@@ -469,9 +469,17 @@ static int parse_entry_reason(const cJSON *object, fk_tuning_entry *entry, const
     *reason = "algorithm must be all-pairs, symmetric, cells or neighbors";
     fk_algorithm loop = FK_ALGORITHM_ALL_PAIRS;
     if (algorithm &&
-        (!cJSON_IsString(algorithm) || fk_algorithm_find(algorithm->valuestring, &loop) != FK_OK))
+        (!cJSON_IsString(algorithm) || fk_algorithm_find(algorithm->valuestring, &loop) != FK_OK ||
+         loop == FK_ALGORITHM_AUTO))
         return 0;
     entry->algorithm = (int)loop;
+    /* "seconds_per_eval": what the tuner measured (0 when absent or not a positive number);
+     * fk_eval_create's FK_ALGORITHM_AUTO compares the loops by it (src/eval/choose.c). */
+    const cJSON *seconds = cJSON_GetObjectItemCaseSensitive(object, "seconds_per_eval");
+    entry->seconds_per_eval =
+        cJSON_IsNumber(seconds) && seconds->valuedouble > 0 && isfinite(seconds->valuedouble)
+            ? seconds->valuedouble
+            : 0.0;
     return 1;
 }
 

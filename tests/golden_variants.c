@@ -246,6 +246,19 @@ static const char *golden_result(const golden *g, const char *key)
     return NULL;
 }
 
+/* 1 when the golden file has results of the pair loop named (its second field): a file written
+ * before a loop existed lacks all of them, which is new coverage, not a change of bits. */
+static int golden_has_loop(const golden *g, const char *loop)
+{
+    const size_t length = strlen(loop);
+    for (size_t k = 0; k < g->count; ++k) {
+        const char *second = strchr(g->lines[k], ' ');
+        if (second && strncmp(second + 1, loop, length) == 0 && second[1 + length] == ' ')
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int all = 0;
@@ -287,7 +300,7 @@ int main(int argc, char **argv)
     static const char *const kernels[] = {
         "ga", "gaj", "ljc_constant", "ljc_linear", "ljc_sigmoidal", "lj", "buck"};
     static const fk_algorithm loops[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
-                                         FK_ALGORITHM_CELLS};
+                                         FK_ALGORITHM_CELLS, FK_ALGORITHM_NEIGHBORS};
     static const int unrolls[] = {1, 2, 4, 8};
     int mismatches = 0, compared = 0, newly = 0;
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
@@ -295,7 +308,8 @@ int main(int argc, char **argv)
         const int is_gravity = strncmp(kernel, "ga", 2) == 0;
         const system_t *s = is_gravity ? &gravity : &molecular;
         for (size_t l = 0; l < sizeof loops / sizeof loops[0]; ++l) {
-            if (loops[l] == FK_ALGORITHM_CELLS && is_gravity)
+            if ((loops[l] == FK_ALGORITHM_CELLS || loops[l] == FK_ALGORITHM_NEIGHBORS) &&
+                is_gravity)
                 continue;
             /* scalar variants, then lanes 8 and 16 (1xJ, no tiling) */
             for (int form = 0; form < 3; ++form)
@@ -333,7 +347,13 @@ int main(int argc, char **argv)
                                 const int refused_then =
                                     expected && strncmp(expected, "refused", 7) == 0;
                                 const int refused_now = strncmp(result, "refused", 7) == 0;
-                                if (!expected) {
+                                if (!expected &&
+                                    !golden_has_loop(&g, fk_algorithm_name(loops[l]))) {
+                                    fprintf(stderr,
+                                            "NEW     %s %s (%s has no %s results: regenerate it)\n",
+                                            key, result, check, fk_algorithm_name(loops[l]));
+                                    ++newly;
+                                } else if (!expected) {
                                     fprintf(stderr, "MISSING %s: not in %s\n", key, check);
                                     ++mismatches;
                                 } else if (refused_then && !refused_now) {

@@ -47,67 +47,11 @@ static int teardown(void **state)
 /* ---------------------------------------------------------------------------------------------- */
 /* Systems */
 
-typedef struct test_system {
-    const char *kernel;
-    size_t n;
-    double *position, *charge;
-    int *type;
-    fk_physics physics; /* cutoff, coulomb, box: drives the configs and the reference */
-    size_t *exclusions;
-    size_t exclusion_count;
-} test_system;
-
-static double quantize(double x)
-{
-    return ldexp(nearbyint(ldexp(x, 16)), -16);
-}
+typedef fk_test_system test_system; /* test_support.h */
 
 static double uniform(double low, double high)
 {
     return low + (high - low) * fk_test_rng_uniform(&rng);
-}
-
-static void alloc_system(test_system *s, const char *kernel, size_t n)
-{
-    memset(s, 0, sizeof *s);
-    s->kernel = kernel;
-    s->n = n;
-    s->position = calloc(3 * n, sizeof(double));
-    s->charge = calloc(n, sizeof(double));
-    s->type = calloc(n, sizeof(int));
-    assert_true(s->position && s->charge && s->type);
-    for (size_t i = 0; i < n; ++i)
-        s->charge[i] = (double)(float)((i % 2 ? -1.0 : 1.0) * uniform(0.2, 1.0));
-}
-
-static void free_system(test_system *s)
-{
-    free(s->position);
-    free(s->charge);
-    free(s->type);
-    free(s->exclusions);
-    memset(s, 0, sizeof *s);
-}
-
-/* Particles first .. first + count - 1 on a cubic lattice of `side` sites per axis with the given
- * spacing from origin, each coordinate jittered by up to +-jitter (times the spacing). */
-static void lattice(test_system *s, size_t first, size_t count, size_t side, double spacing,
-                    const double origin[3], double jitter)
-{
-    for (size_t k = 0; k < count; ++k) {
-        const size_t site[3] = {k % side, (k / side) % side, k / (side * side)};
-        for (int d = 0; d < 3; ++d)
-            s->position[3 * (first + k) + d] =
-                quantize(origin[d] + ((double)site[d] + uniform(-jitter, jitter)) * spacing);
-    }
-}
-
-static fk_particles view(const test_system *s)
-{
-    fk_particles p = {.count = s->n, .position = s->position, .mass = s->charge, .type = s->type};
-    if (strcmp(s->kernel, "lj") == 0)
-        p.mass = NULL;
-    return p;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -148,7 +92,7 @@ static reference make_reference(const test_system *s)
     fk_physics physics = s->physics;
     physics.exclusions = s->exclusions;
     physics.exclusion_count = s->exclusion_count;
-    const fk_particles particles = view(s);
+    const fk_particles particles = fk_test_system_view(s);
     fk_status status =
         fk_reference_forces(s->kernel, &particles, &physics, ref.force, ref.potential);
     if (status != FK_OK)
@@ -326,7 +270,7 @@ static void compute_read(fk_eval *eval, size_t n, outputs *o)
 
 static void evaluate(fk_eval *eval, const test_system *s, outputs *o)
 {
-    const fk_particles particles = view(s);
+    const fk_particles particles = fk_test_system_view(s);
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles");
     compute_read(eval, s->n, o);
 }
@@ -402,8 +346,8 @@ static void test_uniform_open(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 1331);
-    lattice(&s, 0, s.n, 11, 1.08, (double[3]){0.5, -3.0, 7.0}, 0.2);
+    fk_test_system_alloc(&s, "lj", 1331, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 11, 1.08, (double[3]){0.5, -3.0, 7.0}, 0.2, &rng);
     reference ref = make_reference(&s);
     for (size_t a = 0; a < sizeof main_accums / sizeof main_accums[0]; ++a) {
         const fk_variant v =
@@ -412,7 +356,7 @@ static void test_uniform_open(void **state)
         assert_true(v.pairs_examined < (uint64_t)s.n * s.n / 2);
     }
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* A periodic box filled at density ~0.8 (float and fixed64; double runs in open space); every
@@ -422,9 +366,10 @@ static void test_uniform_periodic(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 1728);
-    const double spacing = 1.08, box = quantize(12 * spacing);
-    lattice(&s, 0, s.n, 12, spacing, (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2);
+    fk_test_system_alloc(&s, "lj", 1728, &rng);
+    const double spacing = 1.08, box = fk_test_quantize(12 * spacing);
+    fk_test_system_lattice(&s, 0, s.n, 12, spacing,
+                           (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2, &rng);
     for (size_t i = 0; i < s.n; i += 7)
         s.position[3 * i + i % 3] += (i % 2 ? box : -box);
     for (int d = 0; d < 3; ++d)
@@ -443,7 +388,7 @@ static void test_uniform_periodic(void **state)
                      (eval_options){.local_tiling = 1, .work_group_size = 8, .unroll_i = 2});
     assert_true(v.local_tiling && v.work_group_size == 8 && v.unroll_i == 2);
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Boxes of two cells and of one cell per side: each neighbour is visited once, minimum image
@@ -455,8 +400,8 @@ static void test_small_boxes(void **state)
     const int cells_per_side[] = {2, 1};
     for (size_t b = 0; b < 2; ++b) {
         test_system s;
-        alloc_system(&s, "lj", 125);
-        lattice(&s, 0, s.n, 5, boxes[b] / 5, (double[3]){0.3, 0.3, 0.3}, 0.2);
+        fk_test_system_alloc(&s, "lj", 125, &rng);
+        fk_test_system_lattice(&s, 0, s.n, 5, boxes[b] / 5, (double[3]){0.3, 0.3, 0.3}, 0.2, &rng);
         for (int d = 0; d < 3; ++d)
             s.physics.box[d] = boxes[b];
         reference ref = make_reference(&s);
@@ -467,7 +412,7 @@ static void test_small_boxes(void **state)
             assert_int_equal(v.cell_grid[2], cells_per_side[b]);
         }
         free_reference(&ref);
-        free_system(&s);
+        fk_test_system_free(&s);
     }
 }
 
@@ -478,8 +423,8 @@ static void test_cell_boundaries(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 1728);
-    lattice(&s, 0, s.n, 12, 1.0, (double[3]){0, 0, 0}, 0.0);
+    fk_test_system_alloc(&s, "lj", 1728, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 12, 1.0, (double[3]){0, 0, 0}, 0.0, &rng);
     for (size_t i = 0; i < s.n; ++i)
         for (int d = 0; d < 3; ++d)
             if (s.position[3 * i + d] == 0.0 && (i + (size_t)d) % 2)
@@ -497,7 +442,7 @@ static void test_cell_boundaries(void **state)
         }
     }
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Most particles in a few cells: 343 on a dense lattice (spacing 0.62) inside a 4.3-wide cube,
@@ -507,9 +452,9 @@ static void test_clustered(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 512);
-    lattice(&s, 0, 343, 7, 0.62, (double[3]){6.4, 6.4, 6.4}, 0.1);
-    lattice(&s, 343, 169, 6, 5.5, (double[3]){0.0, 0.0, 0.0}, 0.1);
+    fk_test_system_alloc(&s, "lj", 512, &rng);
+    fk_test_system_lattice(&s, 0, 343, 7, 0.62, (double[3]){6.4, 6.4, 6.4}, 0.1, &rng);
+    fk_test_system_lattice(&s, 343, 169, 6, 5.5, (double[3]){0.0, 0.0, 0.0}, 0.1, &rng);
     reference ref = make_reference(&s);
     for (size_t a = 0; a < sizeof float_fixed64 / sizeof float_fixed64[0]; ++a) {
         const fk_variant v =
@@ -518,7 +463,7 @@ static void test_clustered(void **state)
         assert_true(v.cell_capacity >= 40);
     }
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Two clusters 40 apart and one particle 900 away: the grid would have millions of cells; it is
@@ -527,9 +472,9 @@ static void test_empty_cells_and_outlier(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 433);
-    lattice(&s, 0, 216, 6, 1.1, (double[3]){0.0, 0.0, 0.0}, 0.2);
-    lattice(&s, 216, 216, 6, 1.1, (double[3]){40.0, 3.0, -5.0}, 0.2);
+    fk_test_system_alloc(&s, "lj", 433, &rng);
+    fk_test_system_lattice(&s, 0, 216, 6, 1.1, (double[3]){0.0, 0.0, 0.0}, 0.2, &rng);
+    fk_test_system_lattice(&s, 216, 216, 6, 1.1, (double[3]){40.0, 3.0, -5.0}, 0.2, &rng);
     s.position[3 * 432 + 0] = -900.0;
     s.position[3 * 432 + 1] = 17.25;
     s.position[3 * 432 + 2] = 3.5;
@@ -539,7 +484,7 @@ static void test_empty_cells_and_outlier(void **state)
     assert_true(cell_count <= 2.0 * (double)s.n + 64.0);
     assert_true(v.cell_size[0] >= 2.8);
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Exclusions on the fly and afterwards: neighbouring pairs (within the cutoff) and far pairs. */
@@ -547,8 +492,8 @@ static void test_exclusions(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 512);
-    lattice(&s, 0, s.n, 8, 1.1, (double[3]){0, 0, 0}, 0.2);
+    fk_test_system_alloc(&s, "lj", 512, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 8, 1.1, (double[3]){0, 0, 0}, 0.2, &rng);
     s.exclusion_count = 120;
     s.exclusions = malloc(2 * s.exclusion_count * sizeof(size_t));
     assert_non_null(s.exclusions);
@@ -563,7 +508,7 @@ static void test_exclusions(void **state)
     check_system("exclusions on the fly", &s, &ref, "float",
                  (eval_options){.exclusion_mode = FK_EXCLUDE_ON_THE_FLY});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* The other short-range laws with a cutoff: ljc_constant (shifted Coulomb) in a periodic box and
@@ -572,9 +517,9 @@ static void test_other_laws(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "ljc_constant", 729);
-    const double box = quantize(9 * 1.1);
-    lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.3, 0.3, 0.3}, 0.2);
+    fk_test_system_alloc(&s, "ljc_constant", 729, &rng);
+    const double box = fk_test_quantize(9 * 1.1);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.3, 0.3, 0.3}, 0.2, &rng);
     s.physics.cutoff = 3.0;
     s.physics.coulomb = 1.5;
     for (int d = 0; d < 3; ++d)
@@ -582,15 +527,15 @@ static void test_other_laws(void **state)
     reference ref = make_reference(&s);
     check_system("ljc_constant periodic", &s, &ref, "float", (eval_options){0});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 
-    alloc_system(&s, "buck", 512);
-    lattice(&s, 0, s.n, 8, 1.2, (double[3]){-4, -4, -4}, 0.2);
+    fk_test_system_alloc(&s, "buck", 512, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 8, 1.2, (double[3]){-4, -4, -4}, 0.2, &rng);
     s.physics.cutoff = 3.5;
     ref = make_reference(&s);
     check_system("buck open", &s, &ref, "float", (eval_options){0});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Accumulators that take LARGE from the data (the bound pre-pass runs through the cell loop). */
@@ -598,12 +543,12 @@ static void test_bound_accumulators(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 343);
-    lattice(&s, 0, s.n, 7, 1.1, (double[3]){0, 0, 0}, 0.2);
+    fk_test_system_alloc(&s, "lj", 343, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 7, 1.1, (double[3]){0, 0, 0}, 0.2, &rng);
     reference ref = make_reference(&s);
     check_system("bound pre-pass", &s, &ref, "narumi", (eval_options){0});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* A particle given one box length further (the caller rewrapped it into the box, or out of it)
@@ -614,20 +559,20 @@ static void test_wrap(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 729);
-    const double box = quantize(9 * 1.1);
-    lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15);
+    fk_test_system_alloc(&s, "lj", 729, &rng);
+    const double box = fk_test_quantize(9 * 1.1);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15, &rng);
     s.physics.cutoff = 2.0; /* default skin 0.24 */
     for (int d = 0; d < 3; ++d)
         s.physics.box[d] = box;
     fk_eval *eval = make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
-    const fk_particles particles = view(&s);
+    const fk_particles particles = fk_test_system_view(&s);
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles");
     outputs out = make_outputs(s.n);
     for (int step = 0; step < 3; ++step) {
         /* a small move of everyone, and particles 10, 20, 30 wrapped by one box length */
         for (size_t i = 0; i < 3 * s.n; ++i)
-            s.position[i] = quantize(s.position[i] + 0.01 * (step % 2 ? 1 : -1));
+            s.position[i] = fk_test_quantize(s.position[i] + 0.01 * (step % 2 ? 1 : -1));
         s.position[3 * (10 * (size_t)step + 10)] += box;
         s.position[3 * (10 * (size_t)step + 20) + 1] -= box;
         expect_ok(fk_eval_update_positions(eval, s.position, NULL), "update_positions");
@@ -648,7 +593,7 @@ static void test_wrap(void **state)
     assert_int_equal(v.cell_rebuilds, 2);
     free_outputs(&out);
     fk_eval_destroy(eval);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* The skin: cutoff 2, default skin 0.24, 30 steps of small random moves (each coordinate by at
@@ -663,9 +608,9 @@ static void test_skin(void **state)
 {
     (void)state;
     test_system s;
-    alloc_system(&s, "lj", 729);
-    const double box = quantize(9 * 1.1);
-    lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15);
+    fk_test_system_alloc(&s, "lj", 729, &rng);
+    const double box = fk_test_quantize(9 * 1.1);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15, &rng);
     s.physics.cutoff = 2.0; /* default skin 0.24: 4 cells of 2.475 per side */
     for (int d = 0; d < 3; ++d)
         s.physics.box[d] = box;
@@ -688,9 +633,9 @@ static void test_skin(void **state)
     for (int step = 0; step <= steps + 1; ++step) {
         if (step > 0 && step <= steps) {
             for (size_t i = 0; i < 3 * s.n; ++i)
-                s.position[i] = quantize(s.position[i] + uniform(-0.02, 0.02));
+                s.position[i] = fk_test_quantize(s.position[i] + uniform(-0.02, 0.02));
         } else if (step == steps + 1) {
-            s.position[3 * 123] = quantize(s.position[3 * 123] + 1.0);
+            s.position[3 * 123] = fk_test_quantize(s.position[3 * 123] + 1.0);
         }
         double largest = 0;
         for (size_t i = 0; i < s.n; ++i) {
@@ -704,7 +649,7 @@ static void test_skin(void **state)
         const int should = step == 0 || largest > half_skin;
         const int ambiguous_step = step > 0 && fabs(largest - half_skin) < 0.01 * half_skin;
         ambiguous += (size_t)ambiguous_step;
-        const fk_particles particles = view(&s);
+        const fk_particles particles = fk_test_system_view(&s);
         for (size_t e = 0; e < 4; ++e) {
             if (step % 2 == 0)
                 expect_ok(fk_eval_set_particles(evals[e], &particles), "set_particles");
@@ -760,7 +705,7 @@ static void test_skin(void **state)
     free_outputs(&out);
     free_outputs(&fixed_cells);
     free_outputs(&fixed_pairs);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 static void expect_failure(fk_status status, fk_status expected, const char *needle)
@@ -791,14 +736,14 @@ static void test_bad_inputs(void **state)
 
     /* Periodic box 10: particle 17 at x = 20 (two box lengths) is named; -10 and 19.9 are fine. */
     test_system s;
-    alloc_system(&s, "lj", 64);
-    lattice(&s, 0, s.n, 4, 2.5, (double[3]){1, 1, 1}, 0.1);
+    fk_test_system_alloc(&s, "lj", 64, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 4, 2.5, (double[3]){1, 1, 1}, 0.1, &rng);
     for (int d = 0; d < 3; ++d)
         s.physics.box[d] = 10.0;
     s.position[3 * 5] = -10.0;
     s.position[3 * 9 + 1] = 19.9;
     eval = make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
-    fk_particles particles = view(&s);
+    fk_particles particles = fk_test_system_view(&s);
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles within one box length");
     s.position[3 * 17 + 2] = 20.0;
     expect_failure(fk_eval_set_particles(eval, &particles), FK_ERR_INVALID_INPUT, "particle 17");
@@ -809,7 +754,7 @@ static void test_bad_inputs(void **state)
     expect_failure(fk_eval_update_positions(eval, s.position, NULL), FK_ERR_INVALID_INPUT,
                    "particle 40");
     fk_eval_destroy(eval);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 int main(int argc, char **argv)

@@ -52,88 +52,24 @@ static int teardown(void **state)
 /* ---------------------------------------------------------------------------------------------- */
 /* Systems */
 
-typedef struct test_system {
-    const char *kernel; /* lj or ljc_constant */
-    size_t n;
-    double *position, *charge;
-    int *type;
-    fk_physics physics; /* cutoff, coulomb, box: drives the configs and the reference */
-    size_t *exclusions;
-    size_t exclusion_count;
-} test_system;
-
-static double quantize(double x)
-{
-    return ldexp(nearbyint(ldexp(x, 16)), -16);
-}
+typedef fk_test_system test_system; /* test_support.h */
 
 static double uniform(double low, double high)
 {
     return low + (high - low) * fk_test_rng_uniform(&rng);
 }
 
+/* The shared system with lj's cutoff, which every system here uses. */
 static void alloc_system(test_system *s, const char *kernel, size_t n)
 {
-    memset(s, 0, sizeof *s);
-    s->kernel = kernel;
-    s->n = n;
-    s->position = calloc(3 * n, sizeof(double));
-    s->charge = calloc(n, sizeof(double));
-    s->type = calloc(n, sizeof(int));
-    assert_true(s->position && s->charge && s->type);
-    for (size_t i = 0; i < n; ++i)
-        s->charge[i] = (double)(float)((i % 2 ? -1.0 : 1.0) * uniform(0.2, 1.0));
+    fk_test_system_alloc(s, kernel, n, &rng);
     s->physics.cutoff = 2.5;
-}
-
-static void free_system(test_system *s)
-{
-    free(s->position);
-    free(s->charge);
-    free(s->type);
-    free(s->exclusions);
-    memset(s, 0, sizeof *s);
-}
-
-/* Particles first .. first + count - 1 on a cubic lattice of `side` sites per axis with the given
- * spacing from origin, each coordinate jittered by up to +-jitter (times the spacing). */
-static void lattice(test_system *s, size_t first, size_t count, size_t side, double spacing,
-                    const double origin[3], double jitter)
-{
-    for (size_t k = 0; k < count; ++k) {
-        const size_t site[3] = {k % side, (k / side) % side, k / (side * side)};
-        for (int d = 0; d < 3; ++d)
-            s->position[3 * (first + k) + d] =
-                quantize(origin[d] + ((double)site[d] + uniform(-jitter, jitter)) * spacing);
-    }
 }
 
 static void set_box(test_system *s, double box)
 {
     for (int d = 0; d < 3; ++d)
         s->physics.box[d] = box;
-}
-
-static fk_particles view(const test_system *s)
-{
-    fk_particles p = {.count = s->n, .position = s->position, .mass = s->charge, .type = s->type};
-    if (strcmp(s->kernel, "lj") == 0)
-        p.mass = NULL;
-    return p;
-}
-
-/* The distance of i and j, minimum image in a periodic box. */
-static double distance(const test_system *s, size_t i, size_t j)
-{
-    double r2 = 0;
-    for (int d = 0; d < 3; ++d) {
-        double x = s->position[3 * i + d] - s->position[3 * j + d];
-        const double box = s->physics.box[d];
-        if (box > 0)
-            x -= box * nearbyint(x / box);
-        r2 += x * x;
-    }
-    return sqrt(r2);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -185,7 +121,7 @@ static reference make_reference(const test_system *s, double skin)
     fk_physics physics = s->physics;
     physics.exclusions = s->exclusions;
     physics.exclusion_count = s->exclusion_count;
-    const fk_particles particles = view(s);
+    const fk_particles particles = fk_test_system_view(s);
     fk_status status =
         fk_reference_forces(s->kernel, &particles, &physics, ref.force, ref.potential);
     if (status != FK_OK)
@@ -195,7 +131,7 @@ static reference make_reference(const test_system *s, double skin)
         for (size_t j = 0; j < n; ++j) {
             if (i == j)
                 continue;
-            const double r = distance(s, i, j);
+            const double r = fk_test_system_distance(s, i, j);
             ref.within_inner += r < 0.999 * reach;
             ref.within_outer += r < 1.001 * reach;
             if (r >= rc)
@@ -370,7 +306,7 @@ static void compute_read(fk_eval *eval, size_t n, outputs *o)
 
 static void set_particles(fk_eval *eval, const test_system *s)
 {
-    const fk_particles particles = view(s);
+    const fk_particles particles = fk_test_system_view(s);
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles");
 }
 
@@ -473,8 +409,9 @@ static void test_every_accumulator(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 1500);
-    const double spacing = 1.08, box = quantize(12 * spacing);
-    lattice(&s, 0, s.n, 12, spacing, (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2);
+    const double spacing = 1.08, box = fk_test_quantize(12 * spacing);
+    fk_test_system_lattice(&s, 0, s.n, 12, spacing,
+                           (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2, &rng);
     for (size_t i = 0; i < s.n; i += 7)
         s.position[3 * i + i % 3] += (i % 2 ? box : -box);
     set_box(&s, box);
@@ -489,7 +426,7 @@ static void test_every_accumulator(void **state)
         FK_ASSERT_NEAR(v.cell_skin, 0.3, 1e-12);
     }
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Repeated computes on unchanged positions reuse the lists and give the same bits (float, half
@@ -502,10 +439,10 @@ static void test_reuse_and_shapes(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "ljc_constant", 1000);
-    lattice(&s, 0, s.n, 10, 1.1, (double[3]){0.3, 0.3, 0.3}, 0.2);
+    fk_test_system_lattice(&s, 0, s.n, 10, 1.1, (double[3]){0.3, 0.3, 0.3}, 0.2, &rng);
     s.physics.cutoff = 3.0;
     s.physics.coulomb = 1.5;
-    set_box(&s, quantize(10 * 1.1));
+    set_box(&s, fk_test_quantize(10 * 1.1));
     reference ref = make_reference(&s, 0.36);
     const eval_options shapes[] = {
         {.work_group_size = 7, .unroll_j = 1, .lists = FK_NEIGHBOR_LISTS_HALF},
@@ -537,7 +474,7 @@ static void test_reuse_and_shapes(void **state)
         free_outputs(&again);
     }
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* fixed64 in reproducible mode, bit for bit: the periodic fluid against cells and all-pairs; with
@@ -547,13 +484,14 @@ static void test_bit_identity(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 1000);
-    const double spacing = 1.1, box = quantize(10 * spacing);
-    lattice(&s, 0, s.n, 10, spacing, (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2);
+    const double spacing = 1.1, box = fk_test_quantize(10 * spacing);
+    fk_test_system_lattice(&s, 0, s.n, 10, spacing,
+                           (double[3]){0.5 * spacing, 0.5 * spacing, 0.5 * spacing}, 0.2, &rng);
     set_box(&s, box);
     check_bit_identity("periodic fluid", &s, "fixed64", 1);
     if (fk_test_full())
         check_bit_identity("periodic fluid", &s, "narumi", 0);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Half and full lists asked for explicitly (fk_eval_config.neighbor_lists), whatever the device's
@@ -565,9 +503,9 @@ static void test_list_forms(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "ljc_constant", 1000);
-    lattice(&s, 0, s.n, 10, 1.1, (double[3]){0.5, 0.5, 0.5}, 0.2);
+    fk_test_system_lattice(&s, 0, s.n, 10, 1.1, (double[3]){0.5, 0.5, 0.5}, 0.2, &rng);
     s.physics.coulomb = 1.0;
-    set_box(&s, quantize(10 * 1.1));
+    set_box(&s, fk_test_quantize(10 * 1.1));
     reference ref = make_reference(&s, 0.3);
     const int forms[] = {FK_NEIGHBOR_LISTS_HALF, FK_NEIGHBOR_LISTS_FULL};
     outputs exact[2];
@@ -619,7 +557,7 @@ static void test_list_forms(void **state)
     free_outputs(&exact[0]);
     free_outputs(&exact[1]);
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Lists never miss a pair. Dimers on a lattice 6.5 apart (centres jittered by 0.25: no pair of
@@ -656,8 +594,8 @@ static void test_skin_under_and_over(void **state)
             axis[3 * k + d] = u[d] / sqrt(norm);
             const double centre = ((double)site[d] + 0.5) * spacing + uniform(-0.25, 0.25);
             const double half = 0.5 * length[k % 2] * axis[3 * k + d];
-            s.position[3 * (2 * k) + d] = quantize(centre - half);
-            s.position[3 * (2 * k + 1) + d] = quantize(centre + half);
+            s.position[3 * (2 * k) + d] = fk_test_quantize(centre - half);
+            s.position[3 * (2 * k + 1) + d] = fk_test_quantize(centre + half);
         }
     }
     fk_eval *float_eval = make_eval(&s, "float", (eval_options){.skin = skin});
@@ -673,8 +611,9 @@ static void test_skin_under_and_over(void **state)
         for (size_t k = 0; k < dimers; ++k)
             for (int d = 0; d < 3; ++d) {
                 const double move = moves[step][k % 2] * axis[3 * k + d];
-                s.position[3 * (2 * k) + d] = quantize(s.position[3 * (2 * k) + d] + move);
-                s.position[3 * (2 * k + 1) + d] = quantize(s.position[3 * (2 * k + 1) + d] - move);
+                s.position[3 * (2 * k) + d] = fk_test_quantize(s.position[3 * (2 * k) + d] + move);
+                s.position[3 * (2 * k + 1) + d] =
+                    fk_test_quantize(s.position[3 * (2 * k + 1) + d] - move);
             }
         for (size_t e = 0; e < 3; ++e) {
             if (step == 0)
@@ -710,7 +649,7 @@ static void test_skin_under_and_over(void **state)
     free_outputs(&fixed);
     free_outputs(&pairs);
     free(axis);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Without a skin (config skin < 0) every move rebuilds; the default skin is 0.12 rc. */
@@ -719,14 +658,14 @@ static void test_no_skin(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 512);
-    lattice(&s, 0, s.n, 8, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15);
-    set_box(&s, quantize(8 * 1.1));
+    fk_test_system_lattice(&s, 0, s.n, 8, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15, &rng);
+    set_box(&s, fk_test_quantize(8 * 1.1));
     fk_eval *eval = make_eval(&s, "float", (eval_options){.skin = -1});
     outputs out = make_outputs(s.n);
     for (int step = 0; step < 3; ++step) {
         if (step > 0)
             for (size_t i = 0; i < 3 * s.n; ++i)
-                s.position[i] = quantize(s.position[i] + uniform(-0.001, 0.001));
+                s.position[i] = fk_test_quantize(s.position[i] + uniform(-0.001, 0.001));
         if (step == 0)
             set_particles(eval, &s);
         else
@@ -743,7 +682,7 @@ static void test_no_skin(void **state)
     }
     fk_eval_destroy(eval);
     free_outputs(&out);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Most particles in a few cells (open boundaries): 343 on a dense lattice (spacing 0.62) inside a
@@ -755,15 +694,15 @@ static void test_clustered(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 512);
-    lattice(&s, 0, 343, 7, 0.62, (double[3]){6.4, 6.4, 6.4}, 0.1);
-    lattice(&s, 343, 169, 6, 5.5, (double[3]){0.0, 0.0, 0.0}, 0.1);
+    fk_test_system_lattice(&s, 0, 343, 7, 0.62, (double[3]){6.4, 6.4, 6.4}, 0.1, &rng);
+    fk_test_system_lattice(&s, 343, 169, 6, 5.5, (double[3]){0.0, 0.0, 0.0}, 0.1, &rng);
     reference ref = make_reference(&s, 0.3);
     const fk_variant v = check_system("clustered", &s, &ref, "float", (eval_options){0});
     assert_true(v.cell_resizes >= 1);
     assert_true(v.pairs_examined > 100 * 343 / 2); /* hundreds of partners in the cluster */
     check_bit_identity("clustered", &s, "fixed64", 0);
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 /* Open boundaries, and periodic boxes of two and one cells per side (every cell a neighbour once;
@@ -773,19 +712,19 @@ static void test_open_and_small_boxes(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 729);
-    lattice(&s, 0, s.n, 9, 1.08, (double[3]){0.5, -3.0, 7.0}, 0.2);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.08, (double[3]){0.5, -3.0, 7.0}, 0.2, &rng);
     reference ref = make_reference(&s, 0.3);
     const char *accums[] = {"float", "ti"};
     for (size_t a = 0; a < 2; ++a)
         check_system("open", &s, &ref, accums[a], (eval_options){0});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 
     const double boxes[] = {6.0, 5.0};
     const int cells_per_side[] = {2, 1};
     for (size_t b = 0; b < 2; ++b) {
         alloc_system(&s, "lj", 125);
-        lattice(&s, 0, s.n, 5, boxes[b] / 5, (double[3]){0.3, 0.3, 0.3}, 0.2);
+        fk_test_system_lattice(&s, 0, s.n, 5, boxes[b] / 5, (double[3]){0.3, 0.3, 0.3}, 0.2, &rng);
         set_box(&s, boxes[b]);
         ref = make_reference(&s, 0.3);
         for (size_t a = 0; a < 2; ++a) {
@@ -793,7 +732,7 @@ static void test_open_and_small_boxes(void **state)
             assert_int_equal(v.cell_grid[0], cells_per_side[b]);
         }
         free_reference(&ref);
-        free_system(&s);
+        fk_test_system_free(&s);
     }
 }
 
@@ -804,7 +743,7 @@ static void test_exclusions(void **state)
     (void)state;
     test_system s;
     alloc_system(&s, "lj", 512);
-    lattice(&s, 0, s.n, 8, 1.1, (double[3]){0, 0, 0}, 0.2);
+    fk_test_system_lattice(&s, 0, s.n, 8, 1.1, (double[3]){0, 0, 0}, 0.2, &rng);
     s.exclusion_count = 120;
     s.exclusions = malloc(2 * s.exclusion_count * sizeof(size_t));
     assert_non_null(s.exclusions);
@@ -821,7 +760,7 @@ static void test_exclusions(void **state)
     check_system("exclusions afterwards", &s, &ref, "float",
                  (eval_options){.exclusion_mode = FK_EXCLUDE_AFTERWARDS});
     free_reference(&ref);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 static void expect_failure(fk_status status, fk_status expected, const char *needle)
@@ -871,12 +810,12 @@ static void test_bad_inputs(void **state)
     /* Periodic box 10: particle 17 at z = 20 (two box lengths) is named; -10 and 19.9 are fine. */
     test_system s;
     alloc_system(&s, "lj", 64);
-    lattice(&s, 0, s.n, 4, 2.5, (double[3]){1, 1, 1}, 0.1);
+    fk_test_system_lattice(&s, 0, s.n, 4, 2.5, (double[3]){1, 1, 1}, 0.1, &rng);
     set_box(&s, 10.0);
     s.position[3 * 5] = -10.0;
     s.position[3 * 9 + 1] = 19.9;
     eval = make_eval(&s, "float", (eval_options){0});
-    fk_particles particles = view(&s);
+    fk_particles particles = fk_test_system_view(&s);
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles within one box length");
     s.position[3 * 17 + 2] = 20.0;
     expect_failure(fk_eval_set_particles(eval, &particles), FK_ERR_INVALID_INPUT, "particle 17");
@@ -890,7 +829,7 @@ static void test_bad_inputs(void **state)
     expect_ok(fk_eval_set_particles(eval, &particles), "set_particles after a refused update");
     expect_ok(fk_eval_compute(eval, NULL), "compute after a refused update");
     fk_eval_destroy(eval);
-    free_system(&s);
+    fk_test_system_free(&s);
 }
 
 int main(int argc, char **argv)

@@ -4,6 +4,7 @@
 #include "test_support.h"
 
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,70 @@ void fk_test_fixed_lattice(int side, double spacing, uint64_t seed, double *posi
                 type[i] = (int)(fk_splitmix64(&seed) & 1u);
                 charge[i] = i % 2 ? -0.5 : 0.5;
             }
+}
+
+/* ---- the molecular test system (test_cells, test_neighbors) ---------------------------------- */
+
+double fk_test_quantize(double x)
+{
+    return ldexp(nearbyint(ldexp(x, 16)), -16);
+}
+
+void fk_test_system_alloc(fk_test_system *s, const char *kernel, size_t n, fk_test_rng *rng)
+{
+    memset(s, 0, sizeof *s);
+    s->kernel = kernel;
+    s->n = n;
+    s->position = calloc(3 * n, sizeof(double));
+    s->charge = calloc(n, sizeof(double));
+    s->type = calloc(n, sizeof(int));
+    if (!s->position || !s->charge || !s->type) {
+        fprintf(stderr, "fk_test_system_alloc: out of memory for %zu particles\n", n);
+        abort();
+    }
+    for (size_t i = 0; i < n; ++i)
+        s->charge[i] =
+            (double)(float)((i % 2 ? -1.0 : 1.0) * (0.2 + 0.8 * fk_test_rng_uniform(rng)));
+}
+
+void fk_test_system_free(fk_test_system *s)
+{
+    free(s->position);
+    free(s->charge);
+    free(s->type);
+    free(s->exclusions);
+    memset(s, 0, sizeof *s);
+}
+
+void fk_test_system_lattice(fk_test_system *s, size_t first, size_t count, size_t side,
+                            double spacing, const double origin[3], double jitter, fk_test_rng *rng)
+{
+    for (size_t k = 0; k < count; ++k) {
+        const size_t site[3] = {k % side, (k / side) % side, k / (side * side)};
+        for (int d = 0; d < 3; ++d)
+            s->position[3 * (first + k) + d] = fk_test_quantize(
+                origin[d] +
+                ((double)site[d] + (-jitter + 2 * jitter * fk_test_rng_uniform(rng))) * spacing);
+    }
+}
+
+fk_particles fk_test_system_view(const fk_test_system *s)
+{
+    fk_particles p = {.count = s->n, .position = s->position, .mass = s->charge, .type = s->type};
+    if (strcmp(s->kernel, "lj") == 0)
+        p.mass = NULL;
+    return p;
+}
+
+double fk_test_system_distance(const fk_test_system *s, size_t i, size_t j)
+{
+    double r2 = 0;
+    for (int d = 0; d < 3; ++d) {
+        double x = s->position[3 * i + d] - s->position[3 * j + d];
+        const double box = s->physics.box[d];
+        if (box > 0)
+            x -= box * nearbyint(x / box);
+        r2 += x * x;
+    }
+    return sqrt(r2);
 }

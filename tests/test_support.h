@@ -71,4 +71,35 @@ int fk_test_open_context(struct fk_context **context);
             fail_msg("%s = %.17g, expected %.17g within %g", #a, fk_a_, fk_b_, fk_t_);             \
     } while (0)
 
+/* A molecular system shared by the pair-loop tests (test_cells, test_neighbors): n particles with
+ * charges, types and the physics that drives both the evaluation's configuration and the
+ * reference. */
+#include "forcekit/forcekit.h"
+typedef struct fk_test_system {
+    const char *kernel; /* lj, ljc_constant, buck, ... */
+    size_t n;
+    double *position, *charge; /* 3n, n */
+    int *type;                 /* n, all 0 after fk_test_system_alloc */
+    fk_physics physics;        /* cutoff, coulomb, box: drives the configs and the reference */
+    size_t *exclusions;        /* 2 per pair, malloc'ed (freed by fk_test_system_free), or NULL */
+    size_t exclusion_count;
+} fk_test_system;
+/* x rounded to a multiple of 2^-16: below 64, differences of such coordinates are exact in
+ * float, so the error the tests see is the pair arithmetic's and the sums'. */
+double fk_test_quantize(double x);
+/* Zeroed positions and types, physics all 0 (no cutoff: set it), charges of alternating sign and
+ * magnitude uniform in [0.2, 1) from rng, rounded to float. Aborts when memory runs out. */
+void fk_test_system_alloc(fk_test_system *s, const char *kernel, size_t n, fk_test_rng *rng);
+void fk_test_system_free(fk_test_system *s);
+/* Particles first .. first + count - 1 on a cubic lattice of `side` sites per axis with the given
+ * spacing from origin, each coordinate jittered by up to +-jitter (times the spacing) from rng,
+ * quantized. */
+void fk_test_system_lattice(fk_test_system *s, size_t first, size_t count, size_t side,
+                            double spacing, const double origin[3], double jitter,
+                            fk_test_rng *rng);
+/* The particles as the API takes them (lj: no charges). */
+fk_particles fk_test_system_view(const fk_test_system *s);
+/* The distance of i and j, minimum image in a periodic box (physics.box). */
+double fk_test_system_distance(const fk_test_system *s, size_t i, size_t j);
+
 #endif

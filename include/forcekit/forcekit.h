@@ -248,15 +248,21 @@ typedef enum fk_variant_source {
  * Verlet lists of radius cutoff + skin on the device from that grid and reuses them until some
  * particle has moved more than skin / 2; half lists with Newton's third law (for the accumulators
  * the symmetric loop takes) or full lists (fk_eval_config.neighbor_lists); short-range kernels
- * only. The values are part of the ABI: new loops are appended. */
+ * only. The values are part of the ABI: new loops are appended.
+ * FK_ALGORITHM_AUTO (added in 0.2) is no loop: fk_eval_create chooses all-pairs, cells or
+ * neighbors for the kernel, cutoff, N (config.expected_count), density (N over a periodic box)
+ * and device, from the tuning database's measured entries of those loops where it has them and
+ * by a rule otherwise (docs/algorithms.md, "Choosing a loop"); fk_variant.algorithm and
+ * algorithm_source say what it chose and why. */
 typedef enum fk_algorithm {
+    FK_ALGORITHM_AUTO = -1,
     FK_ALGORITHM_ALL_PAIRS = 0,
     FK_ALGORITHM_SYMMETRIC,
     FK_ALGORITHM_CELLS,
     FK_ALGORITHM_NEIGHBORS
 } fk_algorithm;
 
-/* "all-pairs", "symmetric", "cells", "neighbors"; NULL for an unknown value. */
+/* "all-pairs", "symmetric", "cells", "neighbors", "auto"; NULL for an unknown value. */
 FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 /* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
 FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
@@ -307,7 +313,7 @@ typedef struct fk_eval_config {
                          * in the exclusions set (fk_eval_set_exclusions rebuilds the programs
                          * when that changes; none set, none checked). An explicit value is
                          * the build, and more partners for one particle are an error */
-    int algorithm;      /* fk_algorithm; 0: all-pairs */
+    int algorithm;      /* fk_algorithm; 0: all-pairs; FK_ALGORITHM_AUTO: chosen at create */
     /* Cells and neighbors: the Verlet skin, an absolute distance. Cells have a side of at least
      * cutoff + skin (neighbors: and the lists hold the pairs closer than that), and the cells (and
      * lists) are kept, not rebuilt, while no particle has moved more than skin / 2 since the last
@@ -424,6 +430,12 @@ typedef struct fk_variant {
     /* The neighbors loop: 1 half lists, 0 full lists (fk_eval_config.neighbor_lists resolved);
      * 0 for the other loops. */
     int neighbor_half_lists;
+    /* The pair loop that runs (fk_algorithm, never FK_ALGORITHM_AUTO), and where it came from:
+     * FK_VARIANT_EXPLICIT when config.algorithm named it; for FK_ALGORITHM_AUTO,
+     * FK_VARIANT_USER_DB or FK_VARIANT_SHIPPED_DB when the tuning database's measured entries
+     * decided, FK_VARIANT_DEFAULT when the built-in rule did (added in 0.2). */
+    int algorithm;
+    fk_variant_source algorithm_source;
 } fk_variant;
 
 /* Particle data, in double on the host; the device stores single precision. */

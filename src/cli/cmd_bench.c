@@ -211,6 +211,10 @@ static void print_table_row(const bench_run *run, const bench_result *result)
            result->variant.work_group_size, result->variant.local_tiling ? "on" : "off", lanes,
            result->cold_start_seconds, result->warm_start_seconds,
            result->warm_from_cache ? "yes" : "no", cli_variant_source_text(result->variant.source));
+    if (run->base.algorithm == FK_ALGORITHM_AUTO)
+        printf("       pair loop: %s (--algorithm auto: %s)\n",
+               fk_algorithm_name((fk_algorithm)result->variant.algorithm),
+               cli_variant_source_text(result->variant.algorithm_source));
     fflush(stdout);
 }
 
@@ -238,8 +242,13 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cJSON_AddBoolToObject(object, "warm_from_cache", result->warm_from_cache != 0);
     /* interactions_per_second and gflops count these pairs; seconds_per_eval compares loops */
     cli_json_number(object, "pairs_examined", pairs_per_eval(run, result));
-    if (run->base.algorithm == FK_ALGORITHM_CELLS ||
-        run->base.algorithm == FK_ALGORITHM_NEIGHBORS) {
+    /* the loop that ran (--algorithm auto's choice), and where the choice came from */
+    cJSON_AddStringToObject(object, "algorithm",
+                            fk_algorithm_name((fk_algorithm)result->variant.algorithm));
+    cJSON_AddStringToObject(object, "algorithm_source",
+                            cli_variant_source_token(result->variant.algorithm_source));
+    if (result->variant.algorithm == FK_ALGORITHM_CELLS ||
+        result->variant.algorithm == FK_ALGORITHM_NEIGHBORS) {
         /* the grid and one build's device time (neighbors: the grid and the lists) */
         const fk_variant *v = &result->variant;
         cJSON *grid = cJSON_AddArrayToObject(object, "cell_grid");
@@ -271,7 +280,12 @@ static int print_json(const bench_run *run, const bench_options *options)
     cJSON_AddStringToObject(document, "platform", device->platform_name);
     cJSON_AddNumberToObject(document, "reps", (double)options->reps);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
-    cJSON_AddStringToObject(document, "algorithm",
+    /* the loop that ran; "algorithm_requested" is what --algorithm said (auto or the same) */
+    cJSON_AddStringToObject(
+        document, "algorithm",
+        fk_algorithm_name((fk_algorithm)(run->result_count ? run->results[0].variant.algorithm
+                                                           : run->base.algorithm)));
+    cJSON_AddStringToObject(document, "algorithm_requested",
                             fk_algorithm_name((fk_algorithm)run->base.algorithm));
     if (!cli_kernel_is_gravity(run->kernel->name))
         cJSON_AddNumberToObject(document, "density", options->density);

@@ -47,8 +47,8 @@ static const char simulate_usage[] =
     "  --eps E           gravitational softening (default 0.01)\n"
     "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
     "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
-    "                    and keep the fastest: all-pairs, symmetric, cells), all-pairs,\n"
-    "                    symmetric, cells or neighbors\n"
+    "                    and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
+    "                    all-pairs, symmetric, cells or neighbors\n"
     "  --unroll IxJ      kernel variant (default auto: the tuned choice)\n"
     "  --skin S          cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
     "                    (default: rebuild every step, so a restart is bit-identical; with a\n"
@@ -378,6 +378,14 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddStringToObject(document, "variant_source", cli_variant_source_token(variant.source));
     cJSON_AddNumberToObject(document, "work_group_size", variant.work_group_size);
     cJSON_AddNumberToObject(document, "j_splits", variant.j_splits);
+    if (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS) {
+        /* builds of the cells (and lists), the first included: with a skin, how often the
+         * particles moved skin / 2; without, one per evaluation */
+        cJSON_AddNumberToObject(document, "rebuilds", (double)variant.cell_rebuilds);
+        cli_json_number(document, "skin", variant.cell_skin);
+        cJSON_AddNumberToObject(document, "pairs_examined", (double)variant.pairs_examined);
+        cli_json_number(document, "last_build_device_seconds", variant.cell_build_seconds);
+    }
     cJSON_AddNumberToObject(document, "seed", (double)options->seed);
     if (sim->periodic) {
         cJSON *box = cJSON_AddArrayToObject(document, "box");

@@ -294,6 +294,10 @@ int cmd_tune(int argc, char **argv)
     fk_algorithm algorithm = FK_ALGORITHM_ALL_PAIRS;
     if (cli_parse_algorithm("tune", algorithm_name, &algorithm))
         return CLI_EXIT_USAGE;
+    if (algorithm == FK_ALGORITHM_AUTO)
+        return cli_usage_error("tune",
+                               "--algorithm auto: tune one pair loop at a time (all-pairs, cells "
+                               "and neighbors at the same --n); auto then compares their entries");
     /* A database path naming a directory or a device is refused before the budget is spent
      * (the library refuses to store there too, and never moves such a thing aside). */
     const char *database = getenv("FORCEKIT_TUNING_DB");

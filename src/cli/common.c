@@ -161,7 +161,9 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
 const char cli_algorithm_usage[] =
     "  --algorithm A   pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
     "                  law), cells (cell lists) or neighbors (Verlet lists built from the cells;\n"
-    "                  cells and neighbors: short-range kernels with a cutoff)\n";
+    "                  cells and neighbors: short-range kernels with a cutoff) or auto (one of\n"
+    "                  all-pairs, cells and neighbors from the tuning database's measurements\n"
+    "                  for N, else by a rule of N, density, cutoff and device; says its choice)\n";
 
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
 {
@@ -170,7 +172,8 @@ int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *alg
         return CLI_EXIT_OK;
     if (fk_algorithm_find(text, algorithm) != FK_OK)
         return cli_usage_error(
-            command, "--algorithm '%s': expected all-pairs, symmetric, cells or neighbors", text);
+            command, "--algorithm '%s': expected all-pairs, symmetric, cells, neighbors or auto",
+            text);
     return CLI_EXIT_OK;
 }
 

@@ -105,5 +105,82 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
 
     out->variant = variant;
     out->tuned = tuned;
+    /* the loop; fk__eval_create_slots sets the source when FK_ALGORITHM_AUTO chose it */
+    out->variant.algorithm = out->scalar.algorithm = config->algorithm;
+    out->variant.algorithm_source = out->scalar.algorithm_source = FK_VARIANT_EXPLICIT;
     return FK_OK;
+}
+
+/* ---- FK_ALGORITHM_AUTO ---------------------------------------------------------------------- */
+
+/* Below these N all-pairs wins the untuned rule (break-even of cells against all-pairs for lj at
+ * rc 2.5, densities 0.1 to 1.0, force only to a rebuild every step: POCL 2 EPYC cores < 64 to
+ * 324, NVIDIA H200 2,866 to 9,246; docs/algorithms.md "Cell lists"). Neighbour lists cost more
+ * per build than cells, so the larger end of each range is taken. */
+enum { AUTO_ALL_PAIRS_BELOW_CPU = 512, AUTO_ALL_PAIRS_BELOW_GPU = 8192 };
+
+/* The density the rule assumes when N or the box is unknown (open boundaries): the molecular
+ * bench and tuning system's, the MD workload's. */
+#define AUTO_DEFAULT_DENSITY 0.8
+/* The cell grid's default skin as a fraction of the cutoff (src/loops/cell_grid.c). */
+#define AUTO_DEFAULT_SKIN_FRACTION 0.12
+
+int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cutoff, double skin,
+                       size_t n, const double box[3])
+{
+    if (!short_range || !(cutoff > 0))
+        return FK_ALGORITHM_ALL_PAIRS; /* the only one of the three that serves it */
+    if (n == 0) /* unknown: the loops are O(N); all-pairs at a large N would be O(N^2) */
+        return device->type == FK_DEVICE_GPU ? FK_ALGORITHM_CELLS : FK_ALGORITHM_NEIGHBORS;
+    if (n < (device->type == FK_DEVICE_GPU ? AUTO_ALL_PAIRS_BELOW_GPU : AUTO_ALL_PAIRS_BELOW_CPU))
+        return FK_ALGORITHM_ALL_PAIRS;
+    /* Partners within the list radius: when they are most of the system (a periodic box hardly
+     * wider than the cutoff sphere, or a dense one), the loops examine every pair anyway and only
+     * add their build. */
+    const double volume = box[0] * box[1] * box[2];
+    const double density = volume > 0 ? (double)n / volume : AUTO_DEFAULT_DENSITY;
+    const double reach = cutoff + (skin > 0    ? skin
+                                   : skin == 0 ? AUTO_DEFAULT_SKIN_FRACTION * cutoff
+                                               : 0);
+    const double partners = density * 4.0 / 3.0 * 3.14159265358979 * reach * reach * reach;
+    if (2 * partners >= (double)n)
+        return FK_ALGORITHM_ALL_PAIRS;
+    /* CPUs: the lists examine ~17x fewer pairs than the 27 cells and were 5.5x faster per MD step
+     * on POCL (N = 16,384, rebuilds included). GPUs: cells, until the lists' GPU shape is tuned
+     * (H200, N = 1,048,576: 2.81 against 4.81 ms per step untuned). */
+    return device->type == FK_DEVICE_GPU ? FK_ALGORITHM_CELLS : FK_ALGORITHM_NEIGHBORS;
+}
+
+int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc *kernel, const fk_accum_desc *accum,
+                              fk_variant_source *source)
+{
+    const double cutoff = config->cutoff > 0 ? config->cutoff : kernel->default_cutoff;
+    const int short_range = kernel->uses_table && cutoff > 0;
+    *source = FK_VARIANT_DEFAULT;
+    /* Measured: the tuning database's entries of the three loops for this device, kernel and
+     * accumulator in N's bucket (forcekit tune --algorithm L --n N writes them with the seconds
+     * per evaluation it measured); when two or more have a time, the fastest. */
+    const size_t n = config->expected_count;
+    if (short_range && n) {
+        static const int loops[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_CELLS,
+                                    FK_ALGORITHM_NEIGHBORS};
+        const size_t bucket = fk_tune_bucket_for(n);
+        const fk_tuning_entry *best = NULL;
+        int measured = 0;
+        for (size_t l = 0; l < sizeof loops / sizeof loops[0]; ++l) {
+            const fk_tuning_entry *e = fk__tuning_lookup_loop(
+                context->tuning, loops[l], kernel->info.name, accum->info.name, n);
+            if (!e || e->n != bucket || !(e->seconds_per_eval > 0))
+                continue;
+            ++measured;
+            if (!best || e->seconds_per_eval < best->seconds_per_eval)
+                best = e;
+        }
+        if (measured >= 2) {
+            *source = best->origin;
+            return best->algorithm;
+        }
+    }
+    return fk__eval_auto_rule(&context->info, short_range, cutoff, config->skin, n, config->box);
 }

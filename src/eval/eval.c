@@ -123,10 +123,20 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
                         config->result_type);
 
+    /* FK_ALGORITHM_AUTO: the loop is chosen here, and everything below sees it (choose.c). */
+    fk_eval_config automatic;
+    fk_variant_source algorithm_source = FK_VARIANT_EXPLICIT;
+    if (config->algorithm == FK_ALGORITHM_AUTO) {
+        automatic = *config;
+        automatic.algorithm =
+            fk__eval_choose_algorithm(context, config, kernel, accum, &algorithm_source);
+        config = &automatic;
+    }
     fk__variant_choice choice;
     fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
     if (chosen != FK_OK)
         return chosen;
+    choice.variant.algorithm_source = choice.scalar.algorithm_source = algorithm_source;
     fk_variant variant = choice.variant;
     const fk_tuning_entry *tuned = choice.tuned;
     const fk_variant scalar_variant = choice.scalar;

@@ -87,6 +87,8 @@ static fk_status rebuild_for_exclusion_slots(fk_eval *eval, unsigned slots)
     const fk_eval previous = *eval;
     *eval = *fresh;
     *fresh = previous;
+    /* the same loop (config holds FK_ALGORITHM_AUTO's choice), chosen for the same reason */
+    eval->variant.algorithm_source = previous.variant.algorithm_source;
     fk_eval_destroy(fresh);
     return FK_OK;
 }
