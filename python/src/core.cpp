@@ -41,14 +41,16 @@ using Output = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Output1 = nb::ndarray<double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // forcekit._errors.from_status(status, name, detail) builds the exception; set by __init__.py.
-nb::object error_factory;
+// A plain reference that is never released: an nb::object here would be released by a C++
+// static destructor after the interpreter has finalized (an abort at exit).
+PyObject *error_factory = nullptr;
 
 [[noreturn]] void raise_status(fk_status status, const char *detail)
 {
     const char *name = fk_status_string(status);
-    if (!error_factory.is_valid())
+    if (!error_factory)
         throw std::runtime_error(std::string(name) + ": " + (detail ? detail : ""));
-    nb::object exc = error_factory((int)status, name, detail ? detail : "");
+    nb::object exc = nb::borrow<nb::object>(error_factory)((int)status, name, detail ? detail : "");
     PyErr_SetObject((PyObject *)Py_TYPE(exc.ptr()), exc.ptr());
     throw nb::python_error();
 }
@@ -544,7 +546,10 @@ nb::dict tune(nb::object context_object, const std::string &kernel,
 NB_MODULE(_core, m)
 {
     m.doc() = "Low-level binding of the forcekit C library; use the forcekit package instead.";
-    m.def("_set_error_factory", [](nb::object f) { error_factory = f; });
+    m.def("_set_error_factory", [](nb::object f) {
+        Py_XDECREF(error_factory);
+        error_factory = f.release().ptr();
+    });
     m.def("version", [] { return std::string(fk_version()); });
     m.def("devices", &devices);
     m.def("kernels", &kernels);
