@@ -294,16 +294,22 @@ def lj_shifted_custom_force(nonbonded: "openmm.NonbondedForce") -> "openmm.Custo
 
 
 def lj_fluid(n_cells: int = 6, density: float = 0.8442, temperature: float = 0.72, seed: int = 1,
-             sigma: float = 0.34, epsilon: float = 0.997, mass: float = 39.948, cutoff: float = 2.5):
+             sigma: float = 0.34, epsilon: float = 0.997, mass: float = 39.948, cutoff: float = 2.5,
+             n: Optional[int] = None):
     """An argon-like LJ fluid (4 n_cells^3 particles on an fcc lattice at reduced density and
     temperature, Maxwell velocities): (system, nonbonded, positions nm, velocities nm/ps, box nm).
-    The NonbondedForce is CutoffPeriodic at cutoff sigma's, no switching, no dispersion correction."""
-    n = 4 * n_cells**3
+    With n, the smallest lattice holding n sites, of which the first n are kept, the box chosen
+    for the density. The NonbondedForce is CutoffPeriodic at cutoff sigma's, no switching, no
+    dispersion correction."""
+    if n is not None:
+        n_cells = int(np.ceil((n / 4) ** (1 / 3)))
+    else:
+        n = 4 * n_cells**3
     box = (n / density) ** (1 / 3) * sigma
     a = box / n_cells
     basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
     cells = np.stack(np.meshgrid(*[np.arange(n_cells)] * 3, indexing="ij"), -1).reshape(-1, 3)
-    positions = ((cells[:, None, :] + basis[None] + 0.25) * a).reshape(-1, 3)
+    positions = ((cells[:, None, :] + basis[None] + 0.25) * a).reshape(-1, 3)[:n]
     system = openmm.System()
     system.setDefaultPeriodicBoxVectors(openmm.Vec3(box, 0, 0), openmm.Vec3(0, box, 0), openmm.Vec3(0, 0, box))
     nb = openmm.NonbondedForce()
