@@ -450,6 +450,8 @@ struct TuneCallback {
 int tune_progress(const fk_tune_progress *progress, void *user)
 {
     TuneCallback *cb = static_cast<TuneCallback *>(user);
+    if (cb->failed) // the run may call once more (a bucket's end) after a stop
+        return 1;
     nb::gil_scoped_acquire acquire;
     try {
         nb::dict d;
@@ -462,9 +464,12 @@ int tune_progress(const fk_tune_progress *progress, void *user)
         d["budget"] = progress->budget;
         d["best_seconds"] = progress->best_seconds;
         nb::object stop = cb->progress(d);
-        return nb::cast<bool>(stop) ? 1 : 0;
+        const int truth = PyObject_IsTrue(stop.ptr()); // any truthy value stops, None does not
+        if (truth < 0)
+            throw nb::python_error();
+        return truth;
     } catch (nb::python_error &e) {
-        e.restore(); // re-raised after fk_tune_run returns
+        e.restore(); // this thread's error indicator, re-raised after fk_tune_run returns
         cb->failed = true;
         return 1;
     }
