@@ -83,6 +83,13 @@ class Bridge:
         self.seconds_total = 0.0
         self.seconds_forcekit = 0.0
         self.device_seconds = 0.0
+        self.rewraps = 0  # uploads of wrapped positions after forcekit refused an update
+
+    def _wrapped(self, positions: np.ndarray) -> np.ndarray:
+        if self.box is None:
+            return positions
+        box = np.asarray(self.box)
+        return positions - box * np.floor(positions / box)
 
     def _create(self, box: Optional[Tuple[float, float, float]]) -> None:
         config = dict(self.config)
@@ -109,9 +116,19 @@ class Bridge:
         inner = time.perf_counter()
         if self.evaluator is None or box != self.box:
             self._create(box)  # first call, or the box changed (barostat)
-            self.evaluator.set_particles(positions, self.charges, types=self.types)
+            self.evaluator.set_particles(self._wrapped(positions), self.charges, types=self.types)
         else:
-            self.evaluator.update_positions(positions)
+            try:
+                self.evaluator.update_positions(positions)
+            except forcekit.InvalidInputError:
+                # forcekit's cells and neighbour lists refuse particles more than a box length
+                # outside the box (OpenMM need not wrap them): upload them wrapped, which needs
+                # set_particles (forcekit.h, fk_eval_update_positions). Anything else (NaN) is
+                # raised again there.
+                if box is None:
+                    raise
+                self.evaluator.set_particles(self._wrapped(positions), self.charges, types=self.types)
+                self.rewraps += 1
         ev = self.evaluator
         if self.forces is None or self.forces.shape[0] != positions.shape[0]:
             self.forces = np.empty((positions.shape[0], ev.force_components))

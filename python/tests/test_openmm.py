@@ -202,3 +202,31 @@ def test_nve_drift_lj_fluid_864():
     # slope below that is not a measured drift.
     assert slope_fk <= 2 * max(slope_mm, 3 * stderr_mm)
     assert excursion_fk <= 2 * excursion_mm
+
+
+class _FakeState:
+    """What the bridge reads of an openmm.State: positions and box vectors (nm)."""
+
+    def __init__(self, positions, box):
+        self.positions, self.box = positions, box
+
+    def getPositions(self, asNumpy=False):
+        return unit.Quantity(self.positions, unit.nanometer)
+
+    def getPeriodicBoxVectors(self, asNumpy=False):
+        return unit.Quantity(np.diag([self.box] * 3), unit.nanometer)
+
+
+def test_bridge_accepts_unwrapped_positions(ctx, rng):
+    # OpenMM need not wrap positions into the box; forcekit's neighbour lists refuse a particle
+    # more than a box length outside, and the bridge then uploads the wrapped positions.
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=3)
+    pos = pos + rng.uniform(-0.02, 0.02, pos.shape)
+    bridge = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64").forcekit_bridge
+    e0, f0 = bridge(_FakeState(pos, box))
+    shifted = pos.copy()
+    shifted[::7] += 3.0 * box  # three boxes away: the same physical system
+    e1, f1 = bridge(_FakeState(shifted, box))
+    assert bridge.rewraps == 1
+    assert abs(e1 - e0) <= 1e-6 * abs(e0)
+    assert relative_error(f1, f0) < 1e-6
