@@ -3,9 +3,10 @@
 # Sourced or run by scripts/test.sh and scripts/demo.sh. Needs root or sudo only when something is missing.
 set -euo pipefail
 # oclgrind: the kernel checker of scripts/test.sh; python3-pip: installs Intel's OpenCL runtime
-# from PyPI into the build tree (scripts/intel-opencl.sh).
+# from PyPI into the build tree (scripts/intel-opencl.sh); python3-venv, python3-dev, g++: the
+# Python package's venv and its C++ extension (scripts/test.sh, stage python).
 packages=(cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-          libcmocka-dev libcjson-dev libxxhash-dev python3 python3-pip oclgrind
+          libcmocka-dev libcjson-dev libxxhash-dev python3 python3-pip python3-venv python3-dev g++ oclgrind
           clang-14 libclang-rt-14-dev) # the libFuzzer harnesses (tests/fuzz)
 missing=()
 for package in "${packages[@]}"; do

@@ -4,7 +4,10 @@
 #   2. oclgrind: every pair loop under oclgrind's data-race, API and uninitialized-value checks
 #   3. intel:    the device tests (CTest label "device") again on Intel's OpenCL CPU runtime, installed
 #                from PyPI into build-test/intel-opencl by scripts/intel-opencl.sh (never system-wide)
-#   4. sanitize: with --sanitize, the ASan + UBSan build (build-sanitize/) on the default device
+#   4. python:   the Python package (python/) pip-installed into a venv under build-test/python/ (its
+#                own build of the library, nanobind, numpy, pytest, openmm from PyPI), then
+#                `python -m forcekit.selftest` and its pytest suite, the OpenMM bridge included
+#   5. sanitize: with --sanitize, the ASan + UBSan build (build-sanitize/) on the default device
 # Usage: scripts/test.sh [--sanitize]
 # Environment: FORCEKIT_DEVICE picks the device of stages 1 and 4 (e.g. gpu); JOBS sets build/test
 # parallelism; FORCEKIT_CI_INTEL=off leaves stage 3 out (reported as skipped).
@@ -106,7 +109,28 @@ else
     fi
 fi
 
-# 4: the sanitizer build. oclgrind preloads its own OpenCL runtime, which ASan cannot run under,
+# 4: the Python package, built by pip with the library (python/CMakeLists.txt), in a venv of the
+# build tree; the extension's build folder is kept between runs, forcekit's program cache is not.
+start=$(date +%s)
+if [ "${FORCEKIT_CI_PYTHON:-on}" = off ]; then
+    record python SKIPPED "FORCEKIT_CI_PYTHON=off"
+else
+    py=$root/build-test/python
+    rm -rf "$py/cache"
+    if { [ -x "$py/venv/bin/python" ] || python3 -m venv "$py/venv"; } &&
+        "$py/venv/bin/pip" install -q scikit-build-core nanobind numpy pytest openmm >&2 &&
+        "$py/venv/bin/pip" install -q --no-build-isolation "$root/python" \
+            --config-settings=build-dir="$py/ext" >&2 &&
+        (cd "$py" && FORCEKIT_CACHE_DIR="$py/cache" venv/bin/python -m forcekit.selftest --device \
+            "${FORCEKIT_DEVICE:-cpu}" && FORCEKIT_CACHE_DIR="$py/cache" venv/bin/pytest -q \
+            -p no:cacheprovider "$root/python/tests"); then
+        record python PASS "$(seconds_since "$start") s"
+    else
+        record python FAIL
+    fi
+fi
+
+# 5: the sanitizer build. oclgrind preloads its own OpenCL runtime, which ASan cannot run under,
 # and it checks the kernels, not the host code: left out here.
 if [ "$sanitize" -eq 1 ]; then
     start=$(date +%s)

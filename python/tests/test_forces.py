@@ -1,0 +1,166 @@
+"""Forces against the numpy brute-force reference (tests/reference.py), on fresh random inputs."""
+import numpy as np
+import pytest
+
+import forcekit
+from conftest import lattice
+from reference import gravity, molecular, relative_error
+
+# Single-precision pair terms summed over a few hundred partners: the libraries' own tests hold
+# float sums to ~1e-5 relative of the largest force; fixed64 is at least as good.
+TOL = 2e-5
+
+
+@pytest.mark.parametrize("accum", ["float", "fixed64"])
+@pytest.mark.parametrize("n", [1, 2, 257])
+def test_gravity_vs_numpy(ctx, rng, accum, n):
+    pos = rng.uniform(-1, 1, (n, 3))
+    mass = rng.uniform(0.1, 1.0, n)
+    ev = ctx.evaluator("ga", accum=accum, eps=0.05)
+    ev.set_particles(pos, mass)
+    acc = ev.compute()
+    assert acc.shape == (n, 3) and acc.dtype == np.float64
+    ref = gravity(pos, mass, 0.05)
+    if n == 1:
+        assert np.all(acc == 0)
+    else:
+        assert relative_error(acc, ref) < TOL
+
+
+def test_gravity_potential_and_jerk(ctx, rng):
+    n = 130
+    pos, vel = rng.uniform(-1, 1, (n, 3)), rng.normal(size=(n, 3))
+    mass = rng.uniform(0.1, 1.0, n)
+    ev = ctx.evaluator("gaj", accum="double", eps=0.1, potential=True)
+    ev.set_particles(pos, mass, velocities=vel)
+    out = ev.compute()
+    assert out.shape == (n, 6)
+    ref, phi = forcekit.reference_forces("gaj", pos, mass, vel, eps=0.1, potential=True)
+    assert relative_error(out, ref) < TOL
+    assert relative_error(out[:, :3], gravity(pos, mass, 0.1)) < TOL
+    assert relative_error(ev.potentials(), phi) < TOL
+
+
+@pytest.mark.parametrize("accum", ["float", "fixed64"])
+@pytest.mark.parametrize("algorithm", ["all-pairs", "cells"])
+def test_lj_periodic_vs_numpy(ctx, rng, accum, algorithm):
+    pos, box = lattice(rng, 343)
+    ev = ctx.evaluator("lj", accum=accum, algorithm=algorithm, cutoff=2.5, box=box)
+    ev.set_particles(pos, types=np.zeros(len(pos), dtype=np.int32))
+    f = ev.compute()
+    assert relative_error(f, molecular(pos, cutoff=2.5, box=box)) < TOL
+
+
+def test_ljc_two_types_exclusions_vs_numpy(ctx, rng):
+    pos, box = lattice(rng, 300)
+    n = len(pos)
+    types = rng.integers(0, 2, n).astype(np.int32)
+    charge = rng.uniform(-1, 1, n)
+    table = np.array([[[1.0, 1.0], [0.8, 1.1]], [[0.8, 1.1], [0.5, 0.9]]])
+    # Nearest neighbours, so that each excluded pair lies well inside the cutoff.
+    d = pos[:, None] - pos[None]
+    d -= box * np.rint(d / box)
+    r2 = (d**2).sum(-1) + np.eye(n) * 1e9
+    excl = np.array([[i, int(r2[i].argmin())] for i in (0, 7, 42)])
+    ev = ctx.evaluator("ljc_constant", accum="double", cutoff=3.0, box=box, coulomb=2.0)
+    ev.set_pair_table(table)
+    ev.set_exclusions(excl)
+    ev.set_particles(pos, charge, types=types)
+    f = ev.compute()
+    ref = molecular(pos, charge, types, table, cutoff=3.0, box=box, coulomb=2.0, exclusions=excl)
+    assert relative_error(f, ref) < TOL
+    # Without the exclusions the forces differ: the exclusions were applied.
+    full = molecular(pos, charge, types, table, 3.0, box, 2.0)
+    assert relative_error(f[excl.ravel()], full[excl.ravel()]) > 1e-2
+
+
+def test_open_boundaries_all_pairs(ctx, rng):
+    pos, _ = lattice(rng, 125)
+    charge = rng.uniform(-1, 1, len(pos))
+    ev = ctx.evaluator("ljc_constant", accum="double")
+    ev.set_particles(pos, charge)
+    assert relative_error(ev.compute(), molecular(pos, charge)) < TOL
+
+
+def test_out_is_written_and_returned(ctx, rng):
+    pos = rng.uniform(-1, 1, (64, 3))
+    ev = ctx.evaluator("ga", eps=0.1)
+    ev.set_particles(pos)
+    out = np.full((64, 3), np.nan)
+    got = ev.compute(out=out)
+    assert got is out
+    assert relative_error(out, gravity(pos, np.ones(64), 0.1)) < TOL
+
+
+def test_update_positions_matches_set_particles(ctx, rng):
+    pos, box = lattice(rng, 216)
+    ev = ctx.evaluator("lj", accum="fixed64", cutoff=2.5, box=box)
+    ev.set_particles(pos)
+    ev.compute()
+    moved = pos + rng.uniform(-0.05, 0.05, pos.shape)
+    ev.update_positions(moved)
+    f1 = ev.compute()
+    fresh = ctx.evaluator("lj", accum="fixed64", cutoff=2.5, box=box)
+    fresh.set_particles(moved)
+    assert np.array_equal(f1, fresh.compute())
+    assert relative_error(f1, molecular(moved, cutoff=2.5, box=box)) < TOL
+
+
+def test_other_dtypes_and_layouts_are_converted(ctx, rng):
+    pos = rng.uniform(-1, 1, (100, 3))
+    ev = ctx.evaluator("ga", accum="double", eps=0.1)
+    ev.set_particles(pos)
+    want = ev.compute().copy()
+    ev.set_particles(np.asfortranarray(pos))  # not C-contiguous: converted once
+    assert np.array_equal(ev.compute(), want)
+    ev.set_particles(pos.tolist())  # a list
+    assert np.array_equal(ev.compute(), want)
+    ev.set_particles(pos.astype(np.float32))  # float32 rounds the positions: close, not equal
+    assert relative_error(ev.compute(), want) < 1e-3
+
+
+def test_float64_c_contiguous_is_not_copied():
+    a = np.zeros((10, 3))
+    assert forcekit._as_float_array(a, "positions", (None, 3)) is a
+    b = np.zeros((10, 3), dtype=np.float32)
+    assert forcekit._as_float_array(b, "positions", (None, 3)) is not b
+
+
+def test_issue_example_as_written(rng):
+    positions = rng.uniform(0.0, 10.0, (400, 3))
+    masses = rng.uniform(0.5, 1.0, 400)
+    # --- the example of issue 19, verbatim ---
+    import numpy as np, forcekit
+    ctx = forcekit.Context(device="cpu")
+    ev = ctx.evaluator("ga", accum="fixed64", eps=0.01)
+    ev.set_particles(positions, masses)            # (N, 3) and (N,) float64
+    acc = ev.compute()                             # (N, 3) float64
+    lj = ctx.evaluator("lj", cutoff=2.5, box=(10.0, 10.0, 10.0))
+    lj.set_particles(positions, types=np.zeros(len(positions), dtype=np.int32))
+    forces = lj.compute()
+    # ---
+    assert acc.shape == forces.shape == (400, 3)
+    assert relative_error(acc, gravity(positions, masses, 0.01)) < TOL
+    assert relative_error(forces, molecular(positions, cutoff=2.5, box=10.0)) < 1e-4
+
+
+def test_devices_and_variant(ctx):
+    devs = forcekit.devices()
+    assert any(d["selector"] == ctx.device["selector"] for d in devs)
+    ev = ctx.evaluator("ga")
+    v = ev.variant
+    assert v["unroll_i"] >= 1 and v["work_group_size"] >= 1
+    assert ev.reproducible is None
+    names = {k["name"] for k in forcekit.kernels()}
+    assert {"ga", "gaj", "lj", "ljc_constant", "buck", "yukawa"} <= names
+
+
+def test_named_law_parameter(ctx, rng):
+    pos, box = lattice(rng, 125)
+    q = rng.uniform(-1, 1, len(pos))
+    ev = ctx.evaluator("yukawa", accum="double", kappa=2.0, cutoff=2.5, box=box)
+    ev.set_particles(pos, q)
+    ref = forcekit.reference_forces("yukawa", pos, q, kappa=2.0, cutoff=2.5, box=box)
+    assert relative_error(ev.compute(), ref) < TOL
+    other = forcekit.reference_forces("yukawa", pos, q, kappa=1.0, cutoff=2.5, box=box)
+    assert relative_error(other, ref) > 1e-3  # kappa reached the library
