@@ -90,12 +90,12 @@ static void test_rule(void **state)
     /* tiny N with a cutoff: all-pairs */
     assert_int_equal(fk__eval_auto_rule(&cpu, 1, 2.5, 0, 64, open), FK_ALGORITHM_ALL_PAIRS);
     assert_int_equal(fk__eval_auto_rule(&gpu, 1, 2.5, 0, 4096, open), FK_ALGORITHM_ALL_PAIRS);
-    /* a cutoff and a large N: not all-pairs; lists on CPUs, cells on GPUs */
+    /* a cutoff and a large N: not all-pairs; lists on both */
     assert_int_equal(fk__eval_auto_rule(&cpu, 1, 2.5, 0, 16384, open), FK_ALGORITHM_NEIGHBORS);
-    assert_int_equal(fk__eval_auto_rule(&gpu, 1, 2.5, 0, 1u << 20, open), FK_ALGORITHM_CELLS);
+    assert_int_equal(fk__eval_auto_rule(&gpu, 1, 2.5, 0, 1u << 20, open), FK_ALGORITHM_NEIGHBORS);
     /* N unknown: a loop (O(N)), never all-pairs */
     assert_int_equal(fk__eval_auto_rule(&cpu, 1, 2.5, 0, 0, open), FK_ALGORITHM_NEIGHBORS);
-    assert_int_equal(fk__eval_auto_rule(&gpu, 1, 2.5, 0, 0, open), FK_ALGORITHM_CELLS);
+    assert_int_equal(fk__eval_auto_rule(&gpu, 1, 2.5, 0, 0, open), FK_ALGORITHM_NEIGHBORS);
     /* the density: 4,096 particles at 0.8 in a periodic box (side 17.2) have ~96 partners within
      * 2.8 (lists); the same in a box of side 5 (density 33) have ~3,000: all-pairs */
     const double liquid[3] = {17.24, 17.24, 17.24}, dense[3] = {5, 5, 5};
@@ -111,7 +111,6 @@ static void test_rule(void **state)
 static void test_create_untuned(void **state)
 {
     (void)state;
-    const int gpu = fk_context_device(fk_test_context)->type == FK_DEVICE_GPU;
     /* gravity, a tiny N: all-pairs, chosen by the rule */
     fk_eval_config ga = FK_CONFIG_INIT(fk_eval_config);
     ga.kernel = "ga";
@@ -130,7 +129,7 @@ static void test_create_untuned(void **state)
     fk_eval_config lj = lj_config(&f, FK_ALGORITHM_AUTO);
     v = create_variant(&lj, NULL);
     assert_int_not_equal(v.algorithm, FK_ALGORITHM_ALL_PAIRS);
-    assert_int_equal(v.algorithm, gpu ? FK_ALGORITHM_CELLS : FK_ALGORITHM_NEIGHBORS);
+    assert_int_equal(v.algorithm, FK_ALGORITHM_NEIGHBORS);
     assert_int_equal(v.algorithm_source, FK_VARIANT_DEFAULT);
     /* lj, 27 particles: all-pairs */
     lj.expected_count = 27;

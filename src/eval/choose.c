@@ -131,7 +131,7 @@ int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cut
     if (!short_range || !(cutoff > 0))
         return FK_ALGORITHM_ALL_PAIRS; /* the only one of the three that serves it */
     if (n == 0) /* unknown: the loops are O(N); all-pairs at a large N would be O(N^2) */
-        return device->type == FK_DEVICE_GPU ? FK_ALGORITHM_CELLS : FK_ALGORITHM_NEIGHBORS;
+        return FK_ALGORITHM_NEIGHBORS;
     if (n < (device->type == FK_DEVICE_GPU ? AUTO_ALL_PAIRS_BELOW_GPU : AUTO_ALL_PAIRS_BELOW_CPU))
         return FK_ALGORITHM_ALL_PAIRS;
     /* Partners within the list radius: when they are most of the system (a periodic box hardly
@@ -145,10 +145,13 @@ int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cut
     const double partners = density * 4.0 / 3.0 * 3.14159265358979 * reach * reach * reach;
     if (2 * partners >= (double)n)
         return FK_ALGORITHM_ALL_PAIRS;
-    /* CPUs: the lists examine ~17x fewer pairs than the 27 cells and were 5.5x faster per MD step
-     * on POCL (N = 16,384, rebuilds included). GPUs: cells, until the lists' GPU shape is tuned
-     * (H200, N = 1,048,576: 2.81 against 4.81 ms per step untuned). */
-    return device->type == FK_DEVICE_GPU ? FK_ALGORITHM_CELLS : FK_ALGORITHM_NEIGHBORS;
+    /* The lists examine ~17x fewer pairs than the 27 cells. CPUs: 5.5x faster per MD step on POCL
+     * (N = 16,384, rebuilds included). GPUs, with their full lists and tuned shape: on the H200
+     * 1.63 against 2.84 ms per step at N = 1,048,576, 0.224 against 0.347 at 65,536, and 0.57
+     * against 1.80 ms of device time per NVE step at 1M with rebuilds included
+     * (bench/results/2026-11-25_nvidia-h200/step_final, nve_md). */
+    (void)device;
+    return FK_ALGORITHM_NEIGHBORS;
 }
 
 int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,

@@ -41,7 +41,7 @@ int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
                               fk_variant_source *source);
 /* The untuned rule (docs/algorithms.md, "Choosing a loop"): all-pairs for long-range laws, below
  * a device's break-even N, and when the partners within cutoff + skin are half the system or
- * more; otherwise neighbors on CPUs and cells on GPUs. n 0: unknown (a loop); box all 0: open
+ * more; otherwise neighbors. n 0: unknown (a loop); box all 0: open
  * boundaries (density 0.8 assumed). skin as fk_eval_config.skin (0: default, < 0: none). */
 int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cutoff, double skin,
                        size_t n, const double box[3]);
