@@ -165,7 +165,14 @@ int bench_step_run(const bench_step_input *in)
     if (status != FK_OK)
         return cli_report_status(status, in->context);
 
-    const char *algorithm = fk_algorithm_name((fk_algorithm)in->base.algorithm);
+    /* the loop that ran (--algorithm auto: the one it chose; every mode's evaluation chooses
+     * the same, from the same configuration) */
+    const char *requested = fk_algorithm_name((fk_algorithm)in->base.algorithm);
+    int ran = in->base.algorithm;
+    for (int mode = STEP_COPY; mode < STEP_MODES; ++mode)
+        if (results[mode].ran)
+            ran = results[mode].variant.algorithm;
+    const char *algorithm = fk_algorithm_name((fk_algorithm)ran);
     if (!in->json) {
         printf("step: %s (%s), %s, N = %zu, %lld steps, on %s\n", in->kernel->name, in->accum->name,
                algorithm, in->particles->count, in->reps, device->name);
@@ -183,7 +190,8 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddStringToObject(document, "kernel", in->kernel->name);
         cJSON_AddStringToObject(document, "accum", in->accum->name);
         cJSON_AddStringToObject(document, "algorithm", algorithm);
-        if (in->base.algorithm == FK_ALGORITHM_NEIGHBORS) /* what ran, from the last mode's eval */
+        cJSON_AddStringToObject(document, "algorithm_requested", requested);
+        if (ran == FK_ALGORITHM_NEIGHBORS) /* what ran, from the last mode's eval */
             for (int mode = STEP_MODES - 1; mode >= STEP_COPY; --mode)
                 if (results[mode].ran) {
                     cJSON_AddStringToObject(document, "lists",
