@@ -216,25 +216,6 @@ static fk_algorithm algorithm_of(eval_options o)
     return o.algorithm ? (fk_algorithm)o.algorithm : FK_ALGORITHM_NEIGHBORS;
 }
 
-/* Nonzero: every evaluation sends its checks to the device (fk__eval_set_host_check_count 0),
- * which the host otherwise runs for systems this small (src/internal.h, FK__HOST_CHECK_COUNT).
- * The tests that depend on the grid's check run both ways. */
-static int device_checks;
-
-static int device_checks_on(void **state)
-{
-    (void)state;
-    device_checks = 1;
-    return 0;
-}
-
-static int device_checks_off(void **state)
-{
-    (void)state;
-    device_checks = 0;
-    return 0;
-}
-
 static fk_eval *make_eval(const test_system *s, const char *accum, eval_options o)
 {
     fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
@@ -257,7 +238,7 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
     if (status != FK_OK)
         fail_msg("create %s %s %s: %s: %s", s->kernel, accum, fk_algorithm_name(algorithm_of(o)),
                  fk_status_string(status), fk_context_last_error(context));
-    if (device_checks)
+    if (fk_test_device_checks)
         fk__eval_set_host_check_count(eval, 0);
     if (s->exclusion_count)
         assert_int_equal(fk_eval_set_exclusions(eval, s->exclusions, s->exclusion_count), FK_OK);
@@ -848,11 +829,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open_and_small_boxes),
         cmocka_unit_test(test_exclusions),
         cmocka_unit_test(test_list_forms),
-        cmocka_unit_test_setup_teardown(test_skin_under_and_over, device_checks_on,
-                                        device_checks_off),
-        cmocka_unit_test_setup_teardown(test_open_and_small_boxes, device_checks_on,
-                                        device_checks_off),
-        cmocka_unit_test_setup_teardown(test_bad_inputs, device_checks_on, device_checks_off),
+        cmocka_unit_test_setup_teardown(test_skin_under_and_over, fk_test_device_checks_on,
+                                        fk_test_device_checks_off),
+        cmocka_unit_test_setup_teardown(test_open_and_small_boxes, fk_test_device_checks_on,
+                                        fk_test_device_checks_off),
+        cmocka_unit_test_setup_teardown(test_bad_inputs, fk_test_device_checks_on,
+                                        fk_test_device_checks_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -209,3 +209,19 @@ double fk_test_system_distance(const fk_test_system *s, size_t i, size_t j)
     }
     return sqrt(r2);
 }
+
+int fk_test_device_checks;
+
+int fk_test_device_checks_on(void **state)
+{
+    (void)state;
+    fk_test_device_checks = 1;
+    return 0;
+}
+
+int fk_test_device_checks_off(void **state)
+{
+    (void)state;
+    fk_test_device_checks = 0;
+    return 0;
+}

@@ -102,4 +102,12 @@ fk_particles fk_test_system_view(const fk_test_system *s);
 /* The distance of i and j, minimum image in a periodic box (physics.box). */
 double fk_test_system_distance(const fk_test_system *s, size_t i, size_t j);
 
+/* Nonzero: evaluations made by the grid loops' tests send their checks to the device
+ * (fk__eval_set_host_check_count(eval, 0)), which the host otherwise runs for systems this small
+ * (src/internal.h, FK__HOST_CHECK_COUNT). fk_test_device_checks_on / _off are cmocka setup and
+ * teardown functions, so a test that depends on the grid's check runs both ways. */
+extern int fk_test_device_checks;
+int fk_test_device_checks_on(void **state);
+int fk_test_device_checks_off(void **state);
+
 #endif
