@@ -7,10 +7,14 @@
 #   4. python:   the Python package (python/) pip-installed into a venv under build-test/python/ (its
 #                own build of the library, nanobind, numpy, pytest, openmm from PyPI), then
 #                `python -m forcekit.selftest` and its pytest suite, the OpenMM bridge included
-#   5. sanitize: with --sanitize, the ASan + UBSan build (build-sanitize/) on the default device
+#   5. amuse:    real GRAPE-6 clients (issue #18): AMUSE 2024.6.0's ph4 and phiGRAPE built from PyPI
+#                into build-test/amuse, relinked against forcekit's libsapporo and the comparison
+#                library, tests T1-T3 (tests/amuse/run_clients.sh; about 3 minutes on 2 cores)
+#   6. sanitize: with --sanitize, the ASan + UBSan build (build-sanitize/) on the default device
 # Usage: scripts/test.sh [--sanitize]
 # Environment: FORCEKIT_DEVICE picks the device of stages 1 and 4 (e.g. gpu); JOBS sets build/test
-# parallelism; FORCEKIT_CI_INTEL=off leaves stage 3 out (reported as skipped).
+# parallelism; FORCEKIT_CI_INTEL=off, FORCEKIT_CI_PYTHON=off and FORCEKIT_CI_AMUSE=off leave stages
+# 3, 4 and 5 out (reported as skipped).
 # Every stage runs even when an earlier one failed; the last line is the summary, where a stage that
 # could not run says SKIPPED and why. Exit status 1 when any stage failed.
 set -euo pipefail
@@ -130,7 +134,20 @@ else
     fi
 fi
 
-# 5: the sanitizer build. oclgrind preloads its own OpenCL runtime, which ASan cannot run under,
+# 5: AMUSE's ph4 and phiGRAPE, unchanged, on libsapporo (a failed download is a failure).
+start=$(date +%s)
+if [ "${FORCEKIT_CI_AMUSE:-on}" = off ]; then
+    record amuse SKIPPED "FORCEKIT_CI_AMUSE=off"
+elif [ ! -e "$root/build-test/libsapporo.so" ]; then
+    record amuse FAIL "libsapporo.so was not built"
+elif FORCEKIT_KERNEL_DIR="$root/cl" FORCEKIT_CACHE_DIR="$root/build-test/amuse-cache" \
+    AMUSE_JOBS="$jobs" bash "$root/tests/amuse/run_clients.sh" "$root/build-test" "$root" all; then
+    record amuse PASS "$(seconds_since "$start") s"
+else
+    record amuse FAIL
+fi
+
+# 6: the sanitizer build. oclgrind preloads its own OpenCL runtime, which ASan cannot run under,
 # and it checks the kernels, not the host code: left out here.
 if [ "$sanitize" -eq 1 ]; then
     start=$(date +%s)
