@@ -28,10 +28,10 @@
  *   destroy   releases *state (may be NULL).
  *
  * What comes next plugs in as new loop files, without a change here:
- * - Targets against sources (GRAPE-6/Sapporo layer): a loop whose state holds a resident j-set of
- *   sources and their predictor; its prepare uploads or predicts the sources, and enqueue evaluates
- *   the i-set of targets that the evaluation uploaded as body (eval->count targets) against them.
- *   The results land in eval->result per target like every loop's.
+ * - Targets against sources (the GRAPE-6/Sapporo layer) became an engine of its own instead,
+ *   fk_sources (src/sources.c, cl/g6.cl): its i-set and j-set have different sizes, positions in
+ *   double-single and a predictor, which an fk_eval of one particle set would only carry as
+ *   special cases (docs/architecture.md says more).
  * - j-sets split across MPI ranks: a loop given a j-range or a j-buffer (its state, set before
  *   prepare through the loop's own setter) evaluates eval's i-particles against that range only;
  *   the caller sums the ranks' packed fixed-point results (fixed64 sums exactly, in any order).
