@@ -56,6 +56,8 @@ struct fk_sources {
     double *host_source[SOURCE_DOUBLE4];
     int *host_id;
     unsigned char *ever_set;
+    size_t
+        set_prefix; /* slots 0 .. set_prefix - 1 have all been set (start checks nj against it) */
     size_t dirty_begin, dirty_end; /* [begin, end), empty when equal */
     /* The changed slots themselves (a block step changes a few, scattered): packed into one
      * upload and scattered on the device by fk_g6_scatter, unless there are more than
@@ -451,6 +453,8 @@ fk_status fk_sources_set(fk_sources *s, size_t slot, const fk_source *source)
     vm[3] = source->mass;
     s->host_id[slot] = source->id;
     s->ever_set[slot] = 1;
+    while (s->set_prefix < s->config.capacity && s->ever_set[s->set_prefix])
+        ++s->set_prefix;
     s->predicted_valid = 0;
     if (!s->dirty_mark[slot]) {
         s->dirty_mark[slot] = 1;
@@ -506,10 +510,11 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         return fk__fail(context, FK_ERR_INVALID_INPUT,
                         "fk_sources_start: time %g or eps2 %g is not finite, or eps2 < 0", t->time,
                         t->eps2);
-    for (size_t j = 0; j < nj; ++j)
-        if (!s->ever_set[j])
-            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                            "fk_sources_start: source slot %zu (of nj = %zu) was never set", j, nj);
+    /* The first slot never set, kept by fk_sources_set: no pass over the sources per block step. */
+    if (nj > s->set_prefix)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_start: source slot %zu (of nj = %zu) was never set",
+                        s->set_prefix, nj);
     const int ds = s->config.positions == FK_POSITIONS_DOUBLE_SINGLE;
     int lists = 0;
     for (size_t i = 0; i < ni; ++i) {

@@ -583,6 +583,14 @@ static void test_bad_input(void **state)
     targets.sources = s.nj + 1; /* a slot that was never set */
     assert_int_equal(fk_sources_start(engine, &targets), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(fk_context_last_error(fk_test_context), "never set"));
+    /* a gap: slot nj + 1 set, slot nj not; the message names the first slot never set */
+    fk_source beyond = {.id = 999, .mass = 1};
+    assert_int_equal(fk_sources_set(engine, s.nj + 1, &beyond), FK_OK);
+    targets.sources = s.nj + 2;
+    assert_int_equal(fk_sources_start(engine, &targets), FK_ERR_INVALID_ARGUMENT);
+    char expected[64];
+    snprintf(expected, sizeof expected, "source slot %zu (of nj = %zu)", s.nj, s.nj + 2);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), expected));
     targets.sources = s.nj + 100; /* beyond the capacity */
     assert_int_equal(fk_sources_start(engine, &targets), FK_ERR_INVALID_ARGUMENT);
     targets.sources = s.nj;
