@@ -450,7 +450,8 @@ G6_EXPORT int g6_get_neighbour_list_(int *id, int *ipipe, int *maxlength, int *n
     if (limit > config.neighbor_capacity) /* the engine kept no more than that */
         limit = config.neighbor_capacity;
     const size_t copied = count < limit ? count : limit;
-    memcpy(neighbour_list, ids, copied * sizeof(int));
+    if (copied > 0) /* neighbour_list may be NULL when maxlength is 0 */
+        memcpy(neighbour_list, ids, copied * sizeof(int));
     *n_neighbours = (int)copied;
     return (overflow || count > copied) ? 1 : 0;
 }
