@@ -259,7 +259,7 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
         cJSON_AddNumberToObject(object, "cell_capacity", v->cell_capacity);
         cli_json_number(object, "cell_build_seconds", v->cell_build_seconds);
         cJSON_AddNumberToObject(object, "cell_resizes", (double)v->cell_resizes);
-        if (run->base.algorithm == FK_ALGORITHM_NEIGHBORS)
+        if (v->algorithm == FK_ALGORITHM_NEIGHBORS)
             cJSON_AddStringToObject(object, "lists", v->neighbor_half_lists ? "half" : "full");
     }
     return object;

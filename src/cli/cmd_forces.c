@@ -81,16 +81,15 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cli_checksum(run->forces, run->particles.count * fk_eval_force_components(run->eval), checksum);
     cJSON_AddStringToObject(document, "checksum", checksum);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
-    fk_variant chosen; /* the loop that ran: --algorithm auto's choice too */
-    fk_eval_get_variant(run->eval, &chosen);
+    /* the loop that ran: --algorithm auto's choice too */
     cJSON_AddStringToObject(document, "algorithm",
-                            fk_algorithm_name((fk_algorithm)chosen.algorithm));
+                            fk_algorithm_name((fk_algorithm)variant->algorithm));
     cJSON_AddStringToObject(document, "algorithm_requested",
                             options->algorithm ? options->algorithm : "all-pairs");
-    if (options->algorithm && strcmp(options->algorithm, "neighbors") == 0)
+    if (variant->algorithm == FK_ALGORITHM_NEIGHBORS)
         cJSON_AddStringToObject(document, "lists", variant->neighbor_half_lists ? "half" : "full");
     cJSON_AddStringToObject(document, "algorithm_source",
-                            cli_variant_source_token(chosen.algorithm_source));
+                            cli_variant_source_token(variant->algorithm_source));
     *code = cli_print_json(document);
 }
 

@@ -150,7 +150,6 @@ int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cut
      * 1.63 against 2.84 ms per step at N = 1,048,576, 0.224 against 0.347 at 65,536, and 0.57
      * against 1.80 ms of device time per NVE step at 1M with rebuilds included
      * (bench/results/2026-11-25_nvidia-h200/step_final, nve_md). */
-    (void)device;
     return FK_ALGORITHM_NEIGHBORS;
 }
 
