@@ -46,8 +46,9 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
                __constant const float *restrict physics, const float4 acc_param,
                __global uint2 *restrict out)
 {
-    const int c = (int)get_group_id(0);
     const int lid = (int)get_local_id(0);
+    /* The cell from the global id: a global offset (fk_eval_set_share) starts at a later cell. */
+    const int c = ((int)get_global_id(0) - lid) / WG_SIZE;
     const int first = (int)get_group_id(1) * (WG_SIZE * UNROLL_I);
     const int m = min(count[c], capacity);
     if (first >= m)

@@ -54,7 +54,9 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
             __global uint2 *restrict out)
 {
     const int lid = (int)get_local_id(0);
-    const int i_first = (int)get_group_id(0) * (WG_SIZE * UNROLL_I) + lid;
+    /* The block from the global id, not the group id: a global offset (fk_eval_set_share) starts
+     * the launch at a later block. get_global_id(0) - lid = offset + group * WG_SIZE. */
+    const int i_first = ((int)get_global_id(0) - lid) * UNROLL_I + lid;
     const int split = (int)get_group_id(1);
     FK_PAIR_PROLOGUE(physics, table, acc_param);
     (void)body_aux;

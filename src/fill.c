@@ -18,15 +18,23 @@ cl_int fk__enqueue_fill(fk_context *context, cl_mem buffer, const void *pattern,
                         size_t pattern_size, size_t bytes, cl_uint wait_count,
                         const cl_event *wait_list, cl_event *event)
 {
+    return fk__enqueue_fill_at(context, buffer, pattern, pattern_size, 0, bytes, wait_count,
+                               wait_list, event);
+}
+
+cl_int fk__enqueue_fill_at(fk_context *context, cl_mem buffer, const void *pattern,
+                           size_t pattern_size, size_t offset, size_t bytes, cl_uint wait_count,
+                           const cl_event *wait_list, cl_event *event)
+{
     if (context->info.type != FK_DEVICE_OTHER)
-        return clEnqueueFillBuffer(context->queue, buffer, pattern, pattern_size, 0, bytes,
+        return clEnqueueFillBuffer(context->queue, buffer, pattern, pattern_size, offset, bytes,
                                    wait_count, wait_list, event);
     unsigned char *host = malloc(bytes ? bytes : 1);
     if (!host)
         return CL_OUT_OF_HOST_MEMORY;
     for (size_t at = 0; at < bytes; at += pattern_size)
         memcpy(host + at, pattern, pattern_size);
-    const cl_int err = clEnqueueWriteBuffer(context->queue, buffer, CL_TRUE, 0, bytes, host,
+    const cl_int err = clEnqueueWriteBuffer(context->queue, buffer, CL_TRUE, offset, bytes, host,
                                             wait_count, wait_list, event);
     free(host);
     return err;

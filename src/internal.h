@@ -74,6 +74,10 @@ fk_status fk__cl_fail(fk_context *context, const char *call, cl_int code);
 cl_int fk__enqueue_fill(fk_context *context, cl_mem buffer, const void *pattern,
                         size_t pattern_size, size_t bytes, cl_uint wait_count,
                         const cl_event *wait_list, cl_event *event);
+/* The same at a byte offset (a multiple of pattern_size). */
+cl_int fk__enqueue_fill_at(fk_context *context, cl_mem buffer, const void *pattern,
+                           size_t pattern_size, size_t offset, size_t bytes, cl_uint wait_count,
+                           const cl_event *wait_list, cl_event *event);
 
 /* Device queries used by context creation (device.c). */
 fk_status fk__device_fill_info(cl_platform_id platform, cl_device_id device,

@@ -527,6 +527,35 @@ FK_API fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size
  * *reason when not NULL: a static string), -1 when reproducibility was not asked for. */
 FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
 
+/* Shares (added in 0.4, issue #20: the distributed evaluation of forcekit_mpi.h is built on them).
+ * fk_eval_set_share(eval, part, parts): the following computes evaluate only part `part` (0 ..
+ * parts - 1) of the pair work; the results of the particles outside it read as +0.0 (all bits
+ * zero). Every particle's results are computed by exactly one part, with the same arithmetic in
+ * the same order as without a share, so the parts' results combined by a bitwise OR (or a sum) are
+ * the unshared results bit for bit, for every accumulator. The parts: all-pairs and lanes, a range
+ * of i-blocks (particles in the caller's order); full neighbour lists, a range of particles; cells,
+ * a range of cells (a slab of the box): which particles that is depends on the positions. Every
+ * part holds all the particles (the j-side). The data-scaled accumulators' pre-pass still covers
+ * every particle, so every part chooses the scale the unshared evaluation would (fixed64: from
+ * the largest term, exact); the pre-pass is then not divided among the parts.
+ * FK_ERR_UNSUPPORTED for the symmetric loop and half neighbour lists (Newton's third law writes
+ * both particles of a pair) and for exclusions afterwards; FK_ERR_INVALID_ARGUMENT unless
+ * 0 <= part < parts. parts 1 (part 0) clears the share. Takes effect at the next compute. */
+FK_API fk_status fk_eval_set_share(fk_eval *eval, int part, int parts);
+/* The pair evaluations the last forces pass of this evaluation's share did (its examined pairs:
+ * all-pairs, the share's particles times N; cells and lists, the pairs its loop examined, those
+ * beyond the cutoff included); 0 before the first compute. */
+FK_API uint64_t fk_eval_share_pairs(const fk_eval *eval);
+/* FK_SCALE_KEEP: chooses the data-scaled accumulator's scale again from the current positions
+ * (one pre-pass), as a compute that overflowed does by itself. For callers that keep several
+ * evaluations on one scale: when one of them rescaled (fk_eval_rescale_count grew), the others
+ * call this and compute again. FK_OK and nothing done for accumulators without a data-scaled
+ * scale. */
+FK_API fk_status fk_eval_rescale(fk_eval *eval);
+/* Computes redone with a new scale after an overflow (FK_SCALE_KEEP), since fk_eval_create;
+ * fk_eval_rescale calls are not counted. */
+FK_API size_t fk_eval_rescale_count(const fk_eval *eval);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Targets against sources: the GRAPE-6 / Sapporo engine (added in 0.3, issue #18)                */
 /*

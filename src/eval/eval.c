@@ -369,6 +369,8 @@ fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds)
         return status;
     cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
     if (pass == FK__PASS_FORCES)
+        status = fk__eval_share_zero(eval);
+    if (pass == FK__PASS_FORCES && status == FK_OK)
         status = fk__eval_enqueue_subtraction(eval, &subtracted);
     if (status != FK_OK) {
         clFinish(context->queue);
@@ -423,7 +425,9 @@ fk_status fk_eval_compute_async(fk_eval *eval)
     status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
     if (status != FK_OK)
         return status;
-    status = fk__eval_enqueue_subtraction(eval, &subtracted); /* exclude afterwards */
+    status = fk__eval_share_zero(eval);
+    if (status == FK_OK)
+        status = fk__eval_enqueue_subtraction(eval, &subtracted); /* exclude afterwards */
     if (status == FK_OK)
         status = fk__eval_enqueue_output(eval, &read);
     if (status == FK_OK) { /* start the work now: the caller may do host work before waiting */

@@ -27,6 +27,9 @@ void fk__eval_release_bound_reduce(fk_eval *eval);
 /* Reproducible mode's build options; sets eval->reproducible and its reason. */
 const char *fk__eval_reproducible_options(fk_eval *eval);
 
+/* share.c: after a forces pass, zero the results outside the share's particle range. */
+fk_status fk__eval_share_zero(fk_eval *eval);
+
 /* exclusions.c */
 fk_status fk__eval_create_subtraction(fk_eval *eval, const fk_program_request *request);
 fk_status fk__eval_enqueue_subtraction(fk_eval *eval, cl_event *event);

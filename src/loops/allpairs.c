@@ -180,7 +180,7 @@ static fk_status all_pairs_prepare(fk_eval *eval, void *state)
 }
 
 fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel reduce,
-                                const fk_variant *shape, int splits, cl_event *first,
+                                const fk_variant *shape, int splits, int shared, cl_event *first,
                                 cl_event *last)
 {
     fk_context *context = eval->context;
@@ -196,10 +196,21 @@ fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel red
         return status;
     const size_t group = (size_t)shape->work_group_size;
     const size_t i_block = i_per_group(shape);
-    const size_t global[2] = {(eval->count + i_block - 1) / i_block * group, (size_t)splits};
+    size_t block_first = 0, block_end = (eval->count + i_block - 1) / i_block;
+    if (shared) { /* the share's i-blocks; the evaluation zeroes the results outside them */
+        fk__share_units(eval, block_end, &block_first, &block_end);
+        eval->share_first = block_first * i_block;
+        eval->share_end = block_end * i_block < eval->count ? block_end * i_block : eval->count;
+        eval->share_range = 1;
+    }
+    /* An empty share still launches one block (a launch of no work-items is an error); its
+     * results lie outside the share and are zeroed. */
+    const size_t blocks = block_end > block_first ? block_end - block_first : 1;
+    const size_t offset[2] = {(block_end > block_first ? block_first : 0) * group, 0};
+    const size_t global[2] = {blocks * group, (size_t)splits};
     const size_t local[2] = {group, 1};
     cl_int err =
-        clEnqueueNDRangeKernel(context->queue, pairwise, 2, NULL, global, local, 0, NULL, first);
+        clEnqueueNDRangeKernel(context->queue, pairwise, 2, offset, global, local, 0, NULL, first);
     if (err != CL_SUCCESS) {
         *first = NULL;
         return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_pairwise)", err);
@@ -235,7 +246,7 @@ static fk_status all_pairs_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     const int bound = pass == FK__PASS_BOUND;
     return fk__all_pairs_enqueue(eval, bound ? state->bound_pairwise : state->pairwise,
                                  bound ? state->bound_reduce : state->reduce, &eval->variant,
-                                 eval->variant.j_splits, first, last);
+                                 eval->variant.j_splits, !bound, first, last);
 }
 
 size_t fk__figures_of_kernels(fk_context *context, const fk__named_kernel *kernels, size_t count,

@@ -194,6 +194,17 @@ static fk_status cells_prepare(fk_eval *eval, void *opaque)
     return status;
 }
 
+/* The event of an empty share's pass: a marker after the zeroing. */
+static fk_status enqueue_marker(fk_context *context, cl_event *event)
+{
+    const cl_int err = clEnqueueMarkerWithWaitList(context->queue, 0, NULL, event);
+    if (err != CL_SUCCESS) {
+        *event = NULL;
+        return fk__cl_fail(context, "clEnqueueMarkerWithWaitList", err);
+    }
+    return FK_OK;
+}
+
 static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
                                cl_event *last)
 {
@@ -219,10 +230,25 @@ static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_ev
     const size_t fullest = (size_t)(grid->max_count < capacity ? grid->max_count : capacity);
     const size_t per_group = group * (size_t)cells->unroll;
     const size_t chunks = fullest ? (fullest + per_group - 1) / per_group : 1;
-    const size_t global[2] = {grid->cells * group, chunks};
+    size_t cell_first = 0, cell_end = grid->cells;
+    cl_int err = CL_SUCCESS;
+    if (pass == FK__PASS_FORCES && eval->share_parts > 1) {
+        /* The share's cells, a slab of the box: which particles that is depends on the
+         * positions, so every result starts at zero and the share's particles overwrite theirs. */
+        fk__share_units(eval, grid->cells, &cell_first, &cell_end);
+        eval->share_range = 0;
+        const cl_uint zero = 0;
+        err = fk__enqueue_fill(context, eval->result, &zero, sizeof zero,
+                               eval->count * eval->components * 8, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(context, "clEnqueueFillBuffer (the share's zero results)", err);
+        if (cell_end == cell_first)
+            return enqueue_marker(context, first);
+    }
+    const size_t offset[2] = {cell_first * group, 0};
+    const size_t global[2] = {(cell_end - cell_first) * group, chunks};
     const size_t local[2] = {group, 1};
-    const cl_int err =
-        clEnqueueNDRangeKernel(context->queue, kernel, 2, NULL, global, local, 0, NULL, first);
+    err = clEnqueueNDRangeKernel(context->queue, kernel, 2, offset, global, local, 0, NULL, first);
     if (err != CL_SUCCESS) {
         *first = NULL;
         return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_cells_pairs)", err);

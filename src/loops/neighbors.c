@@ -529,7 +529,16 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     /* The bound pre-pass is the same loop compiled with the `bound` accumulator. */
     cl_kernel pairs = pass == FK__PASS_BOUND ? state->bound_pairs : state->pairs;
     cl_kernel gather = pass == FK__PASS_BOUND ? state->bound_gather : state->gather;
-    const cl_int n = (cl_int)eval->count;
+    /* A share (full lists only, src/eval/share.c): its particles [first, end), end as the kernel's
+     * bound. */
+    size_t first_i = 0, end_i = eval->count;
+    if (pass == FK__PASS_FORCES && eval->share_parts > 1) {
+        fk__share_units(eval, eval->count, &first_i, &end_i);
+        eval->share_first = first_i;
+        eval->share_end = end_i;
+        eval->share_range = 1;
+    }
+    const cl_int n = (cl_int)end_i;
     const cl_float4 acc_param = fk__eval_acc_param(eval);
     fk_status status;
     if (state->half) {
@@ -551,9 +560,10 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     if (status != FK_OK)
         return status;
     const size_t group = (size_t)state->group;
-    const size_t global = round_up(eval->count, group);
+    const size_t global = round_up(end_i > first_i ? end_i - first_i : 1, group);
+    const size_t offset = end_i > first_i ? first_i : 0;
     cl_int err =
-        clEnqueueNDRangeKernel(context->queue, pairs, 1, NULL, &global, &group, 0, NULL, first);
+        clEnqueueNDRangeKernel(context->queue, pairs, 1, &offset, &global, &group, 0, NULL, first);
     if (err != CL_SUCCESS) {
         *first = NULL;
         return fk__cl_fail(context,

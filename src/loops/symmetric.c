@@ -319,7 +319,7 @@ static fk_status symmetric_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
          * the evaluation's upload (eval->j_chunk, eval->partial). */
         const int splits = (int)((eval->count + (size_t)eval->j_chunk - 1) / (size_t)eval->j_chunk);
         return fk__all_pairs_enqueue(eval, state->bound_pairwise, state->bound_reduce,
-                                     &state->all_pairs, splits, first, last);
+                                     &state->all_pairs, splits, 0, first, last);
     }
     fk_context *context = eval->context;
     const cl_int n = (cl_int)eval->count;

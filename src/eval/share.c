@@ -1,0 +1,116 @@
+/* Shares (fk_eval_set_share, issue #20): one part of the pair work, for a distributed evaluation
+ * in which every part holds every particle and computes the results of its own share of them
+ * (src/mpi/ combines the parts). The loops launch only their share (src/loops/: all-pairs and
+ * lanes a range of i-blocks, full lists a range of particles, cells a range of cells); this file
+ * holds the split, the zeroing of the results outside a particle range, and the rescale entry
+ * points a caller with several parts needs to keep them on one fixed64 scale. */
+#include <stdint.h>
+
+#include "eval_internal.h"
+
+void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *end)
+{
+    if (eval->share_parts <= 1) {
+        *first = 0;
+        *end = units;
+        return;
+    }
+    /* The same formula on every part: the ranges tile [0, units) exactly. */
+    const uint64_t parts = (uint64_t)eval->share_parts, part = (uint64_t)eval->share_part;
+    *first = (size_t)((uint64_t)units * part / parts);
+    *end = (size_t)((uint64_t)units * (part + 1) / parts);
+}
+
+fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = fk__eval_begin(eval, NULL);
+    if (status != FK_OK)
+        return status;
+    if (parts < 1 || part < 0 || part >= parts)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "share %d of %d: the part must lie in 0 .. parts - 1, parts >= 1", part,
+                        parts);
+    if (parts > 1) {
+        const char *why = NULL;
+        if (eval->variant.algorithm == FK_ALGORITHM_SYMMETRIC)
+            why = "the symmetric loop writes both particles of each pair (use all-pairs)";
+        else if (eval->variant.algorithm == FK_ALGORITHM_NEIGHBORS &&
+                 eval->variant.neighbor_half_lists)
+            why = "half neighbour lists write both particles of each pair (use "
+                  "FK_NEIGHBOR_LISTS_FULL)";
+        else if (eval->config.exclusion_mode == FK_EXCLUDE_AFTERWARDS)
+            why = "exclusions afterwards subtract from every particle's results (use exclusions "
+                  "on the fly)";
+        if (why)
+            return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share of the pair work: %s", why);
+    }
+    eval->share_part = parts > 1 ? part : 0;
+    eval->share_parts = parts;
+    eval->share_first = eval->share_end = 0;
+    eval->share_range = 0;
+    eval->computed = 0;
+    return FK_OK;
+}
+
+/* After a forces pass of a loop whose share is a particle range: zero results outside it (the
+ * kernels left them unwritten, or wrote partial sums of another part's particles there). */
+fk_status fk__eval_share_zero(fk_eval *eval)
+{
+    if (eval->share_parts <= 1 || !eval->share_range)
+        return FK_OK;
+    const size_t stride = eval->components * 8; /* packed: two words per component */
+    const cl_uint zero = 0;
+    const size_t ranges[2][2] = {{0, eval->share_first}, {eval->share_end, eval->count}};
+    for (int r = 0; r < 2; ++r) {
+        if (ranges[r][1] <= ranges[r][0])
+            continue;
+        const cl_int err = fk__enqueue_fill_at(
+            eval->context, eval->result, &zero, sizeof zero, ranges[r][0] * stride,
+            (ranges[r][1] - ranges[r][0]) * stride, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(eval->context, "clEnqueueFillBuffer (outside the share)", err);
+    }
+    return FK_OK;
+}
+
+uint64_t fk_eval_share_pairs(const fk_eval *eval)
+{
+    if (!eval || !eval->count)
+        return 0;
+    const uint64_t n = (uint64_t)eval->count;
+    const fk_variant *v = &eval->variant;
+    if (eval->share_parts <= 1)
+        return v->pairs_examined ? v->pairs_examined : n * n;
+    if (v->algorithm == FK_ALGORITHM_CELLS) {
+        /* The loop examines every pair of neighbouring cells; its share is a range of cells.
+         * The pairs are counted for the whole grid, so this is the share's fraction of them by
+         * cells: exact on average for a uniform density, an estimate otherwise. */
+        const uint64_t cells =
+            (uint64_t)v->cell_grid[0] * (uint64_t)v->cell_grid[1] * (uint64_t)v->cell_grid[2];
+        size_t first = 0, end = 0;
+        fk__share_units(eval, (size_t)cells, &first, &end);
+        return cells ? (uint64_t)((double)v->pairs_examined * (double)(end - first) / (double)cells)
+                     : 0;
+    }
+    const uint64_t mine = (uint64_t)(eval->share_end - eval->share_first);
+    if (v->algorithm == FK_ALGORITHM_NEIGHBORS) /* the share's fraction of the list entries */
+        return (uint64_t)((double)v->pairs_examined * (double)mine / (double)n);
+    return mine * n; /* all-pairs: exact */
+}
+
+fk_status fk_eval_rescale(fk_eval *eval)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = fk__eval_begin(eval, "rescale");
+    if (status != FK_OK)
+        return status;
+    return fk__eval_choose_accum_parameters(eval);
+}
+
+size_t fk_eval_rescale_count(const fk_eval *eval)
+{
+    return eval ? eval->rescales : 0;
+}
