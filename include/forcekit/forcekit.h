@@ -532,8 +532,9 @@ FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
  * parts - 1) of the pair work; the results of the particles outside it read as +0.0 (all bits
  * zero). Every particle's results are computed by exactly one part, with the same arithmetic in
  * the same order as without a share, so the parts' results combined by a bitwise OR (or a sum) are
- * the unshared results bit for bit, for every accumulator. The parts: all-pairs and lanes, a range
- * of i-blocks (particles in the caller's order); full neighbour lists, a range of particles; cells,
+ * the unshared results bit for bit, for every accumulator. The parts: all-pairs, lanes and full
+ * neighbour lists, a range of particles in the caller's order (the same split whatever the
+ * device's kernel shape; all-pairs launches the i-blocks that cover it); cells,
  * a range of cells (a slab of the box): which particles that is depends on the positions. Every
  * part holds all the particles (the j-side). The data-scaled accumulators' pre-pass still covers
  * every particle, so every part chooses the scale the unshared evaluation would (fixed64: from

@@ -197,10 +197,17 @@ fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel red
     const size_t group = (size_t)shape->work_group_size;
     const size_t i_block = i_per_group(shape);
     size_t block_first = 0, block_end = (eval->count + i_block - 1) / i_block;
-    if (shared) { /* the share's i-blocks; the evaluation zeroes the results outside them */
-        fk__share_units(eval, block_end, &block_first, &block_end);
-        eval->share_first = block_first * i_block;
-        eval->share_end = block_end * i_block < eval->count ? block_end * i_block : eval->count;
+    if (shared) {
+        /* The share is a range of particles, whatever the shape (so that parts on devices of
+         * different shapes still tile the particles); the launch covers it with whole i-blocks
+         * and the evaluation zeroes the results outside it, those of the edge blocks' other
+         * particles included. */
+        size_t share_first = 0, share_end = 0;
+        fk__share_units(eval, eval->count, &share_first, &share_end);
+        block_first = share_first / i_block;
+        block_end = (share_end + i_block - 1) / i_block;
+        eval->share_first = share_first;
+        eval->share_end = share_end;
         eval->share_range = 1;
     }
     /* An empty share still launches one block (a launch of no work-items is an error); its
