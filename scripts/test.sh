@@ -105,7 +105,7 @@ else
             env $intel_env "$root/build-test/forcekit" devices >&2 || true
             record intel FAIL "Intel's device is not the one FORCEKIT_DEVICE selects"
         elif env $intel_env bash -c 'cd "$1" && shift && rm -rf tests/cache-* && ctest --output-on-failure "$@"' \
-            _ "$root/build-test" -j "$jobs" -L device; then
+            _ "$root/build-test" -j "$jobs" -L device -LE mpi; then
             record intel PASS "$(seconds_since "$start") s"
         else
             record intel FAIL

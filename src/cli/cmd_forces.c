@@ -7,7 +7,11 @@
 #include "commands.h"
 #include "common.h"
 #include "forcekit/tools.h"
+#include "mpi.h"
 #include "physics.h"
+#ifdef FK_CLI_MPI
+#include "forcekit/forcekit_mpi.h"
+#endif
 
 static const char forces_usage[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
@@ -29,7 +33,12 @@ static const char forces_usage[] =
     "                 and sqrt, no contraction, denormals kept (says so where the device cannot)\n"
     "  --format F     input format: auto (by file name, default), text or tipsy\n"
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
-    "  --json         print a summary as JSON on standard output (needs --out)\n";
+    "  --json         print a summary as JSON on standard output (needs --out)\n\n"
+    "Under mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
+    "(libforcekit_mpi, docs/mpi.md): each rank computes a share of the particles on its own\n"
+    "device (without --device, ranks on one node take its GPUs by local rank), the results are\n"
+    "the single-device results bit for bit, rank 0 writes the output, and the JSON summary has\n"
+    "an \"mpi\" object with each rank's pairs and compute, communication and wait seconds.\n";
 
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *unroll, *format, *device, *algorithm;
@@ -58,7 +67,8 @@ static void forces_run_free(forces_run *run)
 }
 
 static void print_json_summary(const forces_options *options, const forces_run *run,
-                               const fk_variant *variant, double seconds, int *code)
+                               const fk_variant *variant, size_t components, double seconds,
+                               cJSON *mpi, int *code)
 {
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(variant->unroll_i, variant->unroll_j, unroll);
@@ -78,7 +88,7 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cJSON_AddStringToObject(document, "out", options->out);
     /* XXH3-64 of the forces as doubles: equal checksums across devices, equal bits */
     char checksum[CLI_CHECKSUM_SIZE];
-    cli_checksum(run->forces, run->particles.count * fk_eval_force_components(run->eval), checksum);
+    cli_checksum(run->forces, run->particles.count * components, checksum);
     cJSON_AddStringToObject(document, "checksum", checksum);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     /* the loop that ran: --algorithm auto's choice too */
@@ -90,8 +100,130 @@ static void print_json_summary(const forces_options *options, const forces_run *
         cJSON_AddStringToObject(document, "lists", variant->neighbor_half_lists ? "half" : "full");
     cJSON_AddStringToObject(document, "algorithm_source",
                             cli_variant_source_token(variant->algorithm_source));
+    if (mpi)
+        cJSON_AddItemToObject(document, "mpi", mpi);
     *code = cli_print_json(document);
 }
+
+/* Forces finite, or the message and exit code (the pair terms overflowed single precision). */
+static int check_finite(const forces_run *run, const fk_kernel_info *kernel)
+{
+    const size_t count = run->particles.count;
+    for (size_t k = 0; k < count * kernel->force_components; ++k)
+        if (!isfinite(run->forces[k]) ||
+            (run->potentials && k < count && !isfinite(run->potentials[k]))) {
+            cli_error("forces",
+                      "the evaluation gave non-finite forces (particle %zu): the inputs overflow "
+                      "single precision (check --coulomb, the pair parameters and the positions)",
+                      k / kernel->force_components);
+            return CLI_EXIT_RUNTIME;
+        }
+    return CLI_EXIT_OK;
+}
+
+#ifdef FK_CLI_MPI
+/* Under mpirun: every rank has read the file; rank r passes its slice (an equal split) to the
+ * distributed evaluation, every rank gets all the results, rank 0 writes them. Failures are
+ * agreed on by all ranks (libforcekit_mpi), which exit with the same code; rank 0 prints why. */
+static int forces_distributed(const forces_options *options, const fk_kernel_info *kernel,
+                              const fk_accum_info *accum, const fk_eval_config *config,
+                              forces_run *run)
+{
+    const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
+    const size_t n = run->particles.count, fc = kernel->force_components;
+    const size_t first = n * (size_t)rank / (size_t)ranks;
+    const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
+    fk_mpi_eval *m = NULL;
+    fk_status status = fk_mpi_eval_create(run->context, config, MPI_COMM_WORLD, &m);
+    if (status != FK_OK) {
+        if (rank == 0)
+            cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(NULL));
+        forces_run_free(run);
+        return cli_exit_code(status);
+    }
+    /* The same tables on every rank, checked the same way: a failure here is every rank's. */
+    status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics);
+    if (status != FK_OK) {
+        const int code = cli_report_status(status, run->context);
+        fk_mpi_eval_destroy(m);
+        forces_run_free(run);
+        return code;
+    }
+    const fk_particles all = fkt_particle_set_view(&run->particles);
+    const fk_particles slice = {.count = mine,
+                                .position = all.position + 3 * first,
+                                .mass = all.mass ? all.mass + first : NULL,
+                                .velocity = all.velocity ? all.velocity + 3 * first : NULL,
+                                .type = all.type ? all.type + first : NULL};
+    double seconds = NAN;
+    status = fk_mpi_eval_set_particles(m, &slice);
+    fk_mpi_eval_reset_figures(m); /* the figures of the compute alone */
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, &seconds);
+    if (status == FK_OK) {
+        run->forces = calloc(n, fc * sizeof *run->forces);
+        run->potentials = options->potential ? calloc(n, sizeof *run->potentials) : NULL;
+        if (!run->forces || (options->potential && !run->potentials))
+            status = FK_ERR_HOST_MEMORY; /* MPI_Abort at exit ends the others */
+    }
+    if (status == FK_OK)
+        status = fk_mpi_eval_read_all_forces(m, run->forces);
+    if (status == FK_OK && options->potential)
+        status = fk_mpi_eval_read_all_potentials(m, run->potentials);
+    fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
+    const fk_status figures_status = fk_mpi_eval_figures(m, 0, figures);
+    if (status == FK_OK)
+        status = figures_status;
+    if (status != FK_OK) {
+        if (rank == 0)
+            cli_error(fk_status_string(status), "%s",
+                      fk_mpi_eval_last_error(m)[0] ? fk_mpi_eval_last_error(m)
+                                                   : fk_status_string(status));
+        free(figures);
+        fk_mpi_eval_destroy(m);
+        forces_run_free(run);
+        return cli_exit_code(status);
+    }
+    int code = check_finite(run, kernel);
+    fk_variant variant = {0};
+    fk_eval_get_variant(fk_mpi_eval_local(m), &variant);
+    if (code == CLI_EXIT_OK && rank == 0) {
+        if (options->reproducible)
+            cli_note_reproducible(fk_mpi_eval_local(m), fk_context_device(run->context)->name);
+        fprintf(stderr,
+                "%s (%s), N = %zu over %d MPI ranks (%s on rank 0): %.3g s on rank 0's "
+                "device\n",
+                kernel->name, accum->name, n, ranks, fk_context_device(run->context)->name,
+                seconds);
+        char message[1024] = "";
+        status = fkt_io_write_forces(options->out, n, fc, run->forces, run->potentials, message,
+                                     sizeof message);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", message);
+            code = cli_write_exit_code(status);
+        } else if (options->json) {
+            cJSON *mpi = cJSON_CreateObject();
+            cJSON_AddNumberToObject(mpi, "ranks", ranks);
+            cJSON *per_rank = cJSON_AddArrayToObject(mpi, "per_rank");
+            for (int r = 0; r < ranks; ++r) {
+                cJSON *entry = cJSON_CreateObject();
+                cJSON_AddNumberToObject(entry, "rank", figures[r].rank);
+                cJSON_AddNumberToObject(entry, "particles", (double)figures[r].particles);
+                cJSON_AddNumberToObject(entry, "pairs", (double)figures[r].pairs);
+                cli_json_number(entry, "compute_seconds", figures[r].compute_seconds);
+                cli_json_number(entry, "communication_seconds", figures[r].communication_seconds);
+                cli_json_number(entry, "wait_seconds", figures[r].wait_seconds);
+                cJSON_AddItemToArray(per_rank, entry);
+            }
+            print_json_summary(options, run, &variant, fc, seconds, mpi, &code);
+        }
+    }
+    free(figures);
+    fk_mpi_eval_destroy(m);
+    forces_run_free(run);
+    return code;
+}
+#endif
 
 int cmd_forces(int argc, char **argv)
 {
@@ -179,8 +311,10 @@ int cmd_forces(int argc, char **argv)
     }
     int code = cli_physics_load("forces", kernel, &options.physics, &run.particles, &physics,
                                 &run.physics);
-    if (code == CLI_EXIT_OK)
-        code = cli_open_context(options.device, &run.context);
+    char selector[32];
+    if (code == CLI_EXIT_OK) /* under mpirun, a device per rank unless one was named */
+        code = cli_open_context(options.device ? options.device : cli_mpi_device(selector),
+                                &run.context);
     if (code != CLI_EXIT_OK) {
         forces_run_free(&run);
         return code;
@@ -203,6 +337,10 @@ int cmd_forces(int argc, char **argv)
     memcpy(config.box, physics.box, sizeof config.box);
     config.exclusion_mode = physics.exclusion_mode;
     config.max_exclusions = physics.max_exclusions;
+#ifdef FK_CLI_MPI
+    if (cli_mpi_active())
+        return forces_distributed(&options, kernel, accum, &config, &run);
+#endif
     const fk_particles view = fkt_particle_set_view(&run.particles);
     const size_t count = run.particles.count;
     double seconds = NAN;
@@ -231,16 +369,11 @@ int cmd_forces(int argc, char **argv)
 
     /* Float overflow inside the pair terms (an extreme --coulomb or pair table) shows up only
      * here: such forces are never written as a success. */
-    for (size_t k = 0; k < count * kernel->force_components; ++k)
-        if (!isfinite(run.forces[k]) ||
-            (run.potentials && k < count && !isfinite(run.potentials[k]))) {
-            cli_error("forces",
-                      "the evaluation gave non-finite forces (particle %zu): the inputs overflow "
-                      "single precision (check --coulomb, the pair parameters and the positions)",
-                      k / kernel->force_components);
-            forces_run_free(&run);
-            return CLI_EXIT_RUNTIME;
-        }
+    code = check_finite(&run, kernel);
+    if (code != CLI_EXIT_OK) {
+        forces_run_free(&run);
+        return code;
+    }
 
     fk_variant variant = {0};
     fk_eval_get_variant(run.eval, &variant);
@@ -259,7 +392,8 @@ int cmd_forces(int argc, char **argv)
         cli_error(fk_status_string(status), "%s", message);
         code = cli_write_exit_code(status);
     } else if (options.json) {
-        print_json_summary(&options, &run, &variant, seconds, &code);
+        print_json_summary(&options, &run, &variant, kernel->force_components, seconds, NULL,
+                           &code);
     }
     forces_run_free(&run);
     return code;

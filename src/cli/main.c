@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "mpi.h"
 
 typedef struct command {
     const char *name;
@@ -79,8 +80,12 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
-        if (strcmp(name, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(name, commands[i].name) == 0) {
+            cli_mpi_start(&argc, &argv); /* under mpirun only */
+            const int code = commands[i].run(argc - 1, argv + 1);
+            cli_mpi_finish(code);
+            return code;
+        }
     if (name[0] == '-')
         cli_error("usage", "unknown option '%s' (see 'forcekit --help')", name);
     else

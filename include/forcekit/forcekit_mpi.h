@@ -1,0 +1,100 @@
+/*
+ * forcekit over MPI (issue #20): one evaluation spread over the ranks of a communicator, one rank
+ * per device. libforcekit_mpi, built when CMake finds MPI (Open MPI or MPICH; FORCEKIT_MPI=OFF
+ * leaves it out); it uses only forcekit.h's API and links libforcekit.
+ *
+ * The scheme (docs/mpi.md has the model and the measurements): the replicated-positions
+ * allgather for shared time steps. Each rank owns a slice of the particles, the caller's slice,
+ * in rank order (rank 0 the first particles); at set_particles and every update the slices are
+ * gathered so that every rank's device holds all N particles as j-particles, and each rank
+ * computes its share of the i-particles (fk_eval_set_share: a range of i-blocks for all-pairs, of
+ * cells for cells, of particles for full neighbour lists). The results are combined by a bitwise
+ * OR of the ranks' results (each particle's are nonzero on one rank only), which is exact: every
+ * particle's forces are those of the single-device evaluation, bit for bit, for every accumulator
+ * and every rank count on the same device type; fixed64 with config.reproducible, the same bits
+ * on every device mix too. The symmetric loop becomes all-pairs and neighbour lists are full
+ * lists, on every rank count, so P = 1 runs what P = 4 runs. Communication goes through host
+ * memory (no OpenCL-aware MPI exists); each rank sends 8 (3 + extra) doubles per own particle
+ * and receives those of all others per update, and the OR reduction moves N (components + 1)
+ * words per compute.
+ *
+ * Every function but destroy and the accessors is collective over the communicator and returns
+ * the same status on every rank: when one rank fails (bad input, a device error), all return its
+ * status and fk_mpi_eval_last_error gives "rank R: <message>" of the lowest failing rank, so rank 0
+ * can report it; no rank is left waiting. MPI errors themselves follow the communicator's error
+ * handler (MPI_ERRORS_ARE_FATAL by default: the job ends).
+ */
+#ifndef FORCEKIT_MPI_H
+#define FORCEKIT_MPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forcekit/forcekit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fk_mpi_eval fk_mpi_eval;
+
+/* What one rank did since create (or the last fk_mpi_eval_reset_figures): pair evaluations
+ * (fk_eval_share_pairs summed over computes), seconds in its own evaluation (upload, compute,
+ * read), in communication (gathers, the result reduction) and waiting for the other ranks (the
+ * status agreement after each phase, where a fast rank waits for the slowest). */
+typedef struct fk_mpi_rank_figures {
+    int rank;
+    uint64_t pairs;
+    double compute_seconds, communication_seconds, wait_seconds;
+    size_t particles; /* the rank's slice */
+} fk_mpi_rank_figures;
+
+/* Collective. context: this rank's device (fk_mpi_local_rank helps pick it); config as for
+ * fk_eval_create (the same on every rank); comm is duplicated. */
+FK_API fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config,
+                                    MPI_Comm comm, fk_mpi_eval **eval);
+/* Not collective; NULL is a no-op. */
+FK_API void fk_mpi_eval_destroy(fk_mpi_eval *eval);
+
+/* Collective: this rank's slice (count may be 0 on some ranks, not on all); the slices in rank
+ * order are the system. mass, velocity and type must be given on every rank or on none. */
+FK_API fk_status fk_mpi_eval_set_particles(fk_mpi_eval *eval, const fk_particles *local);
+/* Collective: new positions (and velocities for gaj, else NULL) of this rank's slice. */
+FK_API fk_status fk_mpi_eval_update_positions(fk_mpi_eval *eval, const double *position,
+                                              const double *velocity);
+/* Collective: every rank computes its share and the results are combined on every rank.
+ * *seconds (may be NULL): this rank's device time. With FK_SCALE_KEEP, a rank whose compute
+ * overflowed rescales by itself (fk_eval_wait) and the others then rescale too and compute again,
+ * so that all stay on one scale, the one a single device would have chosen. */
+FK_API fk_status fk_mpi_eval_compute(fk_mpi_eval *eval, double *seconds);
+/* Not collective, after a compute: this rank's slice of the results (components per particle as
+ * fk_eval_force_components), or all N (read_all). Potentials need config.potential. */
+FK_API fk_status fk_mpi_eval_read_forces(fk_mpi_eval *eval, double *forces);
+FK_API fk_status fk_mpi_eval_read_potentials(fk_mpi_eval *eval, double *potentials);
+FK_API fk_status fk_mpi_eval_read_all_forces(fk_mpi_eval *eval, double *forces);
+FK_API fk_status fk_mpi_eval_read_all_potentials(fk_mpi_eval *eval, double *potentials);
+
+/* Accessors (not collective): this rank's evaluation (its variant, reproducibility; do not set
+ * particles on it directly), the system's size, this rank's slice, the error of the last failed
+ * call ("rank R: ..."; empty when none; with NULL, why this thread's last fk_mpi_eval_create
+ * failed). */
+FK_API fk_eval *fk_mpi_eval_local(fk_mpi_eval *eval);
+FK_API size_t fk_mpi_eval_count(const fk_mpi_eval *eval);
+FK_API size_t fk_mpi_eval_slice(const fk_mpi_eval *eval, size_t *first);
+FK_API const char *fk_mpi_eval_last_error(const fk_mpi_eval *eval);
+
+/* Collective: every rank's figures, in rank order, into figures[0 .. ranks) on root (others may
+ * pass NULL). */
+FK_API fk_status fk_mpi_eval_figures(fk_mpi_eval *eval, int root, fk_mpi_rank_figures *figures);
+FK_API void fk_mpi_eval_reset_figures(fk_mpi_eval *eval);
+
+/* The rank within its node (MPI_Comm_split_type shared memory), for choosing a device: ranks on
+ * one node take devices local_rank modulo the node's devices. Collective over comm. */
+FK_API int fk_mpi_local_rank(MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

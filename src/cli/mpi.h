@@ -1,0 +1,23 @@
+/* The command under mpirun (issue #20): `mpirun -np P forcekit forces ...`. Built with MPI when
+ * CMake found it (FK_CLI_MPI); without it the functions say "one process". */
+#ifndef FK_CLI_MPI_H
+#define FK_CLI_MPI_H
+
+#include <stddef.h>
+
+#include "forcekit/forcekit.h"
+
+/* main: MPI_Init when the process was started by an MPI launcher (Open MPI's, MPICH's Hydra,
+ * PMIx); cli_mpi_finish(exit code) at exit: MPI_Finalize, or MPI_Abort for a failure. */
+void cli_mpi_start(int *argc, char ***argv);
+void cli_mpi_finish(int code);
+/* 1 under an MPI launcher (even with one rank), else 0; this rank and the rank count. */
+int cli_mpi_active(void);
+int cli_mpi_rank(void);
+int cli_mpi_ranks(void);
+/* The device for this rank when none was named (--device, $FORCEKIT_DEVICE): ranks on one node
+ * take the node's GPUs (else CPUs) by local rank, modulo their number. Writes the selector into
+ * selector (size 32) and returns it, or NULL to leave the choice to the default. */
+const char *cli_mpi_device(char *selector);
+
+#endif

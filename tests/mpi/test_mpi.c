@@ -1,0 +1,456 @@
+/*
+ * libforcekit_mpi under mpirun (issue #20), on every rank count CTest runs it with (1 to 4):
+ *
+ *   forces    the distributed results, read back whole on every rank, equal bit for bit to one
+ *             plain fk_eval on rank 0 (the P = 1 result) for ga, gaj, lj and ljc_constant with
+ *             fixed64 (all-pairs, and cells and full lists in a periodic box) and with float; the
+ *             plain results held to the double-precision reference. Fresh random inputs (the seed,
+ *             FK_TEST_SEED or the clock, is printed and broadcast), uneven slices (rank r holds
+ *             r + 1 parts, the last rank none when P > 2).
+ *   simulate  100 leapfrog steps of a gaj cluster, fixed64 with FK_SCALE_KEEP, each rank moving
+ *             only its own slice; the final positions and velocities gathered on rank 0 equal
+ *             bit for bit those of the same integration on one plain fk_eval.
+ *   failures  a rank that passes bad input at set_particles, one that fails mid-run (step 3 of an
+ *             update loop) and ranks that disagree on the arrays they give: every rank returns
+ *             the same status, and the message names the failing rank; nothing hangs (CTest's
+ *             timeout bounds the run).
+ *
+ * Exit status 0 when every check passed on every rank; rank 0 prints what failed.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "forcekit/forcekit.h"
+#include "forcekit/forcekit_mpi.h"
+
+static int rank, ranks, failures;
+static fk_context *context;
+
+#define CHECK(condition, ...)                                                                      \
+    do {                                                                                           \
+        if (!(condition)) {                                                                        \
+            fprintf(stderr, "rank %d: FAILED %s:%d: ", rank, __FILE__, __LINE__);                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            ++failures;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* splitmix64: the same stream on every rank from the broadcast seed. */
+static uint64_t rng_state;
+static double uniform(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Uneven slices: rank r holds r + 1 shares of N (when P > 2, the last rank holds none). */
+static void slice_of(size_t n, int r, size_t *first, size_t *count)
+{
+    size_t weights = 0, before = 0;
+    for (int k = 0; k < ranks; ++k) {
+        const size_t w = ranks > 2 && k == ranks - 1 ? 0 : (size_t)k + 1;
+        if (k < r)
+            before += w;
+        weights += w;
+    }
+    const size_t mine = ranks > 2 && r == ranks - 1 ? 0 : (size_t)r + 1;
+    *first = n * before / weights;
+    *count = n * (before + mine) / weights - *first;
+}
+
+typedef struct system {
+    size_t n;
+    double *position, *velocity, *mass;
+    double box;
+} system_t;
+
+static system_t make_system(const char *kernel, size_t n, double box)
+{
+    system_t s = {.n = n, .box = box};
+    s.position = malloc(3 * n * sizeof *s.position);
+    s.velocity = malloc(3 * n * sizeof *s.velocity);
+    s.mass = malloc(n * sizeof *s.mass);
+    if (!s.position || !s.velocity || !s.mass)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    const int molecular = kernel[0] == 'l';
+    const int side = (int)ceil(cbrt((double)n));
+    for (size_t i = 0; i < n; ++i) {
+        if (molecular) { /* a jittered lattice in the box: no overlapping pairs */
+            const size_t c[3] = {i % (size_t)side, i / (size_t)side % (size_t)side,
+                                 i / ((size_t)side * (size_t)side)};
+            for (int d = 0; d < 3; ++d)
+                s.position[3 * i + d] = ((double)c[d] + 0.5 + 0.3 * (uniform() - 0.5)) * box / side;
+            s.mass[i] = (i % 2 ? -1 : 1) * (0.2 + 0.8 * uniform()); /* charges */
+        } else {
+            for (int d = 0; d < 3; ++d)
+                s.position[3 * i + d] = 2 * uniform() - 1;
+            s.mass[i] = (0.5 + uniform()) / (double)n;
+        }
+        for (int d = 0; d < 3; ++d)
+            s.velocity[3 * i + d] = 0.3 * (uniform() - 0.5);
+    }
+    return s;
+}
+
+static void free_system(system_t *s)
+{
+    free(s->position);
+    free(s->velocity);
+    free(s->mass);
+}
+
+static fk_eval_config make_config(const char *kernel, const char *accum, int algorithm,
+                                  const system_t *s)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = kernel;
+    config.accum = accum;
+    config.algorithm = algorithm;
+    config.potential = 1;
+    if (kernel[0] == 'l') {
+        config.cutoff = 2.5;
+        config.box[0] = config.box[1] = config.box[2] = s->box;
+        config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    } else {
+        config.eps = 0.05;
+    }
+    return config;
+}
+
+static fk_particles view(const char *kernel, const system_t *s, size_t first, size_t count)
+{
+    const int gaj = strcmp(kernel, "gaj") == 0;
+    return (fk_particles){.count = count,
+                          .position = s->position + 3 * first,
+                          .mass = strcmp(kernel, "lj") == 0 ? NULL : s->mass + first,
+                          .velocity = gaj ? s->velocity + 3 * first : NULL};
+}
+
+/* One case: the distributed results against the plain evaluation on rank 0. */
+static void check_forces(const char *kernel, const char *accum, int algorithm, size_t n)
+{
+    system_t s = make_system(kernel, n, 9.9);
+    const fk_eval_config config = make_config(kernel, accum, algorithm, &s);
+    fk_mpi_eval *m = NULL;
+    fk_status status = fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m);
+    CHECK(status == FK_OK, "create %s %s: %s", kernel, accum, fk_mpi_eval_last_error(NULL));
+    if (status != FK_OK) {
+        free_system(&s);
+        return;
+    }
+    size_t first = 0, count = 0;
+    slice_of(n, rank, &first, &count);
+    const fk_particles mine = view(kernel, &s, first, count);
+    status = fk_mpi_eval_set_particles(m, &mine);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    CHECK(status == FK_OK, "%s %s: %s", kernel, accum, fk_mpi_eval_last_error(m));
+    const size_t fc = fk_eval_force_components(fk_mpi_eval_local(m));
+    double *all = malloc(fc * n * sizeof *all), *potential = malloc(n * sizeof *potential);
+    double *slice = malloc((fc * count + 1) * sizeof *slice);
+    if (status == FK_OK) {
+        CHECK(fk_mpi_eval_read_all_forces(m, all) == FK_OK, "read_all_forces");
+        CHECK(fk_mpi_eval_read_all_potentials(m, potential) == FK_OK, "read_all_potentials");
+        CHECK(fk_mpi_eval_read_forces(m, slice) == FK_OK, "read_forces");
+        CHECK(memcmp(slice, all + fc * first, fc * count * sizeof *all) == 0,
+              "the slice read differs from the whole");
+    }
+    /* Every rank holds the same combined results: rank 0's, broadcast and compared. */
+    double *root = malloc(fc * n * sizeof *root);
+    if (rank == 0)
+        memcpy(root, all, fc * n * sizeof *all);
+    MPI_Bcast(root, (int)(fc * n), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    CHECK(status != FK_OK || memcmp(root, all, fc * n * sizeof *all) == 0,
+          "%s %s: this rank's combined results differ from rank 0's", kernel, accum);
+    if (rank == 0 && status == FK_OK) {
+        /* The P = 1 result: one plain evaluation of all particles, same configuration. */
+        fk_eval_config plain_config = config;
+        if (algorithm == FK_ALGORITHM_AUTO) { /* what the distributed one ran */
+            fk_variant variant;
+            fk_eval_get_variant(fk_mpi_eval_local(m), &variant);
+            plain_config.algorithm = variant.algorithm;
+        }
+        fk_eval *plain = NULL;
+        double *force = malloc(fc * n * sizeof *force), *pot = malloc(n * sizeof *pot);
+        const fk_particles whole = view(kernel, &s, 0, n);
+        status = fk_eval_create(context, &plain_config, &plain);
+        if (status == FK_OK)
+            status = fk_eval_set_particles(plain, &whole);
+        if (status == FK_OK)
+            status = fk_eval_compute(plain, NULL);
+        if (status == FK_OK)
+            status = fk_eval_read_forces(plain, force);
+        if (status == FK_OK)
+            status = fk_eval_read_potentials(plain, pot);
+        CHECK(status == FK_OK, "plain %s %s: %s", kernel, accum, fk_context_last_error(context));
+        if (status == FK_OK) {
+            size_t differ = 0, at = 0;
+            for (size_t k = 0; k < fc * n; ++k)
+                if (memcmp(&force[k], &all[k], sizeof force[k]) != 0 && differ++ == 0)
+                    at = k;
+            CHECK(differ == 0,
+                  "%s %s %s P=%d: %zu force components differ from one device's; first at %zu: "
+                  "%.17g vs %.17g",
+                  kernel, accum, fk_algorithm_name((fk_algorithm)config.algorithm), ranks, differ,
+                  at, all[at], force[at]);
+            CHECK(memcmp(pot, potential, n * sizeof *pot) == 0, "%s %s: potentials differ", kernel,
+                  accum);
+            /* And the plain results are right: the double-precision reference. */
+            fk_physics physics = {.eps = config.eps, .cutoff = config.cutoff};
+            memcpy(physics.box, config.box, sizeof physics.box);
+            double *reference = malloc(fc * n * sizeof *reference);
+            CHECK(fk_reference_forces(kernel, &whole, &physics, reference, NULL) == FK_OK,
+                  "reference");
+            double largest = 0, worst = 0;
+            for (size_t k = 0; k < fc * n; ++k) {
+                largest = fmax(largest, fabs(reference[k]));
+                worst = fmax(worst, fabs(reference[k] - force[k]));
+            }
+            CHECK(worst <= 1e-4 * largest, "%s %s: error %g against the reference (largest %g)",
+                  kernel, accum, worst, largest);
+            uint64_t hash = 1469598103934665603ull; /* FNV-1a of the bits, for the log */
+            const unsigned char *bytes = (const unsigned char *)all;
+            for (size_t k = 0; k < fc * n * sizeof *all; ++k)
+                hash = (hash ^ bytes[k]) * 1099511628211ull;
+            printf("forces %-12s %-7s %-9s N=%zu P=%d: bit-identical to one device, checksum "
+                   "%016llx\n",
+                   kernel, accum, fk_algorithm_name((fk_algorithm)plain_config.algorithm), n, ranks,
+                   (unsigned long long)hash);
+            free(reference);
+        }
+        fk_eval_destroy(plain);
+        free(force);
+        free(pot);
+    }
+    free(all);
+    free(potential);
+    free(slice);
+    free(root);
+    fk_mpi_eval_destroy(m);
+    free_system(&s);
+}
+
+/* Kick-drift-kick with forces from evaluate; each rank moves particles [first, first + count)
+ * of s (P = 1 plain: all). */
+static void simulate(const char *kernel, fk_mpi_eval *m, fk_eval *plain, system_t *s, size_t first,
+                     size_t count, int steps, double dt)
+{
+    const size_t fc = 6; /* gaj: acceleration, jerk */
+    double *force = malloc(fc * (count + 1) * sizeof *force);
+    const fk_particles mine = view(kernel, s, first, count);
+    fk_status status =
+        m ? fk_mpi_eval_set_particles(m, &mine) : fk_eval_set_particles(plain, &mine);
+    for (int step = 0; step <= steps && status == FK_OK; ++step) {
+        if (step > 0)
+            status = m ? fk_mpi_eval_update_positions(m, mine.position, mine.velocity)
+                       : fk_eval_update_positions(plain, mine.position, mine.velocity);
+        if (status == FK_OK)
+            status = m ? fk_mpi_eval_compute(m, NULL) : fk_eval_compute(plain, NULL);
+        if (status == FK_OK)
+            status = m ? fk_mpi_eval_read_forces(m, force) : fk_eval_read_forces(plain, force);
+        if (status != FK_OK)
+            break;
+        for (size_t i = 0; i < count; ++i)
+            for (int d = 0; d < 3; ++d) {
+                double *v = &s->velocity[3 * (first + i) + d];
+                const double a = force[fc * i + d];
+                *v += (step == 0 ? 0.5 : 1.0) * dt * a; /* half kick first, then whole ones */
+                if (step < steps)
+                    s->position[3 * (first + i) + d] += dt * *v;
+            }
+    }
+    CHECK(status == FK_OK, "simulate: %s",
+          m ? fk_mpi_eval_last_error(m) : fk_context_last_error(context));
+    free(force);
+}
+
+static void check_simulate(void)
+{
+    const size_t n = 600;
+    const int steps = 100;
+    const double dt = 0.01;
+    system_t s = make_system("gaj", n, 0);
+    for (size_t i = 0; i < n; ++i)
+        s.mass[i] *= 400.0; /* a bound, fast cluster: 100 steps move it */
+    fk_eval_config config = make_config("gaj", "fixed64", FK_ALGORITHM_ALL_PAIRS, &s);
+    config.scale_policy = FK_SCALE_KEEP;
+    config.potential = 0;
+    /* The reference run on rank 0 first, from a copy of the initial state. */
+    system_t start = make_system("gaj", n, 0);
+    memcpy(start.position, s.position, 3 * n * sizeof(double));
+    memcpy(start.velocity, s.velocity, 3 * n * sizeof(double));
+    memcpy(start.mass, s.mass, n * sizeof(double));
+    if (rank == 0) {
+        fk_eval *plain = NULL;
+        CHECK(fk_eval_create(context, &config, &plain) == FK_OK, "plain create");
+        if (plain)
+            simulate("gaj", NULL, plain, &start, 0, n, steps, dt);
+        fk_eval_destroy(plain);
+    }
+    fk_mpi_eval *m = NULL;
+    const fk_status status = fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m);
+    CHECK(status == FK_OK, "create: %s", fk_mpi_eval_last_error(NULL));
+    size_t first = 0, count = 0;
+    slice_of(n, rank, &first, &count);
+    if (m)
+        simulate("gaj", m, NULL, &s, first, count, steps, dt);
+    /* Gather every rank's slice of the final state on rank 0. */
+    int *counts = malloc((size_t)ranks * sizeof *counts),
+        *firsts = malloc((size_t)ranks * sizeof *firsts);
+    for (int r = 0; r < ranks; ++r) {
+        size_t f = 0, c = 0;
+        slice_of(n, r, &f, &c);
+        counts[r] = (int)(3 * c);
+        firsts[r] = (int)(3 * f);
+    }
+    double *final = malloc(6 * n * sizeof *final);
+    MPI_Gatherv(s.position + 3 * first, (int)(3 * count), MPI_DOUBLE, final, counts, firsts,
+                MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(s.velocity + 3 * first, (int)(3 * count), MPI_DOUBLE, final + 3 * n, counts, firsts,
+                MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        const int same = memcmp(final, start.position, 3 * n * sizeof(double)) == 0 &&
+                         memcmp(final + 3 * n, start.velocity, 3 * n * sizeof(double)) == 0;
+        CHECK(same, "simulate: after %d steps the P=%d trajectory differs from one device's", steps,
+              ranks);
+        printf("simulate gaj fixed64 keep N=%zu, %d steps, P=%d: final state %s one device's "
+               "(rescales on rank 0: %zu)\n",
+               n, steps, ranks, same ? "bit-identical to" : "DIFFERS from",
+               m ? fk_eval_rescale_count(fk_mpi_eval_local(m)) : (size_t)0);
+    }
+    free(counts);
+    free(firsts);
+    free(final);
+    fk_mpi_eval_destroy(m);
+    free_system(&s);
+    free_system(&start);
+}
+
+/* The failing rank: the last one that holds particles (rank 0 when P = 1). */
+static void check_failures(void)
+{
+    const int bad = ranks > 2 ? ranks - 2 : ranks - 1;
+    char expected[32];
+    snprintf(expected, sizeof expected, "rank %d: ", bad);
+    system_t s = make_system("ga", 200, 0);
+    const fk_eval_config config = make_config("ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, &s);
+    fk_mpi_eval *m = NULL;
+    if (fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m) != FK_OK) {
+        CHECK(0, "create: %s", fk_mpi_eval_last_error(NULL));
+        free_system(&s);
+        return;
+    }
+    size_t first = 0, count = 0;
+    slice_of(s.n, rank, &first, &count);
+    /* 1. bad input on one rank at set_particles: positions missing */
+    fk_particles mine = view("ga", &s, first, count);
+    if (rank == bad) {
+        mine.count = 5;
+        mine.position = NULL;
+    }
+    fk_status status = fk_mpi_eval_set_particles(m, &mine);
+    CHECK(status == FK_ERR_INVALID_ARGUMENT, "bad positions: %s", fk_status_string(status));
+    CHECK(strncmp(fk_mpi_eval_last_error(m), expected, strlen(expected)) == 0,
+          "bad positions: message '%s' does not name rank %d", fk_mpi_eval_last_error(m), bad);
+    if (rank == 0)
+        printf("failures: bad input on rank %d: every rank returned %s: %s\n", bad,
+               fk_status_string(status), fk_mpi_eval_last_error(m));
+    /* 2. good particles again: the evaluation is usable after a failed call */
+    mine = view("ga", &s, first, count);
+    status = fk_mpi_eval_set_particles(m, &mine);
+    CHECK(status == FK_OK, "good particles: %s", fk_mpi_eval_last_error(m));
+    /* 3. mid-run: the bad rank passes NULL positions at the third update */
+    for (int step = 0; step < 5 && status == FK_OK; ++step) {
+        status =
+            fk_mpi_eval_update_positions(m, rank == bad && step == 2 ? NULL : mine.position, NULL);
+        if (status == FK_OK)
+            status = fk_mpi_eval_compute(m, NULL);
+        if (status != FK_OK)
+            CHECK(step == 2, "failed at step %d, not 2", step);
+    }
+    CHECK(status == FK_ERR_INVALID_ARGUMENT, "mid-run failure: %s", fk_status_string(status));
+    CHECK(strncmp(fk_mpi_eval_last_error(m), expected, strlen(expected)) == 0,
+          "mid-run failure: message '%s' does not name rank %d", fk_mpi_eval_last_error(m), bad);
+    if (rank == 0)
+        printf("failures: mid-run on rank %d: every rank returned %s: %s\n", bad,
+               fk_status_string(status), fk_mpi_eval_last_error(m));
+    /* 4. ranks that disagree on masses (needs two ranks with particles) */
+    if (ranks > 1) {
+        mine = view("ga", &s, first, count);
+        if (rank == 1)
+            mine.mass = NULL;
+        status = fk_mpi_eval_set_particles(m, &mine);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT, "disagreeing masses: %s",
+              fk_status_string(status));
+        if (rank == 0)
+            printf("failures: ranks disagreeing on masses: %s: %s\n", fk_status_string(status),
+                   fk_mpi_eval_last_error(m));
+    }
+    /* 5. a configuration error on every rank at create */
+    fk_eval_config wrong = config;
+    wrong.kernel = "no_such_law";
+    fk_mpi_eval *none = NULL;
+    status = fk_mpi_eval_create(context, &wrong, MPI_COMM_WORLD, &none);
+    CHECK(status != FK_OK && none == NULL && strstr(fk_mpi_eval_last_error(NULL), "rank 0: "),
+          "unknown law: %s '%s'", fk_status_string(status), fk_mpi_eval_last_error(NULL));
+    fk_mpi_eval_destroy(m);
+    free_system(&s);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    unsigned long long seed = 0;
+    if (rank == 0) {
+        const char *text = getenv("FK_TEST_SEED");
+        seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL) * 2654435761ull;
+        printf("test_mpi: P=%d, FK_TEST_SEED=%llu\n", ranks, seed);
+    }
+    MPI_Bcast(&seed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    rng_state = seed;
+    fk_context_config context_config = FK_CONFIG_INIT(fk_context_config);
+    context_config.device = getenv("FORCEKIT_DEVICE");
+    fk_status status = fk_context_create(&context_config, &context);
+    int ok = status == FK_OK, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        fprintf(stderr, "rank %d: context: %s\n", rank, fk_status_string(status));
+        MPI_Finalize();
+        return 1;
+    }
+    const char *what = argc > 1 ? argv[1] : "all";
+    if (!strcmp(what, "all") || !strcmp(what, "forces")) {
+        check_forces("ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, 1000);
+        check_forces("ga", "float", FK_ALGORITHM_ALL_PAIRS, 1000);
+        check_forces("gaj", "fixed64", FK_ALGORITHM_ALL_PAIRS, 700);
+        check_forces("lj", "fixed64", FK_ALGORITHM_CELLS, 729);
+        check_forces("lj", "float", FK_ALGORITHM_CELLS, 729);
+        check_forces("lj", "fixed64", FK_ALGORITHM_NEIGHBORS, 729);
+        check_forces("lj", "fixed64", FK_ALGORITHM_ALL_PAIRS, 729);
+        check_forces("ljc_constant", "fixed64", FK_ALGORITHM_CELLS, 729);
+        check_forces("ljc_constant", "fixed64", FK_ALGORITHM_ALL_PAIRS, 729);
+    }
+    if (!strcmp(what, "all") || !strcmp(what, "simulate"))
+        check_simulate();
+    if (!strcmp(what, "all") || !strcmp(what, "failures"))
+        check_failures();
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_mpi P=%d: %s (%d failed checks)\n", ranks, total ? "FAILED" : "passed", total);
+    fk_context_destroy(context);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
