@@ -2,7 +2,7 @@
 # Sets up a fresh Debian machine, configures, builds and runs the test suite:
 #   1. pocl:     the whole suite on the default OpenCL device (POCL on a CPU-only machine), build-test/
 #   2. oclgrind: every pair loop under oclgrind's data-race, API and uninitialized-value checks
-#   3. intel:    the device tests (CTest label "device") again on Intel's OpenCL CPU runtime, installed
+#   3. intel:    the device tests (CTest label "device") but the MPI ones again on Intel's OpenCL CPU runtime, installed
 #                from PyPI into build-test/intel-opencl by scripts/intel-opencl.sh (never system-wide)
 #   4. python:   the Python package (python/) pip-installed into a venv under build-test/python/ (its
 #                own build of the library, nanobind, numpy, pytest, openmm from PyPI), then
