@@ -65,7 +65,9 @@ static double monotonic_seconds(void)
  * status's name). */
 static fk_status library_failure(fkt_sim *sim, fk_status status, const char *what)
 {
-    const char *detail = fk_context_last_error(sim->context);
+    const fkt_sim_backend *backend = sim->config.backend;
+    const char *detail =
+        backend ? backend->last_error(backend->user) : fk_context_last_error(sim->context);
     set_message(sim->message, sizeof sim->message, "%s: %s", what,
                 detail && *detail ? detail : fk_status_string(status));
     return status;
@@ -101,10 +103,12 @@ static fk_status read_output(fkt_sim *sim, double *acceleration, double *jerk, c
     /* The decoded results where the compute left them (pinned memory), without a copy; devices
      * without fp64 decode on the host into sim->output. */
     const void *view = NULL;
-    fk_status status = fk_eval_results_view(sim->eval, &view, NULL);
+    const fkt_sim_backend *backend = sim->config.backend;
+    fk_status status = backend ? FK_ERR_UNSUPPORTED : fk_eval_results_view(sim->eval, &view, NULL);
     const double *output = view;
     if (status == FK_ERR_UNSUPPORTED) {
-        status = fk_eval_read_forces(sim->eval, sim->output);
+        status = backend ? backend->read_forces(backend->user, sim->output)
+                         : fk_eval_read_forces(sim->eval, sim->output);
         output = sim->output;
     }
     sim->timing.read += monotonic_seconds() - start;
@@ -133,7 +137,9 @@ static fk_status compute(fkt_sim *sim, const char *what)
 {
     double seconds = 0;
     const double start = monotonic_seconds();
-    fk_status status = fk_eval_compute(sim->eval, &seconds);
+    const fkt_sim_backend *backend = sim->config.backend;
+    fk_status status =
+        backend ? backend->compute(backend->user, &seconds) : fk_eval_compute(sim->eval, &seconds);
     sim->timing.compute += monotonic_seconds() - start;
     if (status != FK_OK)
         return library_failure(sim, status, what);
@@ -144,11 +150,18 @@ static fk_status compute(fkt_sim *sim, const char *what)
 }
 
 /* Forces at new positions (and velocities, which gaj's jerk needs). */
+static fk_status update_positions(fkt_sim *sim, const double *position, const double *velocity)
+{
+    const fkt_sim_backend *backend = sim->config.backend;
+    return backend ? backend->update(backend->user, position, velocity)
+                   : fk_eval_update_positions(sim->eval, position, velocity);
+}
+
 static fk_status evaluate(fkt_sim *sim, const double *position, const double *velocity,
                           double *acceleration, double *jerk, const char *what)
 {
     const double start = monotonic_seconds();
-    fk_status status = fk_eval_update_positions(sim->eval, position, velocity);
+    fk_status status = update_positions(sim, position, velocity);
     sim->timing.update += monotonic_seconds() - start;
     if (status == FK_ERR_OVERFLOW) {
         /* The data-scaled accumulators' pre-pass saw a term that is not finite (the input was
@@ -258,7 +271,7 @@ fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
     sim->message[0] = '\0';
     fk_status status = FK_OK;
     if (!sim->potential_current) {
-        status = fk_eval_update_positions(sim->eval, sim->position, sim->velocity);
+        status = update_positions(sim, sim->position, sim->velocity);
         if (status != FK_OK)
             return library_failure(sim, status, "energy");
         status = compute(sim, "energy");
@@ -266,7 +279,9 @@ fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
             return status;
         sim->potential_current = 1;
     }
-    status = fk_eval_read_potentials(sim->eval, sim->potential);
+    const fkt_sim_backend *backend = sim->config.backend;
+    status = backend ? backend->read_potentials(backend->user, sim->potential)
+                     : fk_eval_read_potentials(sim->eval, sim->potential);
     if (status != FK_OK)
         return library_failure(sim, status, "energy");
     double k = 0, u = 0;
@@ -307,7 +322,10 @@ void fkt_sim_destroy(fkt_sim *sim)
 {
     if (!sim)
         return;
-    fk_eval_destroy(sim->eval);
+    if (sim->config.backend) /* its evaluation is the backend's */
+        sim->config.backend->destroy(sim->config.backend->user);
+    else
+        fk_eval_destroy(sim->eval);
     double *arrays[] = {sim->position,          sim->velocity,      sim->mass,
                         sim->acceleration,      sim->jerk,          sim->output,
                         sim->potential,         sim->next_position, sim->next_velocity,
@@ -326,6 +344,10 @@ static fk_status make_eval(fkt_sim *sim, const fkt_sim_config *config, fk_algori
     eval_config.potential = 1;
     eval_config.expected_count = view->count;
     fk_eval *eval = NULL;
+    const fkt_sim_backend *backend = config->backend;
+    if (backend)
+        return backend->create(backend->user, sim->context, &eval_config, config->pair_table,
+                               config->exclusions, config->exclusion_count, view, out);
     fk_status status = fk_eval_create(sim->context, &eval_config, &eval);
     if (status == FK_OK && config->pair_table)
         status = fk_eval_set_pair_table(eval, config->pair_table);
@@ -424,6 +446,12 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
     }
     if (!(config->dt > 0) || !isfinite(config->dt)) {
         set_message(error, error_size, "the time step must be finite and > 0");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (config->backend && config->auto_algorithm) {
+        set_message(error, error_size,
+                    "the algorithm is not chosen by trial runs here: name one (or auto, the "
+                    "library's built-in choice)");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (config->integrator == FKT_INTEGRATOR_HERMITE && strcmp(kernel->name, "gaj") != 0) {

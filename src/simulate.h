@@ -22,6 +22,24 @@ typedef enum fkt_integrator {
 const char *fkt_integrator_name(fkt_integrator integrator);
 int fkt_integrator_find(const char *name, fkt_integrator *integrator);
 
+/* Where the forces come from when not from an fk_eval of this process: the command's MPI layer
+ * (src/cli/simulate_mpi.c) spreads each evaluation over the ranks, every rank integrating all the
+ * particles the same way (replicated data). The functions take and give all N particles; status
+ * codes as the fk_eval calls they stand for, with last_error the detail. create also sets the
+ * particles; *local is an evaluation to query (variant), owned by the backend. */
+typedef struct fkt_sim_backend {
+    void *user;
+    fk_status (*create)(void *user, fk_context *context, const fk_eval_config *config,
+                        const fk_pair_table *table, const size_t *exclusions,
+                        size_t exclusion_count, const fk_particles *all, fk_eval **local);
+    fk_status (*update)(void *user, const double *position, const double *velocity);
+    fk_status (*compute)(void *user, double *seconds);
+    fk_status (*read_forces)(void *user, double *forces);
+    fk_status (*read_potentials)(void *user, double *potentials);
+    const char *(*last_error)(void *user);
+    void (*destroy)(void *user);
+} fkt_sim_backend;
+
 typedef struct fkt_sim_config {
     /* The evaluation: kernel, accum, physics (box, cutoff, eps...), variant, algorithm. potential
      * is turned on (the energy needs it) and expected_count set to N. */
@@ -35,6 +53,10 @@ typedef struct fkt_sim_config {
     const fk_pair_table *pair_table; /* NULL: the default single type */
     const size_t *exclusions;        /* 2 indices per pair */
     size_t exclusion_count;
+    /* NULL: an fk_eval of this process. Otherwise the backend's evaluation (auto_algorithm must
+     * be 0: the algorithm is eval.algorithm, which may be FK_ALGORITHM_AUTO); destroyed with the
+     * simulation. */
+    const fkt_sim_backend *backend;
 } fkt_sim_config;
 
 /* What auto_algorithm measured, per candidate. */

@@ -11,7 +11,13 @@
 #include "generate.h"
 #include "internal.h" /* fk__variant_check: the one place for the variant rules */
 #include "forcekit/tools.h"
+#include "mpi.h"
 #include "physics.h"
+#ifdef FK_CLI_MPI
+#include <mpi.h>
+
+#include "forcekit/forcekit_mpi.h"
+#endif
 
 static const char bench_usage[] =
     "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
@@ -52,7 +58,13 @@ static const char bench_usage[] =
     "                  positions, the bound pre-pass) or keep (the scale of set_particles until\n"
     "                  a compute overflows; fk_eval_config.scale_policy)\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
-    "  --json          print the results as one JSON document on standard output\n";
+    "  --json          print the results as one JSON document on standard output\n\n"
+    "Under mpirun (mpirun -np P forcekit bench ...) it times R steps of the distributed\n"
+    "evaluation (libforcekit_mpi, docs/mpi.md) of one variant: the positions gathered from every\n"
+    "rank's slice, each rank's share computed, the results combined, by the wall clock between\n"
+    "barriers on rank 0; the JSON has the median step, the pair rate, the checksum of the forces\n"
+    "(equal to one device's) and the \"mpi\" object (each rank's pairs, compute, communication\n"
+    "and wait seconds over the R steps).\n";
 
 enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
@@ -382,6 +394,130 @@ static fk_status generate_system(bench_run *run, const bench_options *options)
                                 (fkt_layout)layout, &run->particles);
 }
 
+#ifdef FK_CLI_MPI
+/* Under mpirun: R timed steps (update, compute, combine) of the distributed evaluation. Every
+ * rank generated the same system; rank r passes its slice (an equal split). */
+static int bench_distributed(bench_run *run, const bench_options *options)
+{
+    const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
+    const size_t n = run->particles.count, fc = run->kernel->force_components;
+    const size_t first = n * (size_t)rank / (size_t)ranks;
+    const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
+    fk_eval_config config = run->base;
+    config.unroll_i = run->requested[0][0];
+    config.unroll_j = run->requested[0][1];
+    fk_mpi_eval *m = NULL;
+    fk_status status = fk_mpi_eval_create(run->context, &config, MPI_COMM_WORLD, &m);
+    if (status != FK_OK) {
+        if (rank == 0)
+            cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(NULL));
+        return cli_exit_code(status);
+    }
+    status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics); /* the same on every rank */
+    if (status != FK_OK) {
+        const int code = cli_report_status(status, run->context);
+        fk_mpi_eval_destroy(m);
+        return code;
+    }
+    const fk_particles all = fkt_particle_set_view(&run->particles);
+    const fk_particles slice = {.count = mine,
+                                .position = all.position + 3 * first,
+                                .mass = all.mass ? all.mass + first : NULL,
+                                .velocity = all.velocity ? all.velocity + 3 * first : NULL,
+                                .type = all.type ? all.type + first : NULL};
+    status = fk_mpi_eval_set_particles(m, &slice);
+    if (status == FK_OK) /* warm-up: first-launch costs are not a step's */
+        status = fk_mpi_eval_compute(m, NULL);
+    fk_mpi_eval_reset_figures(m);
+    double device_total = 0;
+    for (long long rep = 0; status == FK_OK && rep < options->reps; ++rep) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double start = MPI_Wtime();
+        double device = 0;
+        status = fk_mpi_eval_update_positions(m, slice.position, slice.velocity);
+        if (status == FK_OK)
+            status = fk_mpi_eval_compute(m, &device);
+        MPI_Barrier(MPI_COMM_WORLD);
+        run->timings[rep] = MPI_Wtime() - start;
+        device_total += device;
+    }
+    if (status == FK_OK)
+        status = fk_mpi_eval_read_all_forces(m, run->forces);
+    uint64_t pairs = 0;
+    if (status == FK_OK) { /* the pairs of one step, over all ranks */
+        const uint64_t mine_pairs = fk_eval_share_pairs(fk_mpi_eval_local(m));
+        MPI_Allreduce(&mine_pairs, &pairs, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    }
+    cJSON *mpi = cli_mpi_figures_json(m); /* collective */
+    fk_variant variant = {0};
+    fk_eval_get_variant(fk_mpi_eval_local(m), &variant);
+    if (status != FK_OK) {
+        if (rank == 0)
+            cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(m));
+        cJSON_Delete(mpi);
+        fk_mpi_eval_destroy(m);
+        return cli_exit_code(status);
+    }
+    for (size_t k = 0; k < n * fc; ++k)
+        if (!isfinite(run->forces[k])) {
+            cli_error("bench", "the distributed evaluation produced non-finite forces");
+            cJSON_Delete(mpi);
+            fk_mpi_eval_destroy(m);
+            return CLI_EXIT_RUNTIME;
+        }
+    const double median = cli_median(run->timings, (size_t)options->reps);
+    char checksum[CLI_CHECKSUM_SIZE];
+    cli_checksum(run->forces, n * fc, checksum);
+    if (rank == 0) {
+        const fk_device_info *device = fk_context_device(run->context);
+        char unroll[CLI_UNROLL_NAME_SIZE];
+        cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+        fprintf(stderr,
+                "%s (%s), N = %zu over %d MPI ranks (%s on rank 0), %s: median step %.4g s, "
+                "%.4g pairs/s, checksum %s\n",
+                run->kernel->name, run->accum->name, n, ranks, device->name,
+                fk_algorithm_name((fk_algorithm)variant.algorithm), median,
+                median > 0 ? (double)pairs / median : NAN, checksum);
+        if (options->json) {
+            char date[CLI_TIMESTAMP_SIZE];
+            cli_utc_timestamp(date);
+            cJSON *document = cJSON_CreateObject();
+            cJSON_AddStringToObject(document, "kernel", run->kernel->name);
+            cJSON_AddStringToObject(document, "accum", run->accum->name);
+            cJSON_AddNumberToObject(document, "n", (double)n);
+            cJSON_AddStringToObject(document, "device", device->name);
+            cJSON_AddStringToObject(document, "driver_version", device->driver_version);
+            cJSON_AddStringToObject(document, "date", date);
+            cJSON_AddStringToObject(document, "algorithm",
+                                    fk_algorithm_name((fk_algorithm)variant.algorithm));
+            cJSON_AddStringToObject(document, "unroll", unroll);
+            cJSON_AddNumberToObject(document, "work_group_size", variant.work_group_size);
+            cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+            cJSON_AddNumberToObject(document, "reps", (double)options->reps);
+            cli_json_number(document, "median_step_seconds", median);
+            cli_json_number(document, "min_step_seconds", run->timings[0]);
+            cli_json_number(document, "max_step_seconds", run->timings[options->reps - 1]);
+            cli_json_number(document, "device_seconds_rank0", device_total / (double)options->reps);
+            cJSON_AddNumberToObject(document, "pairs_per_step", (double)pairs);
+            cli_json_number(document, "interactions_per_second",
+                            median > 0 ? (double)pairs / median : NAN);
+            cJSON_AddStringToObject(document, "checksum", checksum);
+            if (mpi) {
+                cJSON_AddNumberToObject(mpi, "steps", (double)options->reps);
+                cJSON_AddItemToObject(document, "mpi", mpi);
+                mpi = NULL;
+            }
+            cJSON_Delete(mpi);
+            fk_mpi_eval_destroy(m);
+            return cli_print_json(document);
+        }
+    }
+    cJSON_Delete(mpi);
+    fk_mpi_eval_destroy(m);
+    return CLI_EXIT_OK;
+}
+#endif
+
 int cmd_bench(int argc, char **argv)
 {
     bench_options options = {.accum = "float",
@@ -458,7 +594,9 @@ int cmd_bench(int argc, char **argv)
     if (code != CLI_EXIT_OK)
         return code;
 
-    code = cli_open_context(options.device, &run.context);
+    char selector[32]; /* under mpirun, a device per rank unless one was named */
+    code =
+        cli_open_context(options.device ? options.device : cli_mpi_device(selector), &run.context);
     if (code == CLI_EXIT_OK)
         code = cli_check_fits_device(run.context, (size_t)options.n);
     if (code != CLI_EXIT_OK) {
@@ -491,6 +629,18 @@ int cmd_bench(int argc, char **argv)
         return cli_exit_code(status);
     }
 
+#ifdef FK_CLI_MPI
+    if (cli_mpi_active()) {
+        if (run.requested_count != 1) {
+            bench_run_free(&run);
+            return cli_usage_error("bench", "under mpirun, one variant: --unroll IxJ or auto");
+        }
+        run.base.scale_policy = scale_policy;
+        code = bench_distributed(&run, &options);
+        bench_run_free(&run);
+        return code;
+    }
+#endif
     if (options.step) {
         bench_step_input step = {.context = run.context,
                                  .base = run.base,

@@ -131,6 +131,7 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
 {
     const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
     const size_t n = run->particles.count, fc = kernel->force_components;
+    (void)accum;
     const size_t first = n * (size_t)rank / (size_t)ranks;
     const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
     fk_mpi_eval *m = NULL;
@@ -170,16 +171,13 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
         status = fk_mpi_eval_read_all_forces(m, run->forces);
     if (status == FK_OK && options->potential)
         status = fk_mpi_eval_read_all_potentials(m, run->potentials);
-    fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
-    const fk_status figures_status = fk_mpi_eval_figures(m, 0, figures);
-    if (status == FK_OK)
-        status = figures_status;
+    cJSON *mpi_figures = cli_mpi_figures_json(m); /* collective; rank 0's, NULL elsewhere */
     if (status != FK_OK) {
         if (rank == 0)
             cli_error(fk_status_string(status), "%s",
                       fk_mpi_eval_last_error(m)[0] ? fk_mpi_eval_last_error(m)
                                                    : fk_status_string(status));
-        free(figures);
+        cJSON_Delete(mpi_figures);
         fk_mpi_eval_destroy(m);
         forces_run_free(run);
         return cli_exit_code(status);
@@ -202,23 +200,12 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
             cli_error(fk_status_string(status), "%s", message);
             code = cli_write_exit_code(status);
         } else if (options->json) {
-            cJSON *mpi = cJSON_CreateObject();
-            cJSON_AddNumberToObject(mpi, "ranks", ranks);
-            cJSON *per_rank = cJSON_AddArrayToObject(mpi, "per_rank");
-            for (int r = 0; r < ranks; ++r) {
-                cJSON *entry = cJSON_CreateObject();
-                cJSON_AddNumberToObject(entry, "rank", figures[r].rank);
-                cJSON_AddNumberToObject(entry, "particles", (double)figures[r].particles);
-                cJSON_AddNumberToObject(entry, "pairs", (double)figures[r].pairs);
-                cli_json_number(entry, "compute_seconds", figures[r].compute_seconds);
-                cli_json_number(entry, "communication_seconds", figures[r].communication_seconds);
-                cli_json_number(entry, "wait_seconds", figures[r].wait_seconds);
-                cJSON_AddItemToArray(per_rank, entry);
-            }
+            cJSON *mpi = mpi_figures;
+            mpi_figures = NULL;
             print_json_summary(options, run, &variant, fc, seconds, mpi, &code);
         }
     }
-    free(figures);
+    cJSON_Delete(mpi_figures);
     fk_mpi_eval_destroy(m);
     forces_run_free(run);
     return code;

@@ -15,6 +15,7 @@
 #include "files.h"
 #include "generate.h"
 #include "forcekit/tools.h"
+#include "mpi.h"
 #include "physics.h"
 #include "simulate.h"
 #include "systems.h"
@@ -310,6 +311,8 @@ static void progress(const simulate_run *run, uint64_t target, uint64_t first, d
 
 static int write_checkpoint(const simulate_options *options, simulate_run *run)
 {
+    if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
+        return CLI_EXIT_OK;
     char message[1024] = "";
     fk_status status = fkt_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
                                                 run->options.count, run->samples, run->sample_count,
@@ -341,6 +344,9 @@ typedef struct loop_stats {
     uint64_t first_step, steps_run;
     fkt_sim_timing timing;
 } loop_stats;
+
+/* Under mpirun: the "mpi" object of the JSON document (rank 0's). */
+static cJSON *mpi_figures;
 
 static int print_json(const simulate_options *options, const simulate_run *run,
                       const fkt_sim_config *config, const loop_stats *stats)
@@ -452,6 +458,10 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     }
     if (options->checkpoint)
         cJSON_AddStringToObject(document, "checkpoint", options->checkpoint);
+    if (mpi_figures) { /* the document owns it now */
+        cJSON_AddItemToObject(document, "mpi", mpi_figures);
+        mpi_figures = NULL;
+    }
     return cli_print_json(document);
 }
 
@@ -691,9 +701,18 @@ int cmd_simulate(int argc, char **argv)
             return code;
         }
     }
+    /* Under mpirun the forces come from libforcekit_mpi (replicated data: every rank integrates
+     * every particle); there are no trial runs, auto is the library's built-in choice. */
+    config.backend = cli_mpi_sim_backend();
+    if (config.backend && auto_algorithm) {
+        config.eval.algorithm = FK_ALGORITHM_AUTO;
+        auto_algorithm = 0;
+    }
     config.auto_algorithm = auto_algorithm;
 
-    code = cli_open_context(options.device, &run.context);
+    char selector[32];
+    code =
+        cli_open_context(options.device ? options.device : cli_mpi_device(selector), &run.context);
     if (code == CLI_EXIT_OK && cli_check_fits_device(run.context, run.particles.count))
         code = CLI_EXIT_RUNTIME;
     if (code != CLI_EXIT_OK) {
@@ -761,8 +780,10 @@ int cmd_simulate(int argc, char **argv)
     const uint64_t checkpoint_every = (uint64_t)options.checkpoint_every;
     const int show_progress = isatty(fileno(stderr));
     interrupted_by = 0;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    if (!cli_mpi_active()) { /* under mpirun the ranks would stop at different steps */
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+    }
     loop_stats stats = {.first_step = run.sim->step};
     const double device_before = run.sim->device_seconds;
     const fkt_sim_timing timing_before = run.sim->timing;
@@ -860,8 +881,11 @@ int cmd_simulate(int argc, char **argv)
             stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0,
             stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0, e0, e_end,
             fabs(e_end - e0) / fabs(e0));
+    mpi_figures = cli_mpi_sim_figures(); /* collective under mpirun; NULL otherwise */
     if (options.json)
         code = print_json(&options, &run, &config, &stats);
+    cJSON_Delete(mpi_figures);
+    mpi_figures = NULL;
     simulate_run_free(&run);
     return code;
 }

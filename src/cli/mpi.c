@@ -85,7 +85,141 @@ const char *cli_mpi_device(char *selector)
     return chosen;
 }
 
+/* The simulation's backend: one distributed evaluation; this rank's slice is an equal split. */
+static struct sim_state {
+    fk_mpi_eval *m;
+    size_t first, count, n;
+    char error[1200];
+} sim_state;
+
+static fk_status sim_create(void *user, fk_context *context, const fk_eval_config *config,
+                            const fk_pair_table *table, const size_t *exclusions,
+                            size_t exclusion_count, const fk_particles *all, fk_eval **local)
+{
+    struct sim_state *s = user;
+    s->error[0] = '\0';
+    s->n = all->count;
+    s->first = all->count * (size_t)rank / (size_t)ranks;
+    s->count = all->count * ((size_t)rank + 1) / (size_t)ranks - s->first;
+    fk_status status = fk_mpi_eval_create(context, config, MPI_COMM_WORLD, &s->m);
+    if (status != FK_OK) {
+        snprintf(s->error, sizeof s->error, "%s", fk_mpi_eval_last_error(NULL));
+        return status;
+    }
+    /* The same tables on every rank and the same checks: a failure is every rank's. */
+    fk_eval *eval = fk_mpi_eval_local(s->m);
+    if (table)
+        status = fk_eval_set_pair_table(eval, table);
+    if (status == FK_OK && exclusion_count)
+        status = fk_eval_set_exclusions(eval, exclusions, exclusion_count);
+    if (status != FK_OK) {
+        snprintf(s->error, sizeof s->error, "%s", fk_context_last_error(context));
+        return status;
+    }
+    const int velocities = strcmp(config->kernel, "gaj") == 0; /* only gaj reads them */
+    const fk_particles slice = {
+        .count = s->count,
+        .position = all->position + 3 * s->first,
+        .mass = all->mass ? all->mass + s->first : NULL,
+        .velocity = velocities && all->velocity ? all->velocity + 3 * s->first : NULL,
+        .type = all->type ? all->type + s->first : NULL};
+    status = fk_mpi_eval_set_particles(s->m, &slice);
+    if (status == FK_OK)
+        *local = eval;
+    return status;
+}
+
+static fk_status sim_update(void *user, const double *position, const double *velocity)
+{
+    struct sim_state *s = user;
+    const int velocities = fk_eval_force_components(fk_mpi_eval_local(s->m)) == 6;
+    return fk_mpi_eval_update_positions(s->m, position + 3 * s->first,
+                                        velocities && velocity ? velocity + 3 * s->first : NULL);
+}
+
+static fk_status sim_compute(void *user, double *seconds)
+{
+    return fk_mpi_eval_compute(((struct sim_state *)user)->m, seconds);
+}
+
+static fk_status sim_read_forces(void *user, double *forces)
+{
+    return fk_mpi_eval_read_all_forces(((struct sim_state *)user)->m, forces);
+}
+
+static fk_status sim_read_potentials(void *user, double *potentials)
+{
+    return fk_mpi_eval_read_all_potentials(((struct sim_state *)user)->m, potentials);
+}
+
+static const char *sim_last_error(void *user)
+{
+    struct sim_state *s = user;
+    return s->error[0] || !s->m ? s->error : fk_mpi_eval_last_error(s->m);
+}
+
+static void sim_destroy(void *user)
+{
+    struct sim_state *s = user;
+    fk_mpi_eval_destroy(s->m);
+    s->m = NULL;
+}
+
+static const fkt_sim_backend sim_backend = {.user = &sim_state,
+                                            .create = sim_create,
+                                            .update = sim_update,
+                                            .compute = sim_compute,
+                                            .read_forces = sim_read_forces,
+                                            .read_potentials = sim_read_potentials,
+                                            .last_error = sim_last_error,
+                                            .destroy = sim_destroy};
+
+const fkt_sim_backend *cli_mpi_sim_backend(void)
+{
+    return active ? &sim_backend : NULL;
+}
+
+cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
+{
+    fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
+    const fk_status status = fk_mpi_eval_figures(m, 0, figures);
+    if (status != FK_OK || rank != 0) {
+        free(figures);
+        return NULL;
+    }
+    cJSON *mpi = cJSON_CreateObject();
+    cJSON_AddNumberToObject(mpi, "ranks", ranks);
+    cJSON *per_rank = cJSON_AddArrayToObject(mpi, "per_rank");
+    for (int r = 0; r < ranks; ++r) {
+        cJSON *entry = cJSON_CreateObject();
+        cJSON_AddNumberToObject(entry, "rank", figures[r].rank);
+        cJSON_AddNumberToObject(entry, "particles", (double)figures[r].particles);
+        cJSON_AddNumberToObject(entry, "pairs", (double)figures[r].pairs);
+        cJSON_AddNumberToObject(entry, "compute_seconds", figures[r].compute_seconds);
+        cJSON_AddNumberToObject(entry, "communication_seconds", figures[r].communication_seconds);
+        cJSON_AddNumberToObject(entry, "wait_seconds", figures[r].wait_seconds);
+        cJSON_AddItemToArray(per_rank, entry);
+    }
+    free(figures);
+    return mpi;
+}
+
+cJSON *cli_mpi_sim_figures(void)
+{
+    return active && sim_state.m ? cli_mpi_figures_json(sim_state.m) : NULL;
+}
+
 #else
+
+const fkt_sim_backend *cli_mpi_sim_backend(void)
+{
+    return NULL;
+}
+
+cJSON *cli_mpi_sim_figures(void)
+{
+    return NULL;
+}
 
 void cli_mpi_start(int *argc, char ***argv)
 {

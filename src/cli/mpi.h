@@ -5,7 +5,10 @@
 
 #include <stddef.h>
 
+#include <cJSON.h>
+
 #include "forcekit/forcekit.h"
+#include "simulate.h"
 
 /* main: MPI_Init when the process was started by an MPI launcher (Open MPI's, MPICH's Hydra,
  * PMIx); cli_mpi_finish(exit code) at exit: MPI_Finalize, or MPI_Abort for a failure. */
@@ -19,5 +22,17 @@ int cli_mpi_ranks(void);
  * take the node's GPUs (else CPUs) by local rank, modulo their number. Writes the selector into
  * selector (size 32) and returns it, or NULL to leave the choice to the default. */
 const char *cli_mpi_device(char *selector);
+
+/* simulate under mpirun: the forces of every step from libforcekit_mpi, each rank computing its
+ * share, every rank integrating all particles the same way (replicated data). NULL without MPI. */
+const fkt_sim_backend *cli_mpi_sim_backend(void);
+/* Collective: the JSON "mpi" object {"ranks", "per_rank": [...]} of the simulation's evaluation
+ * on rank 0 (NULL elsewhere, on failure, or without MPI). */
+cJSON *cli_mpi_sim_figures(void);
+#ifdef FK_CLI_MPI
+struct fk_mpi_eval;
+/* Collective: the same object for any distributed evaluation. */
+cJSON *cli_mpi_figures_json(struct fk_mpi_eval *eval);
+#endif
 
 #endif

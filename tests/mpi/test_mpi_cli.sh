@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `mpirun -np P forcekit forces` (issue #20): the output file of P = 1, 2 and 3 ranks equals the
-# plain command's byte for byte (ga and lj with fixed64; lj in a periodic box with cells), the JSON
-# summary carries the "mpi" object with one entry per rank, and a bad input ends the job with a
+# `mpirun -np P forcekit forces|simulate|bench` (issue #20): the output file of P = 1, 2 and 3 ranks
+# equals the plain command's byte for byte (ga and lj with fixed64; lj in a periodic box with
+# cells), so does the checkpoint after 100 fixed64 simulate steps for P = 1 and 3, the JSON
+# summaries carry the "mpi" object (bench: the forces' checksum is the same for P = 1 and 3) with one entry per rank, and a bad input ends the job with a
 # nonzero exit and rank 0's message, without hanging (the caller's timeout bounds it).
 #   test_mpi_cli.sh FORCEKIT MPIEXEC [MPIEXEC FLAGS...]
 set -euo pipefail
@@ -37,6 +38,36 @@ assert all(r["pairs"]>0 and r["compute_seconds"]>=0 for r in m["per_rank"]), m' 
             "$work/mpi$k-$np.json" "$np"
     done
 done
+# simulate: 100 steps with fixed64 (gaj Hermite on a Plummer sphere; lj in a periodic box with
+# cells): the final checkpoint of 1 and 3 ranks equals the plain command's, byte for byte.
+sims=("--kernel gaj --system plummer --n 300 --dt 0.002 --algorithm all-pairs"
+      "--kernel lj --system lj-fluid --n 500 --dt 0.002 --algorithm cells")
+for k in 0 1; do
+    read -r -a args <<< "${sims[$k]}"
+    "$forcekit" simulate "${args[@]}" --steps 100 --accum fixed64 --checkpoint "$work/sim$k" \
+        2>/dev/null
+    for np in 1 3; do
+        "${mpiexec[@]}" -np "$np" "$forcekit" simulate "${args[@]}" --steps 100 --accum fixed64 \
+            --checkpoint "$work/sim$k-$np" --json > "$work/sim$k-$np.json" 2>/dev/null
+        check "simulate ${args[1]}: the 100-step checkpoint of $np ranks equals the plain run's" \
+            cmp -s "$work/sim$k" "$work/sim$k-$np"
+        check "simulate ${args[1]}: $np ranks in the JSON summary" \
+            python3 -c 'import json,sys
+m=json.load(open(sys.argv[1]))["mpi"]; assert m["ranks"]==int(sys.argv[2]), m' \
+            "$work/sim$k-$np.json" "$np"
+    done
+done
+# bench: the checksum of the forces after R distributed steps is the same for 1 and 3 ranks.
+for np in 1 3; do
+    "${mpiexec[@]}" -np "$np" "$forcekit" bench --kernel ga --accum fixed64 --n 1000 --reps 3 \
+        --json > "$work/bench-$np.json" 2>/dev/null
+done
+check "bench: the same checksum on 1 and 3 ranks, 3 ranks in the summary" \
+    python3 -c 'import json,sys
+a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+assert a["checksum"]==b["checksum"], (a["checksum"], b["checksum"])
+assert b["mpi"]["ranks"]==3 and b["pairs_per_step"]==1000*1000, b' \
+    "$work/bench-1.json" "$work/bench-3.json"
 # Bad input: a missing file, on every rank: nonzero exit and the message, no hang.
 if "${mpiexec[@]}" -np 2 "$forcekit" forces --kernel ga --in "$work/missing.txt" \
     --out "$work/never.txt" > /dev/null 2> "$work/err"; then
