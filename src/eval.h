@@ -53,12 +53,13 @@ struct fk_eval {
      * whose share is a range of particles (all-pairs, lanes, full lists) sets share_first,
      * share_end and share_range 1 in its forces pass and the evaluation then writes zero results
      * outside it; one whose share is not (cells: a range of cells) zeroes the results itself
-     * before its pass and sets share_range 0. The bound pre-pass always covers every particle, so that every part
-     * chooses the same scale (src/eval/share.c). */
+     * before its pass and sets share_range 0. The bound pre-pass always covers every particle, so
+     * that every part chooses the same scale (src/eval/share.c). */
     int share_part, share_parts;
     size_t share_first, share_end;
     int share_range;
-    int rescaling;         /* 1 while the redone compute is waited for */
+    double bound_max_term, bound_max_sum; /* the last pre-pass's measured bound */
+    int rescaling;                        /* 1 while the redone compute is waited for */
     /* fk_eval_positions_buffer (upload.c): the caller's pinned doubles, and on devices that
      * convert them the double buffer, the second particle buffer and the refusal flag. */
     double *positions_host;

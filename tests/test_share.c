@@ -302,6 +302,32 @@ static void test_rescale(void **state)
     memcpy(after, force, 3 * n * sizeof *force);
     assert_memory_equal(before, after, 3 * n * sizeof *force);
     assert_int_equal(fk_eval_rescale_count(eval), 0); /* explicit rescales are not counted */
+
+    /* fk_eval_get_bound / fk_eval_set_bound: the measured bound set back gives the same bits;
+     * sized for a larger system (a part of one), a smaller scale: other bits, the same forces
+     * within fixed64's resolution. */
+    double max_term = 0, max_sum = 0;
+    assert_int_equal(fk_eval_get_bound(eval, &max_term, &max_sum), FK_OK);
+    assert_true(max_term > 0 && max_sum >= max_term);
+    assert_int_equal(fk_eval_set_bound(eval, max_term, max_sum, 0), FK_OK);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(eval, force), FK_OK);
+    assert_memory_equal(before, force, 3 * n * sizeof *force);
+    assert_int_equal(fk_eval_set_bound(eval, max_term, max_sum, (size_t)1 << 20), FK_OK);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(eval, force), FK_OK);
+    const double *was = (const double *)(const void *)before;
+    double largest = 0;
+    int differs = 0;
+    for (size_t k = 0; k < 3 * n; ++k) {
+        largest = fmax(largest, fabs(was[k]));
+        differs |= memcmp(&was[k], &force[k], sizeof force[k]) != 0;
+    }
+    assert_true(differs); /* 11 bits of scale fewer: the last bits of some forces move */
+    for (size_t k = 0; k < 3 * n; ++k)
+        FK_ASSERT_NEAR(force[k], was[k], 1e-9 * largest);
+    assert_int_equal(fk_eval_set_bound(eval, NAN, 0, 0), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_set_bound(eval, 1e300, 1e300, 0), FK_ERR_OVERFLOW);
     free(force);
     free(before);
     free(after);

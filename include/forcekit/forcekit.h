@@ -348,6 +348,12 @@ typedef struct fk_eval_config {
     /* fk_neighbor_lists (added in 0.2): the neighbour lists' form; the other loops ignore it. 0:
      * automatic. */
     int neighbor_lists;
+    /* Nonzero (added in 0.4, issue #20; forcekit_mpi.h's spatial scheme): this evaluation is
+     * one part of a larger system whose parts choose the data-scaled accumulators' parameters
+     * together (fk_eval_get_bound, fk_eval_set_bound); fk_eval_wait then does not rescale by
+     * itself under FK_SCALE_KEEP: a compute that left the scale's range is reported by the reads
+     * (FK_ERR_OVERFLOW), and the caller rescales every part together. */
+    int coordinated_scale;
 } fk_eval_config;
 
 /* The neighbors loop's lists. HALF: each pair once, computed for both particles with Newton's
@@ -556,6 +562,18 @@ FK_API fk_status fk_eval_rescale(fk_eval *eval);
 /* Computes redone with a new scale after an overflow (FK_SCALE_KEEP), since fk_eval_create;
  * fk_eval_rescale calls are not counted. */
 FK_API size_t fk_eval_rescale_count(const fk_eval *eval);
+/* The bound the last pre-pass measured on this evaluation's particles: the largest |pair term|
+ * and the largest per-particle sum of magnitudes (0 and 0 for accumulators without a pre-pass).
+ * fk_eval_set_bound chooses the data-scaled accumulator's parameters from a given bound instead,
+ * with no pass, for count particles (the range fixed64 sizes: each of N terms below
+ * 2^(62 - ceil(log2 N)); 0: this evaluation's count): the parts of a system
+ * (config.coordinated_scale) combine their measured bounds (the maximum of each) and set the
+ * result with the system's N on every part, which then holds the parameters one evaluation of
+ * the whole system would choose; fixed64's largest term is exact, so its scale is exactly the
+ * same. FK_ERR_OVERFLOW when the accumulator cannot hold the bound; FK_OK and nothing done for
+ * accumulators without a pre-pass. Takes effect at the next compute. */
+FK_API fk_status fk_eval_get_bound(const fk_eval *eval, double *max_term, double *max_sum);
+FK_API fk_status fk_eval_set_bound(fk_eval *eval, double max_term, double max_sum, size_t count);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Targets against sources: the GRAPE-6 / Sapporo engine (added in 0.3, issue #18)                */

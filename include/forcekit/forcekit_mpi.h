@@ -3,20 +3,25 @@
  * per device. libforcekit_mpi, built when CMake finds MPI (Open MPI or MPICH; FORCEKIT_MPI=OFF
  * leaves it out); it uses only forcekit.h's API and links libforcekit.
  *
- * The scheme (docs/mpi.md has the model and the measurements): the replicated-positions
- * allgather for shared time steps. Each rank owns a slice of the particles, the caller's slice,
- * in rank order (rank 0 the first particles); at set_particles and every update the slices are
- * gathered so that every rank's device holds all N particles as j-particles, and each rank
- * computes its share of the i-particles (fk_eval_set_share: a range of i-blocks for all-pairs, of
- * cells for cells, of particles for full neighbour lists). The results are combined by a bitwise
- * OR of the ranks' results (each particle's are nonzero on one rank only), which is exact: every
- * particle's forces are those of the single-device evaluation, bit for bit, for every accumulator
- * and every rank count on the same device type; fixed64 with config.reproducible, the same bits
- * on every device mix too. The symmetric loop becomes all-pairs and neighbour lists are full
- * lists, on every rank count, so P = 1 runs what P = 4 runs. Communication goes through host
- * memory (no OpenCL-aware MPI exists); each rank sends 8 (3 + extra) doubles per own particle
- * and receives those of all others per update, and the OR reduction moves N (components + 1)
- * words per compute.
+ * Two schemes (docs/mpi.md has them, their model and the measurements), chosen by the pair loop
+ * the evaluation runs (fk_mpi_eval_scheme):
+ *   allgather: all-pairs (and symmetric, which becomes all-pairs), and cells or lists with open
+ *     boundaries. The slices are gathered so that every rank's device holds all N particles;
+ *     each rank computes its share (fk_eval_set_share) and the results are combined by a
+ *     bitwise OR, which is exact (each particle's are nonzero on one rank).
+ *   spatial: cells and neighbour lists in a periodic box. Rank r owns the slab
+ *     [Lz r / P, Lz (r + 1) / P); each particle goes to the rank whose slab holds it and to
+ *     those whose slab lies within cutoff + skin of it; each rank evaluates its slab and halo
+ *     in the order of the global indices, and the owned particles' results go back to the ranks
+ *     whose slices hold them. Exclusions are not supported there (their indices are global):
+ *     set them (fk_eval_set_exclusions on fk_mpi_eval_local) only in the allgather scheme; pair
+ *     tables are fine in both.
+ * Either way every particle's forces are those of the single-device evaluation, bit for bit, on
+ * every rank count on one device type (the same j in the same order; the fixed64 scale chosen
+ * together from the exact largest term, fk_eval_set_bound); fixed64 with config.reproducible,
+ * also on every device mix. The symmetric loop becomes all-pairs and neighbour lists are full
+ * lists on every rank count, so P = 1 runs what P = 4 runs. Communication goes through host
+ * memory (no OpenCL-aware MPI exists).
  *
  * Every function but destroy and the accessors is collective over the communicator and returns
  * the same status on every rank: when one rank fails (bad input, a device error), all return its
@@ -48,6 +53,9 @@ typedef struct fk_mpi_rank_figures {
     uint64_t pairs;
     double compute_seconds, communication_seconds, wait_seconds;
     size_t particles; /* the rank's slice */
+    /* computes redone on a new scale after one left FK_SCALE_KEEP's range (every rank counts
+     * the same) */
+    size_t rescales;
 } fk_mpi_rank_figures;
 
 /* Collective. context: this rank's device (fk_mpi_local_rank helps pick it); config as for
@@ -68,8 +76,9 @@ FK_API fk_status fk_mpi_eval_update_positions(fk_mpi_eval *eval, const double *p
  * overflowed rescales by itself (fk_eval_wait) and the others then rescale too and compute again,
  * so that all stay on one scale, the one a single device would have chosen. */
 FK_API fk_status fk_mpi_eval_compute(fk_mpi_eval *eval, double *seconds);
-/* Not collective, after a compute: this rank's slice of the results (components per particle as
- * fk_eval_force_components), or all N (read_all). Potentials need config.potential. */
+/* After a compute: this rank's slice of the results (components per particle as
+ * fk_eval_force_components; not collective), or all N (read_all: collective, the spatial scheme
+ * gathers the slices). Potentials need config.potential. */
 FK_API fk_status fk_mpi_eval_read_forces(fk_mpi_eval *eval, double *forces);
 FK_API fk_status fk_mpi_eval_read_potentials(fk_mpi_eval *eval, double *potentials);
 FK_API fk_status fk_mpi_eval_read_all_forces(fk_mpi_eval *eval, double *forces);
@@ -83,6 +92,8 @@ FK_API fk_eval *fk_mpi_eval_local(fk_mpi_eval *eval);
 FK_API size_t fk_mpi_eval_count(const fk_mpi_eval *eval);
 FK_API size_t fk_mpi_eval_slice(const fk_mpi_eval *eval, size_t *first);
 FK_API const char *fk_mpi_eval_last_error(const fk_mpi_eval *eval);
+/* "allgather" or "spatial" (the header comment says which runs when). */
+FK_API const char *fk_mpi_eval_scheme(const fk_mpi_eval *eval);
 
 /* Collective: every rank's figures, in rank order, into figures[0 .. ranks) on root (others may
  * pass NULL). */

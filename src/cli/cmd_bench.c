@@ -413,6 +413,13 @@ static int bench_distributed(bench_run *run, const bench_options *options)
             cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(NULL));
         return cli_exit_code(status);
     }
+    if (run->physics.exclusion_count && strcmp(fk_mpi_eval_scheme(m), "spatial") == 0) {
+        if (rank == 0)
+            cli_error("bench", "exclusions under mpirun need --algorithm all-pairs: the spatial "
+                               "scheme of cells and lists does not take them (docs/mpi.md)");
+        fk_mpi_eval_destroy(m);
+        return CLI_EXIT_USAGE;
+    }
     status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics); /* the same on every rank */
     if (status != FK_OK) {
         const int code = cli_report_status(status, run->context);

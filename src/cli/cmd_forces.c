@@ -35,8 +35,9 @@ static const char forces_usage[] =
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
     "  --json         print a summary as JSON on standard output (needs --out)\n\n"
     "Under mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
-    "(libforcekit_mpi, docs/mpi.md): each rank computes a share of the particles on its own\n"
-    "device (without --device, ranks on one node take its GPUs by local rank), the results are\n"
+    "(libforcekit_mpi, docs/mpi.md): each rank computes its share on its own device (cells and\n"
+    "lists in a periodic box: a slab of the box and its halo; the rest: a range of particles;\n"
+    "without --device, ranks on one node take its GPUs by local rank), the results are\n"
     "the single-device results bit for bit, rank 0 writes the output, and the JSON summary has\n"
     "an \"mpi\" object with each rank's pairs and compute, communication and wait seconds.\n";
 
@@ -143,6 +144,14 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
         return cli_exit_code(status);
     }
     /* The same tables on every rank, checked the same way: a failure here is every rank's. */
+    if (run->physics.exclusion_count && strcmp(fk_mpi_eval_scheme(m), "spatial") == 0) {
+        if (rank == 0)
+            cli_error("forces", "exclusions under mpirun need --algorithm all-pairs: the spatial "
+                                "scheme of cells and lists does not take them (docs/mpi.md)");
+        fk_mpi_eval_destroy(m);
+        forces_run_free(run);
+        return CLI_EXIT_USAGE;
+    }
     status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics);
     if (status != FK_OK) {
         const int code = cli_report_status(status, run->context);

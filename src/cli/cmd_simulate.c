@@ -59,7 +59,13 @@ static const char simulate_usage[] =
     "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
     "                    uninterrupted run on the same device); a mismatch exits 2\n"
     "  --device SEL      P:D, a substring of the device name, cpu or gpu\n"
-    "  --json            print the result as one JSON document on standard output\n"
+    "  --json            print the result as one JSON document on standard output\n\n"
+    "Under mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over the\n"
+    "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
+    "box, the rest by shares of the particles); every rank integrates all particles the same\n"
+    "way, the trajectory is the single-device one bit for bit, rank 0 writes the checkpoints,\n"
+    "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
+    "trial runs) and a signal ends the job without a checkpoint.\n\n"
     "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
 
 typedef struct simulate_options {

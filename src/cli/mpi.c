@@ -107,6 +107,12 @@ static fk_status sim_create(void *user, fk_context *context, const fk_eval_confi
         return status;
     }
     /* The same tables on every rank and the same checks: a failure is every rank's. */
+    if (exclusion_count && strcmp(fk_mpi_eval_scheme(s->m), "spatial") == 0) {
+        snprintf(s->error, sizeof s->error,
+                 "exclusions under mpirun need --algorithm all-pairs: the spatial scheme of "
+                 "cells and lists does not take them (docs/mpi.md)");
+        return FK_ERR_UNSUPPORTED;
+    }
     fk_eval *eval = fk_mpi_eval_local(s->m);
     if (table)
         status = fk_eval_set_pair_table(eval, table);

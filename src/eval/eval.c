@@ -474,7 +474,8 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     if (status == FK_OK)
         fk__eval_output_arrived(eval);
     if (status == FK_OK && eval->first_overflow >= 0 &&
-        eval->config.scale_policy == FK_SCALE_KEEP && !eval->rescaling) {
+        eval->config.scale_policy == FK_SCALE_KEEP && !eval->rescaling &&
+        !eval->config.coordinated_scale) { /* parts rescale together, on the caller's call */
         /* The kept scale no longer holds these forces: a new one from these positions, and the
          * pass again (its device time replaces the first's). Once: the new scale is chosen from
          * an exact bound of these very terms, so a second overflow is reported, not retried. */

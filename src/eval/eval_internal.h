@@ -18,6 +18,9 @@ void fk__eval_release_buffers(fk_eval *eval);
 fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds);
 
 /* precision.c */
+struct fk_accum_bound;
+/* Sets acc_param and the decode scale from a bound (FK_ERR_OVERFLOW when it cannot be held). */
+fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound);
 /* Runs the bound pre-pass on the particles just uploaded and sets acc_param and the decode scale
  * (nothing for accumulators without data-scaled parameters). */
 fk_status fk__eval_choose_accum_parameters(fk_eval *eval);

@@ -109,6 +109,16 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
         if (!(sum <= bound.max_sum))
             bound.max_sum = isnan(bound.max_sum) ? bound.max_sum : (double)sum;
     }
+    eval->bound_max_term = bound.max_term;
+    eval->bound_max_sum = bound.max_sum;
+    return fk__eval_apply_bound(eval, &bound);
+}
+
+/* The parameters of a bound (the pre-pass's, or fk_eval_set_bound's). */
+fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound_in)
+{
+    fk_context *context = eval->context;
+    struct fk_accum_bound bound = *bound_in;
     struct fk_accum_params params;
     if (!eval->accum->choose_parameters(&bound, &params))
         return fk__fail(context, FK_ERR_OVERFLOW,

@@ -6,6 +6,7 @@
  * points a caller with several parts needs to keep them on one fixed64 scale. */
 #include <stdint.h>
 
+#include "accum.h"
 #include "eval_internal.h"
 
 void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *end)
@@ -113,4 +114,34 @@ fk_status fk_eval_rescale(fk_eval *eval)
 size_t fk_eval_rescale_count(const fk_eval *eval)
 {
     return eval ? eval->rescales : 0;
+}
+
+fk_status fk_eval_get_bound(const fk_eval *eval, double *max_term, double *max_sum)
+{
+    if (!eval || !max_term || !max_sum)
+        return FK_ERR_INVALID_ARGUMENT;
+    *max_term = eval->bound_max_term;
+    *max_sum = eval->bound_max_sum;
+    return FK_OK;
+}
+
+fk_status fk_eval_set_bound(fk_eval *eval, double max_term, double max_sum, size_t count)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = fk__eval_begin(eval, "set_bound");
+    if (status != FK_OK || !eval->accum->choose_parameters)
+        return status;
+    if (!(max_term >= 0) || !(max_sum >= 0)) /* NaN included */
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "set_bound: max_term %g and max_sum %g must be >= 0", max_term, max_sum);
+    const struct fk_accum_bound bound = {
+        .max_term = max_term, .max_sum = max_sum, .count = count ? count : eval->count};
+    status = fk__eval_apply_bound(eval, &bound);
+    if (status == FK_OK) {
+        eval->bound_max_term = max_term;
+        eval->bound_max_sum = max_sum;
+        eval->computed = 0;
+    }
+    return status;
 }

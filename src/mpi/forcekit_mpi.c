@@ -1,5 +1,14 @@
-/* forcekit over MPI (include/forcekit/forcekit_mpi.h, issue #20): the replicated-positions
- * allgather scheme over fk_eval_set_share. Uses only forcekit.h's API.
+/* forcekit over MPI (include/forcekit/forcekit_mpi.h, issue #20). Uses only forcekit.h's API.
+ * Two schemes, chosen by the pair loop the evaluation runs:
+ *   allgather (all-pairs): every rank holds all particles and computes its share of them
+ *     (fk_eval_set_share); the results are OR'ed across the ranks.
+ *   spatial (cells and neighbour lists in a periodic box): rank r owns the slab
+ *     [L r / P, L (r + 1) / P) along z; each rank sends every particle of its slice to the rank
+ *     whose slab holds it and to those whose slab lies within the halo width (cutoff + skin) of
+ *     it (MPI_Alltoallv), each rank evaluates its slab and halo on its device, in the order of
+ *     the global indices, and sends the results of the particles it owns back to the ranks whose
+ *     slices hold them. The fixed64 scale is chosen together (fk_eval_get_bound, an MPI_MAX,
+ *     fk_eval_set_bound with the system's N).
  *
  * Every collective entry point is a sequence of phases that every rank runs in the same order
  * whatever happened locally: local work, then `agree` (one MPI_Allreduce of the lowest failing
@@ -8,6 +17,7 @@
 #include "forcekit/forcekit_mpi.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +42,25 @@ struct fk_mpi_eval {
     double *position, *velocity, *mass;
     int *type;
     int has_mass, has_velocity, has_type;
-    /* The combined results of the last compute (bits, OR'ed across ranks). */
+    /* The results of the last compute, as bits: allgather, all N (OR'ed across the ranks);
+     * spatial, this rank's slice, and all N once fk_mpi_eval_read_all_* gathered them. */
     uint64_t *forces, *potentials;
-    int computed;
-    size_t rescales_seen;
+    int computed, gathered;
+    /* The scale, chosen together: the bound in use (FK_SCALE_KEEP keeps it across updates). */
+    int keep_scale, have_bound;
+    double bound[2];
+    /* The spatial scheme: the slab axis's box length, the halo width, this rank's slice's
+     * charges and types (set_particles), and the particles on this rank's device: global
+     * indices (ascending), positions, charges, types, whether this rank owns them, results. */
+    int spatial;
+    double box_length, halo;
+    double *slice_mass;
+    int *slice_type;
+    size_t local_n;
+    double *local_index, *local_position, *local_mass;
+    int *local_type;
+    unsigned char *local_owned;
+    double *local_forces, *local_potentials;
     fk_mpi_rank_figures figures;
     char local_error[ERROR_TEXT]; /* this rank's reason for a failed phase */
     char error[ERROR_TEXT];       /* the agreed error of the last call */
@@ -116,14 +141,24 @@ int fk_mpi_local_rank(MPI_Comm comm)
     return rank;
 }
 
+/* The spatial scheme's halo width: every particle within the cutoff of an owned particle must be
+ * on its rank; cutoff + skin also covers what the lists and cells examine. */
+static double halo_width(const fk_eval_config *config)
+{
+    const double cutoff = config->cutoff > 0 ? config->cutoff : 2.5; /* lj's default */
+    const double skin = config->skin > 0 ? config->skin : config->skin == 0 ? 0.12 * cutoff : 0;
+    return cutoff + skin;
+}
+
 static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
 {
     fk_eval_config local = *config;
     if (local.struct_size == 0)
         local.struct_size = sizeof local;
     /* Shares need every particle's results on one part: full lists on every rank count, so
-     * that P = 1 runs what P = 4 runs. */
+     * that P = 1 runs what P = 4 runs. The ranks choose the scale together. */
     local.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    local.coordinated_scale = 1;
     fk_status status = fk_eval_create(m->context, &local, &m->eval);
     if (status != FK_OK)
         return forcekit_fail(m, status, "fk_eval_create");
@@ -137,12 +172,23 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         status = fk_eval_create(m->context, &local, &m->eval);
         if (status != FK_OK)
             return forcekit_fail(m, status, "fk_eval_create (all-pairs for symmetric)");
+        fk_eval_get_variant(m->eval, &variant);
     }
-    status = fk_eval_set_share(m->eval, m->rank, m->size);
-    if (status != FK_OK)
-        return forcekit_fail(m, status, "fk_eval_set_share");
+    const int periodic = config->box[0] > 0 && config->box[1] > 0 && config->box[2] > 0;
+    m->spatial =
+        periodic && fk_eval_force_components(m->eval) == 3 &&
+        (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS);
+    if (m->spatial) {
+        m->box_length = config->box[2];
+        m->halo = halo_width(config);
+    } else {
+        status = fk_eval_set_share(m->eval, m->rank, m->size);
+        if (status != FK_OK)
+            return forcekit_fail(m, status, "fk_eval_set_share");
+    }
     m->components = fk_eval_force_components(m->eval);
     m->potential = config->potential != 0;
+    m->keep_scale = config->scale_policy == FK_SCALE_KEEP;
     return FK_OK;
 }
 
@@ -210,6 +256,22 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     return FK_OK;
 }
 
+static void release_local(fk_mpi_eval *m)
+{
+    free(m->local_index);
+    free(m->local_position);
+    free(m->local_mass);
+    free(m->local_type);
+    free(m->local_owned);
+    free(m->local_forces);
+    free(m->local_potentials);
+    m->local_index = m->local_position = m->local_mass = NULL;
+    m->local_type = NULL;
+    m->local_owned = NULL;
+    m->local_forces = m->local_potentials = NULL;
+    m->local_n = 0;
+}
+
 static void release_system(fk_mpi_eval *m)
 {
     free(m->position);
@@ -218,11 +280,15 @@ static void release_system(fk_mpi_eval *m)
     free(m->type);
     free(m->forces);
     free(m->potentials);
-    m->position = m->velocity = m->mass = NULL;
-    m->type = NULL;
+    free(m->slice_mass);
+    free(m->slice_type);
+    m->position = m->velocity = m->mass = m->slice_mass = NULL;
+    m->type = m->slice_type = NULL;
     m->forces = m->potentials = NULL;
+    release_local(m);
     m->n = 0;
     m->computed = 0;
+    m->have_bound = 0;
 }
 
 void fk_mpi_eval_destroy(fk_mpi_eval *m)
@@ -241,6 +307,8 @@ void fk_mpi_eval_destroy(fk_mpi_eval *m)
 
 /* Gathers this rank's slice of `per` values per particle into all (every rank's slices in rank
  * order). */
+static fk_status upload(fk_mpi_eval *m, const double *position, const double *velocity, int first);
+
 static void gather_doubles(fk_mpi_eval *m, const double *mine, double *all, int per)
 {
     const int *counts = per == 3 ? m->scaled_counts : m->counts;
@@ -322,49 +390,282 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     m->has_type = !absent[2];
 
     release_system(m);
-    const size_t n = (size_t)total;
-    m->position = malloc(3 * n * sizeof *m->position);
-    m->velocity = m->has_velocity ? malloc(3 * n * sizeof *m->velocity) : NULL;
-    m->mass = m->has_mass ? malloc(n * sizeof *m->mass) : NULL;
-    m->type = m->has_type ? malloc(n * sizeof *m->type) : NULL;
+    const size_t n = (size_t)total, mine = (size_t)m->counts[m->rank];
+    int allocated = 1;
+    if (m->spatial) { /* this rank's slice's charges and types travel with its positions */
+        m->slice_mass = m->has_mass ? malloc((mine + 1) * sizeof *m->slice_mass) : NULL;
+        m->slice_type = m->has_type ? malloc((mine + 1) * sizeof *m->slice_type) : NULL;
+        allocated = (!m->has_mass || m->slice_mass) && (!m->has_type || m->slice_type);
+        if (allocated && m->has_mass)
+            memcpy(m->slice_mass, local->mass, mine * sizeof *m->slice_mass);
+        if (allocated && m->has_type)
+            memcpy(m->slice_type, local->type, mine * sizeof *m->slice_type);
+    } else {
+        m->position = malloc(3 * n * sizeof *m->position);
+        m->velocity = m->has_velocity ? malloc(3 * n * sizeof *m->velocity) : NULL;
+        m->mass = m->has_mass ? malloc(n * sizeof *m->mass) : NULL;
+        m->type = m->has_type ? malloc(n * sizeof *m->type) : NULL;
+        allocated = m->position && (!m->has_velocity || m->velocity) && (!m->has_mass || m->mass) &&
+                    (!m->has_type || m->type);
+    }
     m->forces = malloc(n * m->components * sizeof *m->forces);
     m->potentials = m->potential ? malloc(n * sizeof *m->potentials) : NULL;
-    const int allocated = m->position && m->forces && (!m->has_velocity || m->velocity) &&
-                          (!m->has_mass || m->mass) && (!m->has_type || m->type) &&
-                          (!m->potential || m->potentials);
+    allocated = allocated && m->forces && (!m->potential || m->potentials);
     status = agree(m, allocated ? FK_OK : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
     if (status != FK_OK) {
         release_system(m);
         return status;
     }
-    gather_doubles(m, local->position, m->position, 3);
-    if (m->has_velocity)
-        gather_doubles(m, local->velocity, m->velocity, 3);
-    if (m->has_mass)
-        gather_doubles(m, local->mass, m->mass, 1);
-    if (m->has_type) {
-        const double start = MPI_Wtime();
-        MPI_Allgatherv(local->type, m->counts[m->rank], MPI_INT, m->type, m->counts, m->firsts,
-                       MPI_INT, m->comm);
-        m->figures.communication_seconds += MPI_Wtime() - start;
+    if (!m->spatial) { /* the charges and types, once */
+        if (m->has_mass)
+            gather_doubles(m, local->mass, m->mass, 1);
+        if (m->has_type) {
+            const double start = MPI_Wtime();
+            MPI_Allgatherv(local->type, m->counts[m->rank], MPI_INT, m->type, m->counts, m->firsts,
+                           MPI_INT, m->comm);
+            m->figures.communication_seconds += MPI_Wtime() - start;
+        }
     }
     m->n = n;
-    m->figures.particles = (size_t)m->counts[m->rank];
-    const fk_particles all = {.count = n,
-                              .position = m->position,
-                              .mass = m->mass,
-                              .velocity = m->velocity,
-                              .type = m->type};
-    const double start = MPI_Wtime();
-    status = fk_eval_set_particles(m->eval, &all);
-    m->figures.compute_seconds += MPI_Wtime() - start;
-    if (status != FK_OK)
-        status = forcekit_fail(m, status, "fk_eval_set_particles");
-    status = agree(m, status);
+    m->figures.particles = mine;
+    status = upload(m, local->position, local->velocity, 1);
     if (status != FK_OK)
         m->n = 0;
-    m->rescales_seen = fk_eval_rescale_count(m->eval);
     return status;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The spatial scheme's exchange */
+
+/* Values per particle record: global index, x, y, z, charge, type, owned by the receiver. */
+#define RECORD 7
+
+/* z in [0, L). */
+static double wrap_coordinate(double z, double length)
+{
+    double w = z - length * floor(z / length);
+    return w >= length || w < 0 ? 0.0 : w;
+}
+
+/* Does rank r need a particle at (wrapped) z: *owned when z lies in its slab, else whether z lies
+ * within the halo width of it, across the periodic boundary too. */
+static int slab_needs(const fk_mpi_eval *m, int r, double z, int *owned)
+{
+    const double length = m->box_length;
+    const double lo = length * (double)r / (double)m->size;
+    const double hi = length * (double)(r + 1) / (double)m->size;
+    *owned = z >= lo && z < hi;
+    if (*owned)
+        return 1;
+    const double below = z < lo ? lo - z : lo - z + length;  /* from z up to the slab */
+    const double above = z >= hi ? z - hi : z - hi + length; /* from the slab up to z */
+    return below <= m->halo || above <= m->halo;
+}
+
+static int compare_records(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sends this rank's slice (positions given, charges and types kept) to the ranks whose slab or
+ * halo holds each particle and fills the local arrays with what arrives, in ascending global
+ * index. Collective; agreed. */
+static fk_status exchange(fk_mpi_eval *m, const double *position)
+{
+    const int ranks = m->size;
+    const size_t mine = (size_t)m->counts[m->rank], first = (size_t)m->firsts[m->rank];
+    int *send_counts = calloc((size_t)ranks, sizeof *send_counts);
+    int *send_displs = calloc((size_t)ranks, sizeof *send_displs);
+    int *recv_counts = calloc((size_t)ranks, sizeof *recv_counts);
+    int *recv_displs = calloc((size_t)ranks, sizeof *recv_displs);
+    int *fill = calloc((size_t)ranks, sizeof *fill);
+    double *send = NULL;
+    fk_status status = send_counts && send_displs && recv_counts && recv_displs && fill
+                           ? FK_OK
+                           : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+    size_t records = 0;
+    for (size_t i = 0; status == FK_OK && i < mine; ++i) {
+        const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
+        for (int r = 0; r < ranks; ++r) {
+            int owned = 0;
+            if (slab_needs(m, r, z, &owned)) {
+                ++send_counts[r];
+                ++records;
+            }
+        }
+    }
+    if (status == FK_OK && records * RECORD > (size_t)INT_MAX)
+        status =
+            local_fail(m, FK_ERR_INVALID_ARGUMENT,
+                       "%zu particle copies to send: more than MPI's int counts hold", records);
+    if (status == FK_OK) {
+        send = malloc((records + 1) * RECORD * sizeof *send);
+        if (!send)
+            status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+    }
+    if (status == FK_OK) {
+        int at = 0;
+        for (int r = 0; r < ranks; ++r) {
+            send_displs[r] = at;
+            at += send_counts[r] * RECORD;
+            send_counts[r] *= RECORD;
+        }
+        for (size_t i = 0; i < mine; ++i) {
+            const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
+            for (int r = 0; r < ranks; ++r) {
+                int owned = 0;
+                if (!slab_needs(m, r, z, &owned))
+                    continue;
+                double *record = send + send_displs[r] + fill[r];
+                fill[r] += RECORD;
+                record[0] = (double)(first + i); /* exact: N < 2^31 */
+                record[1] = position[3 * i];
+                record[2] = position[3 * i + 1];
+                record[3] = position[3 * i + 2];
+                record[4] = m->slice_mass ? m->slice_mass[i] : 1.0;
+                record[5] = m->slice_type ? (double)m->slice_type[i] : 0.0;
+                record[6] = owned;
+            }
+        }
+    }
+    status = agree(m, status);
+    double *received = NULL;
+    size_t arrived = 0;
+    if (status == FK_OK) {
+        const double start = MPI_Wtime();
+        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->comm);
+        long long total = 0;
+        for (int r = 0; r < ranks; ++r) {
+            recv_displs[r] = (int)total;
+            total += recv_counts[r];
+        }
+        if (total > INT_MAX)
+            status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
+                                "%lld values to receive: more than MPI's int counts hold", total);
+        else if (!(received = malloc(((size_t)total + RECORD) * sizeof *received)))
+            status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+        arrived = (size_t)total / RECORD;
+        status = agree(m, status);
+        if (status == FK_OK)
+            MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
+                          recv_displs, MPI_DOUBLE, m->comm);
+        m->figures.communication_seconds += MPI_Wtime() - start;
+    }
+    free(send);
+    free(send_counts);
+    free(send_displs);
+    free(recv_counts);
+    free(recv_displs);
+    free(fill);
+    if (status != FK_OK) {
+        free(received);
+        return status;
+    }
+    /* The global order: within a cell the loops sum by particle index, so ascending global
+     * indices give every owned particle the sums of one device, in its order. */
+    qsort(received, arrived, RECORD * sizeof *received, compare_records);
+    release_local(m);
+    const size_t fc = m->components, slots = arrived + 1;
+    m->local_index = malloc(slots * sizeof *m->local_index);
+    m->local_position = malloc(3 * slots * sizeof *m->local_position);
+    m->local_mass = malloc(slots * sizeof *m->local_mass);
+    m->local_type = malloc(slots * sizeof *m->local_type);
+    m->local_owned = malloc(slots);
+    m->local_forces = malloc(fc * slots * sizeof *m->local_forces);
+    m->local_potentials = malloc(slots * sizeof *m->local_potentials);
+    if (m->local_index && m->local_position && m->local_mass && m->local_type && m->local_owned &&
+        m->local_forces && m->local_potentials) {
+        for (size_t k = 0; k < arrived; ++k) {
+            const double *record = received + k * RECORD;
+            m->local_index[k] = record[0];
+            memcpy(&m->local_position[3 * k], record + 1, 3 * sizeof(double));
+            m->local_mass[k] = record[4];
+            m->local_type[k] = (int)record[5];
+            m->local_owned[k] = record[6] != 0;
+        }
+        m->local_n = arrived;
+    } else {
+        release_local(m);
+        status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+    }
+    free(received);
+    return agree(m, status);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Both schemes */
+
+/* The scale of the data-scaled accumulators, on every rank the one a single device would choose:
+ * the maximum of the bounds the ranks measured (each term is measured on some rank: the spatial
+ * scheme's owners see all their terms; the allgather scheme measures them all everywhere), with
+ * the system's N. fresh: a new bound (set_particles, a rescale, every update under
+ * FK_SCALE_EACH_UPLOAD); otherwise the kept one. Collective; agreed. */
+static fk_status choose_scale(fk_mpi_eval *m, int fresh)
+{
+    const int evaluates = !m->spatial || m->local_n > 0;
+    double measured[2] = {0, 0}, combined[2] = {0, 0};
+    if (evaluates)
+        fk_eval_get_bound(m->eval, &measured[0], &measured[1]);
+    MPI_Allreduce(measured, combined, 2, MPI_DOUBLE, MPI_MAX, m->comm);
+    if (fresh || !m->keep_scale || !m->have_bound) {
+        m->bound[0] = combined[0];
+        m->bound[1] = combined[1];
+        m->have_bound = 1;
+    }
+    fk_status status = FK_OK;
+    if (evaluates) {
+        status = fk_eval_set_bound(m->eval, m->bound[0], m->bound[1], m->n);
+        if (status != FK_OK)
+            status = forcekit_fail(m, status, "fk_eval_set_bound");
+    }
+    return agree(m, status);
+}
+
+/* The particles (all, or the slab and halo) onto this rank's device. first: set_particles. */
+static fk_status upload(fk_mpi_eval *m, const double *position, const double *velocity, int first)
+{
+    fk_status status = FK_OK;
+    if (m->spatial) {
+        status = exchange(m, position);
+        if (status != FK_OK)
+            return status;
+        /* The slab changes its particles every step: set, not update. */
+        const fk_particles mine = {.count = m->local_n,
+                                   .position = m->local_position,
+                                   .mass = m->has_mass ? m->local_mass : NULL,
+                                   .type = m->has_type ? m->local_type : NULL};
+        const double start = MPI_Wtime();
+        if (m->local_n)
+            status = fk_eval_set_particles(m->eval, &mine);
+        m->figures.compute_seconds += MPI_Wtime() - start;
+        if (status != FK_OK)
+            status = forcekit_fail(m, status, "fk_eval_set_particles");
+    } else {
+        gather_doubles(m, position, m->position, 3);
+        if (m->has_velocity)
+            gather_doubles(m, velocity, m->velocity, 3);
+        const double start = MPI_Wtime();
+        if (first) {
+            const fk_particles all = {.count = m->n,
+                                      .position = m->position,
+                                      .mass = m->mass,
+                                      .velocity = m->velocity,
+                                      .type = m->type};
+            status = fk_eval_set_particles(m->eval, &all);
+        } else {
+            status = fk_eval_update_positions(m->eval, m->position,
+                                              m->has_velocity ? m->velocity : NULL);
+        }
+        m->figures.compute_seconds += MPI_Wtime() - start;
+        if (status != FK_OK)
+            status = forcekit_fail(m, status,
+                                   first ? "fk_eval_set_particles" : "fk_eval_update_positions");
+    }
+    status = agree(m, status);
+    if (status != FK_OK)
+        return status;
+    return choose_scale(m, first);
 }
 
 fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
@@ -384,38 +685,118 @@ fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
     status = agree(m, status);
     if (status != FK_OK)
         return status;
-    gather_doubles(m, position, m->position, 3);
-    if (m->has_velocity)
-        gather_doubles(m, velocity, m->velocity, 3);
-    const double start = MPI_Wtime();
-    status = fk_eval_update_positions(m->eval, m->position, m->has_velocity ? m->velocity : NULL);
-    m->figures.compute_seconds += MPI_Wtime() - start;
-    if (status != FK_OK)
-        status = forcekit_fail(m, status, "fk_eval_update_positions");
-    return agree(m, status);
+    return upload(m, position, velocity, 0);
 }
 
-/* This rank's compute and read of all N results (its share nonzero, the rest zero). */
+/* This rank's compute and read: allgather, all N results into forces (its share nonzero);
+ * spatial, the slab and halo's into the local arrays. */
 static fk_status compute_local(fk_mpi_eval *m, double *seconds)
 {
+    if (m->spatial && m->local_n == 0)
+        return FK_OK;
     fk_status status = fk_eval_compute(m->eval, seconds);
     if (status != FK_OK)
         return forcekit_fail(m, status, "fk_eval_compute");
+    double *forces = m->spatial ? m->local_forces : (double *)(void *)m->forces;
+    double *potentials = m->spatial ? m->local_potentials : (double *)(void *)m->potentials;
+    status = fk_eval_read_forces(m->eval, forces); /* doubles into the bits the OR combines */
+    if (status == FK_OK && m->potential)
+        status = fk_eval_read_potentials(m->eval, potentials);
+    if (status != FK_OK)
+        return forcekit_fail(m, status, "fk_eval_read_forces");
     return FK_OK;
 }
 
-static fk_status read_local(fk_mpi_eval *m)
+/* The slice owner of a global index. */
+static int slice_owner(const fk_mpi_eval *m, size_t index)
 {
-    /* doubles into the uint64 buffers: the OR works on their bits */
-    fk_status status = fk_eval_read_forces(m->eval, (double *)(void *)m->forces);
-    if (status != FK_OK)
-        return forcekit_fail(m, status, "fk_eval_read_forces");
-    if (m->potential) {
-        status = fk_eval_read_potentials(m->eval, (double *)(void *)m->potentials);
-        if (status != FK_OK)
-            return forcekit_fail(m, status, "fk_eval_read_potentials");
+    int lo = 0, hi = m->size - 1;
+    while (lo < hi) { /* the last rank whose first is <= index (empty slices skipped) */
+        const int mid = (lo + hi + 1) / 2;
+        if ((size_t)m->firsts[mid] <= index)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
-    return FK_OK;
+    while (lo > 0 && m->counts[lo] == 0)
+        --lo;
+    return lo;
+}
+
+/* The spatial scheme: the owned particles' results to the ranks whose slices hold them. */
+static fk_status return_results(fk_mpi_eval *m)
+{
+    const int ranks = m->size;
+    const size_t fc = m->components, width = 1 + fc + 1;
+    int *send_counts = calloc((size_t)ranks, sizeof *send_counts);
+    int *send_displs = calloc((size_t)ranks, sizeof *send_displs);
+    int *recv_counts = calloc((size_t)ranks, sizeof *recv_counts);
+    int *recv_displs = calloc((size_t)ranks, sizeof *recv_displs);
+    int *fill = calloc((size_t)ranks, sizeof *fill);
+    size_t owned = 0;
+    for (size_t k = 0; k < m->local_n; ++k)
+        owned += m->local_owned[k];
+    double *send = malloc((owned + 1) * width * sizeof *send);
+    double *received = malloc(((size_t)m->counts[m->rank] + 1) * width * sizeof *received);
+    fk_status status =
+        send_counts && send_displs && recv_counts && recv_displs && fill && send && received
+            ? FK_OK
+            : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+    status = agree(m, status);
+    if (status == FK_OK) {
+        for (size_t k = 0; k < m->local_n; ++k)
+            if (m->local_owned[k])
+                send_counts[slice_owner(m, (size_t)m->local_index[k])] += (int)width;
+        int at = 0;
+        for (int r = 0; r < ranks; ++r) {
+            send_displs[r] = at;
+            at += send_counts[r];
+        }
+        for (size_t k = 0; k < m->local_n; ++k) {
+            if (!m->local_owned[k])
+                continue;
+            const int r = slice_owner(m, (size_t)m->local_index[k]);
+            double *record = send + send_displs[r] + fill[r];
+            fill[r] += (int)width;
+            record[0] = m->local_index[k];
+            memcpy(record + 1, m->local_forces + k * fc, fc * sizeof *record);
+            record[1 + fc] = m->potential ? m->local_potentials[k] : 0.0;
+        }
+        const double start = MPI_Wtime();
+        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->comm);
+        int total = 0;
+        for (int r = 0; r < ranks; ++r) {
+            recv_displs[r] = total;
+            total += recv_counts[r];
+        }
+        MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
+                      recv_displs, MPI_DOUBLE, m->comm);
+        m->figures.communication_seconds += MPI_Wtime() - start;
+        /* Every particle of the slice arrives exactly once, from the rank whose slab holds it. */
+        const size_t first = (size_t)m->firsts[m->rank], mine = (size_t)m->counts[m->rank];
+        size_t arrived = (size_t)total / width;
+        if (arrived != mine)
+            status = local_fail(m, FK_ERR_STATE,
+                                "%zu results arrived for a slice of %zu particles (a position "
+                                "outside the slabs?)",
+                                arrived, mine);
+        for (size_t k = 0; status == FK_OK && k < arrived; ++k) {
+            const double *record = received + k * width;
+            const size_t index = (size_t)record[0] - first;
+            memcpy(m->forces + (first + index) * fc, record + 1, fc * sizeof(double));
+            if (m->potential)
+                memcpy(m->potentials + first + index, record + 1 + fc, sizeof(double));
+        }
+        status = agree(m, status);
+    }
+    free(send_counts);
+    free(send_displs);
+    free(recv_counts);
+    free(recv_displs);
+    free(fill);
+    free(send);
+    free(received);
+    return status;
 }
 
 fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
@@ -423,44 +804,56 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
     if (!m)
         return FK_ERR_INVALID_ARGUMENT;
     m->computed = 0;
+    m->gathered = 0;
     double device = 0;
     double start = MPI_Wtime();
     fk_status status = m->n ? compute_local(m, &device)
                             : local_fail(m, FK_ERR_STATE, "compute before set_particles");
     m->figures.compute_seconds += MPI_Wtime() - start;
-    status = agree(m, status);
-    if (status != FK_OK)
-        return status;
-    /* FK_SCALE_KEEP: a rank that overflowed chose a new scale from every particle's terms (its
-     * pre-pass covers them all) and computed again; the others do the same, so that every share
-     * is on the scale a single device would use. */
-    const size_t rescales = fk_eval_rescale_count(m->eval);
-    int rescaled = rescales != m->rescales_seen, any = 0;
-    m->rescales_seen = rescales;
-    MPI_Allreduce(&rescaled, &any, 1, MPI_INT, MPI_MAX, m->comm);
-    start = MPI_Wtime();
-    if (any && !rescaled) {
-        status = fk_eval_rescale(m->eval);
+    /* FK_SCALE_KEEP: when a compute on any rank left the kept scale's range, every rank chooses
+     * a new scale from the current positions and computes again, once, as one device would. */
+    int overflowed = status == FK_ERR_OVERFLOW, any = 0;
+    MPI_Allreduce(&overflowed, &any, 1, MPI_INT, MPI_MAX, m->comm);
+    if (any && m->keep_scale) {
+        m->figures.rescales++;
+        m->local_error[0] = '\0';
+        status = FK_OK;
+        start = MPI_Wtime();
+        if (!m->spatial || m->local_n > 0) {
+            status = fk_eval_rescale(m->eval);
+            if (status != FK_OK)
+                status = forcekit_fail(m, status, "fk_eval_rescale");
+        }
+        m->figures.compute_seconds += MPI_Wtime() - start;
+        status = agree(m, status);
+        if (status == FK_OK)
+            status = choose_scale(m, 1);
         if (status != FK_OK)
-            status = forcekit_fail(m, status, "fk_eval_rescale");
-        else
-            status = compute_local(m, &device);
+            return status;
+        start = MPI_Wtime();
+        status = compute_local(m, &device);
+        m->figures.compute_seconds += MPI_Wtime() - start;
     }
-    if (status == FK_OK)
-        status = read_local(m);
-    m->figures.compute_seconds += MPI_Wtime() - start;
     status = agree(m, status);
     if (status != FK_OK)
         return status;
-    m->figures.pairs += fk_eval_share_pairs(m->eval);
-    /* Each particle's results are nonzero on one rank only, all bits zero elsewhere: the OR is
-     * that rank's bits exactly, on every rank count. */
-    start = MPI_Wtime();
-    MPI_Allreduce(MPI_IN_PLACE, m->forces, (int)(m->n * m->components), MPI_UINT64_T, MPI_BOR,
-                  m->comm);
-    if (m->potential)
-        MPI_Allreduce(MPI_IN_PLACE, m->potentials, (int)m->n, MPI_UINT64_T, MPI_BOR, m->comm);
-    m->figures.communication_seconds += MPI_Wtime() - start;
+    if (!m->spatial || m->local_n > 0)
+        m->figures.pairs += fk_eval_share_pairs(m->eval);
+    if (m->spatial) {
+        status = return_results(m);
+        if (status != FK_OK)
+            return status;
+    } else {
+        /* Each particle's results are nonzero on one rank only, all bits zero elsewhere: the OR
+         * is that rank's bits exactly, on every rank count. */
+        start = MPI_Wtime();
+        MPI_Allreduce(MPI_IN_PLACE, m->forces, (int)(m->n * m->components), MPI_UINT64_T, MPI_BOR,
+                      m->comm);
+        if (m->potential)
+            MPI_Allreduce(MPI_IN_PLACE, m->potentials, (int)m->n, MPI_UINT64_T, MPI_BOR, m->comm);
+        m->figures.communication_seconds += MPI_Wtime() - start;
+        m->gathered = 1;
+    }
     if (seconds)
         *seconds = device;
     m->computed = 1;
@@ -482,6 +875,22 @@ static fk_status read_results(fk_mpi_eval *m, const uint64_t *from, size_t per, 
     return FK_OK;
 }
 
+/* The spatial scheme holds only this rank's slice: gather every slice (collective). */
+static void gather_results(fk_mpi_eval *m)
+{
+    if (m->gathered || !m->computed)
+        return;
+    /* The spatial scheme runs the molecular laws only: 3 components, the position counts. */
+    const double start = MPI_Wtime();
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->forces, m->scaled_counts,
+                   m->scaled_firsts, MPI_UINT64_T, m->comm);
+    if (m->potential)
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->potentials, m->counts, m->firsts,
+                       MPI_UINT64_T, m->comm);
+    m->figures.communication_seconds += MPI_Wtime() - start;
+    m->gathered = 1;
+}
+
 fk_status fk_mpi_eval_read_forces(fk_mpi_eval *m, double *forces)
 {
     return read_results(m, m ? m->forces : NULL, m ? m->components : 0, 0, forces, "read_forces");
@@ -494,13 +903,22 @@ fk_status fk_mpi_eval_read_potentials(fk_mpi_eval *m, double *potentials)
 
 fk_status fk_mpi_eval_read_all_forces(fk_mpi_eval *m, double *forces)
 {
+    if (m)
+        gather_results(m);
     return read_results(m, m ? m->forces : NULL, m ? m->components : 0, 1, forces,
                         "read_all_forces");
 }
 
 fk_status fk_mpi_eval_read_all_potentials(fk_mpi_eval *m, double *potentials)
 {
+    if (m)
+        gather_results(m);
     return read_results(m, m ? m->potentials : NULL, 1, 1, potentials, "read_all_potentials");
+}
+
+const char *fk_mpi_eval_scheme(const fk_mpi_eval *m)
+{
+    return !m ? NULL : m->spatial ? "spatial" : "allgather";
 }
 
 fk_eval *fk_mpi_eval_local(fk_mpi_eval *m)

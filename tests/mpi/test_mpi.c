@@ -9,7 +9,10 @@
  *             r + 1 parts, the last rank none when P > 2).
  *   simulate  100 leapfrog steps of a gaj cluster, fixed64 with FK_SCALE_KEEP, each rank moving
  *             only its own slice; the final positions and velocities gathered on rank 0 equal
- *             bit for bit those of the same integration on one plain fk_eval.
+ *             bit for bit those of the same integration on one plain fk_eval. And FK_SCALE_KEEP's
+ *             rescale (two particles pushed close) in both schemes: one rescale, the forces
+ *             after it one device's. Cells and lists in a periodic box run the spatial scheme
+ *             (slabs and halos), the rest the allgather scheme; the forces lines say which.
  *   failures  a rank that passes bad input at set_particles, one that fails mid-run (step 3 of an
  *             update loop) and ranks that disagree on the arrays they give: every rank returns
  *             the same status, and the message names the failing rank; nothing hangs (CTest's
@@ -155,6 +158,10 @@ static void check_forces(const char *kernel, const char *accum, int algorithm, s
     if (status == FK_OK)
         status = fk_mpi_eval_compute(m, NULL);
     CHECK(status == FK_OK, "%s %s: %s", kernel, accum, fk_mpi_eval_last_error(m));
+    /* Cells and lists in a periodic box run the spatial scheme, the rest the allgather one. */
+    const int spatial = algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS;
+    CHECK(strcmp(fk_mpi_eval_scheme(m), spatial ? "spatial" : "allgather") == 0, "%s %s: scheme %s",
+          kernel, accum, fk_mpi_eval_scheme(m));
     const size_t fc = fk_eval_force_components(fk_mpi_eval_local(m));
     double *all = malloc(fc * n * sizeof *all), *potential = malloc(n * sizeof *potential);
     double *slice = malloc((fc * count + 1) * sizeof *slice);
@@ -222,10 +229,10 @@ static void check_forces(const char *kernel, const char *accum, int algorithm, s
             const unsigned char *bytes = (const unsigned char *)all;
             for (size_t k = 0; k < fc * n * sizeof *all; ++k)
                 hash = (hash ^ bytes[k]) * 1099511628211ull;
-            printf("forces %-12s %-7s %-9s N=%zu P=%d: bit-identical to one device, checksum "
-                   "%016llx\n",
+            printf("forces %-12s %-7s %-9s N=%zu P=%d, %-9s scheme: bit-identical to one "
+                   "device, checksum %016llx\n",
                    kernel, accum, fk_algorithm_name((fk_algorithm)plain_config.algorithm), n, ranks,
-                   (unsigned long long)hash);
+                   fk_mpi_eval_scheme(m), (unsigned long long)hash);
             free(reference);
         }
         fk_eval_destroy(plain);
@@ -318,22 +325,95 @@ static void check_simulate(void)
                 MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Gatherv(s.velocity + 3 * first, (int)(3 * count), MPI_DOUBLE, final + 3 * n, counts, firsts,
                 MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
+    if (m)
+        fk_mpi_eval_figures(m, 0, figures);
     if (rank == 0) {
         const int same = memcmp(final, start.position, 3 * n * sizeof(double)) == 0 &&
                          memcmp(final + 3 * n, start.velocity, 3 * n * sizeof(double)) == 0;
         CHECK(same, "simulate: after %d steps the P=%d trajectory differs from one device's", steps,
               ranks);
         printf("simulate gaj fixed64 keep N=%zu, %d steps, P=%d: final state %s one device's "
-               "(rescales on rank 0: %zu)\n",
-               n, steps, ranks, same ? "bit-identical to" : "DIFFERS from",
-               m ? fk_eval_rescale_count(fk_mpi_eval_local(m)) : (size_t)0);
+               "(%zu rescales)\n",
+               n, steps, ranks, same ? "bit-identical to" : "DIFFERS from", figures[0].rescales);
     }
+    free(figures);
     free(counts);
     free(firsts);
     free(final);
     fk_mpi_eval_destroy(m);
     free_system(&s);
     free_system(&start);
+}
+
+/* FK_SCALE_KEEP's rescale: two particles pushed close at the second evaluation leave the kept
+ * fixed64 scale's range; one device rescales and computes again inside fk_eval_wait, the ranks
+ * do it together. The results after it are one device's, bit for bit, in both schemes. */
+static void check_rescale(int algorithm)
+{
+    const size_t n = 512;
+    system_t s = make_system("lj", n, 8 * 1.1);
+    fk_eval_config config = make_config("lj", "fixed64", algorithm, &s);
+    config.scale_policy = FK_SCALE_KEEP;
+    double *moved = malloc(3 * n * sizeof *moved);
+    memcpy(moved, s.position, 3 * n * sizeof *moved);
+    for (int d = 0; d < 3; ++d) /* particle 1 at 0.5 sigma from particle 0: terms 400x larger */
+        moved[3 + d] = moved[d] + (d == 0 ? 0.5 : 0.0);
+    const size_t fc = 3;
+    double *plain_force = malloc(fc * n * sizeof *plain_force);
+    if (rank == 0) {
+        fk_eval *plain = NULL;
+        const fk_particles whole = view("lj", &s, 0, n);
+        fk_status status = fk_eval_create(context, &config, &plain);
+        if (status == FK_OK)
+            status = fk_eval_set_particles(plain, &whole);
+        if (status == FK_OK)
+            status = fk_eval_compute(plain, NULL);
+        if (status == FK_OK)
+            status = fk_eval_update_positions(plain, moved, NULL);
+        if (status == FK_OK)
+            status = fk_eval_compute(plain, NULL);
+        if (status == FK_OK)
+            status = fk_eval_read_forces(plain, plain_force);
+        CHECK(status == FK_OK, "plain rescale run: %s", fk_context_last_error(context));
+        CHECK(fk_eval_rescale_count(plain) == 1, "the plain run rescaled %zu times, not once",
+              fk_eval_rescale_count(plain));
+        fk_eval_destroy(plain);
+    }
+    fk_mpi_eval *m = NULL;
+    fk_status status = fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m);
+    size_t first = 0, count = 0;
+    slice_of(n, rank, &first, &count);
+    const fk_particles mine = view("lj", &s, first, count);
+    if (status == FK_OK)
+        status = fk_mpi_eval_set_particles(m, &mine);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_update_positions(m, moved + 3 * first, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    double *all = malloc(fc * n * sizeof *all);
+    if (status == FK_OK)
+        status = fk_mpi_eval_read_all_forces(m, all);
+    CHECK(status == FK_OK, "rescale run: %s",
+          m ? fk_mpi_eval_last_error(m) : fk_mpi_eval_last_error(NULL));
+    fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
+    if (status == FK_OK && fk_mpi_eval_figures(m, 0, figures) == FK_OK && rank == 0) {
+        CHECK(figures[0].rescales == 1, "the ranks rescaled %zu times, not once",
+              figures[0].rescales);
+        CHECK(memcmp(all, plain_force, fc * n * sizeof *all) == 0,
+              "%s: the forces after the rescale differ from one device's", fk_mpi_eval_scheme(m));
+        printf("rescale lj fixed64 keep, %s scheme, P=%d: one rescale, forces bit-identical to "
+               "one device's\n",
+               fk_mpi_eval_scheme(m), ranks);
+    }
+    free(figures);
+    free(all);
+    free(plain_force);
+    free(moved);
+    fk_mpi_eval_destroy(m);
+    free_system(&s);
 }
 
 /* The failing rank: the last one that holds particles (rank 0 when P = 1). */
@@ -442,8 +522,11 @@ int main(int argc, char **argv)
         check_forces("ljc_constant", "fixed64", FK_ALGORITHM_CELLS, 729);
         check_forces("ljc_constant", "fixed64", FK_ALGORITHM_ALL_PAIRS, 729);
     }
-    if (!strcmp(what, "all") || !strcmp(what, "simulate"))
+    if (!strcmp(what, "all") || !strcmp(what, "simulate")) {
         check_simulate();
+        check_rescale(FK_ALGORITHM_CELLS);
+        check_rescale(FK_ALGORITHM_ALL_PAIRS);
+    }
     if (!strcmp(what, "all") || !strcmp(what, "failures"))
         check_failures();
     int total = 0;
