@@ -39,6 +39,8 @@ static const char simulate_usage[] =
     "  --steps S         the step to integrate to (a restart continues up to S)\n"
     "  --dt DT           time step (default 0.005 molecular, 0.001 gravity)\n"
     "  --accum A         accumulator of the forces and potentials (default float)\n"
+    "  --reproducible    fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
+    "                    trajectory, are the same bits on every device and with every pair loop\n"
     "  --integrator I    verlet (default; kick-drift-kick) or hermite (4th order, gaj only;\n"
     "                    the default for gaj)\n"
     "  --density D       lj-fluid number density (default 0.8)\n"
@@ -73,7 +75,7 @@ typedef struct simulate_options {
     const char *checkpoint, *restart;
     long long n, steps, seed, sample, checkpoint_every;
     double dt, density, temperature, eps, skin;
-    int json, help;
+    int json, help, reproducible;
     cli_physics_options physics;
 } simulate_options;
 
@@ -229,6 +231,17 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
             return CLI_EXIT_USAGE;
         }
     }
+    /* Checkpoints from before --reproducible have no such line: they ran without it. */
+    const char *reproducible = fkt_sim_checkpoint_option(checkpoint, "reproducible");
+    if (strcmp(reproducible ? reproducible : "0", find_option(&run->options, "reproducible")) !=
+        0) {
+        cli_error("simulate",
+                  "checkpoint %s does not match this run: reproducible is '%s' there and '%s' "
+                  "here (restart with the options of the run that wrote it)",
+                  options->restart, reproducible ? reproducible : "0",
+                  find_option(&run->options, "reproducible"));
+        return CLI_EXIT_USAGE;
+    }
     if (checkpoint->n != run->particles.count ||
         checkpoint->has_jerk != (config->integrator == FKT_INTEGRATOR_HERMITE)) {
         cli_error("simulate", "checkpoint %s holds %zu particles%s; this run has %zu%s",
@@ -373,6 +386,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON *document = cJSON_CreateObject();
     cJSON_AddStringToObject(document, "kernel", run->kernel->name);
     cJSON_AddStringToObject(document, "accum", run->accum->name);
+    cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
     cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fkt_sim_algorithm(sim)));
     cJSON_AddStringToObject(document, "system", find_option(&run->options, "system"));
@@ -484,6 +498,7 @@ int cmd_simulate(int argc, char **argv)
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "system", .kind = CLI_STRING, .value = &options.system},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
@@ -532,6 +547,13 @@ int cmd_simulate(int argc, char **argv)
         return cli_usage_error("simulate", "--kernel is required");
     if (!cli_option_named(table, table_size, "steps")->given)
         return cli_usage_error("simulate", "--steps is required");
+    if (options.reproducible) { /* reproducible mode sums in fixed64 */
+        if (!cli_option_named(table, table_size, "accum")->given)
+            options.accum = "fixed64";
+        else if (strcmp(options.accum, "fixed64") != 0)
+            return cli_usage_error(
+                "simulate", "--reproducible uses the fixed64 accumulator, not %s", options.accum);
+    }
     simulate_run run = {0};
     if (cli_find_kernel("simulate", options.kernel, &run.kernel) ||
         cli_find_accum("simulate", options.accum, &run.accum))
@@ -541,6 +563,7 @@ int cmd_simulate(int argc, char **argv)
     fkt_sim_config config = {0};
     config.eval.kernel = run.kernel->name;
     config.eval.accum = run.accum->name;
+    config.eval.reproducible = options.reproducible;
     config.integrator =
         strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
     if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
@@ -678,6 +701,7 @@ int cmd_simulate(int argc, char **argv)
     option_list *list = &run.options;
     add_option(list, "kernel", "%s", run.kernel->name);
     add_option(list, "accum", "%s", run.accum->name);
+    add_option(list, "reproducible", "%d", options.reproducible != 0);
     add_option(list, "integrator", "%s", fkt_integrator_name(config.integrator));
     add_option(list, "dt", "%.17g", config.dt);
     add_option(list, "system", "%s", options.in ? "file" : options.system);
@@ -734,6 +758,8 @@ int cmd_simulate(int argc, char **argv)
         simulate_run_free(&run);
         return cli_exit_code(status);
     }
+    if (options.reproducible)
+        cli_note_reproducible(run.sim->eval, fk_context_device(run.context)->name);
     fk_variant variant = {0};
     fk_eval_get_variant(run.sim->eval, &variant);
     char unroll[CLI_UNROLL_NAME_SIZE];
