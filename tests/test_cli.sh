@@ -493,6 +493,19 @@ expect_exit "simulate --restart with another --seed exits 2" 2 $SIM --steps 40 -
 expect_exit "simulate --restart with another --accum exits 2" 2 $SIM --steps 40 --accum double --restart "$WORK/half.ckpt"
 expect_exit "simulate --restart with another --algorithm exits 2" 2 $SIM --steps 40 --algorithm cells --restart "$WORK/half.ckpt"
 expect_exit "simulate --restart with another N exits 2" 2 "$FK" simulate --kernel lj --n 256 --steps 40 --restart "$WORK/half.ckpt"
+expect_exit "simulate fixed64, 10 steps, with a checkpoint exits 0" 0 $SIM --steps 10 --accum fixed64 --algorithm all-pairs --checkpoint "$WORK/fixed64.ckpt"
+expect_exit "simulate --restart with --reproducible where the run had none exits 2" 2 $SIM --steps 20 --reproducible --restart "$WORK/fixed64.ckpt"
+expect_stderr "the reproducible mismatch is named" "reproducible is '0' there and '1' here"
+expect_exit "simulate --reproducible --accum float exits 2" 2 $SIM --steps 1 --reproducible --accum float
+# --reproducible: the same trajectory bit for bit with every pair loop (fixed64, correctly rounded
+# pair arithmetic; docs/simulate.md)
+for loop in all-pairs cells neighbors; do
+    expect_exit "simulate --reproducible --algorithm $loop exits 0" 0 "$FK" simulate --kernel lj --n 500 --steps 30 --reproducible --algorithm "$loop" --json
+    cp "$WORK/out" "$WORK/sim-repro-$loop.json"
+done
+expect_json "simulate --reproducible: cells and lists end on all-pairs' state, bit for bit" "$WORK/sim-repro-all-pairs.json" \
+    'd["reproducible"] is True and d["accum"] == "fixed64" and all(json.load(open("'"$WORK"'/sim-repro-%s.json" % l))["state_checksum"] == d["state_checksum"] and json.load(open("'"$WORK"'/sim-repro-%s.json" % l))["samples"] == d["samples"] for l in ("cells", "neighbors"))'
+
 expect_exit "simulate --restart beyond --steps exits 2" 2 $SIM --steps 10 --restart "$WORK/half.ckpt"
 expect_exit "simulate --restart of a missing file exits 2" 2 $SIM --steps 40 --restart "$WORK/nonexistent.ckpt"
 head -n 40 "$WORK/half.ckpt" >"$WORK/truncated.ckpt"
