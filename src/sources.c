@@ -84,6 +84,7 @@ struct fk_sources {
 
     /* fixed64: per target and component, the kernel's (scale, limit) and the decoder's scale. */
     int per_target_scale;
+    size_t scale_count; /* fk_sources_set_scale_count; 0: each start's nj */
     cl_mem target_param;
     float *host_target_param; /* 4 per target component */
     double *host_scale;       /* per target component */
@@ -554,8 +555,9 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                               : fabs(hint[0]);
                 if (!(magnitude > 0) || !isfinite(magnitude))
                     magnitude = 1.0;
-                const fk_accum_bound bound = {
-                    .max_term = 1024 * magnitude, .max_sum = 1024 * magnitude, .count = nj};
+                const fk_accum_bound bound = {.max_term = 1024 * magnitude,
+                                              .max_sum = 1024 * magnitude,
+                                              .count = s->scale_count ? s->scale_count : nj};
                 fk_accum_params params;
                 if (!fk__choose_fixed64(&bound, &params))
                     return fk__fail(context, FK_ERR_INVALID_INPUT,
@@ -744,6 +746,9 @@ static int compare_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static fk_status decode_results(fk_sources *s, const uint32_t *words,
+                                const fk_target_results *results);
+
 fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
 {
     if (!s)
@@ -761,12 +766,21 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
     if (execution < 0)
         return fk__cl_fail(context, "targets against sources (enqueued work)", execution);
     s->has_results = 1;
+    return decode_results(s, s->host_result, results);
+}
+
+/* The results of words (FK_SOURCES_RESULT_WORDS uint2 per target, as the device wrote them, or
+ * partial evaluations combined) decoded at the last start's scales. */
+static fk_status decode_results(fk_sources *s, const uint32_t *words,
+                                const fk_target_results *results)
+{
+    fk_context *context = s->context;
     fk_status status = FK_OK;
     size_t bad = SIZE_MAX;
     for (size_t i = 0; i < s->ni; ++i) {
         double value[FK_SOURCES_COMPONENTS];
         for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c) {
-            const uint32_t *w = s->host_result + 2 * (i * FK_SOURCES_RESULT_WORDS + (size_t)c);
+            const uint32_t *w = words + 2 * (i * FK_SOURCES_RESULT_WORDS + (size_t)c);
             const int overflowed = s->accum->overflowed && s->accum->overflowed(w[0], w[1]);
             value[c] = overflowed
                            ? NAN
@@ -785,7 +799,7 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
             results->pot[i] = value[6];
         if (results && results->nearest)
             results->nearest[i] =
-                (int32_t)s->host_result[2 * (i * FK_SOURCES_RESULT_WORDS + FK_SOURCES_COMPONENTS)];
+                (int32_t)words[2 * (i * FK_SOURCES_RESULT_WORDS + FK_SOURCES_COMPONENTS)];
     }
     if (bad != SIZE_MAX)
         status = fk__fail(context, FK_ERR_OVERFLOW,
@@ -793,6 +807,51 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
                           "(coincident particles without softening?) or one beyond fixed64's "
                           "range (a scale hint too small)",
                           bad, s->host_target_id[bad]);
+    return status;
+}
+
+fk_status fk_sources_set_scale_count(fk_sources *s, size_t count)
+{
+    if (!s)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(s->context);
+    if (s->in_flight)
+        return fk__fail(s->context, FK_ERR_STATE,
+                        "fk_sources_set_scale_count while an evaluation is in flight");
+    s->scale_count = count;
+    return FK_OK;
+}
+
+fk_status fk_sources_read_raw(fk_sources *s, uint64_t *words)
+{
+    if (!s || !words)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(s->context);
+    if (!s->has_results || s->in_flight)
+        return fk__fail(s->context, FK_ERR_STATE, "fk_sources_read_raw: no finished evaluation");
+    for (size_t k = 0; k < s->ni * FK_SOURCES_RESULT_WORDS; ++k)
+        words[k] = (uint64_t)s->host_result[2 * k] | (uint64_t)s->host_result[2 * k + 1] << 32;
+    return FK_OK;
+}
+
+fk_status fk_sources_decode_raw(fk_sources *s, const uint64_t *words,
+                                const fk_target_results *results)
+{
+    if (!s || !words)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(s->context);
+    if (!s->has_results || s->in_flight)
+        return fk__fail(s->context, FK_ERR_STATE,
+                        "fk_sources_decode_raw: no finished evaluation (its scales decode)");
+    uint32_t *pairs = malloc(s->ni * FK_SOURCES_RESULT_WORDS * 2 * sizeof *pairs + 1);
+    if (!pairs)
+        return fk__fail(s->context, FK_ERR_HOST_MEMORY, "fk_sources_decode_raw: no memory");
+    for (size_t k = 0; k < s->ni * FK_SOURCES_RESULT_WORDS; ++k) {
+        pairs[2 * k] = (uint32_t)words[k];
+        pairs[2 * k + 1] = (uint32_t)(words[k] >> 32);
+    }
+    const fk_status status = decode_results(s, pairs, results);
+    free(pairs);
     return status;
 }
 

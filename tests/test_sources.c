@@ -413,6 +413,112 @@ static void test_neighbor_lists(void **state)
 /* fixed64 scaled per target from hints, as GRAPE-6 scaled its sums: with hints of the right
  * magnitude the float class (the terms are float), with hints far too small an overflow reported
  * as FK_ERR_OVERFLOW and NaN in the overflowed sums, never a wrong finite value. */
+/* An engine holding sources [first, end) of s in slots 0 .. end - first - 1. */
+static fk_sources *load_part(const tsystem *s, const char *accum, size_t first, size_t end)
+{
+    fk_sources_config config = FK_CONFIG_INIT(fk_sources_config);
+    config.capacity = end - first;
+    config.max_targets = 64;
+    config.accum = accum;
+    fk_sources *engine = NULL;
+    assert_int_equal(fk_sources_create(fk_test_context, &config, &engine), FK_OK);
+    for (size_t j = first; j < end; ++j) {
+        const g6ref_source *src = &s->sources[j];
+        fk_source slot = {.id = src->id, .t = src->t, .mass = src->mass};
+        memcpy(slot.x, src->x, sizeof slot.x);
+        memcpy(slot.v, src->v, sizeof slot.v);
+        memcpy(slot.a, src->a, sizeof slot.a);
+        memcpy(slot.jerk, src->jerk, sizeof slot.jerk);
+        memcpy(slot.snap, src->snap, sizeof slot.snap);
+        assert_int_equal(fk_sources_set(engine, j - first, &slot), FK_OK);
+    }
+    return engine;
+}
+
+/* fk_sources_read_raw / decode_raw / set_scale_count (the MPI layer's block steps): the raw words
+ * decode to finish's results bit for bit; two engines holding the two halves of the sources, with
+ * the scale sized for all of them, give fixed64 integers whose sum decodes to one engine's results
+ * bit for bit, and the nearest source is the nearer of the halves'. */
+static void test_split_raw(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x5b117ull);
+    tsystem s;
+    const size_t nj = 1003, ni = 64, half = 401;
+    system_make(&s, nj, ni, 0.0, &rng);
+    fk_targets targets = {.count = ni,
+                          .sources = nj,
+                          .time = s.ti,
+                          .eps2 = 1e-4,
+                          .id = s.target_id,
+                          .position = s.tx,
+                          .velocity = s.tv};
+    double acc[3 * 64], jerk[3 * 64], pot[64], acc2[3 * 64], jerk2[3 * 64], pot2[64];
+    int nearest[64], nearest2[64];
+    uint64_t whole[64 * FK_SOURCES_RAW_WORDS], a[64 * FK_SOURCES_RAW_WORDS],
+        b[64 * FK_SOURCES_RAW_WORDS];
+    fk_sources *one = load_part(&s, "fixed64", 0, nj);
+    assert_int_equal(fk_sources_read_raw(one, whole), FK_ERR_STATE); /* nothing finished */
+    assert_int_equal(fk_sources_start(one, &targets), FK_OK);
+    assert_int_equal(fk_sources_finish(one, &(fk_target_results){acc, jerk, pot, nearest}), FK_OK);
+    assert_int_equal(fk_sources_read_raw(one, whole), FK_OK);
+    assert_int_equal(
+        fk_sources_decode_raw(one, whole, &(fk_target_results){acc2, jerk2, pot2, nearest2}),
+        FK_OK);
+    assert_memory_equal(acc, acc2, sizeof acc);
+    assert_memory_equal(jerk, jerk2, sizeof jerk);
+    assert_memory_equal(pot, pot2, sizeof pot);
+    assert_memory_equal(nearest, nearest2, sizeof nearest);
+
+    fk_sources *first = load_part(&s, "fixed64", 0, half),
+               *second = load_part(&s, "fixed64", half, nj);
+    assert_int_equal(fk_sources_set_scale_count(first, nj), FK_OK);
+    assert_int_equal(fk_sources_set_scale_count(second, nj), FK_OK);
+    targets.sources = half;
+    assert_int_equal(fk_sources_start(first, &targets), FK_OK);
+    assert_int_equal(fk_sources_finish(first, NULL), FK_OK);
+    assert_int_equal(fk_sources_read_raw(first, a), FK_OK);
+    targets.sources = nj - half;
+    assert_int_equal(fk_sources_start(second, &targets), FK_OK);
+    assert_int_equal(fk_sources_finish(second, NULL), FK_OK);
+    assert_int_equal(fk_sources_read_raw(second, b), FK_OK);
+    uint64_t first_alone[64 * FK_SOURCES_RAW_WORDS];
+    memcpy(first_alone, a, sizeof first_alone);
+    for (size_t i = 0; i < ni; ++i) {
+        uint64_t *w = a + i * FK_SOURCES_RAW_WORDS;
+        const uint64_t *v = b + i * FK_SOURCES_RAW_WORDS;
+        for (int c = 0; c < 7; ++c)
+            w[c] += v[c]; /* two's complement: the integers' sum */
+        double ra, rb;
+        memcpy(&ra, &w[8], sizeof ra);
+        memcpy(&rb, &v[8], sizeof rb);
+        const int ia = (int)(uint32_t)w[7], ib = (int)(uint32_t)v[7];
+        if (ib >= 0 && (ia < 0 || rb < ra || (rb == ra && ib < ia))) {
+            w[7] = v[7];
+            w[8] = v[8];
+        }
+    }
+    assert_int_equal(
+        fk_sources_decode_raw(first, a, &(fk_target_results){acc2, jerk2, pot2, nearest2}), FK_OK);
+    assert_memory_equal(acc, acc2, sizeof acc);
+    assert_memory_equal(jerk, jerk2, sizeof jerk);
+    assert_memory_equal(pot, pot2, sizeof pot);
+    assert_memory_equal(nearest, nearest2, sizeof nearest);
+    /* Without the scale count the halves' scales differ from the whole's: other bits. */
+    assert_int_equal(fk_sources_set_scale_count(first, 0), FK_OK);
+    targets.sources = half;
+    assert_int_equal(fk_sources_start(first, &targets), FK_OK);
+    assert_int_equal(fk_sources_finish(first, NULL), FK_OK);
+    uint64_t own[64 * FK_SOURCES_RAW_WORDS];
+    assert_int_equal(fk_sources_read_raw(first, own), FK_OK);
+    assert_true(memcmp(own, first_alone, sizeof own) != 0);
+    fk_sources_destroy(one);
+    fk_sources_destroy(first);
+    fk_sources_destroy(second);
+    system_free(&s);
+}
+
 static void test_fixed64_hints(void **state)
 {
     (void)state;
@@ -639,6 +745,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_id_exclusion),
         cmocka_unit_test(test_neighbor_lists),
         cmocka_unit_test(test_slot_updates),
+        cmocka_unit_test(test_split_raw),
         cmocka_unit_test(test_fixed64_hints),
         cmocka_unit_test(test_bad_input),
     };

@@ -681,6 +681,23 @@ FK_API fk_status fk_sources_start(fk_sources *sources, const fk_targets *targets
  * a sum is not finite or left fixed64's range (the results are written anyway, NaN where a
  * fixed64 sum overflowed), FK_ERR_STATE without a start. */
 FK_API fk_status fk_sources_finish(fk_sources *sources, const fk_target_results *results);
+/* For evaluations split over several engines (added in 0.4, issue #20; forcekit_mpi.h's block
+ * steps: each engine holds a part of the sources and evaluates every target against it). The
+ * last finished evaluation's raw results: FK_SOURCES_RAW_WORDS words per target, the seven sums
+ * (ax ay az jx jy jz phi) as the accumulator packs them (fixed64: 64-bit two's complement
+ * integers at the target's scale, which the hints fix, so that the parts' integers add, with
+ * wrap-around, to the whole's exactly), then the nearest source's ID (low 32 bits, -1 none) and
+ * the bits of its r^2 (a double). fk_sources_decode_raw decodes such words, the parts' combined,
+ * into results as fk_sources_finish would, at the scales of the last start, which must have had
+ * the same targets. FK_ERR_STATE without a finished evaluation. */
+#define FK_SOURCES_RAW_WORDS 9
+/* fixed64's range sized for count sources instead of each start's targets.sources (0, the
+ * default): a part of a split evaluation gives the sources of all the parts, so that every part
+ * uses the scale of one engine holding them all. */
+FK_API fk_status fk_sources_set_scale_count(fk_sources *sources, size_t count);
+FK_API fk_status fk_sources_read_raw(fk_sources *sources, uint64_t *words);
+FK_API fk_status fk_sources_decode_raw(fk_sources *sources, const uint64_t *words,
+                                       const fk_target_results *results);
 /* The neighbour list of target (< count) of the last finished evaluation with h2: *count IDs in
  * increasing order at *ids (valid until the next start), and *overflow 1 when more sources were
  * within the radius than neighbor_capacity (then *count is the number found, the list holds

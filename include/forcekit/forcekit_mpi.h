@@ -100,6 +100,40 @@ FK_API const char *fk_mpi_eval_scheme(const fk_mpi_eval *eval);
 FK_API fk_status fk_mpi_eval_figures(fk_mpi_eval *eval, int root, fk_mpi_rank_figures *figures);
 FK_API void fk_mpi_eval_reset_figures(fk_mpi_eval *eval);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Block steps: targets against sources over MPI (fk_sources, the GRAPE-6 engine)                 */
+/*
+ * Each rank holds its own sources (j-particles: slots 0 .. its sources - 1 of its fk_sources). At a
+ * block step every rank passes its active targets; the active sets are gathered, every rank
+ * evaluates all of them against its sources, and the partial results are combined: fixed64's sums
+ * as 64-bit integers at the targets' scales (fixed by the hints, the same everywhere), exact in
+ * any order, so the results are one engine's with all the sources, bit for bit, on every rank
+ * count; the other accumulators' partial sums added in rank order (deterministic for a given P);
+ * the nearest source as the smallest r^2 over the ranks, ties to the smaller ID. Neighbour lists
+ * (targets.h2) are not combined: FK_ERR_UNSUPPORTED. The active targets over all ranks are at
+ * most config.max_targets; every rank needs at least one source.
+ */
+typedef struct fk_mpi_sources fk_mpi_sources;
+
+/* Collective: config as for fk_sources_create, the same on every rank (capacity is this rank's). */
+FK_API fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *config,
+                                       MPI_Comm comm, fk_mpi_sources **sources);
+FK_API void fk_mpi_sources_destroy(fk_mpi_sources *sources);
+/* Not collective: one of this rank's source slots, as fk_sources_set. */
+FK_API fk_status fk_mpi_sources_set(fk_mpi_sources *sources, size_t slot, const fk_source *source);
+/* Collective: this rank's active targets (count may be 0; sources: this rank's slots in use;
+ * time, eps2 and whether the three hints come must agree across the ranks) and their results,
+ * for every accumulator. */
+FK_API fk_status fk_mpi_sources_evaluate(fk_mpi_sources *sources, const fk_targets *mine,
+                                         const fk_target_results *results);
+/* The error of the last failed call ("rank R: ..."); NULL: why this thread's last create
+ * failed. */
+FK_API const char *fk_mpi_sources_last_error(const fk_mpi_sources *sources);
+/* Collective: each rank's pairs (targets times its sources), compute, communication and wait
+ * seconds since create, on root. */
+FK_API fk_status fk_mpi_sources_figures(fk_mpi_sources *sources, int root,
+                                        fk_mpi_rank_figures *figures);
+
 /* The rank within its node (MPI_Comm_split_type shared memory), for choosing a device: ranks on
  * one node take devices local_rank modulo the node's devices. Collective over comm. */
 FK_API int fk_mpi_local_rank(MPI_Comm comm);

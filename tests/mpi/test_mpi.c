@@ -13,6 +13,9 @@
  *             rescale (two particles pushed close) in both schemes: one rescale, the forces
  *             after it one device's. Cells and lists in a periodic box run the spatial scheme
  *             (slabs and halos), the rest the allgather scheme; the forces lines say which.
+ *   sources   block steps (fk_mpi_sources): every 7th particle active, the sources split over
+ *             the ranks; fixed64 bit-identical to one engine with all the sources, ref within
+ *             1e-12 and deterministic, the nearest source equal, the engine against the reference.
  *   failures  a rank that passes bad input at set_particles, one that fails mid-run (step 3 of an
  *             update loop) and ranks that disagree on the arrays they give: every rank returns
  *             the same status, and the message names the failing rank; nothing hangs (CTest's
@@ -416,6 +419,186 @@ static void check_rescale(int algorithm)
     free_system(&s);
 }
 
+/* Block steps (fk_mpi_sources): the sources split evenly over the ranks, every 7th particle an
+ * active target on the rank whose slice holds it; the combined results against one engine with
+ * all the sources on rank 0: fixed64 bit for bit, the others within rounding and the same bits
+ * when evaluated again; the nearest source equal; that engine against the double reference. */
+static void check_block_steps(const char *accum)
+{
+    const size_t n = 800;
+    const double eps = 0.01;
+    system_t s = make_system("gaj", n, 0);
+    fk_source *all = calloc(n, sizeof *all);
+    for (size_t i = 0; i < n; ++i) {
+        all[i].id = (int)i;
+        all[i].mass = s.mass[i];
+        memcpy(all[i].x, &s.position[3 * i], sizeof all[i].x);
+        memcpy(all[i].v, &s.velocity[3 * i], sizeof all[i].v);
+    }
+    const size_t first = n * (size_t)rank / (size_t)ranks;
+    const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
+    /* this rank's active targets, in global order */
+    size_t active = 0, total_active = 0;
+    int *id = malloc(n * sizeof *id);
+    double *x = malloc(3 * n * sizeof *x), *v = malloc(3 * n * sizeof *v);
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 7)
+            continue;
+        if (i >= first && i < first + mine) {
+            id[active] = (int)i;
+            memcpy(&x[3 * active], &s.position[3 * i], 3 * sizeof(double));
+            memcpy(&v[3 * active], &s.velocity[3 * i], 3 * sizeof(double));
+            ++active;
+        }
+        ++total_active;
+    }
+    fk_sources_config config = FK_CONFIG_INIT(fk_sources_config);
+    config.capacity = n;
+    config.accum = accum;
+    fk_mpi_sources *m = NULL;
+    fk_status status = fk_mpi_sources_create(context, &config, MPI_COMM_WORLD, &m);
+    CHECK(status == FK_OK, "sources create: %s", fk_mpi_sources_last_error(NULL));
+    for (size_t k = 0; status == FK_OK && k < mine; ++k)
+        status = fk_mpi_sources_set(m, k, &all[first + k]);
+    const fk_targets targets = {.count = active,
+                                .sources = mine,
+                                .time = 0,
+                                .eps2 = eps * eps,
+                                .id = id,
+                                .position = x,
+                                .velocity = v};
+    double *acc = malloc((3 * active + 1) * sizeof *acc),
+           *jerk = malloc((3 * active + 1) * sizeof *jerk);
+    double *pot = malloc((active + 1) * sizeof *pot);
+    int *nearest = malloc((active + 1) * sizeof *nearest);
+    const fk_target_results results = {.acc = acc, .jerk = jerk, .pot = pot, .nearest = nearest};
+    if (status == FK_OK)
+        status = fk_mpi_sources_evaluate(m, &targets, &results);
+    CHECK(status == FK_OK, "block step %s: %s", accum, fk_mpi_sources_last_error(m));
+    /* Again: the same bits (deterministic for this P). */
+    double *again = malloc((3 * active + 1) * sizeof *again);
+    const fk_target_results second = {.acc = again};
+    if (status == FK_OK)
+        status = fk_mpi_sources_evaluate(m, &targets, &second);
+    CHECK(status == FK_OK && memcmp(again, acc, 3 * active * sizeof *acc) == 0,
+          "block step %s: a second evaluation differs", accum);
+    /* Everything on rank 0, in global order (the slices are contiguous). */
+    int *counts = malloc((size_t)ranks * sizeof *counts),
+        *displs = malloc((size_t)ranks * sizeof *displs);
+    int local = (int)active;
+    MPI_Gather(&local, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int at = 0;
+    for (int r = 0; r < ranks; ++r) {
+        displs[r] = at;
+        at += rank == 0 ? counts[r] : 0;
+    }
+    double *gathered_pot = malloc((total_active + 1) * sizeof *gathered_pot);
+    int *gathered_nearest = malloc((total_active + 1) * sizeof *gathered_nearest);
+    double *gathered = malloc((3 * total_active + 1) * sizeof *gathered);
+    MPI_Gatherv(pot, local, MPI_DOUBLE, gathered_pot, counts, displs, MPI_DOUBLE, 0,
+                MPI_COMM_WORLD);
+    MPI_Gatherv(nearest, local, MPI_INT, gathered_nearest, counts, displs, MPI_INT, 0,
+                MPI_COMM_WORLD);
+    for (int r = 0; r < ranks; ++r) {
+        counts[r] *= 3;
+        displs[r] *= 3;
+    }
+    MPI_Gatherv(acc, 3 * local, MPI_DOUBLE, gathered, counts, displs, MPI_DOUBLE, 0,
+                MPI_COMM_WORLD);
+    if (rank == 0 && status == FK_OK) {
+        /* One engine with all the sources, the same targets in the same order. */
+        fk_sources *one = NULL;
+        int *all_id = malloc(total_active * sizeof *all_id);
+        double *all_x = malloc(3 * total_active * sizeof *all_x);
+        double *all_v = malloc(3 * total_active * sizeof *all_v);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i += 7, ++k) {
+            all_id[k] = (int)i;
+            memcpy(&all_x[3 * k], &s.position[3 * i], 3 * sizeof(double));
+            memcpy(&all_v[3 * k], &s.velocity[3 * i], 3 * sizeof(double));
+        }
+        double *one_acc = malloc(3 * total_active * sizeof *one_acc);
+        double *one_pot = malloc(total_active * sizeof *one_pot);
+        int *one_nearest = malloc(total_active * sizeof *one_nearest);
+        status = fk_sources_create(context, &config, &one);
+        for (size_t j = 0; status == FK_OK && j < n; ++j)
+            status = fk_sources_set(one, j, &all[j]);
+        const fk_targets whole = {.count = total_active,
+                                  .sources = n,
+                                  .eps2 = eps * eps,
+                                  .id = all_id,
+                                  .position = all_x,
+                                  .velocity = all_v};
+        const fk_target_results one_results = {
+            .acc = one_acc, .pot = one_pot, .nearest = one_nearest};
+        if (status == FK_OK)
+            status = fk_sources_start(one, &whole);
+        if (status == FK_OK)
+            status = fk_sources_finish(one, &one_results);
+        CHECK(status == FK_OK, "one engine: %s", fk_context_last_error(context));
+        const int exact = strcmp(accum, "fixed64") == 0;
+        double largest = 0, worst = 0;
+        for (size_t c = 0; c < 3 * total_active; ++c) {
+            largest = fmax(largest, fabs(one_acc[c]));
+            worst = fmax(worst, fabs(one_acc[c] - gathered[c]));
+        }
+        if (exact)
+            CHECK(memcmp(one_acc, gathered, 3 * total_active * sizeof *one_acc) == 0 &&
+                      memcmp(one_pot, gathered_pot, total_active * sizeof *one_pot) == 0,
+                  "block step fixed64 P=%d: not one engine's bits (worst %g)", ranks, worst);
+        else
+            CHECK(worst <= 1e-12 * largest, "block step %s P=%d: %g from one engine's (largest %g)",
+                  accum, ranks, worst, largest);
+        CHECK(memcmp(one_nearest, gathered_nearest, total_active * sizeof(int)) == 0,
+              "block step %s: nearest sources differ", accum);
+        /* The engine against the double reference (each target is a particle: itself left out). */
+        double *reference = malloc(6 * n * sizeof *reference);
+        const fk_particles particles = {
+            .count = n, .position = s.position, .mass = s.mass, .velocity = s.velocity};
+        const fk_physics physics = {.eps = eps};
+        CHECK(fk_reference_forces("gaj", &particles, &physics, reference, NULL) == FK_OK,
+              "reference");
+        double error = 0, scale = 0;
+        for (k = 0; k < total_active; ++k)
+            for (int d = 0; d < 3; ++d) {
+                const double r = reference[6 * (size_t)all_id[k] + (size_t)d];
+                scale = fmax(scale, fabs(r));
+                error = fmax(error, fabs(r - one_acc[3 * k + (size_t)d]));
+            }
+        CHECK(error <= 1e-5 * scale, "block step %s: %g from the reference (largest %g)", accum,
+              error, scale);
+        printf(
+            "block steps %-7s N=%zu, %zu active, P=%d: %s one engine's (worst %g), nearest "
+            "%s\n",
+            accum, n, total_active, ranks, exact ? "bits compared with" : "within 1e-12 of", worst,
+            memcmp(one_nearest, gathered_nearest, total_active * sizeof(int)) ? "DIFFER" : "equal");
+        fk_sources_destroy(one);
+        free(reference);
+        free(all_id);
+        free(all_x);
+        free(all_v);
+        free(one_acc);
+        free(one_pot);
+        free(one_nearest);
+    }
+    free(counts);
+    free(displs);
+    free(gathered);
+    free(gathered_pot);
+    free(gathered_nearest);
+    free(again);
+    free(acc);
+    free(jerk);
+    free(pot);
+    free(nearest);
+    free(id);
+    free(x);
+    free(v);
+    free(all);
+    fk_mpi_sources_destroy(m);
+    free_system(&s);
+}
+
 /* The failing rank: the last one that holds particles (rank 0 when P = 1). */
 static void check_failures(void)
 {
@@ -526,6 +709,10 @@ int main(int argc, char **argv)
         check_simulate();
         check_rescale(FK_ALGORITHM_CELLS);
         check_rescale(FK_ALGORITHM_ALL_PAIRS);
+    }
+    if (!strcmp(what, "all") || !strcmp(what, "sources")) {
+        check_block_steps("fixed64");
+        check_block_steps("ref");
     }
     if (!strcmp(what, "all") || !strcmp(what, "failures"))
         check_failures();

@@ -1,0 +1,429 @@
+/* Block steps over MPI (include/forcekit/forcekit_mpi.h, fk_mpi_sources; issue #20): each rank
+ * holds its own sources (j-particles) in an fk_sources; at a block step the ranks' active targets
+ * are gathered (MPI_Allgatherv), every rank evaluates all of them against its sources, and the
+ * partial results are combined: fixed64's sums as 64-bit integers (MPI_SUM: exact and
+ * order-free, at the scale of one engine holding every source (fk_sources_set_scale_count), so
+ * the results are one engine's bit for bit on every rank count), the other
+ * accumulators' decoded partial sums added in rank order on every rank (deterministic for a
+ * given P), and the nearest source as the smallest r^2 over the ranks, ties to the smaller ID
+ * (as one engine breaks them). Uses only the public API. */
+#include "forcekit/forcekit_mpi.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERROR_TEXT 1024
+#define SUMS 7 /* ax ay az jx jy jz phi */
+
+static _Thread_local char create_error[ERROR_TEXT];
+
+struct fk_mpi_sources {
+    MPI_Comm comm;
+    int rank, size;
+    fk_context *context;
+    fk_sources *engine;
+    size_t max_targets;
+    int fixed64;
+    fk_mpi_rank_figures figures;
+    char local_error[ERROR_TEXT], error[ERROR_TEXT];
+};
+
+static fk_status local_fail(fk_mpi_sources *m, fk_status status, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(m->local_error, sizeof m->local_error, format, args);
+    va_end(args);
+    return status;
+}
+
+static fk_status engine_fail(fk_mpi_sources *m, fk_status status, const char *call)
+{
+    return local_fail(m, status, "%s: %s: %s", call, fk_status_string(status),
+                      fk_context_last_error(m->context));
+}
+
+/* As forcekit_mpi.c's: every rank returns the lowest failing rank's status and message. */
+static fk_status agree(fk_mpi_sources *m, fk_status status)
+{
+    const double start = MPI_Wtime();
+    int failing = status == FK_OK ? m->size : m->rank, lowest = m->size;
+    MPI_Allreduce(&failing, &lowest, 1, MPI_INT, MPI_MIN, m->comm);
+    m->figures.wait_seconds += MPI_Wtime() - start;
+    if (lowest == m->size) {
+        m->error[0] = '\0';
+        m->local_error[0] = '\0';
+        return FK_OK;
+    }
+    struct {
+        int status;
+        char text[ERROR_TEXT];
+    } message;
+    memset(&message, 0, sizeof message);
+    if (m->rank == lowest) {
+        message.status = (int)status;
+        snprintf(message.text, sizeof message.text, "rank %d: %.990s", m->rank,
+                 m->local_error[0] ? m->local_error : fk_status_string(status));
+    }
+    MPI_Bcast(&message, (int)sizeof message, MPI_BYTE, lowest, m->comm);
+    memcpy(m->error, message.text, sizeof m->error);
+    m->error[sizeof m->error - 1] = '\0';
+    m->local_error[0] = '\0';
+    return (fk_status)message.status;
+}
+
+static fk_status everyone_fails(fk_mpi_sources *m, fk_status status, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(m->error, sizeof m->error, format, args);
+    va_end(args);
+    return status;
+}
+
+fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *config, MPI_Comm comm,
+                                fk_mpi_sources **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    create_error[0] = '\0';
+    fk_mpi_sources *m = calloc(1, sizeof *m);
+    /* Every rank learns whether every rank could start before the first collective on a
+     * communicator of its own. */
+    int ok = m != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all) {
+        snprintf(create_error, sizeof create_error, "a rank is out of host memory");
+        free(m);
+        return FK_ERR_HOST_MEMORY;
+    }
+    MPI_Comm_dup(comm, &m->comm);
+    MPI_Comm_rank(m->comm, &m->rank);
+    MPI_Comm_size(m->comm, &m->size);
+    m->context = context;
+    m->figures.rank = m->rank;
+    fk_status status = FK_OK;
+    if (!context || !config)
+        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "fk_mpi_sources_create: NULL %s",
+                            context ? "config" : "context");
+    else if ((status = fk_sources_create(context, config, &m->engine)) != FK_OK)
+        status = engine_fail(m, status, "fk_sources_create");
+    if (status == FK_OK) {
+        fk_sources_config used;
+        fk_sources_get_config(m->engine, &used);
+        m->max_targets = used.max_targets;
+        m->fixed64 = used.accum && strcmp(used.accum, "fixed64") == 0;
+    }
+    status = agree(m, status);
+    if (status != FK_OK) {
+        memcpy(create_error, m->error, sizeof create_error);
+        fk_mpi_sources_destroy(m);
+        return status;
+    }
+    *out = m;
+    return FK_OK;
+}
+
+void fk_mpi_sources_destroy(fk_mpi_sources *m)
+{
+    if (!m)
+        return;
+    fk_sources_destroy(m->engine);
+    MPI_Comm_free(&m->comm);
+    free(m);
+}
+
+fk_status fk_mpi_sources_set(fk_mpi_sources *m, size_t slot, const fk_source *source)
+{
+    if (!m)
+        return FK_ERR_INVALID_ARGUMENT;
+    const fk_status status = fk_sources_set(m->engine, slot, source);
+    if (status != FK_OK)
+        snprintf(m->error, sizeof m->error, "%s", fk_context_last_error(m->context));
+    return status;
+}
+
+const char *fk_mpi_sources_last_error(const fk_mpi_sources *m)
+{
+    return m ? m->error : create_error;
+}
+
+fk_status fk_mpi_sources_figures(fk_mpi_sources *m, int root, fk_mpi_rank_figures *figures)
+{
+    if (!m)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = root < 0 || root >= m->size
+                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: root %d", root)
+                       : m->rank == root && !figures
+                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: NULL on root")
+                           : FK_OK;
+    status = agree(m, status);
+    if (status == FK_OK)
+        MPI_Gather(&m->figures, (int)sizeof m->figures, MPI_BYTE, figures, (int)sizeof m->figures,
+                   MPI_BYTE, root, m->comm);
+    return status;
+}
+
+/* The gathered active set and the results of every target. */
+typedef struct block {
+    int *counts, *firsts, *counts3, *firsts3;
+    size_t total;
+    int *id;
+    double *position, *velocity, *acc_hint, *jerk_hint, *pot_hint;
+    uint64_t *words;  /* FK_SOURCES_RAW_WORDS per target: this rank's partial results */
+    double *partial;  /* SUMS per target: this rank's decoded partial sums (not fixed64) */
+    double *gathered; /* every rank's partial sums, or nearest pairs */
+    double *acc, *jerk, *pot;
+    int *nearest;
+} block;
+
+static void block_free(block *b)
+{
+    void *arrays[] = {b->counts,   b->firsts,   b->counts3,   b->firsts3,  b->id,     b->position,
+                      b->velocity, b->acc_hint, b->jerk_hint, b->pot_hint, b->words,  b->partial,
+                      b->gathered, b->acc,      b->jerk,      b->pot,      b->nearest};
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; ++k)
+        free(arrays[k]);
+    memset(b, 0, sizeof *b);
+}
+
+static void gather(fk_mpi_sources *m, const void *mine, void *all, const int *counts,
+                   const int *firsts, MPI_Datatype type)
+{
+    const double start = MPI_Wtime();
+    MPI_Allgatherv(mine, counts[m->rank], type, all, counts, firsts, type, m->comm);
+    m->figures.communication_seconds += MPI_Wtime() - start;
+}
+
+fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
+                                  const fk_target_results *results)
+{
+    if (!m)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = FK_OK;
+    if (!mine)
+        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL targets");
+    else if (mine->count && (!mine->id || !mine->position || !mine->velocity))
+        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL target arrays");
+    else if (mine->h2)
+        status = local_fail(m, FK_ERR_UNSUPPORTED,
+                            "evaluate: neighbour lists (h2) are not combined across ranks");
+    else if (mine->sources == 0)
+        status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
+                            "evaluate: every rank needs at least one source (targets.sources)");
+    else if (mine->count > (size_t)INT_MAX / 3)
+        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: %zu targets", mine->count);
+    status = agree(m, status);
+    if (status != FK_OK)
+        return status;
+
+    /* The active set: counts, then every array; time, eps2 and which hints come must agree. */
+    const int ranks = m->size;
+    block b = {0};
+    b.counts = calloc((size_t)ranks, sizeof *b.counts);
+    b.firsts = calloc((size_t)ranks, sizeof *b.firsts);
+    b.counts3 = calloc((size_t)ranks, sizeof *b.counts3);
+    b.firsts3 = calloc((size_t)ranks, sizeof *b.firsts3);
+    status = agree(m, b.counts && b.firsts && b.counts3 && b.firsts3
+                          ? FK_OK
+                          : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+    if (status != FK_OK) {
+        block_free(&b);
+        return status;
+    }
+    const int count = (int)mine->count;
+    MPI_Allgather(&count, 1, MPI_INT, b.counts, 1, MPI_INT, m->comm);
+    for (int r = 0; r < ranks; ++r) {
+        b.firsts[r] = (int)b.total;
+        b.counts3[r] = 3 * b.counts[r];
+        b.firsts3[r] = 3 * (int)b.total;
+        b.total += (size_t)b.counts[r];
+    }
+    double agreed[4] = {mine->time, -mine->time, mine->eps2, -mine->eps2};
+    MPI_Allreduce(MPI_IN_PLACE, agreed, 4, MPI_DOUBLE, MPI_MAX, m->comm);
+    int hints[2] = {mine->count == 0 || (mine->acc_hint && mine->jerk_hint && mine->pot_hint),
+                    mine->count == 0 || (!mine->acc_hint && !mine->jerk_hint && !mine->pot_hint)};
+    MPI_Allreduce(MPI_IN_PLACE, hints, 2, MPI_INT, MPI_MIN, m->comm);
+    if (b.total == 0) {
+        block_free(&b);
+        return FK_OK; /* no active target anywhere */
+    }
+    if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3])
+        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
+                                "evaluate: the ranks' targets differ in time or eps2");
+    else if (!hints[0] && !hints[1])
+        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
+                                "evaluate: some ranks give all three scale hints and others not");
+    else if (b.total > m->max_targets)
+        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
+                                "evaluate: %zu active targets over the ranks, at most %zu "
+                                "(fk_sources_config.max_targets)",
+                                b.total, m->max_targets);
+    if (status != FK_OK) {
+        block_free(&b);
+        return status;
+    }
+    const int with_hints = hints[0] && !hints[1];
+    const size_t t = b.total;
+    b.id = malloc(t * sizeof *b.id);
+    b.position = malloc(3 * t * sizeof *b.position);
+    b.velocity = malloc(3 * t * sizeof *b.velocity);
+    if (with_hints) {
+        b.acc_hint = malloc(3 * t * sizeof *b.acc_hint);
+        b.jerk_hint = malloc(3 * t * sizeof *b.jerk_hint);
+        b.pot_hint = malloc(t * sizeof *b.pot_hint);
+    }
+    b.words = malloc(t * FK_SOURCES_RAW_WORDS * sizeof *b.words);
+    b.partial = malloc(t * SUMS * sizeof *b.partial);
+    b.gathered = malloc((size_t)ranks * t * SUMS * sizeof *b.gathered);
+    b.acc = malloc(3 * t * sizeof *b.acc);
+    b.jerk = malloc(3 * t * sizeof *b.jerk);
+    b.pot = malloc(t * sizeof *b.pot);
+    b.nearest = malloc(t * sizeof *b.nearest);
+    const int allocated = b.id && b.position && b.velocity &&
+                          (!with_hints || (b.acc_hint && b.jerk_hint && b.pot_hint)) && b.words &&
+                          b.partial && b.gathered && b.acc && b.jerk && b.pot && b.nearest;
+    status = agree(m, allocated ? FK_OK : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+    if (status != FK_OK) {
+        block_free(&b);
+        return status;
+    }
+    gather(m, mine->id, b.id, b.counts, b.firsts, MPI_INT);
+    gather(m, mine->position, b.position, b.counts3, b.firsts3, MPI_DOUBLE);
+    gather(m, mine->velocity, b.velocity, b.counts3, b.firsts3, MPI_DOUBLE);
+    if (with_hints) {
+        gather(m, mine->acc_hint, b.acc_hint, b.counts3, b.firsts3, MPI_DOUBLE);
+        gather(m, mine->jerk_hint, b.jerk_hint, b.counts3, b.firsts3, MPI_DOUBLE);
+        gather(m, mine->pot_hint, b.pot_hint, b.counts, b.firsts, MPI_DOUBLE);
+    }
+
+    /* fixed64's range sized for all the ranks' sources, as one engine holding them would. */
+    unsigned long long nj = mine->sources, total_sources = 0;
+    MPI_Allreduce(&nj, &total_sources, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, m->comm);
+    fk_sources_set_scale_count(m->engine, (size_t)total_sources);
+    /* Every target against this rank's sources. */
+    const fk_targets all = {.count = t,
+                            .sources = mine->sources,
+                            .time = mine->time,
+                            .eps2 = mine->eps2,
+                            .id = b.id,
+                            .position = b.position,
+                            .velocity = b.velocity,
+                            .acc_hint = b.acc_hint,
+                            .jerk_hint = b.jerk_hint,
+                            .pot_hint = b.pot_hint};
+    const fk_target_results partial = {.acc = b.acc, .jerk = b.jerk, .pot = b.pot};
+    double start = MPI_Wtime();
+    status = fk_sources_start(m->engine, &all);
+    if (status == FK_OK)
+        status = fk_sources_finish(m->engine, &partial);
+    if (status == FK_OK)
+        status = fk_sources_read_raw(m->engine, b.words);
+    if (status != FK_OK)
+        status = engine_fail(m, status, "targets against this rank's sources");
+    m->figures.compute_seconds += MPI_Wtime() - start;
+    m->figures.pairs += (uint64_t)t * (uint64_t)mine->sources;
+    status = agree(m, status);
+    if (status != FK_OK) {
+        block_free(&b);
+        return status;
+    }
+
+    start = MPI_Wtime();
+    if (m->fixed64) {
+        /* The integers at the targets' scales (the hints fix them, the same on every rank): their
+         * sum is the one engine's sum exactly, in any order. */
+        int64_t *sums = (int64_t *)(void *)b.partial; /* SUMS per target, the same size */
+        for (size_t i = 0; i < t; ++i)
+            for (int c = 0; c < SUMS; ++c)
+                sums[i * SUMS + (size_t)c] = (int64_t)b.words[i * FK_SOURCES_RAW_WORDS + (size_t)c];
+        MPI_Allreduce(MPI_IN_PLACE, sums, (int)(t * SUMS), MPI_INT64_T, MPI_SUM, m->comm);
+        for (size_t i = 0; i < t; ++i)
+            for (int c = 0; c < SUMS; ++c)
+                b.words[i * FK_SOURCES_RAW_WORDS + (size_t)c] =
+                    (uint64_t)sums[i * SUMS + (size_t)c];
+    } else {
+        /* Every rank's decoded partial sums, added in rank order: deterministic for a given P. */
+        for (size_t i = 0; i < t; ++i) {
+            memcpy(&b.partial[i * SUMS], &b.acc[3 * i], 3 * sizeof(double));
+            memcpy(&b.partial[i * SUMS + 3], &b.jerk[3 * i], 3 * sizeof(double));
+            b.partial[i * SUMS + 6] = b.pot[i];
+        }
+        MPI_Allgather(b.partial, (int)(t * SUMS), MPI_DOUBLE, b.gathered, (int)(t * SUMS),
+                      MPI_DOUBLE, m->comm);
+        for (size_t k = 0; k < t * SUMS; ++k) {
+            double sum = b.gathered[k];
+            for (int r = 1; r < ranks; ++r)
+                sum += b.gathered[(size_t)r * t * SUMS + k];
+            b.partial[k] = sum;
+        }
+    }
+    /* The nearest source: every rank's (r^2, ID), the smallest r^2, ties to the smaller ID. */
+    double *pairs = b.gathered; /* 2 per target per rank: fits in the SUMS per target */
+    double *own = malloc(2 * t * sizeof *own + 1);
+    if (own) {
+        for (size_t i = 0; i < t; ++i) {
+            const uint64_t r2_bits = b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1];
+            double r2;
+            memcpy(&r2, &r2_bits, sizeof r2);
+            own[2 * i] = r2;
+            own[2 * i + 1] = (double)(int32_t)(uint32_t)b.words[i * FK_SOURCES_RAW_WORDS + SUMS];
+        }
+        MPI_Allgather(own, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE, m->comm);
+        for (size_t i = 0; i < t; ++i) {
+            double best = 0;
+            int id = -1;
+            for (int r = 0; r < ranks; ++r) {
+                const double r2 = pairs[((size_t)r * t + i) * 2];
+                const int other = (int)pairs[((size_t)r * t + i) * 2 + 1];
+                if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
+                    best = r2;
+                    id = other;
+                }
+            }
+            b.nearest[i] = id;
+            uint64_t best_bits;
+            memcpy(&best_bits, &best, sizeof best_bits);
+            b.words[i * FK_SOURCES_RAW_WORDS + SUMS] = (uint64_t)(uint32_t)id;
+            b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1] = best_bits;
+        }
+    } else { /* every rank must still take part in the gather: send nothing useful, then fail */
+        MPI_Allgather(b.partial, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE,
+                      m->comm);
+        status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+    }
+    free(own);
+    m->figures.communication_seconds += MPI_Wtime() - start;
+    status = agree(m, status);
+    if (status == FK_OK && m->fixed64) { /* decoded at the targets' scales, as one engine would */
+        const fk_target_results whole = {.acc = b.acc, .jerk = b.jerk, .pot = b.pot};
+        status = fk_sources_decode_raw(m->engine, b.words, &whole);
+        if (status != FK_OK)
+            status = engine_fail(m, status, "decoding the combined sums");
+    } else if (status == FK_OK) {
+        for (size_t i = 0; i < t; ++i) {
+            memcpy(&b.acc[3 * i], &b.partial[i * SUMS], 3 * sizeof(double));
+            memcpy(&b.jerk[3 * i], &b.partial[i * SUMS + 3], 3 * sizeof(double));
+            b.pot[i] = b.partial[i * SUMS + 6];
+        }
+    }
+    status = agree(m, status);
+    if (status == FK_OK && results) { /* this rank's targets */
+        const size_t first = (size_t)b.firsts[m->rank];
+        if (results->acc)
+            memcpy(results->acc, &b.acc[3 * first], 3 * mine->count * sizeof(double));
+        if (results->jerk)
+            memcpy(results->jerk, &b.jerk[3 * first], 3 * mine->count * sizeof(double));
+        if (results->pot)
+            memcpy(results->pot, &b.pot[first], mine->count * sizeof(double));
+        if (results->nearest)
+            memcpy(results->nearest, &b.nearest[first], mine->count * sizeof(int));
+    }
+    block_free(&b);
+    return status;
+}
