@@ -147,8 +147,8 @@ void fk__kernel_figures_of(fk_context *context, cl_kernel kernel, const char *na
 /* The all-pairs launch (fk_pairwise, then fk_reduce_splits when the j-range is split), shared with
  * the symmetric loop, whose bound pre-pass runs the all-pairs program built for that purpose:
  * shape is the variant the kernels were compiled for, splits the j-ranges of eval->j_chunk
- * particles each, into eval->partial. shared: a forces pass, which computes only the i-blocks of the
- * evaluation's share (fk__share_units) and records the particle range in share_first/end. */
+ * particles each, into eval->partial. shared: a forces pass, which computes only the i-blocks of
+ * the evaluation's share (fk__share_units) and records the particle range in share_first/end. */
 fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel reduce,
                                 const fk_variant *shape, int splits, int shared, cl_event *first,
                                 cl_event *last);
