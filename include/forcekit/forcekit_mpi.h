@@ -8,7 +8,8 @@
  *   allgather: all-pairs (and symmetric, which becomes all-pairs), and cells or lists with open
  *     boundaries. The slices are gathered so that every rank's device holds all N particles;
  *     each rank computes its share (fk_eval_set_share) and the results are combined by a
- *     bitwise OR, which is exact (each particle's are nonzero on one rank).
+ *     bitwise OR (a reduce-scatter: each rank receives its slice), which is exact (each
+ *     particle's are nonzero on one rank).
  *   spatial: cells and neighbour lists in a periodic box. Rank r owns the slab
  *     [Lz r / P, Lz (r + 1) / P); each particle goes to the rank whose slab holds it and to
  *     those whose slab lies within cutoff + skin of it; each rank evaluates its slab and halo

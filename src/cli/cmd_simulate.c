@@ -800,17 +800,21 @@ int cmd_simulate(int argc, char **argv)
         simulate_run_free(&run);
         return code;
     }
-    fprintf(stderr, "simulate: %s (%s), %s, N = %zu, dt = %g, %s, variant %s (%s), on %s%s\n",
-            run.kernel->name, run.accum->name, fkt_integrator_name(config.integrator),
-            run.particles.count, config.dt, fk_algorithm_name(fkt_sim_algorithm(run.sim)), unroll,
-            cli_variant_source_text(variant.source), fk_context_device(run.context)->name,
-            run.restarting ? ", restarted" : "");
+    /* Under mpirun every rank holds the same state: rank 0 reports (failures: every rank). */
+    const int reports = cli_mpi_rank() == 0;
+    if (reports)
+        fprintf(stderr, "simulate: %s (%s), %s, N = %zu, dt = %g, %s, variant %s (%s), on %s%s%s\n",
+                run.kernel->name, run.accum->name, fkt_integrator_name(config.integrator),
+                run.particles.count, config.dt, fk_algorithm_name(fkt_sim_algorithm(run.sim)),
+                unroll, cli_variant_source_text(variant.source),
+                fk_context_device(run.context)->name, run.restarting ? ", restarted" : "",
+                cli_mpi_active() ? " (rank 0 of an MPI job)" : "");
 
     /* the step loop */
     const uint64_t target = (uint64_t)options.steps;
     const uint64_t sample_every = (uint64_t)options.sample;
     const uint64_t checkpoint_every = (uint64_t)options.checkpoint_every;
-    const int show_progress = isatty(fileno(stderr));
+    const int show_progress = reports && isatty(fileno(stderr));
     interrupted_by = 0;
     if (!cli_mpi_active()) { /* under mpirun the ranks would stop at different steps */
         signal(SIGINT, on_signal);
@@ -906,13 +910,14 @@ int cmd_simulate(int argc, char **argv)
     }
     const double e0 = total_energy(&run.samples[0]);
     const double e_end = total_energy(&run.samples[run.sample_count - 1]);
-    fprintf(stderr,
-            "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %.3g s/step on the device); "
-            "E0 = %.10g, E = %.10g, relative drift %.3e\n",
-            stats.steps_run, stats.seconds,
-            stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0,
-            stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0, e0, e_end,
-            fabs(e_end - e0) / fabs(e0));
+    if (reports)
+        fprintf(stderr,
+                "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %.3g s/step on the device); "
+                "E0 = %.10g, E = %.10g, relative drift %.3e\n",
+                stats.steps_run, stats.seconds,
+                stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0,
+                stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0, e0, e_end,
+                fabs(e_end - e0) / fabs(e0));
     mpi_figures = cli_mpi_sim_figures(); /* collective under mpirun; NULL otherwise */
     if (options.json)
         code = print_json(&options, &run, &config, &stats);

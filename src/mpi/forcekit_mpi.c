@@ -39,6 +39,7 @@ struct fk_mpi_eval {
     size_t n;
     int *counts, *firsts;               /* particles per rank, in MPI's int counts */
     int *scaled_counts, *scaled_firsts; /* the same times 3, for positions and velocities */
+    int *result_counts, *result_firsts; /* the same times the force components */
     double *position, *velocity, *mass;
     int *type;
     int has_mass, has_velocity, has_type;
@@ -243,7 +244,10 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     m->firsts = calloc((size_t)m->size, sizeof *m->firsts);
     m->scaled_counts = calloc((size_t)m->size, sizeof *m->scaled_counts);
     m->scaled_firsts = calloc((size_t)m->size, sizeof *m->scaled_firsts);
-    status = m->counts && m->firsts && m->scaled_counts && m->scaled_firsts
+    m->result_counts = calloc((size_t)m->size, sizeof *m->result_counts);
+    m->result_firsts = calloc((size_t)m->size, sizeof *m->result_firsts);
+    status = m->counts && m->firsts && m->scaled_counts && m->scaled_firsts && m->result_counts &&
+                     m->result_firsts
                  ? FK_OK
                  : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
     status = agree(m, status);
@@ -301,6 +305,8 @@ void fk_mpi_eval_destroy(fk_mpi_eval *m)
     free(m->firsts);
     free(m->scaled_counts);
     free(m->scaled_firsts);
+    free(m->result_counts);
+    free(m->result_firsts);
     MPI_Comm_free(&m->comm);
     free(m);
 }
@@ -381,6 +387,8 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
         m->firsts[r] = first;
         m->scaled_counts[r] = 3 * m->counts[r];
         m->scaled_firsts[r] = 3 * first;
+        m->result_counts[r] = (int)m->components * m->counts[r];
+        m->result_firsts[r] = (int)m->components * first;
         first += m->counts[r];
     }
     free(all_counts);
@@ -845,14 +853,22 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
             return status;
     } else {
         /* Each particle's results are nonzero on one rank only, all bits zero elsewhere: the OR
-         * is that rank's bits exactly, on every rank count. */
+         * is that rank's bits exactly, on every rank count. Each rank receives its slice's
+         * (read_all gathers the others, as the spatial scheme does): half the bytes of an
+         * allreduce for a caller that reads only its slice. In place, the slice arrives at the
+         * start of the buffer. */
         start = MPI_Wtime();
-        MPI_Allreduce(MPI_IN_PLACE, m->forces, (int)(m->n * m->components), MPI_UINT64_T, MPI_BOR,
-                      m->comm);
-        if (m->potential)
-            MPI_Allreduce(MPI_IN_PLACE, m->potentials, (int)m->n, MPI_UINT64_T, MPI_BOR, m->comm);
+        const size_t fc = m->components, first = (size_t)m->firsts[m->rank];
+        const size_t mine = (size_t)m->counts[m->rank];
+        MPI_Reduce_scatter(MPI_IN_PLACE, m->forces, m->result_counts, MPI_UINT64_T, MPI_BOR,
+                           m->comm);
+        memmove(m->forces + first * fc, m->forces, mine * fc * sizeof *m->forces);
+        if (m->potential) {
+            MPI_Reduce_scatter(MPI_IN_PLACE, m->potentials, m->counts, MPI_UINT64_T, MPI_BOR,
+                               m->comm);
+            memmove(m->potentials + first, m->potentials, mine * sizeof *m->potentials);
+        }
         m->figures.communication_seconds += MPI_Wtime() - start;
-        m->gathered = 1;
     }
     if (seconds)
         *seconds = device;
@@ -875,15 +891,14 @@ static fk_status read_results(fk_mpi_eval *m, const uint64_t *from, size_t per, 
     return FK_OK;
 }
 
-/* The spatial scheme holds only this rank's slice: gather every slice (collective). */
+/* After a compute each rank holds only its slice: gather every slice (collective). */
 static void gather_results(fk_mpi_eval *m)
 {
     if (m->gathered || !m->computed)
         return;
-    /* The spatial scheme runs the molecular laws only: 3 components, the position counts. */
     const double start = MPI_Wtime();
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->forces, m->scaled_counts,
-                   m->scaled_firsts, MPI_UINT64_T, m->comm);
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->forces, m->result_counts,
+                   m->result_firsts, MPI_UINT64_T, m->comm);
     if (m->potential)
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->potentials, m->counts, m->firsts,
                        MPI_UINT64_T, m->comm);
