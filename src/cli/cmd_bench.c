@@ -401,37 +401,22 @@ static int bench_distributed(bench_run *run, const bench_options *options)
 {
     const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
     const size_t n = run->particles.count, fc = run->kernel->force_components;
-    const size_t first = n * (size_t)rank / (size_t)ranks;
-    const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
     fk_eval_config config = run->base;
     config.unroll_i = run->requested[0][0];
     config.unroll_j = run->requested[0][1];
     fk_mpi_eval *m = NULL;
-    fk_status status = fk_mpi_eval_create(run->context, &config, MPI_COMM_WORLD, &m);
+    char message[1200];
+    const fk_pair_table table = fkt_pair_table_set_view(&run->physics.table);
+    fk_status status = cli_mpi_eval_open(
+        run->context, &config, run->physics.has_table ? &table : NULL, run->physics.exclusions,
+        run->physics.exclusion_count, &m, message, sizeof message);
     if (status != FK_OK) {
         if (rank == 0)
-            cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(NULL));
+            cli_error(fk_status_string(status), "%s", message);
         return cli_exit_code(status);
     }
-    if (run->physics.exclusion_count && strcmp(fk_mpi_eval_scheme(m), "spatial") == 0) {
-        if (rank == 0)
-            cli_error("bench", "exclusions under mpirun need --algorithm all-pairs: the spatial "
-                               "scheme of cells and lists does not take them (docs/mpi.md)");
-        fk_mpi_eval_destroy(m);
-        return CLI_EXIT_USAGE;
-    }
-    status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics); /* the same on every rank */
-    if (status != FK_OK) {
-        const int code = cli_report_status(status, run->context);
-        fk_mpi_eval_destroy(m);
-        return code;
-    }
     const fk_particles all = fkt_particle_set_view(&run->particles);
-    const fk_particles slice = {.count = mine,
-                                .position = all.position + 3 * first,
-                                .mass = all.mass ? all.mass + first : NULL,
-                                .velocity = all.velocity ? all.velocity + 3 * first : NULL,
-                                .type = all.type ? all.type + first : NULL};
+    const fk_particles slice = cli_mpi_slice(&all, NULL);
     status = fk_mpi_eval_set_particles(m, &slice);
     if (status == FK_OK) /* warm-up: first-launch costs are not a step's */
         status = fk_mpi_eval_compute(m, NULL);

@@ -132,39 +132,20 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
 {
     const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
     const size_t n = run->particles.count, fc = kernel->force_components;
-    (void)accum;
-    const size_t first = n * (size_t)rank / (size_t)ranks;
-    const size_t mine = n * ((size_t)rank + 1) / (size_t)ranks - first;
     fk_mpi_eval *m = NULL;
-    fk_status status = fk_mpi_eval_create(run->context, config, MPI_COMM_WORLD, &m);
+    char message[1200];
+    const fk_pair_table table = fkt_pair_table_set_view(&run->physics.table);
+    fk_status status = cli_mpi_eval_open(
+        run->context, config, run->physics.has_table ? &table : NULL, run->physics.exclusions,
+        run->physics.exclusion_count, &m, message, sizeof message);
     if (status != FK_OK) {
         if (rank == 0)
-            cli_error(fk_status_string(status), "%s", fk_mpi_eval_last_error(NULL));
+            cli_error(fk_status_string(status), "%s", message);
         forces_run_free(run);
         return cli_exit_code(status);
     }
-    /* The same tables on every rank, checked the same way: a failure here is every rank's. */
-    if (run->physics.exclusion_count && strcmp(fk_mpi_eval_scheme(m), "spatial") == 0) {
-        if (rank == 0)
-            cli_error("forces", "exclusions under mpirun need --algorithm all-pairs: the spatial "
-                                "scheme of cells and lists does not take them (docs/mpi.md)");
-        fk_mpi_eval_destroy(m);
-        forces_run_free(run);
-        return CLI_EXIT_USAGE;
-    }
-    status = cli_physics_apply(fk_mpi_eval_local(m), &run->physics);
-    if (status != FK_OK) {
-        const int code = cli_report_status(status, run->context);
-        fk_mpi_eval_destroy(m);
-        forces_run_free(run);
-        return code;
-    }
     const fk_particles all = fkt_particle_set_view(&run->particles);
-    const fk_particles slice = {.count = mine,
-                                .position = all.position + 3 * first,
-                                .mass = all.mass ? all.mass + first : NULL,
-                                .velocity = all.velocity ? all.velocity + 3 * first : NULL,
-                                .type = all.type ? all.type + first : NULL};
+    const fk_particles slice = cli_mpi_slice(&all, NULL);
     double seconds = NAN;
     status = fk_mpi_eval_set_particles(m, &slice);
     fk_mpi_eval_reset_figures(m); /* the figures of the compute alone */
@@ -202,7 +183,7 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
                 "device\n",
                 kernel->name, accum->name, n, ranks, fk_context_device(run->context)->name,
                 seconds);
-        char message[1024] = "";
+        message[0] = '\0';
         status = fkt_io_write_forces(options->out, n, fc, run->forces, run->potentials, message,
                                      sizeof message);
         if (status != FK_OK) {

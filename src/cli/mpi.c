@@ -85,6 +85,52 @@ const char *cli_mpi_device(char *selector)
     return chosen;
 }
 
+fk_particles cli_mpi_slice(const fk_particles *all, size_t *first_out)
+{
+    const size_t first = all->count * (size_t)rank / (size_t)ranks;
+    const size_t count = all->count * ((size_t)rank + 1) / (size_t)ranks - first;
+    if (first_out)
+        *first_out = first;
+    return (fk_particles){.count = count,
+                          .position = all->position + 3 * first,
+                          .mass = all->mass ? all->mass + first : NULL,
+                          .velocity = all->velocity ? all->velocity + 3 * first : NULL,
+                          .type = all->type ? all->type + first : NULL};
+}
+
+fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
+                            const fk_pair_table *table, const size_t *exclusions,
+                            size_t exclusion_count, fk_mpi_eval **out, char *message, size_t size)
+{
+    *out = NULL;
+    fk_mpi_eval *m = NULL;
+    fk_status status = fk_mpi_eval_create(context, config, MPI_COMM_WORLD, &m);
+    if (status != FK_OK) {
+        snprintf(message, size, "%s", fk_mpi_eval_last_error(NULL));
+        return status;
+    }
+    /* The same tables on every rank and the same checks: a failure is every rank's. */
+    if (exclusion_count && strcmp(fk_mpi_eval_scheme(m), "spatial") == 0) {
+        snprintf(message, size,
+                 "exclusions under mpirun need --algorithm all-pairs: the spatial scheme of "
+                 "cells and lists does not take them (docs/mpi.md)");
+        fk_mpi_eval_destroy(m);
+        return FK_ERR_UNSUPPORTED;
+    }
+    fk_eval *eval = fk_mpi_eval_local(m);
+    if (table)
+        status = fk_eval_set_pair_table(eval, table);
+    if (status == FK_OK && exclusion_count)
+        status = fk_eval_set_exclusions(eval, exclusions, exclusion_count);
+    if (status != FK_OK) {
+        snprintf(message, size, "%s", fk_context_last_error(context));
+        fk_mpi_eval_destroy(m);
+        return status;
+    }
+    *out = m;
+    return FK_OK;
+}
+
 /* The simulation's backend: one distributed evaluation; this rank's slice is an equal split. */
 static struct sim_state {
     fk_mpi_eval *m;
@@ -99,39 +145,17 @@ static fk_status sim_create(void *user, fk_context *context, const fk_eval_confi
     struct sim_state *s = user;
     s->error[0] = '\0';
     s->n = all->count;
-    s->first = all->count * (size_t)rank / (size_t)ranks;
-    s->count = all->count * ((size_t)rank + 1) / (size_t)ranks - s->first;
-    fk_status status = fk_mpi_eval_create(context, config, MPI_COMM_WORLD, &s->m);
-    if (status != FK_OK) {
-        snprintf(s->error, sizeof s->error, "%s", fk_mpi_eval_last_error(NULL));
+    fk_status status = cli_mpi_eval_open(context, config, table, exclusions, exclusion_count, &s->m,
+                                         s->error, sizeof s->error);
+    if (status != FK_OK)
         return status;
-    }
-    /* The same tables on every rank and the same checks: a failure is every rank's. */
-    if (exclusion_count && strcmp(fk_mpi_eval_scheme(s->m), "spatial") == 0) {
-        snprintf(s->error, sizeof s->error,
-                 "exclusions under mpirun need --algorithm all-pairs: the spatial scheme of "
-                 "cells and lists does not take them (docs/mpi.md)");
-        return FK_ERR_UNSUPPORTED;
-    }
-    fk_eval *eval = fk_mpi_eval_local(s->m);
-    if (table)
-        status = fk_eval_set_pair_table(eval, table);
-    if (status == FK_OK && exclusion_count)
-        status = fk_eval_set_exclusions(eval, exclusions, exclusion_count);
-    if (status != FK_OK) {
-        snprintf(s->error, sizeof s->error, "%s", fk_context_last_error(context));
-        return status;
-    }
-    const int velocities = strcmp(config->kernel, "gaj") == 0; /* only gaj reads them */
-    const fk_particles slice = {
-        .count = s->count,
-        .position = all->position + 3 * s->first,
-        .mass = all->mass ? all->mass + s->first : NULL,
-        .velocity = velocities && all->velocity ? all->velocity + 3 * s->first : NULL,
-        .type = all->type ? all->type + s->first : NULL};
+    fk_particles slice = cli_mpi_slice(all, &s->first);
+    s->count = slice.count;
+    if (strcmp(config->kernel, "gaj") != 0)
+        slice.velocity = NULL; /* only gaj reads them */
     status = fk_mpi_eval_set_particles(s->m, &slice);
     if (status == FK_OK)
-        *local = eval;
+        *local = fk_mpi_eval_local(s->m);
     return status;
 }
 

@@ -16,6 +16,8 @@
  * succeeded. So a rank that fails never leaves the others inside a collective it skipped. */
 #include "forcekit/forcekit_mpi.h"
 
+#include "agree.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,14 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ERROR_TEXT 1024
+#define ERROR_TEXT FK__MPI_ERROR_TEXT
 
 /* Why the last fk_mpi_eval_create of this thread failed (fk_mpi_eval_last_error(NULL)). */
 static _Thread_local char create_error[ERROR_TEXT];
 
 struct fk_mpi_eval {
-    MPI_Comm comm;
-    int rank, size;
+    fk__mpi_part part; /* communicator, errors, figures (agree.h) */
     fk_context *context;
     fk_eval *eval;
     size_t components; /* force components per particle */
@@ -62,73 +63,13 @@ struct fk_mpi_eval {
     int *local_type;
     unsigned char *local_owned;
     double *local_forces, *local_potentials;
-    fk_mpi_rank_figures figures;
-    char local_error[ERROR_TEXT]; /* this rank's reason for a failed phase */
-    char error[ERROR_TEXT];       /* the agreed error of the last call */
 };
-
-static fk_status local_fail(fk_mpi_eval *m, fk_status status, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(m->local_error, sizeof m->local_error, format, args);
-    va_end(args);
-    return status;
-}
 
 /* The library's message for a failed forcekit call on this rank. */
 static fk_status forcekit_fail(fk_mpi_eval *m, fk_status status, const char *call)
 {
-    return local_fail(m, status, "%s: %s: %s", call, fk_status_string(status),
-                      fk_context_last_error(m->context));
-}
-
-/* All ranks learn whether any failed; on failure every rank returns the status and message of the
- * lowest failing rank. The time spent here is waiting for the slowest rank. */
-static fk_status agree_on(MPI_Comm comm, fk_status status, const char *reason, char *error)
-{
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    int failing = status == FK_OK ? size : rank, lowest = size;
-    MPI_Allreduce(&failing, &lowest, 1, MPI_INT, MPI_MIN, comm);
-    if (lowest == size) {
-        error[0] = '\0';
-        return FK_OK;
-    }
-    struct {
-        int status;
-        char text[ERROR_TEXT];
-    } message;
-    memset(&message, 0, sizeof message);
-    if (rank == lowest) {
-        message.status = (int)status;
-        snprintf(message.text, sizeof message.text, "rank %d: %s", rank,
-                 reason && reason[0] ? reason : fk_status_string(status));
-    }
-    MPI_Bcast(&message, (int)sizeof message, MPI_BYTE, lowest, comm);
-    memcpy(error, message.text, ERROR_TEXT);
-    error[ERROR_TEXT - 1] = '\0';
-    return (fk_status)message.status;
-}
-
-static fk_status agree(fk_mpi_eval *m, fk_status status)
-{
-    const double start = MPI_Wtime();
-    status = agree_on(m->comm, status, m->local_error, m->error);
-    m->figures.wait_seconds += MPI_Wtime() - start;
-    m->local_error[0] = '\0';
-    return status;
-}
-
-/* The same failure decided on every rank from collective data (no agreement needed). */
-static fk_status everyone_fails(fk_mpi_eval *m, fk_status status, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(m->error, sizeof m->error, format, args);
-    va_end(args);
-    return status;
+    return fk__mpi_local_fail(&m->part, status, "%s: %s: %s", call, fk_status_string(status),
+                              fk_context_last_error(m->context));
 }
 
 int fk_mpi_local_rank(MPI_Comm comm)
@@ -183,7 +124,7 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         m->box_length = config->box[2];
         m->halo = halo_width(config);
     } else {
-        status = fk_eval_set_share(m->eval, m->rank, m->size);
+        status = fk_eval_set_share(m->eval, m->part.rank, m->part.size);
         if (status != FK_OK)
             return forcekit_fail(m, status, "fk_eval_set_share");
     }
@@ -203,56 +144,56 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     create_error[0] = '\0';
     /* Every rank learns whether every rank could start, before the first collective on a
      * communicator of its own (MPI errors: the communicator's handler). */
-    const fk_status allocated =
-        agree_on(comm, m ? FK_OK : FK_ERR_HOST_MEMORY, "out of host memory", create_error);
+    const fk_status allocated = fk__mpi_agree_on(comm, m ? FK_OK : FK_ERR_HOST_MEMORY,
+                                                 "out of host memory", create_error, NULL);
     if (allocated != FK_OK) {
         free(m);
         return allocated;
     }
-    MPI_Comm_dup(comm, &m->comm);
-    MPI_Comm_rank(m->comm, &m->rank);
-    MPI_Comm_size(m->comm, &m->size);
+    MPI_Comm_dup(comm, &m->part.comm);
+    MPI_Comm_rank(m->part.comm, &m->part.rank);
+    MPI_Comm_size(m->part.comm, &m->part.size);
     m->context = context;
-    m->figures.rank = m->rank;
+    m->part.figures.rank = m->part.rank;
     fk_status status = FK_OK;
     if (!context || !config)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "fk_mpi_eval_create: NULL %s",
-                            context ? "config" : "context");
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "fk_mpi_eval_create: NULL %s", context ? "config" : "context");
     else
         status = create_local(m, config);
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK) {
         /* Every rank must run the same loop, or the shares would not tile the particles. */
         fk_variant variant;
         fk_eval_get_variant(m->eval, &variant);
         int lowest = variant.algorithm, highest = variant.algorithm;
-        MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, m->comm);
-        MPI_Allreduce(MPI_IN_PLACE, &highest, 1, MPI_INT, MPI_MAX, m->comm);
+        MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, m->part.comm);
+        MPI_Allreduce(MPI_IN_PLACE, &highest, 1, MPI_INT, MPI_MAX, m->part.comm);
         if (lowest != highest)
-            status = everyone_fails(m, FK_ERR_UNSUPPORTED,
-                                    "the ranks' devices chose different pair loops (%s and %s): "
-                                    "set config.algorithm",
-                                    fk_algorithm_name((fk_algorithm)lowest),
-                                    fk_algorithm_name((fk_algorithm)highest));
+            status = fk__mpi_everyone_fails(
+                &m->part, FK_ERR_UNSUPPORTED,
+                "the ranks' devices chose different pair loops (%s and %s): "
+                "set config.algorithm",
+                fk_algorithm_name((fk_algorithm)lowest), fk_algorithm_name((fk_algorithm)highest));
     }
     if (status != FK_OK) {
-        memcpy(create_error, m->error, sizeof create_error);
+        memcpy(create_error, m->part.error, sizeof create_error);
         fk_mpi_eval_destroy(m);
         return status;
     }
-    m->counts = calloc((size_t)m->size, sizeof *m->counts);
-    m->firsts = calloc((size_t)m->size, sizeof *m->firsts);
-    m->scaled_counts = calloc((size_t)m->size, sizeof *m->scaled_counts);
-    m->scaled_firsts = calloc((size_t)m->size, sizeof *m->scaled_firsts);
-    m->result_counts = calloc((size_t)m->size, sizeof *m->result_counts);
-    m->result_firsts = calloc((size_t)m->size, sizeof *m->result_firsts);
+    m->counts = calloc((size_t)m->part.size, sizeof *m->counts);
+    m->firsts = calloc((size_t)m->part.size, sizeof *m->firsts);
+    m->scaled_counts = calloc((size_t)m->part.size, sizeof *m->scaled_counts);
+    m->scaled_firsts = calloc((size_t)m->part.size, sizeof *m->scaled_firsts);
+    m->result_counts = calloc((size_t)m->part.size, sizeof *m->result_counts);
+    m->result_firsts = calloc((size_t)m->part.size, sizeof *m->result_firsts);
     status = m->counts && m->firsts && m->scaled_counts && m->scaled_firsts && m->result_counts &&
                      m->result_firsts
                  ? FK_OK
-                 : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
-    status = agree(m, status);
+                 : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK) {
-        memcpy(create_error, m->error, sizeof create_error);
+        memcpy(create_error, m->part.error, sizeof create_error);
         fk_mpi_eval_destroy(m);
         return status;
     }
@@ -307,7 +248,7 @@ void fk_mpi_eval_destroy(fk_mpi_eval *m)
     free(m->scaled_firsts);
     free(m->result_counts);
     free(m->result_firsts);
-    MPI_Comm_free(&m->comm);
+    MPI_Comm_free(&m->part.comm);
     free(m);
 }
 
@@ -320,8 +261,9 @@ static void gather_doubles(fk_mpi_eval *m, const double *mine, double *all, int 
     const int *counts = per == 3 ? m->scaled_counts : m->counts;
     const int *firsts = per == 3 ? m->scaled_firsts : m->firsts;
     const double start = MPI_Wtime();
-    MPI_Allgatherv(mine, counts[m->rank], MPI_DOUBLE, all, counts, firsts, MPI_DOUBLE, m->comm);
-    m->figures.communication_seconds += MPI_Wtime() - start;
+    MPI_Allgatherv(mine, counts[m->part.rank], MPI_DOUBLE, all, counts, firsts, MPI_DOUBLE,
+                   m->part.comm);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
 }
 
 fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
@@ -332,25 +274,28 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     fk_status status = FK_OK;
     unsigned long long count = 0;
     if (!local)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "set_particles: NULL particles");
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "set_particles: NULL particles");
     else if (local->count && !local->position)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "set_particles: NULL positions");
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "set_particles: NULL positions");
     else if (local->count > (size_t)INT_MAX / 3)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
-                            "set_particles: %zu particles on one rank (at most %d)", local->count,
-                            INT_MAX / 3);
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "set_particles: %zu particles on one rank (at most %d)",
+                                    local->count, INT_MAX / 3);
     else
         count = local->count;
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
 
     /* The slices and which optional arrays they carry: a rank without particles has no say. */
-    unsigned long long *all_counts = malloc((size_t)m->size * sizeof *all_counts);
+    unsigned long long *all_counts = malloc((size_t)m->part.size * sizeof *all_counts);
     if (!all_counts)
-        return agree(m, local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+        return fk__mpi_agree(
+            &m->part, fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     MPI_Allgather(&count, 1, MPI_UNSIGNED_LONG_LONG, all_counts, 1, MPI_UNSIGNED_LONG_LONG,
-                  m->comm);
+                  m->part.comm);
     int present[3] = {1, 1, 1}, absent[3] = {1, 1, 1}; /* mass, velocity, type */
     if (count) {
         const void *arrays[3] = {local->mass, local->velocity, local->type};
@@ -359,30 +304,30 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
             absent[k] = arrays[k] == NULL;
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, present, 3, MPI_INT, MPI_MIN, m->comm);
-    MPI_Allreduce(MPI_IN_PLACE, absent, 3, MPI_INT, MPI_MIN, m->comm);
+    MPI_Allreduce(MPI_IN_PLACE, present, 3, MPI_INT, MPI_MIN, m->part.comm);
+    MPI_Allreduce(MPI_IN_PLACE, absent, 3, MPI_INT, MPI_MIN, m->part.comm);
     unsigned long long total = 0;
-    for (int r = 0; r < m->size; ++r)
+    for (int r = 0; r < m->part.size; ++r)
         total += all_counts[r];
     const char *names[3] = {"masses", "velocities", "types"};
     for (int k = 0; k < 3 && status == FK_OK; ++k)
         if (!present[k] && !absent[k])
-            status =
-                everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
-                               "set_particles: some ranks give %s and others do not", names[k]);
+            status = fk__mpi_everyone_fails(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                            "set_particles: some ranks give %s and others do not",
+                                            names[k]);
     if (status == FK_OK && total == 0)
-        status =
-            everyone_fails(m, FK_ERR_INVALID_ARGUMENT, "set_particles: no particles on any rank");
+        status = fk__mpi_everyone_fails(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                        "set_particles: no particles on any rank");
     if (status == FK_OK && total > (unsigned long long)INT_MAX / 3)
-        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
-                                "set_particles: %llu particles: at most %d over MPI", total,
-                                INT_MAX / 3);
+        status = fk__mpi_everyone_fails(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                        "set_particles: %llu particles: at most %d over MPI", total,
+                                        INT_MAX / 3);
     if (status != FK_OK) {
         free(all_counts);
         return status;
     }
     int first = 0;
-    for (int r = 0; r < m->size; ++r) {
+    for (int r = 0; r < m->part.size; ++r) {
         m->counts[r] = (int)all_counts[r];
         m->firsts[r] = first;
         m->scaled_counts[r] = 3 * m->counts[r];
@@ -398,7 +343,7 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     m->has_type = !absent[2];
 
     release_system(m);
-    const size_t n = (size_t)total, mine = (size_t)m->counts[m->rank];
+    const size_t n = (size_t)total, mine = (size_t)m->counts[m->part.rank];
     int allocated = 1;
     if (m->spatial) { /* this rank's slice's charges and types travel with its positions */
         m->slice_mass = m->has_mass ? malloc((mine + 1) * sizeof *m->slice_mass) : NULL;
@@ -419,7 +364,9 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     m->forces = malloc(n * m->components * sizeof *m->forces);
     m->potentials = m->potential ? malloc(n * sizeof *m->potentials) : NULL;
     allocated = allocated && m->forces && (!m->potential || m->potentials);
-    status = agree(m, allocated ? FK_OK : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+    status = fk__mpi_agree(
+        &m->part,
+        allocated ? FK_OK : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     if (status != FK_OK) {
         release_system(m);
         return status;
@@ -429,13 +376,13 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
             gather_doubles(m, local->mass, m->mass, 1);
         if (m->has_type) {
             const double start = MPI_Wtime();
-            MPI_Allgatherv(local->type, m->counts[m->rank], MPI_INT, m->type, m->counts, m->firsts,
-                           MPI_INT, m->comm);
-            m->figures.communication_seconds += MPI_Wtime() - start;
+            MPI_Allgatherv(local->type, m->counts[m->part.rank], MPI_INT, m->type, m->counts,
+                           m->firsts, MPI_INT, m->part.comm);
+            m->part.figures.communication_seconds += MPI_Wtime() - start;
         }
     }
     m->n = n;
-    m->figures.particles = mine;
+    m->part.figures.particles = mine;
     status = upload(m, local->position, local->velocity, 1);
     if (status != FK_OK)
         m->n = 0;
@@ -460,8 +407,8 @@ static double wrap_coordinate(double z, double length)
 static int slab_needs(const fk_mpi_eval *m, int r, double z, int *owned)
 {
     const double length = m->box_length;
-    const double lo = length * (double)r / (double)m->size;
-    const double hi = length * (double)(r + 1) / (double)m->size;
+    const double lo = length * (double)r / (double)m->part.size;
+    const double hi = length * (double)(r + 1) / (double)m->part.size;
     *owned = z >= lo && z < hi;
     if (*owned)
         return 1;
@@ -481,8 +428,8 @@ static int compare_records(const void *a, const void *b)
  * index. Collective; agreed. */
 static fk_status exchange(fk_mpi_eval *m, const double *position)
 {
-    const int ranks = m->size;
-    const size_t mine = (size_t)m->counts[m->rank], first = (size_t)m->firsts[m->rank];
+    const int ranks = m->part.size;
+    const size_t mine = (size_t)m->counts[m->part.rank], first = (size_t)m->firsts[m->part.rank];
     int *send_counts = calloc((size_t)ranks, sizeof *send_counts);
     int *send_displs = calloc((size_t)ranks, sizeof *send_displs);
     int *recv_counts = calloc((size_t)ranks, sizeof *recv_counts);
@@ -491,7 +438,7 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
     double *send = NULL;
     fk_status status = send_counts && send_displs && recv_counts && recv_displs && fill
                            ? FK_OK
-                           : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+                           : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     size_t records = 0;
     for (size_t i = 0; status == FK_OK && i < mine; ++i) {
         const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
@@ -504,13 +451,13 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
         }
     }
     if (status == FK_OK && records * RECORD > (size_t)INT_MAX)
-        status =
-            local_fail(m, FK_ERR_INVALID_ARGUMENT,
-                       "%zu particle copies to send: more than MPI's int counts hold", records);
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "%zu particle copies to send: more than MPI's int counts hold",
+                                    records);
     if (status == FK_OK) {
         send = malloc((records + 1) * RECORD * sizeof *send);
         if (!send)
-            status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+            status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     if (status == FK_OK) {
         int at = 0;
@@ -537,28 +484,29 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
             }
         }
     }
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     double *received = NULL;
     size_t arrived = 0;
     if (status == FK_OK) {
         const double start = MPI_Wtime();
-        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->comm);
+        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->part.comm);
         long long total = 0;
         for (int r = 0; r < ranks; ++r) {
             recv_displs[r] = (int)total;
             total += recv_counts[r];
         }
         if (total > INT_MAX)
-            status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
-                                "%lld values to receive: more than MPI's int counts hold", total);
+            status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                        "%lld values to receive: more than MPI's int counts hold",
+                                        total);
         else if (!(received = malloc(((size_t)total + RECORD) * sizeof *received)))
-            status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+            status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
         arrived = (size_t)total / RECORD;
-        status = agree(m, status);
+        status = fk__mpi_agree(&m->part, status);
         if (status == FK_OK)
             MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
-                          recv_displs, MPI_DOUBLE, m->comm);
-        m->figures.communication_seconds += MPI_Wtime() - start;
+                          recv_displs, MPI_DOUBLE, m->part.comm);
+        m->part.figures.communication_seconds += MPI_Wtime() - start;
     }
     free(send);
     free(send_counts);
@@ -595,10 +543,10 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
         m->local_n = arrived;
     } else {
         release_local(m);
-        status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+        status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     free(received);
-    return agree(m, status);
+    return fk__mpi_agree(&m->part, status);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -615,7 +563,7 @@ static fk_status choose_scale(fk_mpi_eval *m, int fresh)
     double measured[2] = {0, 0}, combined[2] = {0, 0};
     if (evaluates)
         fk_eval_get_bound(m->eval, &measured[0], &measured[1]);
-    MPI_Allreduce(measured, combined, 2, MPI_DOUBLE, MPI_MAX, m->comm);
+    MPI_Allreduce(measured, combined, 2, MPI_DOUBLE, MPI_MAX, m->part.comm);
     if (fresh || !m->keep_scale || !m->have_bound) {
         m->bound[0] = combined[0];
         m->bound[1] = combined[1];
@@ -627,7 +575,7 @@ static fk_status choose_scale(fk_mpi_eval *m, int fresh)
         if (status != FK_OK)
             status = forcekit_fail(m, status, "fk_eval_set_bound");
     }
-    return agree(m, status);
+    return fk__mpi_agree(&m->part, status);
 }
 
 /* The particles (all, or the slab and halo) onto this rank's device. first: set_particles. */
@@ -646,7 +594,7 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
         const double start = MPI_Wtime();
         if (m->local_n)
             status = fk_eval_set_particles(m->eval, &mine);
-        m->figures.compute_seconds += MPI_Wtime() - start;
+        m->part.figures.compute_seconds += MPI_Wtime() - start;
         if (status != FK_OK)
             status = forcekit_fail(m, status, "fk_eval_set_particles");
     } else {
@@ -665,12 +613,12 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
             status = fk_eval_update_positions(m->eval, m->position,
                                               m->has_velocity ? m->velocity : NULL);
         }
-        m->figures.compute_seconds += MPI_Wtime() - start;
+        m->part.figures.compute_seconds += MPI_Wtime() - start;
         if (status != FK_OK)
             status = forcekit_fail(m, status,
                                    first ? "fk_eval_set_particles" : "fk_eval_update_positions");
     }
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
     return choose_scale(m, first);
@@ -684,13 +632,15 @@ fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
     m->computed = 0;
     fk_status status = FK_OK;
     if (m->n == 0)
-        status = local_fail(m, FK_ERR_STATE, "update_positions before set_particles");
-    else if (m->counts[m->rank] && !position)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "update_positions: NULL positions");
-    else if (m->counts[m->rank] && m->has_velocity && !velocity)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
-                            "update_positions: NULL velocities (the particles have them)");
-    status = agree(m, status);
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_STATE, "update_positions before set_particles");
+    else if (m->counts[m->part.rank] && !position)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "update_positions: NULL positions");
+    else if (m->counts[m->part.rank] && m->has_velocity && !velocity)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "update_positions: NULL velocities (the particles have them)");
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
     return upload(m, position, velocity, 0);
@@ -718,7 +668,7 @@ static fk_status compute_local(fk_mpi_eval *m, double *seconds)
 /* The slice owner of a global index. */
 static int slice_owner(const fk_mpi_eval *m, size_t index)
 {
-    int lo = 0, hi = m->size - 1;
+    int lo = 0, hi = m->part.size - 1;
     while (lo < hi) { /* the last rank whose first is <= index (empty slices skipped) */
         const int mid = (lo + hi + 1) / 2;
         if ((size_t)m->firsts[mid] <= index)
@@ -734,7 +684,7 @@ static int slice_owner(const fk_mpi_eval *m, size_t index)
 /* The spatial scheme: the owned particles' results to the ranks whose slices hold them. */
 static fk_status return_results(fk_mpi_eval *m)
 {
-    const int ranks = m->size;
+    const int ranks = m->part.size;
     const size_t fc = m->components, width = 1 + fc + 1;
     int *send_counts = calloc((size_t)ranks, sizeof *send_counts);
     int *send_displs = calloc((size_t)ranks, sizeof *send_displs);
@@ -745,12 +695,12 @@ static fk_status return_results(fk_mpi_eval *m)
     for (size_t k = 0; k < m->local_n; ++k)
         owned += m->local_owned[k];
     double *send = malloc((owned + 1) * width * sizeof *send);
-    double *received = malloc(((size_t)m->counts[m->rank] + 1) * width * sizeof *received);
+    double *received = malloc(((size_t)m->counts[m->part.rank] + 1) * width * sizeof *received);
     fk_status status =
         send_counts && send_displs && recv_counts && recv_displs && fill && send && received
             ? FK_OK
-            : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
-    status = agree(m, status);
+            : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
+    status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK) {
         for (size_t k = 0; k < m->local_n; ++k)
             if (m->local_owned[k])
@@ -771,23 +721,25 @@ static fk_status return_results(fk_mpi_eval *m)
             record[1 + fc] = m->potential ? m->local_potentials[k] : 0.0;
         }
         const double start = MPI_Wtime();
-        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->comm);
+        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->part.comm);
         int total = 0;
         for (int r = 0; r < ranks; ++r) {
             recv_displs[r] = total;
             total += recv_counts[r];
         }
         MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
-                      recv_displs, MPI_DOUBLE, m->comm);
-        m->figures.communication_seconds += MPI_Wtime() - start;
+                      recv_displs, MPI_DOUBLE, m->part.comm);
+        m->part.figures.communication_seconds += MPI_Wtime() - start;
         /* Every particle of the slice arrives exactly once, from the rank whose slab holds it. */
-        const size_t first = (size_t)m->firsts[m->rank], mine = (size_t)m->counts[m->rank];
+        const size_t first = (size_t)m->firsts[m->part.rank],
+                     mine = (size_t)m->counts[m->part.rank];
         size_t arrived = (size_t)total / width;
         if (arrived != mine)
-            status = local_fail(m, FK_ERR_STATE,
-                                "%zu results arrived for a slice of %zu particles (a position "
-                                "outside the slabs?)",
-                                arrived, mine);
+            status =
+                fk__mpi_local_fail(&m->part, FK_ERR_STATE,
+                                   "%zu results arrived for a slice of %zu particles (a position "
+                                   "outside the slabs?)",
+                                   arrived, mine);
         for (size_t k = 0; status == FK_OK && k < arrived; ++k) {
             const double *record = received + k * width;
             const size_t index = (size_t)record[0] - first;
@@ -795,7 +747,7 @@ static fk_status return_results(fk_mpi_eval *m)
             if (m->potential)
                 memcpy(m->potentials + first + index, record + 1 + fc, sizeof(double));
         }
-        status = agree(m, status);
+        status = fk__mpi_agree(&m->part, status);
     }
     free(send_counts);
     free(send_displs);
@@ -815,16 +767,17 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
     m->gathered = 0;
     double device = 0;
     double start = MPI_Wtime();
-    fk_status status = m->n ? compute_local(m, &device)
-                            : local_fail(m, FK_ERR_STATE, "compute before set_particles");
-    m->figures.compute_seconds += MPI_Wtime() - start;
+    fk_status status =
+        m->n ? compute_local(m, &device)
+             : fk__mpi_local_fail(&m->part, FK_ERR_STATE, "compute before set_particles");
+    m->part.figures.compute_seconds += MPI_Wtime() - start;
     /* FK_SCALE_KEEP: when a compute on any rank left the kept scale's range, every rank chooses
      * a new scale from the current positions and computes again, once, as one device would. */
     int overflowed = status == FK_ERR_OVERFLOW, any = 0;
-    MPI_Allreduce(&overflowed, &any, 1, MPI_INT, MPI_MAX, m->comm);
+    MPI_Allreduce(&overflowed, &any, 1, MPI_INT, MPI_MAX, m->part.comm);
     if (any && m->keep_scale) {
-        m->figures.rescales++;
-        m->local_error[0] = '\0';
+        m->part.figures.rescales++;
+        m->part.local_error[0] = '\0';
         status = FK_OK;
         start = MPI_Wtime();
         if (!m->spatial || m->local_n > 0) {
@@ -832,21 +785,21 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
             if (status != FK_OK)
                 status = forcekit_fail(m, status, "fk_eval_rescale");
         }
-        m->figures.compute_seconds += MPI_Wtime() - start;
-        status = agree(m, status);
+        m->part.figures.compute_seconds += MPI_Wtime() - start;
+        status = fk__mpi_agree(&m->part, status);
         if (status == FK_OK)
             status = choose_scale(m, 1);
         if (status != FK_OK)
             return status;
         start = MPI_Wtime();
         status = compute_local(m, &device);
-        m->figures.compute_seconds += MPI_Wtime() - start;
+        m->part.figures.compute_seconds += MPI_Wtime() - start;
     }
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
     if (!m->spatial || m->local_n > 0)
-        m->figures.pairs += fk_eval_share_pairs(m->eval);
+        m->part.figures.pairs += fk_eval_share_pairs(m->eval);
     if (m->spatial) {
         status = return_results(m);
         if (status != FK_OK)
@@ -858,17 +811,17 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
          * allreduce for a caller that reads only its slice. In place, the slice arrives at the
          * start of the buffer. */
         start = MPI_Wtime();
-        const size_t fc = m->components, first = (size_t)m->firsts[m->rank];
-        const size_t mine = (size_t)m->counts[m->rank];
+        const size_t fc = m->components, first = (size_t)m->firsts[m->part.rank];
+        const size_t mine = (size_t)m->counts[m->part.rank];
         MPI_Reduce_scatter(MPI_IN_PLACE, m->forces, m->result_counts, MPI_UINT64_T, MPI_BOR,
-                           m->comm);
+                           m->part.comm);
         memmove(m->forces + first * fc, m->forces, mine * fc * sizeof *m->forces);
         if (m->potential) {
             MPI_Reduce_scatter(MPI_IN_PLACE, m->potentials, m->counts, MPI_UINT64_T, MPI_BOR,
-                               m->comm);
+                               m->part.comm);
             memmove(m->potentials + first, m->potentials, mine * sizeof *m->potentials);
         }
-        m->figures.communication_seconds += MPI_Wtime() - start;
+        m->part.figures.communication_seconds += MPI_Wtime() - start;
     }
     if (seconds)
         *seconds = device;
@@ -882,11 +835,13 @@ static fk_status read_results(fk_mpi_eval *m, const uint64_t *from, size_t per, 
     if (!m || !out)
         return FK_ERR_INVALID_ARGUMENT;
     if (!m->computed)
-        return everyone_fails(m, FK_ERR_STATE, "%s before a successful compute", what);
+        return fk__mpi_everyone_fails(&m->part, FK_ERR_STATE, "%s before a successful compute",
+                                      what);
     if (!from)
-        return everyone_fails(m, FK_ERR_STATE, "%s: config.potential was not set", what);
-    const size_t first = all ? 0 : (size_t)m->firsts[m->rank];
-    const size_t count = all ? m->n : (size_t)m->counts[m->rank];
+        return fk__mpi_everyone_fails(&m->part, FK_ERR_STATE, "%s: config.potential was not set",
+                                      what);
+    const size_t first = all ? 0 : (size_t)m->firsts[m->part.rank];
+    const size_t count = all ? m->n : (size_t)m->counts[m->part.rank];
     memcpy(out, from + first * per, count * per * sizeof *out);
     return FK_OK;
 }
@@ -898,11 +853,11 @@ static void gather_results(fk_mpi_eval *m)
         return;
     const double start = MPI_Wtime();
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->forces, m->result_counts,
-                   m->result_firsts, MPI_UINT64_T, m->comm);
+                   m->result_firsts, MPI_UINT64_T, m->part.comm);
     if (m->potential)
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->potentials, m->counts, m->firsts,
-                       MPI_UINT64_T, m->comm);
-    m->figures.communication_seconds += MPI_Wtime() - start;
+                       MPI_UINT64_T, m->part.comm);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
     m->gathered = 1;
 }
 
@@ -949,38 +904,26 @@ size_t fk_mpi_eval_count(const fk_mpi_eval *m)
 size_t fk_mpi_eval_slice(const fk_mpi_eval *m, size_t *first)
 {
     if (first)
-        *first = m && m->n ? (size_t)m->firsts[m->rank] : 0;
-    return m && m->n ? (size_t)m->counts[m->rank] : 0;
+        *first = m && m->n ? (size_t)m->firsts[m->part.rank] : 0;
+    return m && m->n ? (size_t)m->counts[m->part.rank] : 0;
 }
 
 const char *fk_mpi_eval_last_error(const fk_mpi_eval *m)
 {
-    return m ? m->error : create_error;
+    return m ? m->part.error : create_error;
 }
 
 fk_status fk_mpi_eval_figures(fk_mpi_eval *m, int root, fk_mpi_rank_figures *figures)
 {
-    if (!m)
-        return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = root < 0 || root >= m->size
-                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: root %d", root)
-                       : m->rank == root && !figures
-                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: NULL on root")
-                           : FK_OK;
-    status = agree(m, status);
-    if (status != FK_OK)
-        return status;
-    MPI_Gather(&m->figures, (int)sizeof m->figures, MPI_BYTE, figures, (int)sizeof m->figures,
-               MPI_BYTE, root, m->comm);
-    return FK_OK;
+    return m ? fk__mpi_gather_figures(&m->part, root, figures) : FK_ERR_INVALID_ARGUMENT;
 }
 
 void fk_mpi_eval_reset_figures(fk_mpi_eval *m)
 {
     if (!m)
         return;
-    const size_t particles = m->figures.particles;
-    memset(&m->figures, 0, sizeof m->figures);
-    m->figures.rank = m->rank;
-    m->figures.particles = particles;
+    const size_t particles = m->part.figures.particles;
+    memset(&m->part.figures, 0, sizeof m->part.figures);
+    m->part.figures.rank = m->part.rank;
+    m->part.figures.particles = particles;
 }

@@ -9,6 +9,8 @@
  * (as one engine breaks them). Uses only the public API. */
 #include "forcekit/forcekit_mpi.h"
 
+#include "agree.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,73 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ERROR_TEXT 1024
+#define ERROR_TEXT FK__MPI_ERROR_TEXT
 #define SUMS 7 /* ax ay az jx jy jz phi */
 
 static _Thread_local char create_error[ERROR_TEXT];
 
 struct fk_mpi_sources {
-    MPI_Comm comm;
-    int rank, size;
+    fk__mpi_part part; /* communicator, errors, figures (agree.h) */
     fk_context *context;
     fk_sources *engine;
     size_t max_targets;
     int fixed64;
-    fk_mpi_rank_figures figures;
-    char local_error[ERROR_TEXT], error[ERROR_TEXT];
 };
-
-static fk_status local_fail(fk_mpi_sources *m, fk_status status, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(m->local_error, sizeof m->local_error, format, args);
-    va_end(args);
-    return status;
-}
 
 static fk_status engine_fail(fk_mpi_sources *m, fk_status status, const char *call)
 {
-    return local_fail(m, status, "%s: %s: %s", call, fk_status_string(status),
-                      fk_context_last_error(m->context));
-}
-
-/* As forcekit_mpi.c's: every rank returns the lowest failing rank's status and message. */
-static fk_status agree(fk_mpi_sources *m, fk_status status)
-{
-    const double start = MPI_Wtime();
-    int failing = status == FK_OK ? m->size : m->rank, lowest = m->size;
-    MPI_Allreduce(&failing, &lowest, 1, MPI_INT, MPI_MIN, m->comm);
-    m->figures.wait_seconds += MPI_Wtime() - start;
-    if (lowest == m->size) {
-        m->error[0] = '\0';
-        m->local_error[0] = '\0';
-        return FK_OK;
-    }
-    struct {
-        int status;
-        char text[ERROR_TEXT];
-    } message;
-    memset(&message, 0, sizeof message);
-    if (m->rank == lowest) {
-        message.status = (int)status;
-        snprintf(message.text, sizeof message.text, "rank %d: %.990s", m->rank,
-                 m->local_error[0] ? m->local_error : fk_status_string(status));
-    }
-    MPI_Bcast(&message, (int)sizeof message, MPI_BYTE, lowest, m->comm);
-    memcpy(m->error, message.text, sizeof m->error);
-    m->error[sizeof m->error - 1] = '\0';
-    m->local_error[0] = '\0';
-    return (fk_status)message.status;
-}
-
-static fk_status everyone_fails(fk_mpi_sources *m, fk_status status, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(m->error, sizeof m->error, format, args);
-    va_end(args);
-    return status;
+    return fk__mpi_local_fail(&m->part, status, "%s: %s: %s", call, fk_status_string(status),
+                              fk_context_last_error(m->context));
 }
 
 fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *config, MPI_Comm comm,
@@ -102,15 +54,16 @@ fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *co
         free(m);
         return FK_ERR_HOST_MEMORY;
     }
-    MPI_Comm_dup(comm, &m->comm);
-    MPI_Comm_rank(m->comm, &m->rank);
-    MPI_Comm_size(m->comm, &m->size);
+    MPI_Comm_dup(comm, &m->part.comm);
+    MPI_Comm_rank(m->part.comm, &m->part.rank);
+    MPI_Comm_size(m->part.comm, &m->part.size);
     m->context = context;
-    m->figures.rank = m->rank;
+    m->part.figures.rank = m->part.rank;
     fk_status status = FK_OK;
     if (!context || !config)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "fk_mpi_sources_create: NULL %s",
-                            context ? "config" : "context");
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "fk_mpi_sources_create: NULL %s",
+                               context ? "config" : "context");
     else if ((status = fk_sources_create(context, config, &m->engine)) != FK_OK)
         status = engine_fail(m, status, "fk_sources_create");
     if (status == FK_OK) {
@@ -119,9 +72,9 @@ fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *co
         m->max_targets = used.max_targets;
         m->fixed64 = used.accum && strcmp(used.accum, "fixed64") == 0;
     }
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK) {
-        memcpy(create_error, m->error, sizeof create_error);
+        memcpy(create_error, m->part.error, sizeof create_error);
         fk_mpi_sources_destroy(m);
         return status;
     }
@@ -134,7 +87,7 @@ void fk_mpi_sources_destroy(fk_mpi_sources *m)
     if (!m)
         return;
     fk_sources_destroy(m->engine);
-    MPI_Comm_free(&m->comm);
+    MPI_Comm_free(&m->part.comm);
     free(m);
 }
 
@@ -144,29 +97,18 @@ fk_status fk_mpi_sources_set(fk_mpi_sources *m, size_t slot, const fk_source *so
         return FK_ERR_INVALID_ARGUMENT;
     const fk_status status = fk_sources_set(m->engine, slot, source);
     if (status != FK_OK)
-        snprintf(m->error, sizeof m->error, "%s", fk_context_last_error(m->context));
+        snprintf(m->part.error, sizeof m->part.error, "%s", fk_context_last_error(m->context));
     return status;
 }
 
 const char *fk_mpi_sources_last_error(const fk_mpi_sources *m)
 {
-    return m ? m->error : create_error;
+    return m ? m->part.error : create_error;
 }
 
 fk_status fk_mpi_sources_figures(fk_mpi_sources *m, int root, fk_mpi_rank_figures *figures)
 {
-    if (!m)
-        return FK_ERR_INVALID_ARGUMENT;
-    fk_status status = root < 0 || root >= m->size
-                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: root %d", root)
-                       : m->rank == root && !figures
-                           ? local_fail(m, FK_ERR_INVALID_ARGUMENT, "figures: NULL on root")
-                           : FK_OK;
-    status = agree(m, status);
-    if (status == FK_OK)
-        MPI_Gather(&m->figures, (int)sizeof m->figures, MPI_BYTE, figures, (int)sizeof m->figures,
-                   MPI_BYTE, root, m->comm);
-    return status;
+    return m ? fk__mpi_gather_figures(&m->part, root, figures) : FK_ERR_INVALID_ARGUMENT;
 }
 
 /* The gathered active set and the results of every target. */
@@ -196,8 +138,8 @@ static void gather(fk_mpi_sources *m, const void *mine, void *all, const int *co
                    const int *firsts, MPI_Datatype type)
 {
     const double start = MPI_Wtime();
-    MPI_Allgatherv(mine, counts[m->rank], type, all, counts, firsts, type, m->comm);
-    m->figures.communication_seconds += MPI_Wtime() - start;
+    MPI_Allgatherv(mine, counts[m->part.rank], type, all, counts, firsts, type, m->part.comm);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
 }
 
 fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
@@ -207,37 +149,41 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
         return FK_ERR_INVALID_ARGUMENT;
     fk_status status = FK_OK;
     if (!mine)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL targets");
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL targets");
     else if (mine->count && (!mine->id || !mine->position || !mine->velocity))
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL target arrays");
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "evaluate: NULL target arrays");
     else if (mine->h2)
-        status = local_fail(m, FK_ERR_UNSUPPORTED,
-                            "evaluate: neighbour lists (h2) are not combined across ranks");
+        status = fk__mpi_local_fail(&m->part, FK_ERR_UNSUPPORTED,
+                                    "evaluate: neighbour lists (h2) are not combined across ranks");
     else if (mine->sources == 0)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT,
-                            "evaluate: every rank needs at least one source (targets.sources)");
+        status =
+            fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                               "evaluate: every rank needs at least one source (targets.sources)");
     else if (mine->count > (size_t)INT_MAX / 3)
-        status = local_fail(m, FK_ERR_INVALID_ARGUMENT, "evaluate: %zu targets", mine->count);
-    status = agree(m, status);
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "evaluate: %zu targets",
+                                    mine->count);
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
 
     /* The active set: counts, then every array; time, eps2 and which hints come must agree. */
-    const int ranks = m->size;
+    const int ranks = m->part.size;
     block b = {0};
     b.counts = calloc((size_t)ranks, sizeof *b.counts);
     b.firsts = calloc((size_t)ranks, sizeof *b.firsts);
     b.counts3 = calloc((size_t)ranks, sizeof *b.counts3);
     b.firsts3 = calloc((size_t)ranks, sizeof *b.firsts3);
-    status = agree(m, b.counts && b.firsts && b.counts3 && b.firsts3
-                          ? FK_OK
-                          : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+    status = fk__mpi_agree(
+        &m->part, b.counts && b.firsts && b.counts3 && b.firsts3
+                      ? FK_OK
+                      : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     if (status != FK_OK) {
         block_free(&b);
         return status;
     }
     const int count = (int)mine->count;
-    MPI_Allgather(&count, 1, MPI_INT, b.counts, 1, MPI_INT, m->comm);
+    MPI_Allgather(&count, 1, MPI_INT, b.counts, 1, MPI_INT, m->part.comm);
     for (int r = 0; r < ranks; ++r) {
         b.firsts[r] = (int)b.total;
         b.counts3[r] = 3 * b.counts[r];
@@ -245,25 +191,26 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
         b.total += (size_t)b.counts[r];
     }
     double agreed[4] = {mine->time, -mine->time, mine->eps2, -mine->eps2};
-    MPI_Allreduce(MPI_IN_PLACE, agreed, 4, MPI_DOUBLE, MPI_MAX, m->comm);
+    MPI_Allreduce(MPI_IN_PLACE, agreed, 4, MPI_DOUBLE, MPI_MAX, m->part.comm);
     int hints[2] = {mine->count == 0 || (mine->acc_hint && mine->jerk_hint && mine->pot_hint),
                     mine->count == 0 || (!mine->acc_hint && !mine->jerk_hint && !mine->pot_hint)};
-    MPI_Allreduce(MPI_IN_PLACE, hints, 2, MPI_INT, MPI_MIN, m->comm);
+    MPI_Allreduce(MPI_IN_PLACE, hints, 2, MPI_INT, MPI_MIN, m->part.comm);
     if (b.total == 0) {
         block_free(&b);
         return FK_OK; /* no active target anywhere */
     }
     if (agreed[0] != -agreed[1] || agreed[2] != -agreed[3])
-        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
-                                "evaluate: the ranks' targets differ in time or eps2");
+        status = fk__mpi_everyone_fails(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                        "evaluate: the ranks' targets differ in time or eps2");
     else if (!hints[0] && !hints[1])
-        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
-                                "evaluate: some ranks give all three scale hints and others not");
+        status = fk__mpi_everyone_fails(
+            &m->part, FK_ERR_INVALID_ARGUMENT,
+            "evaluate: some ranks give all three scale hints and others not");
     else if (b.total > m->max_targets)
-        status = everyone_fails(m, FK_ERR_INVALID_ARGUMENT,
-                                "evaluate: %zu active targets over the ranks, at most %zu "
-                                "(fk_sources_config.max_targets)",
-                                b.total, m->max_targets);
+        status = fk__mpi_everyone_fails(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                        "evaluate: %zu active targets over the ranks, at most %zu "
+                                        "(fk_sources_config.max_targets)",
+                                        b.total, m->max_targets);
     if (status != FK_OK) {
         block_free(&b);
         return status;
@@ -288,7 +235,9 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
     const int allocated = b.id && b.position && b.velocity &&
                           (!with_hints || (b.acc_hint && b.jerk_hint && b.pot_hint)) && b.words &&
                           b.partial && b.gathered && b.acc && b.jerk && b.pot && b.nearest;
-    status = agree(m, allocated ? FK_OK : local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory"));
+    status = fk__mpi_agree(
+        &m->part,
+        allocated ? FK_OK : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     if (status != FK_OK) {
         block_free(&b);
         return status;
@@ -304,7 +253,7 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
 
     /* fixed64's range sized for all the ranks' sources, as one engine holding them would. */
     unsigned long long nj = mine->sources, total_sources = 0;
-    MPI_Allreduce(&nj, &total_sources, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, m->comm);
+    MPI_Allreduce(&nj, &total_sources, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, m->part.comm);
     fk_sources_set_scale_count(m->engine, (size_t)total_sources);
     /* Every target against this rank's sources. */
     const fk_targets all = {.count = t,
@@ -326,9 +275,9 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
         status = fk_sources_read_raw(m->engine, b.words);
     if (status != FK_OK)
         status = engine_fail(m, status, "targets against this rank's sources");
-    m->figures.compute_seconds += MPI_Wtime() - start;
-    m->figures.pairs += (uint64_t)t * (uint64_t)mine->sources;
-    status = agree(m, status);
+    m->part.figures.compute_seconds += MPI_Wtime() - start;
+    m->part.figures.pairs += (uint64_t)t * (uint64_t)mine->sources;
+    status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK) {
         block_free(&b);
         return status;
@@ -342,7 +291,7 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
         for (size_t i = 0; i < t; ++i)
             for (int c = 0; c < SUMS; ++c)
                 sums[i * SUMS + (size_t)c] = (int64_t)b.words[i * FK_SOURCES_RAW_WORDS + (size_t)c];
-        MPI_Allreduce(MPI_IN_PLACE, sums, (int)(t * SUMS), MPI_INT64_T, MPI_SUM, m->comm);
+        MPI_Allreduce(MPI_IN_PLACE, sums, (int)(t * SUMS), MPI_INT64_T, MPI_SUM, m->part.comm);
         for (size_t i = 0; i < t; ++i)
             for (int c = 0; c < SUMS; ++c)
                 b.words[i * FK_SOURCES_RAW_WORDS + (size_t)c] =
@@ -355,7 +304,7 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
             b.partial[i * SUMS + 6] = b.pot[i];
         }
         MPI_Allgather(b.partial, (int)(t * SUMS), MPI_DOUBLE, b.gathered, (int)(t * SUMS),
-                      MPI_DOUBLE, m->comm);
+                      MPI_DOUBLE, m->part.comm);
         for (size_t k = 0; k < t * SUMS; ++k) {
             double sum = b.gathered[k];
             for (int r = 1; r < ranks; ++r)
@@ -374,7 +323,7 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
             own[2 * i] = r2;
             own[2 * i + 1] = (double)(int32_t)(uint32_t)b.words[i * FK_SOURCES_RAW_WORDS + SUMS];
         }
-        MPI_Allgather(own, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE, m->comm);
+        MPI_Allgather(own, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE, m->part.comm);
         for (size_t i = 0; i < t; ++i) {
             double best = 0;
             int id = -1;
@@ -394,12 +343,12 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
         }
     } else { /* every rank must still take part in the gather: send nothing useful, then fail */
         MPI_Allgather(b.partial, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE,
-                      m->comm);
-        status = local_fail(m, FK_ERR_HOST_MEMORY, "out of host memory");
+                      m->part.comm);
+        status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     free(own);
-    m->figures.communication_seconds += MPI_Wtime() - start;
-    status = agree(m, status);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
+    status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK && m->fixed64) { /* decoded at the targets' scales, as one engine would */
         const fk_target_results whole = {.acc = b.acc, .jerk = b.jerk, .pot = b.pot};
         status = fk_sources_decode_raw(m->engine, b.words, &whole);
@@ -412,9 +361,9 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
             b.pot[i] = b.partial[i * SUMS + 6];
         }
     }
-    status = agree(m, status);
+    status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK && results) { /* this rank's targets */
-        const size_t first = (size_t)b.firsts[m->rank];
+        const size_t first = (size_t)b.firsts[m->part.rank];
         if (results->acc)
             memcpy(results->acc, &b.acc[3 * first], 3 * mine->count * sizeof(double));
         if (results->jerk)

@@ -68,6 +68,24 @@ a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
 assert a["checksum"]==b["checksum"], (a["checksum"], b["checksum"])
 assert b["mpi"]["ranks"]==3 and b["pairs_per_step"]==1000*1000, b' \
     "$work/bench-1.json" "$work/bench-3.json"
+# Exclusions: with all-pairs they are the plain command's; cells in a periodic box (the spatial
+# scheme, global indices) refuse them with a message, on every rank count.
+printf '0 1\n2 3\n10 11\n' > "$work/exclude.txt"
+"$forcekit" forces --kernel lj --accum fixed64 --box "$box" --in "$work/lj.txt" \
+    --exclude "$work/exclude.txt" --out "$work/excl-plain.txt" 2>/dev/null
+"${mpiexec[@]}" -np 2 "$forcekit" forces --kernel lj --accum fixed64 --box "$box" \
+    --in "$work/lj.txt" --exclude "$work/exclude.txt" --out "$work/excl-mpi.txt" 2>/dev/null
+check "exclusions, all-pairs, 2 ranks: the plain command's output" \
+    cmp -s "$work/excl-plain.txt" "$work/excl-mpi.txt"
+if "${mpiexec[@]}" -np 2 "$forcekit" forces --kernel lj --accum fixed64 --box "$box" \
+    --algorithm cells --in "$work/lj.txt" --exclude "$work/exclude.txt" \
+    --out "$work/excl-cells.txt" > /dev/null 2> "$work/err"; then
+    echo "FAILED: exclusions with cells under mpirun exited 0"
+    failed=$((failed + 1))
+else
+    check "exclusions with cells under mpirun: the message says why" \
+        grep -q "exclusions under mpirun need --algorithm all-pairs" "$work/err"
+fi
 # Bad input: a missing file, on every rank: nonzero exit and the message, no hang.
 if "${mpiexec[@]}" -np 2 "$forcekit" forces --kernel ga --in "$work/missing.txt" \
     --out "$work/never.txt" > /dev/null 2> "$work/err"; then
