@@ -486,11 +486,13 @@ static void check_block_steps(const char *accum)
     int *counts = malloc((size_t)ranks * sizeof *counts),
         *displs = malloc((size_t)ranks * sizeof *displs);
     int local = (int)active;
+    /* The counts are rank 0's (MPI_Gather fills them there only): zero elsewhere. */
+    memset(counts, 0, (size_t)ranks * sizeof *counts);
     MPI_Gather(&local, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
     int at = 0;
     for (int r = 0; r < ranks; ++r) {
         displs[r] = at;
-        at += rank == 0 ? counts[r] : 0;
+        at += counts[r];
     }
     double *gathered_pot = malloc((total_active + 1) * sizeof *gathered_pot);
     int *gathered_nearest = malloc((total_active + 1) * sizeof *gathered_nearest);
