@@ -115,16 +115,14 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
 }
 
 /* The parameters of a bound (the pre-pass's, or fk_eval_set_bound's). */
-fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound_in)
+fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound)
 {
-    fk_context *context = eval->context;
-    struct fk_accum_bound bound = *bound_in;
     struct fk_accum_params params;
-    if (!eval->accum->choose_parameters(&bound, &params))
-        return fk__fail(context, FK_ERR_OVERFLOW,
+    if (!eval->accum->choose_parameters(bound, &params))
+        return fk__fail(eval->context, FK_ERR_OVERFLOW,
                         "the %s accumulator cannot represent these forces: the largest pair term "
                         "is %g (sum of magnitudes %g)",
-                        eval->accum->info.name, bound.max_term, bound.max_sum);
+                        eval->accum->info.name, bound->max_term, bound->max_sum);
     memcpy(eval->acc_param, params.acc_param, sizeof eval->acc_param);
     eval->accum_scale = params.scale;
     return FK_OK;

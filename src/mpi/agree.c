@@ -5,6 +5,24 @@
 #include <stdio.h>
 #include <string.h>
 
+fk_status fk__mpi_part_open(fk__mpi_part *part, MPI_Comm comm, char *error)
+{
+    const fk_status allocated = fk__mpi_agree_on(comm, part ? FK_OK : FK_ERR_HOST_MEMORY,
+                                                 "out of host memory", error, NULL);
+    if (allocated != FK_OK)
+        return allocated;
+    MPI_Comm_dup(comm, &part->comm);
+    MPI_Comm_rank(part->comm, &part->rank);
+    MPI_Comm_size(part->comm, &part->size);
+    part->figures.rank = part->rank;
+    return FK_OK;
+}
+
+void fk__mpi_part_close(fk__mpi_part *part)
+{
+    MPI_Comm_free(&part->comm);
+}
+
 fk_status fk__mpi_local_fail(fk__mpi_part *part, fk_status status, const char *format, ...)
 {
     va_list args;

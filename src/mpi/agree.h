@@ -17,6 +17,14 @@ typedef struct fk__mpi_part {
     char error[FK__MPI_ERROR_TEXT];
 } fk__mpi_part;
 
+/* Collective, the first step of a create: every rank learns whether every rank allocated its
+ * object (part NULL: this one did not); then each duplicates comm into its part (MPI errors: the
+ * communicator's handler) and fills rank, size and figures.rank. FK_ERR_HOST_MEMORY on every
+ * rank, with error (FK__MPI_ERROR_TEXT bytes) saying so, when some rank could not allocate. */
+fk_status fk__mpi_part_open(fk__mpi_part *part, MPI_Comm comm, char *error);
+/* Frees the part's communicator. */
+void fk__mpi_part_close(fk__mpi_part *part);
+
 /* Sets the part's local reason (printf format) and returns status. */
 fk_status fk__mpi_local_fail(fk__mpi_part *part, fk_status status, const char *format, ...)
 #if defined(__GNUC__)

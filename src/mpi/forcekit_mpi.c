@@ -142,20 +142,12 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     *out = NULL;
     fk_mpi_eval *m = calloc(1, sizeof *m);
     create_error[0] = '\0';
-    /* Every rank learns whether every rank could start, before the first collective on a
-     * communicator of its own (MPI errors: the communicator's handler). */
-    const fk_status allocated = fk__mpi_agree_on(comm, m ? FK_OK : FK_ERR_HOST_MEMORY,
-                                                 "out of host memory", create_error, NULL);
-    if (allocated != FK_OK) {
+    fk_status status = fk__mpi_part_open(m ? &m->part : NULL, comm, create_error);
+    if (status != FK_OK) {
         free(m);
-        return allocated;
+        return status;
     }
-    MPI_Comm_dup(comm, &m->part.comm);
-    MPI_Comm_rank(m->part.comm, &m->part.rank);
-    MPI_Comm_size(m->part.comm, &m->part.size);
     m->context = context;
-    m->part.figures.rank = m->part.rank;
-    fk_status status = FK_OK;
     if (!context || !config)
         status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
                                     "fk_mpi_eval_create: NULL %s", context ? "config" : "context");
@@ -248,14 +240,14 @@ void fk_mpi_eval_destroy(fk_mpi_eval *m)
     free(m->scaled_firsts);
     free(m->result_counts);
     free(m->result_firsts);
-    MPI_Comm_free(&m->part.comm);
+    fk__mpi_part_close(&m->part);
     free(m);
 }
 
-/* Gathers this rank's slice of `per` values per particle into all (every rank's slices in rank
- * order). */
 static fk_status upload(fk_mpi_eval *m, const double *position, const double *velocity, int first);
 
+/* Gathers this rank's slice of `per` values per particle into all (every rank's slices in rank
+ * order). */
 static void gather_doubles(fk_mpi_eval *m, const double *mine, double *all, int per)
 {
     const int *counts = per == 3 ? m->scaled_counts : m->counts;
@@ -296,16 +288,17 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
             &m->part, fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     MPI_Allgather(&count, 1, MPI_UNSIGNED_LONG_LONG, all_counts, 1, MPI_UNSIGNED_LONG_LONG,
                   m->part.comm);
-    int present[3] = {1, 1, 1}, absent[3] = {1, 1, 1}; /* mass, velocity, type */
+    /* mass, velocity, type: [0 .. 2] present, [3 .. 5] absent, on every rank with particles */
+    int flags[6] = {1, 1, 1, 1, 1, 1};
     if (count) {
         const void *arrays[3] = {local->mass, local->velocity, local->type};
         for (int k = 0; k < 3; ++k) {
-            present[k] = arrays[k] != NULL;
-            absent[k] = arrays[k] == NULL;
+            flags[k] = arrays[k] != NULL;
+            flags[3 + k] = arrays[k] == NULL;
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, present, 3, MPI_INT, MPI_MIN, m->part.comm);
-    MPI_Allreduce(MPI_IN_PLACE, absent, 3, MPI_INT, MPI_MIN, m->part.comm);
+    MPI_Allreduce(MPI_IN_PLACE, flags, 6, MPI_INT, MPI_MIN, m->part.comm);
+    const int *present = flags, *absent = flags + 3;
     unsigned long long total = 0;
     for (int r = 0; r < m->part.size; ++r)
         total += all_counts[r];
@@ -665,19 +658,18 @@ static fk_status compute_local(fk_mpi_eval *m, double *seconds)
     return FK_OK;
 }
 
-/* The slice owner of a global index. */
+/* The slice owner of a global index: the last rank whose first is <= index. An empty slice
+ * shares its first with the next rank's, which is later, so it is never the last. */
 static int slice_owner(const fk_mpi_eval *m, size_t index)
 {
     int lo = 0, hi = m->part.size - 1;
-    while (lo < hi) { /* the last rank whose first is <= index (empty slices skipped) */
+    while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
         if ((size_t)m->firsts[mid] <= index)
             lo = mid;
         else
             hi = mid - 1;
     }
-    while (lo > 0 && m->counts[lo] == 0)
-        --lo;
     return lo;
 }
 

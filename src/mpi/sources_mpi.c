@@ -45,21 +45,12 @@ fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *co
     *out = NULL;
     create_error[0] = '\0';
     fk_mpi_sources *m = calloc(1, sizeof *m);
-    /* Every rank learns whether every rank could start before the first collective on a
-     * communicator of its own. */
-    int ok = m != NULL, all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
-    if (!all) {
-        snprintf(create_error, sizeof create_error, "a rank is out of host memory");
+    fk_status status = fk__mpi_part_open(m ? &m->part : NULL, comm, create_error);
+    if (status != FK_OK) {
         free(m);
-        return FK_ERR_HOST_MEMORY;
+        return status;
     }
-    MPI_Comm_dup(comm, &m->part.comm);
-    MPI_Comm_rank(m->part.comm, &m->part.rank);
-    MPI_Comm_size(m->part.comm, &m->part.size);
     m->context = context;
-    m->part.figures.rank = m->part.rank;
-    fk_status status = FK_OK;
     if (!context || !config)
         status =
             fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT, "fk_mpi_sources_create: NULL %s",
@@ -87,7 +78,7 @@ void fk_mpi_sources_destroy(fk_mpi_sources *m)
     if (!m)
         return;
     fk_sources_destroy(m->engine);
-    MPI_Comm_free(&m->part.comm);
+    fk__mpi_part_close(&m->part);
     free(m);
 }
 
@@ -117,18 +108,19 @@ typedef struct block {
     size_t total;
     int *id;
     double *position, *velocity, *acc_hint, *jerk_hint, *pot_hint;
-    uint64_t *words;  /* FK_SOURCES_RAW_WORDS per target: this rank's partial results */
-    double *partial;  /* SUMS per target: this rank's decoded partial sums (not fixed64) */
-    double *gathered; /* every rank's partial sums, or nearest pairs */
+    uint64_t *words;     /* FK_SOURCES_RAW_WORDS per target: this rank's partial results */
+    double *partial;     /* SUMS per target: this rank's decoded partial sums (not fixed64) */
+    double *gathered;    /* every rank's partial sums, or nearest pairs */
+    double *own_nearest; /* 2 per target: this rank's nearest source (r^2, ID) */
     double *acc, *jerk, *pot;
     int *nearest;
 } block;
 
 static void block_free(block *b)
 {
-    void *arrays[] = {b->counts,   b->firsts,   b->counts3,   b->firsts3,  b->id,     b->position,
-                      b->velocity, b->acc_hint, b->jerk_hint, b->pot_hint, b->words,  b->partial,
-                      b->gathered, b->acc,      b->jerk,      b->pot,      b->nearest};
+    void *arrays[] = {b->counts,   b->firsts,      b->counts3,   b->firsts3,  b->id,    b->position,
+                      b->velocity, b->acc_hint,    b->jerk_hint, b->pot_hint, b->words, b->partial,
+                      b->gathered, b->own_nearest, b->acc,       b->jerk,     b->pot,   b->nearest};
     for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; ++k)
         free(arrays[k]);
     memset(b, 0, sizeof *b);
@@ -228,13 +220,15 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
     b.words = malloc(t * FK_SOURCES_RAW_WORDS * sizeof *b.words);
     b.partial = malloc(t * SUMS * sizeof *b.partial);
     b.gathered = malloc((size_t)ranks * t * SUMS * sizeof *b.gathered);
+    b.own_nearest = malloc(2 * t * sizeof *b.own_nearest);
     b.acc = malloc(3 * t * sizeof *b.acc);
     b.jerk = malloc(3 * t * sizeof *b.jerk);
     b.pot = malloc(t * sizeof *b.pot);
     b.nearest = malloc(t * sizeof *b.nearest);
     const int allocated = b.id && b.position && b.velocity &&
                           (!with_hints || (b.acc_hint && b.jerk_hint && b.pot_hint)) && b.words &&
-                          b.partial && b.gathered && b.acc && b.jerk && b.pot && b.nearest;
+                          b.partial && b.gathered && b.own_nearest && b.acc && b.jerk && b.pot &&
+                          b.nearest;
     status = fk__mpi_agree(
         &m->part,
         allocated ? FK_OK : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
@@ -314,47 +308,38 @@ fk_status fk_mpi_sources_evaluate(fk_mpi_sources *m, const fk_targets *mine,
     }
     /* The nearest source: every rank's (r^2, ID), the smallest r^2, ties to the smaller ID. */
     double *pairs = b.gathered; /* 2 per target per rank: fits in the SUMS per target */
-    double *own = malloc(2 * t * sizeof *own + 1);
-    if (own) {
-        for (size_t i = 0; i < t; ++i) {
-            const uint64_t r2_bits = b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1];
-            double r2;
-            memcpy(&r2, &r2_bits, sizeof r2);
-            own[2 * i] = r2;
-            own[2 * i + 1] = (double)(int32_t)(uint32_t)b.words[i * FK_SOURCES_RAW_WORDS + SUMS];
-        }
-        MPI_Allgather(own, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE, m->part.comm);
-        for (size_t i = 0; i < t; ++i) {
-            double best = 0;
-            int id = -1;
-            for (int r = 0; r < ranks; ++r) {
-                const double r2 = pairs[((size_t)r * t + i) * 2];
-                const int other = (int)pairs[((size_t)r * t + i) * 2 + 1];
-                if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
-                    best = r2;
-                    id = other;
-                }
-            }
-            b.nearest[i] = id;
-            uint64_t best_bits;
-            memcpy(&best_bits, &best, sizeof best_bits);
-            b.words[i * FK_SOURCES_RAW_WORDS + SUMS] = (uint64_t)(uint32_t)id;
-            b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1] = best_bits;
-        }
-    } else { /* every rank must still take part in the gather: send nothing useful, then fail */
-        MPI_Allgather(b.partial, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE,
-                      m->part.comm);
-        status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
+    for (size_t i = 0; i < t; ++i) {
+        const uint64_t r2_bits = b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1];
+        memcpy(&b.own_nearest[2 * i], &r2_bits, sizeof r2_bits);
+        b.own_nearest[2 * i + 1] =
+            (double)(int32_t)(uint32_t)b.words[i * FK_SOURCES_RAW_WORDS + SUMS];
     }
-    free(own);
+    MPI_Allgather(b.own_nearest, (int)(2 * t), MPI_DOUBLE, pairs, (int)(2 * t), MPI_DOUBLE,
+                  m->part.comm);
+    for (size_t i = 0; i < t; ++i) {
+        double best = 0;
+        int id = -1;
+        for (int r = 0; r < ranks; ++r) {
+            const double r2 = pairs[((size_t)r * t + i) * 2];
+            const int other = (int)pairs[((size_t)r * t + i) * 2 + 1];
+            if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
+                best = r2;
+                id = other;
+            }
+        }
+        b.nearest[i] = id;
+        uint64_t best_bits;
+        memcpy(&best_bits, &best, sizeof best_bits);
+        b.words[i * FK_SOURCES_RAW_WORDS + SUMS] = (uint64_t)(uint32_t)id;
+        b.words[i * FK_SOURCES_RAW_WORDS + SUMS + 1] = best_bits;
+    }
     m->part.figures.communication_seconds += MPI_Wtime() - start;
-    status = fk__mpi_agree(&m->part, status);
-    if (status == FK_OK && m->fixed64) { /* decoded at the targets' scales, as one engine would */
+    if (m->fixed64) { /* decoded at the targets' scales, as one engine would */
         const fk_target_results whole = {.acc = b.acc, .jerk = b.jerk, .pot = b.pot};
         status = fk_sources_decode_raw(m->engine, b.words, &whole);
         if (status != FK_OK)
             status = engine_fail(m, status, "decoding the combined sums");
-    } else if (status == FK_OK) {
+    } else {
         for (size_t i = 0; i < t; ++i) {
             memcpy(&b.acc[3 * i], &b.partial[i * SUMS], 3 * sizeof(double));
             memcpy(&b.jerk[3 * i], &b.partial[i * SUMS + 3], 3 * sizeof(double));
