@@ -103,6 +103,18 @@ static void system_free(tsystem *s)
     free(s->h2);
 }
 
+/* A reference source as the engine's slot. */
+static fk_source slot_of(const g6ref_source *src)
+{
+    fk_source slot = {.id = src->id, .t = src->t, .mass = src->mass};
+    memcpy(slot.x, src->x, sizeof slot.x);
+    memcpy(slot.v, src->v, sizeof slot.v);
+    memcpy(slot.a, src->a, sizeof slot.a);
+    memcpy(slot.jerk, src->jerk, sizeof slot.jerk);
+    memcpy(slot.snap, src->snap, sizeof slot.snap);
+    return slot;
+}
+
 static fk_sources *load(const tsystem *s, const char *accum, fk_positions positions,
                         size_t max_targets, size_t neighbor_capacity)
 {
@@ -120,12 +132,7 @@ static fk_sources *load(const tsystem *s, const char *accum, fk_positions positi
     /* In reverse order, so that the dirty range is built from both ends. */
     for (size_t j = s->nj; j-- > 0;) {
         const g6ref_source *src = &s->sources[j];
-        fk_source slot = {.id = src->id, .t = src->t, .mass = src->mass};
-        memcpy(slot.x, src->x, sizeof slot.x);
-        memcpy(slot.v, src->v, sizeof slot.v);
-        memcpy(slot.a, src->a, sizeof slot.a);
-        memcpy(slot.jerk, src->jerk, sizeof slot.jerk);
-        memcpy(slot.snap, src->snap, sizeof slot.snap);
+        const fk_source slot = slot_of(src);
         assert_int_equal(fk_sources_set(engine, j, &slot), FK_OK);
     }
     return engine;
@@ -410,9 +417,6 @@ static void test_neighbor_lists(void **state)
     system_free(&s);
 }
 
-/* fixed64 scaled per target from hints, as GRAPE-6 scaled its sums: with hints of the right
- * magnitude the float class (the terms are float), with hints far too small an overflow reported
- * as FK_ERR_OVERFLOW and NaN in the overflowed sums, never a wrong finite value. */
 /* An engine holding sources [first, end) of s in slots 0 .. end - first - 1. */
 static fk_sources *load_part(const tsystem *s, const char *accum, size_t first, size_t end)
 {
@@ -424,12 +428,7 @@ static fk_sources *load_part(const tsystem *s, const char *accum, size_t first, 
     assert_int_equal(fk_sources_create(fk_test_context, &config, &engine), FK_OK);
     for (size_t j = first; j < end; ++j) {
         const g6ref_source *src = &s->sources[j];
-        fk_source slot = {.id = src->id, .t = src->t, .mass = src->mass};
-        memcpy(slot.x, src->x, sizeof slot.x);
-        memcpy(slot.v, src->v, sizeof slot.v);
-        memcpy(slot.a, src->a, sizeof slot.a);
-        memcpy(slot.jerk, src->jerk, sizeof slot.jerk);
-        memcpy(slot.snap, src->snap, sizeof slot.snap);
+        const fk_source slot = slot_of(src);
         assert_int_equal(fk_sources_set(engine, j - first, &slot), FK_OK);
     }
     return engine;
@@ -519,6 +518,9 @@ static void test_split_raw(void **state)
     system_free(&s);
 }
 
+/* fixed64 scaled per target from hints, as GRAPE-6 scaled its sums: with hints of the right
+ * magnitude the float class (the terms are float), with hints far too small an overflow reported
+ * as FK_ERR_OVERFLOW and NaN in the overflowed sums, never a wrong finite value. */
 static void test_fixed64_hints(void **state)
 {
     (void)state;
@@ -630,12 +632,7 @@ static void test_slot_updates(void **state)
             }
             if (k == 3)
                 src->id = 900000 + round; /* a new ID in an old slot */
-            fk_source slot_data = {.id = src->id, .t = src->t, .mass = src->mass};
-            memcpy(slot_data.x, src->x, sizeof slot_data.x);
-            memcpy(slot_data.v, src->v, sizeof slot_data.v);
-            memcpy(slot_data.a, src->a, sizeof slot_data.a);
-            memcpy(slot_data.jerk, src->jerk, sizeof slot_data.jerk);
-            memcpy(slot_data.snap, src->snap, sizeof slot_data.snap);
+            const fk_source slot_data = slot_of(src);
             assert_int_equal(fk_sources_set(engine, slot, &slot_data), FK_OK);
         }
         evaluate_and_compare(engine, &s, s.ti); /* same time: the predictor must rerun */
