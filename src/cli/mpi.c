@@ -11,6 +11,10 @@
 #include "forcekit/forcekit_mpi.h"
 
 static int active, rank, ranks = 1;
+/* This rank's device, "P:D name", for the JSON document's per-rank figures: which GPU each rank
+ * ran on is what a multi-device run is checked by. */
+enum { device_label_size = 96 };
+static char device_label[device_label_size];
 
 void cli_mpi_start(int *argc, char ***argv)
 {
@@ -104,6 +108,9 @@ fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
 {
     *out = NULL;
     fk_mpi_eval *m = NULL;
+    const fk_device_info *device = fk_context_device(context);
+    if (device)
+        snprintf(device_label, sizeof device_label, "%.15s %.79s", device->selector, device->name);
     fk_status status = fk_mpi_eval_create(context, config, MPI_COMM_WORLD, &m);
     if (status != FK_OK) {
         snprintf(message, size, "%s", fk_mpi_eval_last_error(NULL));
@@ -212,9 +219,14 @@ const fkt_sim_backend *cli_mpi_sim_backend(void)
 cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
 {
     fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
+    char *labels = calloc((size_t)ranks, device_label_size);
     const fk_status status = fk_mpi_eval_figures(m, 0, figures);
-    if (status != FK_OK || rank != 0) {
+    /* Collective like the figures: every rank takes part whatever its allocation gave. */
+    MPI_Gather(device_label, device_label_size, MPI_CHAR, labels, labels ? device_label_size : 0,
+               MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (status != FK_OK || rank != 0 || !labels) {
         free(figures);
+        free(labels);
         return NULL;
     }
     cJSON *mpi = cJSON_CreateObject();
@@ -223,6 +235,8 @@ cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
     for (int r = 0; r < ranks; ++r) {
         cJSON *entry = cJSON_CreateObject();
         cJSON_AddNumberToObject(entry, "rank", figures[r].rank);
+        labels[(size_t)(r + 1) * device_label_size - 1] = '\0';
+        cJSON_AddStringToObject(entry, "device", labels + (size_t)r * device_label_size);
         cJSON_AddNumberToObject(entry, "particles", (double)figures[r].particles);
         cJSON_AddNumberToObject(entry, "pairs", (double)figures[r].pairs);
         cJSON_AddNumberToObject(entry, "compute_seconds", figures[r].compute_seconds);
@@ -231,6 +245,7 @@ cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
         cJSON_AddItemToArray(per_rank, entry);
     }
     free(figures);
+    free(labels);
     return mpi;
 }
 
