@@ -5,8 +5,8 @@
  * neighbour lists), every accumulator tried (float, composite, fixed64) and part counts that leave
  * some parts empty. The unshared results are held to the double-precision reference on the same
  * fresh random inputs, so the comparison is against forces that are right, not only alike. The
- * refusals (symmetric, half lists, exclusions afterwards, bad part numbers) and fk_eval_rescale
- * are checked too. The MPI layer's own tests (tests/mpi/) build on this.
+ * refusals (symmetric, half lists, exclusions afterwards, bad part numbers), fk_eval_rescale and
+ * the coordinated pre-pass (each part measuring its share's bound) are checked too. The MPI layer's own tests (tests/mpi/) build on this.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -231,6 +231,113 @@ static void test_molecular(void **state)
     }
 }
 
+/* config.coordinated_scale: each part's pre-pass measures only its share (divided among the
+ * parts like the forces), the maximum of the parts' bounds is exactly the unshared bound, and that
+ * bound set on every part gives the unshared bits when the parts are OR'ed. */
+static void check_coordinated(const share_case *c, const fk_eval_config *base, const fk_particles *p)
+{
+    const size_t n = p->count;
+    fk_eval_config config = *base;
+    config.struct_size = sizeof config;
+    config.kernel = c->kernel;
+    config.accum = c->accum;
+    config.algorithm = c->algorithm;
+    config.lanes = c->lanes;
+    config.potential = 1;
+    config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    fk_eval *whole_eval = NULL, *eval = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &whole_eval), FK_OK);
+    config.coordinated_scale = 1;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_set_particles(whole_eval, p), FK_OK);
+    assert_int_equal(fk_eval_set_particles(eval, p), FK_OK);
+    const size_t width = fk_eval_force_components(eval) + 1, words = width * n;
+    uint64_t *whole = calloc(words, sizeof *whole), *combined = calloc(words, sizeof *combined);
+    uint64_t *part_bits = calloc(words, sizeof *part_bits);
+    assert_true(whole && combined && part_bits);
+    compute_bits(whole_eval, n, whole);
+    double whole_term = 0, whole_sum = 0;
+    assert_int_equal(fk_eval_get_bound(whole_eval, &whole_term, &whole_sum), FK_OK);
+    assert_true(whole_term > 0 && whole_sum > 0);
+
+    const int parts = 3;
+    double term = 0, sum = 0;
+    int below = 0; /* parts whose share does not hold the largest sum */
+    for (int part = 0; part < parts; ++part) {
+        assert_int_equal(fk_eval_set_share(eval, part, parts), FK_OK);
+        assert_int_equal(fk_eval_rescale(eval), FK_OK); /* the pre-pass, on the share */
+        double t = 0, s = 0;
+        assert_int_equal(fk_eval_get_bound(eval, &t, &s), FK_OK);
+        if (!(t <= whole_term && s <= whole_sum))
+            fail_msg("%s %s %s: part %d's bound (%.9g, %.9g) above the whole's (%.9g, %.9g)",
+                     c->kernel, c->accum, fk_algorithm_name(c->algorithm), part, t, s, whole_term,
+                     whole_sum);
+        below += s < whole_sum;
+        term = fmax(term, t);
+        sum = fmax(sum, s);
+    }
+    if (term != whole_term || sum != whole_sum)
+        fail_msg("%s %s %s: the parts' bounds combine to (%.17g, %.17g), the whole's is (%.17g, "
+                 "%.17g)",
+                 c->kernel, c->accum, fk_algorithm_name(c->algorithm), term, sum, whole_term,
+                 whole_sum);
+    assert_true(below > 0); /* the pre-pass was divided: some part saw less than the whole */
+    for (int part = 0; part < parts; ++part) {
+        assert_int_equal(fk_eval_set_share(eval, part, parts), FK_OK);
+        assert_int_equal(fk_eval_set_bound(eval, term, sum, n), FK_OK);
+        compute_bits(eval, n, part_bits);
+        for (size_t k = 0; k < words; ++k)
+            combined[k] |= part_bits[k];
+    }
+    if (memcmp(combined, whole, words * sizeof *whole) != 0)
+        fail_msg("%s %s %s: coordinated parts OR'ed differ from the unshared results", c->kernel,
+                 c->accum, fk_algorithm_name(c->algorithm));
+    free(whole);
+    free(combined);
+    free(part_bits);
+    fk_eval_destroy(eval);
+    fk_eval_destroy(whole_eval);
+}
+
+static void test_coordinated(void **state)
+{
+    (void)state;
+    const size_t n = 777;
+    double *position = malloc(3 * n * sizeof *position), *mass = malloc(n * sizeof *mass);
+    assert_true(position && mass);
+    for (size_t i = 0; i < n; ++i) {
+        for (int d = 0; d < 3; ++d)
+            position[3 * i + d] = 2 * fk_test_rng_uniform(&rng) - 1;
+        mass[i] = 0.5 + fk_test_rng_uniform(&rng);
+    }
+    const fk_eval_config gravity = {.eps = 0.05};
+    const fk_particles g = {.count = n, .position = position, .mass = mass};
+    const share_case gravity_cases[] = {
+        {"ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, -1},
+        {"ga", "narumi", FK_ALGORITHM_ALL_PAIRS, -1},
+        {"ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, 8},
+    };
+    for (size_t k = 0; k < sizeof gravity_cases / sizeof gravity_cases[0]; ++k)
+        check_coordinated(&gravity_cases[k], &gravity, &g);
+    free(position);
+    free(mass);
+
+    fk_test_system s;
+    fk_test_system_alloc(&s, "ljc_constant", 729, &rng);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.3, 0.3, 0.3}, 0.2, &rng);
+    fk_eval_config molecular = {.cutoff = 2.5, .coulomb = s.physics.coulomb};
+    for (int d = 0; d < 3; ++d)
+        molecular.box[d] = 9 * 1.1;
+    const fk_particles m = fk_test_system_view(&s);
+    const share_case molecular_cases[] = {
+        {"ljc_constant", "fixed64", FK_ALGORITHM_CELLS, 0},
+        {"ljc_constant", "fixed64", FK_ALGORITHM_NEIGHBORS, 0},
+    };
+    for (size_t k = 0; k < sizeof molecular_cases / sizeof molecular_cases[0]; ++k)
+        check_coordinated(&molecular_cases[k], &molecular, &m);
+    fk_test_system_free(&s);
+}
+
 static void expect_refused(const fk_eval_config *config, fk_status expected)
 {
     fk_eval *eval = NULL;
@@ -341,6 +448,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gravity),
         cmocka_unit_test(test_molecular),
+        cmocka_unit_test(test_coordinated),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_rescale),
     };

@@ -542,9 +542,12 @@ FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
  * neighbour lists, a range of particles in the caller's order (the same split whatever the
  * device's kernel shape; all-pairs launches the i-blocks that cover it); cells,
  * a range of cells (a slab of the box): which particles that is depends on the positions. Every
- * part holds all the particles (the j-side). The data-scaled accumulators' pre-pass still covers
- * every particle, so every part chooses the scale the unshared evaluation would (fixed64: from
- * the largest term, exact); the pre-pass is then not divided among the parts.
+ * part holds all the particles (the j-side). The data-scaled accumulators' pre-pass covers every
+ * particle, so that every part chooses by itself the scale the unshared evaluation would (fixed64:
+ * from the largest term, exact), unless the parts choose it together (config.coordinated_scale):
+ * then each part's pre-pass measures only its share, divided among the parts like the forces, and
+ * the bounds the parts combine (fk_eval_get_bound, the maximum of each, fk_eval_set_bound) are
+ * those of the whole system.
  * FK_ERR_UNSUPPORTED for the symmetric loop and half neighbour lists (Newton's third law writes
  * both particles of a pair) and for exclusions afterwards; FK_ERR_INVALID_ARGUMENT unless
  * 0 <= part < parts. parts 1 (part 0) clears the share. Takes effect at the next compute. */

@@ -65,9 +65,13 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
     fk_status status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_BOUND, &first, &last);
     if (status != FK_OK)
         return status;
+    /* A coordinated part measured its share only: the other particles' terms read as zero. */
+    if (fk__share_applies(eval, FK__PASS_BOUND))
+        status = fk__eval_share_zero(eval);
     const cl_uint values = (cl_uint)(eval->count * eval->components);
-    status = FK__SET_ARGS(context, eval->bound_reduce, "fk_bound_reduce", 0, FK__ARG(values),
-                          FK__ARG(eval->result), FK__ARG(eval->bound_partials));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, eval->bound_reduce, "fk_bound_reduce", 0, FK__ARG(values),
+                              FK__ARG(eval->result), FK__ARG(eval->bound_partials));
     const size_t group = FK_BOUND_GROUP, global = (size_t)FK_BOUND_GROUP * FK_BOUND_GROUPS;
     cl_int err = CL_SUCCESS;
     if (status == FK_OK) {

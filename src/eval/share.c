@@ -22,6 +22,11 @@ void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *e
     *end = (size_t)((uint64_t)units * (part + 1) / parts);
 }
 
+int fk__share_applies(const fk_eval *eval, fk__pass pass)
+{
+    return eval->share_parts > 1 && (pass == FK__PASS_FORCES || eval->config.coordinated_scale);
+}
+
 fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
 {
     if (!eval)

@@ -232,7 +232,7 @@ static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_ev
     const size_t chunks = fullest ? (fullest + per_group - 1) / per_group : 1;
     size_t cell_first = 0, cell_end = grid->cells;
     cl_int err = CL_SUCCESS;
-    if (pass == FK__PASS_FORCES && eval->share_parts > 1) {
+    if (fk__share_applies(eval, pass)) {
         /* The share's cells, a slab of the box: which particles that is depends on the
          * positions, so every result starts at zero and the share's particles overwrite theirs. */
         fk__share_units(eval, grid->cells, &cell_first, &cell_end);

@@ -156,6 +156,12 @@ fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel red
 /* fk_eval_set_share: part share_part of `units` (i-blocks, cells, particles) as [*first, *end),
  * the same split on every part; [0, units) without a share. */
 void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *end);
+/* Does this pass compute only the share? The forces pass always; the bound pre-pass when the
+ * parts choose the scale together (config.coordinated_scale): each part then measures the bound of
+ * its own share's terms and the caller combines them (the maximum of each), so the pre-pass is
+ * divided among the parts like the forces. Without coordination every part measures every term,
+ * so that each chooses the unshared scale by itself. */
+int fk__share_applies(const fk_eval *eval, fk__pass pass);
 
 /* Builds the all-pairs program of request (pairwise.cl or the lane file) and its two kernels. */
 fk_status fk__all_pairs_build(fk_eval *eval, const fk_program_request *request, cl_program *program,

@@ -532,7 +532,7 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     /* A share (full lists only, src/eval/share.c): its particles [first, end), end as the kernel's
      * bound. */
     size_t first_i = 0, end_i = eval->count;
-    if (pass == FK__PASS_FORCES && eval->share_parts > 1) {
+    if (fk__share_applies(eval, pass)) {
         fk__share_units(eval, eval->count, &first_i, &end_i);
         eval->share_first = first_i;
         eval->share_end = end_i;
