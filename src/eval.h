@@ -49,13 +49,16 @@ struct fk_eval {
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
     size_t rescales;       /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
-    /* fk_eval_set_share: the forces pass computes part share_part of share_parts (1: all). A loop
+    /* fk_eval_set_share: the forces pass computes part share_part of share_parts (1: all), or
+     * with share_explicit (fk_eval_set_share_range) the particles [share_from, share_to). A loop
      * whose share is a range of particles (all-pairs, lanes, full lists) sets share_first,
      * share_end and share_range 1 in its forces pass and the evaluation then writes zero results
      * outside it; one whose share is not (cells: a range of cells) zeroes the results itself
-     * before its pass and sets share_range 0. The bound pre-pass always covers every particle, so
-     * that every part chooses the same scale (src/eval/share.c). */
+     * before its pass and sets share_range 0. The bound pre-pass covers the share only under
+     * config.coordinated_scale (fk__share_applies, src/eval/share.c). */
     int share_part, share_parts;
+    int share_explicit;
+    size_t share_from, share_to;
     size_t share_first, share_end;
     int share_range;
     double bound_max_term, bound_max_sum; /* the last pre-pass's measured bound */

@@ -5,6 +5,7 @@
  * neighbour lists), every accumulator tried (float, composite, fixed64) and part counts that leave
  * some parts empty. The unshared results are held to the double-precision reference on the same
  * fresh random inputs, so the comparison is against forces that are right, not only alike. The
+ * explicit particle ranges (fk_eval_set_share_range) are held to the same property. The
  * refusals (symmetric, half lists, exclusions afterwards, bad part numbers), fk_eval_rescale and
  * the coordinated pre-pass (each part measuring its share's bound) are checked too. The MPI layer's own tests (tests/mpi/) build on this.
  */
@@ -158,6 +159,34 @@ static void check_shares(const share_case *c, const fk_eval_config *base, const 
         else
             assert_true(pairs > 0);
     }
+    /* Explicit particle ranges (fk_eval_set_share_range): uneven, one empty, the last reaching
+     * beyond N (cut there); each part exactly its range, the OR the unshared results. */
+    if (c->algorithm == FK_ALGORITHM_CELLS) {
+        assert_int_equal(fk_eval_set_share_range(eval, 0, n / 2), FK_ERR_UNSUPPORTED);
+    } else {
+        const size_t cuts[] = {0, n / 7, n / 7, n / 2 + 3, n + 5};
+        memset(combined, 0, words * sizeof *combined);
+        for (size_t r = 0; r + 1 < sizeof cuts / sizeof cuts[0]; ++r) {
+            const size_t first = cuts[r], end = cuts[r + 1] < n ? cuts[r + 1] : n;
+            assert_int_equal(fk_eval_set_share_range(eval, cuts[r], cuts[r + 1]), FK_OK);
+            compute_bits(eval, n, part_bits);
+            for (size_t i = 0; i < n; ++i)
+                for (size_t k = 0; k < width; ++k) {
+                    const uint64_t b = part_bits[width * i + k];
+                    const uint64_t expected = i >= first && i < end ? whole[width * i + k] : 0;
+                    if (b != expected)
+                        fail_msg("%s %s %s: range [%zu, %zu), particle %zu component %zu: %.17g, "
+                                 "expected %.17g",
+                                 c->kernel, c->accum, fk_algorithm_name(c->algorithm), first, end,
+                                 i, bits_value(b), bits_value(expected));
+                    combined[width * i + k] |= b;
+                }
+            if (c->algorithm == FK_ALGORITHM_ALL_PAIRS)
+                assert_true(fk_eval_share_pairs(eval) == (uint64_t)(end - first) * n);
+        }
+        assert_memory_equal(combined, whole, words * sizeof *whole);
+    }
+    assert_int_equal(fk_eval_set_share_range(eval, 5, 4), FK_ERR_INVALID_ARGUMENT);
     assert_int_equal(fk_eval_set_share(eval, 0, 1), FK_OK); /* cleared: the whole again */
     compute_bits(eval, n, part_bits);
     assert_memory_equal(part_bits, whole, words * sizeof *whole);
@@ -347,6 +376,8 @@ static void expect_refused(const fk_eval_config *config, fk_status expected)
         fail_msg("set_share: %s, expected %s", fk_status_string(status),
                  fk_status_string(expected));
     assert_non_null(strstr(fk_context_last_error(fk_test_context), "share"));
+    assert_int_equal(fk_eval_set_share_range(eval, 0, 1), expected);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "share"));
     fk_eval_destroy(eval);
 }
 
@@ -360,6 +391,7 @@ static void test_refusals(void **state)
     assert_int_equal(fk_eval_set_share(eval, -1, 2), FK_ERR_INVALID_ARGUMENT);
     assert_int_equal(fk_eval_set_share(eval, 0, 0), FK_ERR_INVALID_ARGUMENT);
     assert_int_equal(fk_eval_set_share(NULL, 0, 1), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_eval_set_share_range(NULL, 0, 1), FK_ERR_INVALID_ARGUMENT);
     assert_int_equal(fk_eval_rescale(eval), FK_ERR_STATE); /* no particles yet */
     assert_int_equal(fk_eval_rescale_count(eval), 0);
     fk_eval_destroy(eval);

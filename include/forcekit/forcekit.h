@@ -552,6 +552,16 @@ FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
  * both particles of a pair) and for exclusions afterwards; FK_ERR_INVALID_ARGUMENT unless
  * 0 <= part < parts. parts 1 (part 0) clears the share. Takes effect at the next compute. */
 FK_API fk_status fk_eval_set_share(fk_eval *eval, int part, int parts);
+/* The share as an explicit range of particles [first, end) in the caller's order (added in 0.4):
+ * for parts whose callers hold uneven slices of the system, each part computing exactly the
+ * particles it holds, so that no results need moving between the parts. All-pairs, lanes and
+ * full neighbour lists; FK_ERR_UNSUPPORTED where fk_eval_set_share refuses and for cells (whose
+ * shares are ranges of cells); FK_ERR_INVALID_ARGUMENT when first > end. A range reaching beyond
+ * the particles is cut at their count; an empty range computes nothing. The ranges of the parts
+ * must tile the particles for their results to combine to the unshared ones. Replaces a share
+ * set by fk_eval_set_share (and fk_eval_set_share(eval, 0, 1) clears it). Takes effect at the
+ * next compute. */
+FK_API fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end);
 /* The pair evaluations the last forces pass of this evaluation's share did (its examined pairs:
  * all-pairs, the share's particles times N; cells and lists, the pairs its loop examined, those
  * beyond the cutoff included); 0 before the first compute. */

@@ -9,8 +9,19 @@
 #include "accum.h"
 #include "eval_internal.h"
 
+/* Is a share set (a part of several, or an explicit range)? */
+static int share_active(const fk_eval *eval)
+{
+    return eval->share_parts > 1 || eval->share_explicit;
+}
+
 void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *end)
 {
+    if (eval->share_explicit) { /* only loops whose units are particles take a range */
+        *first = eval->share_from < units ? eval->share_from : units;
+        *end = eval->share_to < units ? eval->share_to : units;
+        return;
+    }
     if (eval->share_parts <= 1) {
         *first = 0;
         *end = units;
@@ -24,7 +35,32 @@ void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *e
 
 int fk__share_applies(const fk_eval *eval, fk__pass pass)
 {
-    return eval->share_parts > 1 && (pass == FK__PASS_FORCES || eval->config.coordinated_scale);
+    return share_active(eval) && (pass == FK__PASS_FORCES || eval->config.coordinated_scale);
+}
+
+/* Why this evaluation's loop cannot compute a share, or NULL. */
+static const char *share_refusal(const fk_eval *eval)
+{
+    if (eval->variant.algorithm == FK_ALGORITHM_SYMMETRIC)
+        return "the symmetric loop writes both particles of each pair (use all-pairs)";
+    if (eval->variant.algorithm == FK_ALGORITHM_NEIGHBORS && eval->variant.neighbor_half_lists)
+        return "half neighbour lists write both particles of each pair (use "
+               "FK_NEIGHBOR_LISTS_FULL)";
+    if (eval->config.exclusion_mode == FK_EXCLUDE_AFTERWARDS)
+        return "exclusions afterwards subtract from every particle's results (use exclusions on "
+               "the fly)";
+    return NULL;
+}
+
+static void share_reset(fk_eval *eval)
+{
+    eval->share_part = 0;
+    eval->share_parts = 1;
+    eval->share_explicit = 0;
+    eval->share_from = eval->share_to = 0;
+    eval->share_first = eval->share_end = 0;
+    eval->share_range = 0;
+    eval->computed = 0;
 }
 
 fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
@@ -38,25 +74,34 @@ fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
         return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
                         "share %d of %d: the part must lie in 0 .. parts - 1, parts >= 1", part,
                         parts);
-    if (parts > 1) {
-        const char *why = NULL;
-        if (eval->variant.algorithm == FK_ALGORITHM_SYMMETRIC)
-            why = "the symmetric loop writes both particles of each pair (use all-pairs)";
-        else if (eval->variant.algorithm == FK_ALGORITHM_NEIGHBORS &&
-                 eval->variant.neighbor_half_lists)
-            why = "half neighbour lists write both particles of each pair (use "
-                  "FK_NEIGHBOR_LISTS_FULL)";
-        else if (eval->config.exclusion_mode == FK_EXCLUDE_AFTERWARDS)
-            why = "exclusions afterwards subtract from every particle's results (use exclusions "
-                  "on the fly)";
-        if (why)
-            return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share of the pair work: %s", why);
-    }
+    const char *why = parts > 1 ? share_refusal(eval) : NULL;
+    if (why)
+        return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share of the pair work: %s", why);
+    share_reset(eval);
     eval->share_part = parts > 1 ? part : 0;
     eval->share_parts = parts;
-    eval->share_first = eval->share_end = 0;
-    eval->share_range = 0;
-    eval->computed = 0;
+    return FK_OK;
+}
+
+fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end)
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = fk__eval_begin(eval, NULL);
+    if (status != FK_OK)
+        return status;
+    if (first > end)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "share range [%zu, %zu): first must not exceed end", first, end);
+    const char *why = share_refusal(eval);
+    if (!why && eval->variant.algorithm == FK_ALGORITHM_CELLS)
+        why = "the cell loop's shares are ranges of cells (use fk_eval_set_share)";
+    if (why)
+        return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share range of particles: %s", why);
+    share_reset(eval);
+    eval->share_explicit = 1;
+    eval->share_from = first;
+    eval->share_to = end;
     return FK_OK;
 }
 
@@ -64,7 +109,7 @@ fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
  * kernels left them unwritten, or wrote partial sums of another part's particles there). */
 fk_status fk__eval_share_zero(fk_eval *eval)
 {
-    if (eval->share_parts <= 1 || !eval->share_range)
+    if (!share_active(eval) || !eval->share_range)
         return FK_OK;
     const size_t stride = eval->components * 8; /* packed: two words per component */
     const cl_uint zero = 0;
@@ -87,7 +132,7 @@ uint64_t fk_eval_share_pairs(const fk_eval *eval)
         return 0;
     const uint64_t n = (uint64_t)eval->count;
     const fk_variant *v = &eval->variant;
-    if (eval->share_parts <= 1)
+    if (!share_active(eval))
         return v->pairs_examined ? v->pairs_examined : n * n;
     if (v->algorithm == FK_ALGORITHM_CELLS) {
         /* The loop examines every pair of neighbouring cells; its share is a range of cells.

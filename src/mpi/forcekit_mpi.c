@@ -1,7 +1,9 @@
 /* forcekit over MPI (include/forcekit/forcekit_mpi.h, issue #20). Uses only forcekit.h's API.
  * Two schemes, chosen by the pair loop the evaluation runs:
- *   allgather (all-pairs): every rank holds all particles and computes its share of them
- *     (fk_eval_set_share); the results are OR'ed across the ranks.
+ *   allgather (all-pairs, and cells and lists without a periodic box): every rank holds all
+ *     particles and computes its share of them: exactly its own slice where the loop's shares are
+ *     particle ranges (fk_eval_set_share_range), so that its results need no moving; with cells,
+ *     a range of cells (fk_eval_set_share), the results OR'ed across the ranks.
  *   spatial (cells and neighbour lists in a periodic box): rank r owns the slab
  *     [L r / P, L (r + 1) / P) along z; each rank sends every particle of its slice to the rank
  *     whose slab holds it and to those whose slab lies within the halo width (cutoff + skin) of
@@ -48,6 +50,9 @@ struct fk_mpi_eval {
      * spatial, this rank's slice, and all N once fk_mpi_eval_read_all_* gathered them. */
     uint64_t *forces, *potentials;
     int computed, gathered;
+    /* allgather: each rank's share is its slice (fk_eval_set_share_range); else a part of the
+     * cells, whose results are combined by a reduce-scatter. */
+    int slice_share;
     /* The scale, chosen together: the bound in use (FK_SCALE_KEEP keeps it across updates). */
     int keep_scale, have_bound;
     double bound[2];
@@ -123,10 +128,12 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
     if (m->spatial) {
         m->box_length = config->box[2];
         m->halo = halo_width(config);
-    } else {
+    } else if (variant.algorithm == FK_ALGORITHM_CELLS) {
         status = fk_eval_set_share(m->eval, m->part.rank, m->part.size);
         if (status != FK_OK)
             return forcekit_fail(m, status, "fk_eval_set_share");
+    } else {
+        m->slice_share = 1; /* set with the slices (set_particles) */
     }
     m->components = fk_eval_force_components(m->eval);
     m->potential = config->potential != 0;
@@ -376,6 +383,16 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     }
     m->n = n;
     m->part.figures.particles = mine;
+    if (m->slice_share) {
+        const size_t first_index = (size_t)m->firsts[m->part.rank];
+        status = fk_eval_set_share_range(m->eval, first_index, first_index + mine);
+        status = fk__mpi_agree(
+            &m->part, status == FK_OK ? FK_OK : forcekit_fail(m, status, "fk_eval_set_share_range"));
+        if (status != FK_OK) {
+            release_system(m);
+            return status;
+        }
+    }
     status = upload(m, local->position, local->velocity, 1);
     if (status != FK_OK)
         m->n = 0;
@@ -796,12 +813,13 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
         status = return_results(m);
         if (status != FK_OK)
             return status;
-    } else {
-        /* Each particle's results are nonzero on one rank only, all bits zero elsewhere: the OR
-         * is that rank's bits exactly, on every rank count. Each rank receives its slice's
+    } else if (!m->slice_share) {
+        /* Cells: each particle's results are nonzero on one rank only, all bits zero elsewhere:
+         * the OR is that rank's bits exactly, on every rank count. Each rank receives its slice's
          * (read_all gathers the others, as the spatial scheme does): half the bytes of an
          * allreduce for a caller that reads only its slice. In place, the slice arrives at the
-         * start of the buffer. */
+         * start of the buffer. (With slice shares each rank computed its own slice: nothing to
+         * move.) */
         start = MPI_Wtime();
         const size_t fc = m->components, first = (size_t)m->firsts[m->part.rank];
         const size_t mine = (size_t)m->counts[m->part.rank];
