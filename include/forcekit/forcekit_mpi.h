@@ -95,6 +95,11 @@ FK_API size_t fk_mpi_eval_slice(const fk_mpi_eval *eval, size_t *first);
 FK_API const char *fk_mpi_eval_last_error(const fk_mpi_eval *eval);
 /* "allgather" or "spatial" (the header comment says which runs when). */
 FK_API const char *fk_mpi_eval_scheme(const fk_mpi_eval *eval);
+/* The spatial scheme's set builds on this rank since create: one per set_particles, and one per
+ * update after which some particle had moved more than the margin's half along z since the last
+ * build (the other updates send only positions to the ranks that hold the particles); 0 for the
+ * allgather scheme. The same on every rank. */
+FK_API size_t fk_mpi_eval_rebuilds(const fk_mpi_eval *eval);
 
 /* Collective: every rank's figures, in rank order, into figures[0 .. ranks) on root (others may
  * pass NULL). */

@@ -6,11 +6,14 @@
  *     a range of cells (fk_eval_set_share), the results OR'ed across the ranks.
  *   spatial (cells and neighbour lists in a periodic box): rank r owns the slab
  *     [L r / P, L (r + 1) / P) along z; each rank sends every particle of its slice to the rank
- *     whose slab holds it and to those whose slab lies within the halo width (cutoff + skin) of
- *     it (MPI_Alltoallv), each rank evaluates its slab and halo on its device, in the order of
- *     the global indices, and sends the results of the particles it owns back to the ranks whose
- *     slices hold them. The fixed64 scale is chosen together (fk_eval_get_bound, an MPI_MAX,
- *     fk_eval_set_bound with the system's N).
+ *     whose slab holds it and to those whose slab lies within the halo width (cutoff + skin, plus
+ *     a margin) of it (MPI_Alltoallv), each rank evaluates its slab and halo on its device, in
+ *     the order of the global indices, and sends the results of the particles it owns back to
+ *     the ranks whose slices hold them. The sets are resident: until some particle has moved
+ *     more than half the margin along z, an update sends only the positions, along the same
+ *     routes, and the device's particles are updated, not set again (as with Verlet lists).
+ *     The fixed64 scale is chosen together (fk_eval_get_bound, an MPI_MAX, fk_eval_set_bound
+ *     with the system's N).
  *
  * Every collective entry point is a sequence of phases that every rank runs in the same order
  * whatever happened locally: local work, then `agree` (one MPI_Allreduce of the lowest failing
@@ -68,6 +71,14 @@ struct fk_mpi_eval {
     int *local_type;
     unsigned char *local_owned;
     double *local_forces, *local_potentials;
+    /* The resident sets: the routes of the last rebuild (particles sent to and received from
+     * each rank, the slice indices sent, in order) and this rank's slice's z then. */
+    double margin;
+    int resident;
+    size_t rebuilds;
+    int *send_counts, *send_displs, *recv_counts, *recv_displs;
+    size_t *send_index, send_total;
+    double *rebuild_z;
 };
 
 /* The library's message for a failed forcekit call on this rank. */
@@ -95,6 +106,14 @@ static double halo_width(const fk_eval_config *config)
     const double cutoff = config->cutoff > 0 ? config->cutoff : 2.5; /* lj's default */
     const double skin = config->skin > 0 ? config->skin : config->skin == 0 ? 0.12 * cutoff : 0;
     return cutoff + skin;
+}
+
+/* The resident sets' margin beyond the halo: the default skin's width. A particle that moved
+ * less than half of it along z since the sets were built cannot have entered another rank's halo
+ * or slab from outside that rank's set (a rank's set reaches halo + margin beyond its slab). */
+static double resident_margin(const fk_eval_config *config)
+{
+    return 0.12 * (config->cutoff > 0 ? config->cutoff : 2.5);
 }
 
 static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
@@ -127,7 +146,8 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS);
     if (m->spatial) {
         m->box_length = config->box[2];
-        m->halo = halo_width(config);
+        m->margin = resident_margin(config);
+        m->halo = halo_width(config) + m->margin;
     } else if (variant.algorithm == FK_ALGORITHM_CELLS) {
         status = fk_eval_set_share(m->eval, m->part.rank, m->part.size);
         if (status != FK_OK)
@@ -200,8 +220,24 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     return FK_OK;
 }
 
+static void release_routes(fk_mpi_eval *m)
+{
+    free(m->send_counts);
+    free(m->send_displs);
+    free(m->recv_counts);
+    free(m->recv_displs);
+    free(m->send_index);
+    free(m->rebuild_z);
+    m->send_counts = m->send_displs = m->recv_counts = m->recv_displs = NULL;
+    m->send_index = NULL;
+    m->rebuild_z = NULL;
+    m->send_total = 0;
+    m->resident = 0;
+}
+
 static void release_local(fk_mpi_eval *m)
 {
+    release_routes(m);
     free(m->local_index);
     free(m->local_position);
     free(m->local_mass);
@@ -427,35 +463,48 @@ static int slab_needs(const fk_mpi_eval *m, int r, double z, int *owned)
     return below <= m->halo || above <= m->halo;
 }
 
-static int compare_records(const void *a, const void *b)
+/* The ranks' displacements in particles from their counts (MPI's int displacements). */
+static void displacements(const int *counts, int *displs, int ranks)
 {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    int at = 0;
+    for (int r = 0; r < ranks; ++r) {
+        displs[r] = at;
+        at += counts[r];
+    }
 }
 
 /* Sends this rank's slice (positions given, charges and types kept) to the ranks whose slab or
- * halo holds each particle and fills the local arrays with what arrives, in ascending global
- * index. Collective; agreed. */
-static fk_status exchange(fk_mpi_eval *m, const double *position)
+ * halo holds each particle, fills the local arrays with what arrives, in ascending global index,
+ * and keeps the routes for the updates that follow. Collective; agreed. */
+static fk_status rebuild(fk_mpi_eval *m, const double *position)
 {
     const int ranks = m->part.size;
     const size_t mine = (size_t)m->counts[m->part.rank], first = (size_t)m->firsts[m->part.rank];
-    int *send_counts = calloc((size_t)ranks, sizeof *send_counts);
-    int *send_displs = calloc((size_t)ranks, sizeof *send_displs);
-    int *recv_counts = calloc((size_t)ranks, sizeof *recv_counts);
-    int *recv_displs = calloc((size_t)ranks, sizeof *recv_displs);
+    release_local(m);
+    m->send_counts = calloc((size_t)ranks, sizeof *m->send_counts);
+    m->send_displs = calloc((size_t)ranks, sizeof *m->send_displs);
+    m->recv_counts = calloc((size_t)ranks, sizeof *m->recv_counts);
+    m->recv_displs = calloc((size_t)ranks, sizeof *m->recv_displs);
+    m->rebuild_z = malloc((mine + 1) * sizeof *m->rebuild_z);
+    int *send_values = calloc((size_t)ranks, sizeof *send_values);
+    int *send_value_displs = calloc((size_t)ranks, sizeof *send_value_displs);
+    int *recv_values = calloc((size_t)ranks, sizeof *recv_values);
+    int *recv_value_displs = calloc((size_t)ranks, sizeof *recv_value_displs);
     int *fill = calloc((size_t)ranks, sizeof *fill);
     double *send = NULL;
-    fk_status status = send_counts && send_displs && recv_counts && recv_displs && fill
+    fk_status status = m->send_counts && m->send_displs && m->recv_counts && m->recv_displs &&
+                               m->rebuild_z && send_values && send_value_displs && recv_values &&
+                               recv_value_displs && fill
                            ? FK_OK
                            : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     size_t records = 0;
     for (size_t i = 0; status == FK_OK && i < mine; ++i) {
         const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
+        m->rebuild_z[i] = position[3 * i + 2];
         for (int r = 0; r < ranks; ++r) {
             int owned = 0;
             if (slab_needs(m, r, z, &owned)) {
-                ++send_counts[r];
+                ++m->send_counts[r];
                 ++records;
             }
         }
@@ -466,24 +515,22 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
                                     records);
     if (status == FK_OK) {
         send = malloc((records + 1) * RECORD * sizeof *send);
-        if (!send)
+        m->send_index = malloc((records + 1) * sizeof *m->send_index);
+        if (!send || !m->send_index)
             status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     if (status == FK_OK) {
-        int at = 0;
-        for (int r = 0; r < ranks; ++r) {
-            send_displs[r] = at;
-            at += send_counts[r] * RECORD;
-            send_counts[r] *= RECORD;
-        }
+        displacements(m->send_counts, m->send_displs, ranks);
+        m->send_total = records;
         for (size_t i = 0; i < mine; ++i) {
             const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
             for (int r = 0; r < ranks; ++r) {
                 int owned = 0;
                 if (!slab_needs(m, r, z, &owned))
                     continue;
-                double *record = send + send_displs[r] + fill[r];
-                fill[r] += RECORD;
+                const size_t entry = (size_t)m->send_displs[r] + (size_t)fill[r]++;
+                m->send_index[entry] = i;
+                double *record = send + entry * RECORD;
                 record[0] = (double)(first + i); /* exact: N < 2^31 */
                 record[1] = position[3 * i];
                 record[2] = position[3 * i + 1];
@@ -493,45 +540,54 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
                 record[6] = owned;
             }
         }
+        for (int r = 0; r < ranks; ++r) {
+            send_values[r] = m->send_counts[r] * RECORD;
+            send_value_displs[r] = m->send_displs[r] * RECORD;
+        }
     }
     status = fk__mpi_agree(&m->part, status);
     double *received = NULL;
     size_t arrived = 0;
     if (status == FK_OK) {
         const double start = MPI_Wtime();
-        MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->part.comm);
+        MPI_Alltoall(m->send_counts, 1, MPI_INT, m->recv_counts, 1, MPI_INT, m->part.comm);
         long long total = 0;
-        for (int r = 0; r < ranks; ++r) {
-            recv_displs[r] = (int)total;
-            total += recv_counts[r];
-        }
-        if (total > INT_MAX)
+        for (int r = 0; r < ranks; ++r)
+            total += m->recv_counts[r];
+        if (total * RECORD > INT_MAX)
             status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
-                                        "%lld values to receive: more than MPI's int counts hold",
+                                        "%lld particles to receive: more than MPI's int counts hold",
                                         total);
-        else if (!(received = malloc(((size_t)total + RECORD) * sizeof *received)))
+        else if (!(received = malloc(((size_t)total + 1) * RECORD * sizeof *received)))
             status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
-        arrived = (size_t)total / RECORD;
+        arrived = (size_t)total;
         status = fk__mpi_agree(&m->part, status);
-        if (status == FK_OK)
-            MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
-                          recv_displs, MPI_DOUBLE, m->part.comm);
+        if (status == FK_OK) {
+            displacements(m->recv_counts, m->recv_displs, ranks);
+            for (int r = 0; r < ranks; ++r) {
+                recv_values[r] = m->recv_counts[r] * RECORD;
+                recv_value_displs[r] = m->recv_displs[r] * RECORD;
+            }
+            MPI_Alltoallv(send, send_values, send_value_displs, MPI_DOUBLE, received, recv_values,
+                          recv_value_displs, MPI_DOUBLE, m->part.comm);
+        }
         m->part.figures.communication_seconds += MPI_Wtime() - start;
     }
     free(send);
-    free(send_counts);
-    free(send_displs);
-    free(recv_counts);
-    free(recv_displs);
+    free(send_values);
+    free(send_value_displs);
+    free(recv_values);
+    free(recv_value_displs);
     free(fill);
     if (status != FK_OK) {
         free(received);
+        release_local(m);
         return status;
     }
-    /* The global order: within a cell the loops sum by particle index, so ascending global
-     * indices give every owned particle the sums of one device, in its order. */
-    qsort(received, arrived, RECORD * sizeof *received, compare_records);
-    release_local(m);
+    /* The global order, within a cell the order of the loops' sums: the slices are ascending
+     * ranges of global indices in rank order, and each rank sends its particles in slice order,
+     * so what arrives is already ascending; the updates rely on it to land each position in its
+     * slot. Checked, not assumed. */
     const size_t fc = m->components, slots = arrived + 1;
     m->local_index = malloc(slots * sizeof *m->local_index);
     m->local_position = malloc(3 * slots * sizeof *m->local_position);
@@ -549,14 +605,79 @@ static fk_status exchange(fk_mpi_eval *m, const double *position)
             m->local_mass[k] = record[4];
             m->local_type[k] = (int)record[5];
             m->local_owned[k] = record[6] != 0;
+            if (k > 0 && !(m->local_index[k - 1] < m->local_index[k]) && status == FK_OK)
+                status = fk__mpi_local_fail(&m->part, FK_ERR_STATE,
+                                            "the halo exchange arrived out of order (index %.0f "
+                                            "after %.0f)",
+                                            m->local_index[k], m->local_index[k - 1]);
         }
         m->local_n = arrived;
+        m->resident = status == FK_OK;
     } else {
-        release_local(m);
         status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     free(received);
-    return fk__mpi_agree(&m->part, status);
+    if (status != FK_OK)
+        release_local(m);
+    status = fk__mpi_agree(&m->part, status);
+    if (status == FK_OK)
+        m->rebuilds++;
+    return status;
+}
+
+/* Must the sets be built again: a rank without resident sets (set_particles, a failure), or a
+ * particle that moved more than half the margin along z since they were built? Collective: every
+ * rank takes the same path. */
+static int build_again(fk_mpi_eval *m, const double *position, int first)
+{
+    const size_t mine = (size_t)m->counts[m->part.rank];
+    int moved = first || !m->resident;
+    for (size_t i = 0; i < mine && !moved; ++i)
+        moved = !(fabs(position[3 * i + 2] - m->rebuild_z[i]) <= 0.5 * m->margin); /* NaN moves */
+    int any = 0;
+    const double start = MPI_Wtime();
+    MPI_Allreduce(&moved, &any, 1, MPI_INT, MPI_MAX, m->part.comm);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
+    return any;
+}
+
+/* The positions along the routes of the last rebuild, straight into the local positions (what
+ * arrives is in their order), and ownership from the new positions: a particle belongs to the
+ * rank whose slab holds it now, which holds it in its set. Collective; agreed. */
+static fk_status send_positions(fk_mpi_eval *m, const double *position)
+{
+    const int ranks = m->part.size;
+    double *send = malloc((m->send_total + 1) * 3 * sizeof *send);
+    int *counts = calloc(4 * (size_t)ranks, sizeof *counts);
+    fk_status status = send && counts ? FK_OK
+                                      : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY,
+                                                           "out of host memory");
+    status = fk__mpi_agree(&m->part, status);
+    if (status == FK_OK) {
+        for (size_t e = 0; e < m->send_total; ++e)
+            memcpy(send + 3 * e, position + 3 * m->send_index[e], 3 * sizeof *send);
+        int *send_values = counts, *send_displs = counts + ranks;
+        int *recv_values = counts + 2 * ranks, *recv_displs = counts + 3 * ranks;
+        for (int r = 0; r < ranks; ++r) {
+            send_values[r] = 3 * m->send_counts[r];
+            send_displs[r] = 3 * m->send_displs[r];
+            recv_values[r] = 3 * m->recv_counts[r];
+            recv_displs[r] = 3 * m->recv_displs[r];
+        }
+        const double start = MPI_Wtime();
+        MPI_Alltoallv(send, send_values, send_displs, MPI_DOUBLE, m->local_position, recv_values,
+                      recv_displs, MPI_DOUBLE, m->part.comm);
+        m->part.figures.communication_seconds += MPI_Wtime() - start;
+        const double length = m->box_length, ranks_d = (double)ranks, r = (double)m->part.rank;
+        const double lo = length * r / ranks_d, hi = length * (r + 1) / ranks_d;
+        for (size_t k = 0; k < m->local_n; ++k) {
+            const double z = wrap_coordinate(m->local_position[3 * k + 2], length);
+            m->local_owned[k] = z >= lo && z < hi;
+        }
+    }
+    free(send);
+    free(counts);
+    return status;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -593,20 +714,26 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
 {
     fk_status status = FK_OK;
     if (m->spatial) {
-        status = exchange(m, position);
+        /* The same particles on this rank's device while no particle has moved far: update
+         * their positions; else new sets, set again. */
+        const int again = build_again(m, position, first);
+        status = again ? rebuild(m, position) : send_positions(m, position);
         if (status != FK_OK)
             return status;
-        /* The slab changes its particles every step: set, not update. */
         const fk_particles mine = {.count = m->local_n,
                                    .position = m->local_position,
                                    .mass = m->has_mass ? m->local_mass : NULL,
                                    .type = m->has_type ? m->local_type : NULL};
         const double start = MPI_Wtime();
         if (m->local_n)
-            status = fk_eval_set_particles(m->eval, &mine);
+            status = again ? fk_eval_set_particles(m->eval, &mine)
+                           : fk_eval_update_positions(m->eval, m->local_position, NULL);
         m->part.figures.compute_seconds += MPI_Wtime() - start;
-        if (status != FK_OK)
-            status = forcekit_fail(m, status, "fk_eval_set_particles");
+        if (status != FK_OK) {
+            status = forcekit_fail(
+                m, status, again ? "fk_eval_set_particles" : "fk_eval_update_positions");
+            m->resident = 0; /* the device's set is not known: build again next time */
+        }
     } else {
         gather_doubles(m, position, m->position, 3);
         if (m->has_velocity)
@@ -700,11 +827,24 @@ static fk_status return_results(fk_mpi_eval *m)
     int *recv_counts = calloc((size_t)ranks, sizeof *recv_counts);
     int *recv_displs = calloc((size_t)ranks, sizeof *recv_displs);
     int *fill = calloc((size_t)ranks, sizeof *fill);
-    size_t owned = 0;
+    /* Results of this rank's own slice go straight to it (most of them where slabs and slices
+     * overlap); only the others travel, as records (global index, forces, potential). */
+    const size_t first = (size_t)m->firsts[m->part.rank], mine = (size_t)m->counts[m->part.rank];
+    size_t owned = 0, kept = 0;
     for (size_t k = 0; k < m->local_n; ++k)
-        owned += m->local_owned[k];
+        if (m->local_owned[k]) {
+            const size_t index = (size_t)m->local_index[k];
+            if (index - first < mine) {
+                memcpy(m->forces + index * fc, m->local_forces + k * fc, fc * sizeof *m->forces);
+                if (m->potential)
+                    memcpy(m->potentials + index, m->local_potentials + k, sizeof *m->potentials);
+                ++kept;
+            } else {
+                ++owned;
+            }
+        }
     double *send = malloc((owned + 1) * width * sizeof *send);
-    double *received = malloc(((size_t)m->counts[m->part.rank] + 1) * width * sizeof *received);
+    double *received = malloc((mine - (kept < mine ? kept : mine) + 1) * width * sizeof *received);
     fk_status status =
         send_counts && send_displs && recv_counts && recv_displs && fill && send && received
             ? FK_OK
@@ -712,7 +852,7 @@ static fk_status return_results(fk_mpi_eval *m)
     status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK) {
         for (size_t k = 0; k < m->local_n; ++k)
-            if (m->local_owned[k])
+            if (m->local_owned[k] && (size_t)m->local_index[k] - first >= mine)
                 send_counts[slice_owner(m, (size_t)m->local_index[k])] += (int)width;
         int at = 0;
         for (int r = 0; r < ranks; ++r) {
@@ -720,7 +860,7 @@ static fk_status return_results(fk_mpi_eval *m)
             at += send_counts[r];
         }
         for (size_t k = 0; k < m->local_n; ++k) {
-            if (!m->local_owned[k])
+            if (!m->local_owned[k] || (size_t)m->local_index[k] - first < mine)
                 continue;
             const int r = slice_owner(m, (size_t)m->local_index[k]);
             double *record = send + send_displs[r] + fill[r];
@@ -739,16 +879,15 @@ static fk_status return_results(fk_mpi_eval *m)
         MPI_Alltoallv(send, send_counts, send_displs, MPI_DOUBLE, received, recv_counts,
                       recv_displs, MPI_DOUBLE, m->part.comm);
         m->part.figures.communication_seconds += MPI_Wtime() - start;
-        /* Every particle of the slice arrives exactly once, from the rank whose slab holds it. */
-        const size_t first = (size_t)m->firsts[m->part.rank],
-                     mine = (size_t)m->counts[m->part.rank];
-        size_t arrived = (size_t)total / width;
-        if (arrived != mine)
+        /* Every particle of the slice arrives exactly once, from the rank whose slab holds it
+         * (this one's own kept above). */
+        const size_t arrived = (size_t)total / width;
+        if (kept > mine || arrived != mine - kept)
             status =
                 fk__mpi_local_fail(&m->part, FK_ERR_STATE,
                                    "%zu results arrived for a slice of %zu particles (a position "
                                    "outside the slabs?)",
-                                   arrived, mine);
+                                   arrived + kept, mine);
         for (size_t k = 0; status == FK_OK && k < arrived; ++k) {
             const double *record = received + k * width;
             const size_t index = (size_t)record[0] - first;
@@ -894,6 +1033,11 @@ fk_status fk_mpi_eval_read_all_potentials(fk_mpi_eval *m, double *potentials)
     if (m)
         gather_results(m);
     return read_results(m, m ? m->potentials : NULL, 1, 1, potentials, "read_all_potentials");
+}
+
+size_t fk_mpi_eval_rebuilds(const fk_mpi_eval *m)
+{
+    return m ? m->rebuilds : 0;
 }
 
 const char *fk_mpi_eval_scheme(const fk_mpi_eval *m)
