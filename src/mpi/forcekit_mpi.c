@@ -79,6 +79,7 @@ struct fk_mpi_eval {
     int *send_counts, *send_displs, *recv_counts, *recv_displs;
     size_t *send_index, send_total;
     double *rebuild_z;
+    double *send_positions; /* 3 per route entry, kept: an update allocates nothing */
 };
 
 /* The library's message for a failed forcekit call on this rank. */
@@ -228,6 +229,8 @@ static void release_routes(fk_mpi_eval *m)
     free(m->recv_displs);
     free(m->send_index);
     free(m->rebuild_z);
+    free(m->send_positions);
+    m->send_positions = NULL;
     m->send_counts = m->send_displs = m->recv_counts = m->recv_displs = NULL;
     m->send_index = NULL;
     m->rebuild_z = NULL;
@@ -516,7 +519,8 @@ static fk_status rebuild(fk_mpi_eval *m, const double *position)
     if (status == FK_OK) {
         send = malloc((records + 1) * RECORD * sizeof *send);
         m->send_index = malloc((records + 1) * sizeof *m->send_index);
-        if (!send || !m->send_index)
+        m->send_positions = malloc((records + 1) * 3 * sizeof *m->send_positions);
+        if (!send || !m->send_index || !m->send_positions)
             status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     }
     if (status == FK_OK) {
@@ -642,42 +646,50 @@ static int build_again(fk_mpi_eval *m, const double *position, int first)
 }
 
 /* The positions along the routes of the last rebuild, straight into the local positions (what
- * arrives is in their order), and ownership from the new positions: a particle belongs to the
- * rank whose slab holds it now, which holds it in its set. Collective; agreed. */
+ * arrives is in their order; this rank's own entries are copied, not sent), and ownership from
+ * the new positions: a particle belongs to the rank whose slab holds it now, which holds it in
+ * its set. Collective. */
 static fk_status send_positions(fk_mpi_eval *m, const double *position)
 {
-    const int ranks = m->part.size;
-    double *send = malloc((m->send_total + 1) * 3 * sizeof *send);
+    const int ranks = m->part.size, me = m->part.rank;
     int *counts = calloc(4 * (size_t)ranks, sizeof *counts);
-    fk_status status = send && counts ? FK_OK
-                                      : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY,
-                                                           "out of host memory");
-    status = fk__mpi_agree(&m->part, status);
-    if (status == FK_OK) {
-        for (size_t e = 0; e < m->send_total; ++e)
-            memcpy(send + 3 * e, position + 3 * m->send_index[e], 3 * sizeof *send);
-        int *send_values = counts, *send_displs = counts + ranks;
-        int *recv_values = counts + 2 * ranks, *recv_displs = counts + 3 * ranks;
-        for (int r = 0; r < ranks; ++r) {
-            send_values[r] = 3 * m->send_counts[r];
-            send_displs[r] = 3 * m->send_displs[r];
-            recv_values[r] = 3 * m->recv_counts[r];
-            recv_displs[r] = 3 * m->recv_displs[r];
-        }
-        const double start = MPI_Wtime();
-        MPI_Alltoallv(send, send_values, send_displs, MPI_DOUBLE, m->local_position, recv_values,
-                      recv_displs, MPI_DOUBLE, m->part.comm);
-        m->part.figures.communication_seconds += MPI_Wtime() - start;
-        const double length = m->box_length, ranks_d = (double)ranks, r = (double)m->part.rank;
-        const double lo = length * r / ranks_d, hi = length * (r + 1) / ranks_d;
-        for (size_t k = 0; k < m->local_n; ++k) {
-            const double z = wrap_coordinate(m->local_position[3 * k + 2], length);
-            m->local_owned[k] = z >= lo && z < hi;
-        }
+    fk_status status = fk__mpi_agree(
+        &m->part,
+        counts ? FK_OK : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory"));
+    if (status != FK_OK) {
+        free(counts);
+        return status;
     }
-    free(send);
+    int *send_values = counts, *send_displs = counts + ranks;
+    int *recv_values = counts + 2 * ranks, *recv_displs = counts + 3 * ranks;
+    for (int r = 0; r < ranks; ++r) {
+        const int self = r == me;
+        send_values[r] = self ? 0 : 3 * m->send_counts[r];
+        send_displs[r] = 3 * m->send_displs[r];
+        recv_values[r] = self ? 0 : 3 * m->recv_counts[r];
+        recv_displs[r] = 3 * m->recv_displs[r];
+    }
+    const size_t own_from = (size_t)m->send_displs[me], own_count = (size_t)m->send_counts[me];
+    double *own_to = m->local_position + 3 * (size_t)m->recv_displs[me];
+    for (size_t e = 0; e < m->send_total; ++e) {
+        const double *x = position + 3 * m->send_index[e];
+        double *to = e - own_from < own_count ? own_to + 3 * (e - own_from) : m->send_positions + 3 * e;
+        to[0] = x[0];
+        to[1] = x[1];
+        to[2] = x[2];
+    }
+    const double start = MPI_Wtime();
+    MPI_Alltoallv(m->send_positions, send_values, send_displs, MPI_DOUBLE, m->local_position,
+                  recv_values, recv_displs, MPI_DOUBLE, m->part.comm);
+    m->part.figures.communication_seconds += MPI_Wtime() - start;
+    const double length = m->box_length, ranks_d = (double)ranks, r = (double)me;
+    const double lo = length * r / ranks_d, hi = length * (r + 1) / ranks_d;
+    for (size_t k = 0; k < m->local_n; ++k) {
+        const double z = wrap_coordinate(m->local_position[3 * k + 2], length);
+        m->local_owned[k] = z >= lo && z < hi;
+    }
     free(counts);
-    return status;
+    return FK_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
