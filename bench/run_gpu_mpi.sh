@@ -8,6 +8,8 @@
 #             periodic) at N = 4,194,304, float and fixed64, on 1, 2 and 4 GPUs, and P = 2, 4
 #             ranks sharing one GPU;
 #      large  ga at N = 4,194,304 and the MD workload at N = 16,777,216 on 1, 2 and 4 GPUs;
+#      all    the GPU runs of both, without the shared ones, the most wanted first (ga fixed64 at
+#             4M last, widest first, one step each);
 #      tiny   the same cases at small N (a check of this script on any machine).
 # BUILD: the build folder, kept (default: a fresh one, removed at the end).
 # SHARED_DEVICE: the device of the shared runs (default gpu: the first GPU).
@@ -67,11 +69,12 @@ run() {
         echo "FAILED $name (rc $?)" >> "$out/skipped.txt"
 }
 
-# case KERNEL-ARGS...: 1, 2, 4 GPUs (as many as there are), then sharing when asked
+# case KERNEL-ARGS...: 1, 2, 4 GPUs (as many as there are; ORDER="4 2 1" runs the widest
+# first), then sharing when asked
 scaling() {
     local tag=$1 reps=$2 share=$3
     shift 3
-    for p in 1 2 4; do
+    for p in ${ORDER:-1 2 4}; do
         [ "$p" -le "$gpus" ] || [ "$p" = 1 ] || continue
         run "${tag}_gpus${p}" "$p" 0 "$reps" "$@"
     done
@@ -101,6 +104,21 @@ large)
     scaling lj_cells_fixed64_n16777216 3 0 $(md 16777216) --accum fixed64
     scaling ga_fixed64_n4194304 2 0 --kernel ga --accum fixed64 --n 4194304
     ;;
+all)
+    # both sets' GPU runs in one call, the most wanted first, without the shared runs
+    scaling ga_float_n1048576 5 0 --kernel ga --accum float --n 1048576
+    # shellcheck disable=SC2046
+    scaling lj_cells_float_n16777216 3 0 $(md 16777216) --accum float
+    scaling ga_fixed64_n1048576 3 0 --kernel ga --accum fixed64 --n 1048576
+    # shellcheck disable=SC2046
+    scaling lj_cells_fixed64_n16777216 3 0 $(md 16777216) --accum fixed64
+    # shellcheck disable=SC2046
+    scaling lj_cells_float_n4194304 5 0 $(md 4194304) --accum float
+    # shellcheck disable=SC2046
+    scaling lj_cells_fixed64_n4194304 5 0 $(md 4194304) --accum fixed64
+    scaling ga_float_n4194304 2 0 --kernel ga --accum float --n 4194304
+    ORDER="4 2 1" scaling ga_fixed64_n4194304 1 0 --kernel ga --accum fixed64 --n 4194304
+    ;;
 tiny)
     scaling ga_float_n8192 3 1 --kernel ga --accum float --n 8192
     scaling ga_fixed64_n8192 3 1 --kernel ga --accum fixed64 --n 8192
@@ -108,7 +126,22 @@ tiny)
     scaling lj_cells_fixed64_n32768 3 1 $(md 32768) --accum fixed64
     ;;
 *)
-    echo "unknown set $set_name (small, large or tiny)" >&2
+    echo "unknown set $set_name (small, large or all)
+    # both sets' GPU runs in one call, the most wanted first, without the shared runs
+    scaling ga_float_n1048576 5 0 --kernel ga --accum float --n 1048576
+    # shellcheck disable=SC2046
+    scaling lj_cells_float_n16777216 3 0 $(md 16777216) --accum float
+    scaling ga_fixed64_n1048576 3 0 --kernel ga --accum fixed64 --n 1048576
+    # shellcheck disable=SC2046
+    scaling lj_cells_fixed64_n16777216 3 0 $(md 16777216) --accum fixed64
+    # shellcheck disable=SC2046
+    scaling lj_cells_float_n4194304 5 0 $(md 4194304) --accum float
+    # shellcheck disable=SC2046
+    scaling lj_cells_fixed64_n4194304 5 0 $(md 4194304) --accum fixed64
+    scaling ga_float_n4194304 2 0 --kernel ga --accum float --n 4194304
+    ORDER="4 2 1" scaling ga_fixed64_n4194304 1 0 --kernel ga --accum fixed64 --n 4194304
+    ;;
+tiny)" >&2
     exit 2
     ;;
 esac
