@@ -10,6 +10,7 @@
 #      large  ga at N = 4,194,304 and the MD workload at N = 16,777,216 on 1, 2 and 4 GPUs;
 #      all    the GPU runs of both, without the shared ones, the most wanted first (ga fixed64 at
 #             4M last, widest first, one step each);
+#      md     the MD workload alone at both N, float and fixed64, and sharing at 4M float;
 #      tiny   the same cases at small N (a check of this script on any machine).
 # BUILD: the build folder, kept (default: a fresh one, removed at the end).
 # SHARED_DEVICE: the device of the shared runs (default gpu: the first GPU).
@@ -118,6 +119,19 @@ all)
     scaling lj_cells_fixed64_n4194304 5 0 $(md 4194304) --accum fixed64
     scaling ga_float_n4194304 2 0 --kernel ga --accum float --n 4194304
     ORDER="4 2 1" scaling ga_fixed64_n4194304 1 0 --kernel ga --accum fixed64 --n 4194304
+    ;;
+md)
+    # the MD workload alone: 1, 2, 4 GPUs at both N, and 2, 4 ranks sharing one GPU at 4M
+    for n in 4194304 16777216; do
+        reps=5
+        [ "$n" -gt 5000000 ] && reps=3
+        for accum in float fixed64; do
+            share=0
+            [ "$n" = 4194304 ] && [ "$accum" = float ] && share=1
+            # shellcheck disable=SC2046
+            scaling "lj_cells_${accum}_n$n" "$reps" "$share" $(md "$n") --accum "$accum"
+        done
+    done
     ;;
 tiny)
     scaling ga_float_n8192 3 1 --kernel ga --accum float --n 8192

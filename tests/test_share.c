@@ -7,7 +7,8 @@
  * fresh random inputs, so the comparison is against forces that are right, not only alike. The
  * explicit particle ranges (fk_eval_set_share_range) are held to the same property. The
  * refusals (symmetric, half lists, exclusions afterwards, bad part numbers), fk_eval_rescale and
- * the coordinated pre-pass (each part measuring its share's bound) are checked too. The MPI layer's own tests (tests/mpi/) build on this.
+ * the coordinated pre-pass (each part measuring its share's bound) are checked too. The MPI layer's
+ * own tests (tests/mpi/) build on this.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -263,7 +264,8 @@ static void test_molecular(void **state)
 /* config.coordinated_scale: each part's pre-pass measures only its share (divided among the
  * parts like the forces), the maximum of the parts' bounds is exactly the unshared bound, and that
  * bound set on every part gives the unshared bits when the parts are OR'ed. */
-static void check_coordinated(const share_case *c, const fk_eval_config *base, const fk_particles *p)
+static void check_coordinated(const share_case *c, const fk_eval_config *base,
+                              const fk_particles *p)
 {
     const size_t n = p->count;
     fk_eval_config config = *base;
@@ -478,10 +480,8 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gravity),
-        cmocka_unit_test(test_molecular),
-        cmocka_unit_test(test_coordinated),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_gravity),     cmocka_unit_test(test_molecular),
+        cmocka_unit_test(test_coordinated), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_rescale),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

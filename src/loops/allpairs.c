@@ -253,7 +253,8 @@ static fk_status all_pairs_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     const int bound = pass == FK__PASS_BOUND;
     return fk__all_pairs_enqueue(eval, bound ? state->bound_pairwise : state->pairwise,
                                  bound ? state->bound_reduce : state->reduce, &eval->variant,
-                                 eval->variant.j_splits, fk__share_applies(eval, pass), first, last);
+                                 eval->variant.j_splits, fk__share_applies(eval, pass), first,
+                                 last);
 }
 
 size_t fk__figures_of_kernels(fk_context *context, const fk__named_kernel *kernels, size_t count,

@@ -63,6 +63,7 @@ struct fk_mpi_eval {
      * charges and types (set_particles), and the particles on this rank's device: global
      * indices (ascending), positions, charges, types, whether this rank owns them, results. */
     int spatial;
+    int double_results; /* config.result_type is double: the results view holds doubles */
     double box_length, halo;
     double *slice_mass;
     int *slice_type;
@@ -80,6 +81,13 @@ struct fk_mpi_eval {
     size_t *send_index, send_total;
     double *rebuild_z;
     double *send_positions; /* 3 per route entry, kept: an update allocates nothing */
+    /* Where an update's positions land: the evaluation's pinned array (fk_eval_positions_buffer,
+     * taken after each build's set_particles), so that they go to the device without another
+     * pass on the host; local_position where it has none. */
+    double *update_to;
+    /* The last compute's results on this rank, in local order: the evaluation's pinned decoded
+     * results (fk_eval_results_view) or a copy in local_forces / local_potentials. */
+    const double *result_forces, *result_potentials;
 };
 
 /* The library's message for a failed forcekit call on this rank. */
@@ -147,6 +155,7 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS);
     if (m->spatial) {
         m->box_length = config->box[2];
+        m->double_results = config->result_type == FK_RESULT_DOUBLE;
         m->margin = resident_margin(config);
         m->halo = halo_width(config) + m->margin;
     } else if (variant.algorithm == FK_ALGORITHM_CELLS) {
@@ -231,6 +240,8 @@ static void release_routes(fk_mpi_eval *m)
     free(m->rebuild_z);
     free(m->send_positions);
     m->send_positions = NULL;
+    m->update_to = NULL;
+    m->result_forces = m->result_potentials = NULL;
     m->send_counts = m->send_displs = m->recv_counts = m->recv_displs = NULL;
     m->send_index = NULL;
     m->rebuild_z = NULL;
@@ -425,8 +436,9 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     if (m->slice_share) {
         const size_t first_index = (size_t)m->firsts[m->part.rank];
         status = fk_eval_set_share_range(m->eval, first_index, first_index + mine);
-        status = fk__mpi_agree(
-            &m->part, status == FK_OK ? FK_OK : forcekit_fail(m, status, "fk_eval_set_share_range"));
+        status = fk__mpi_agree(&m->part, status == FK_OK
+                                             ? FK_OK
+                                             : forcekit_fail(m, status, "fk_eval_set_share_range"));
         if (status != FK_OK) {
             release_system(m);
             return status;
@@ -559,9 +571,9 @@ static fk_status rebuild(fk_mpi_eval *m, const double *position)
         for (int r = 0; r < ranks; ++r)
             total += m->recv_counts[r];
         if (total * RECORD > INT_MAX)
-            status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
-                                        "%lld particles to receive: more than MPI's int counts hold",
-                                        total);
+            status = fk__mpi_local_fail(
+                &m->part, FK_ERR_INVALID_ARGUMENT,
+                "%lld particles to receive: more than MPI's int counts hold", total);
         else if (!(received = malloc(((size_t)total + 1) * RECORD * sizeof *received)))
             status = fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
         arrived = (size_t)total;
@@ -629,15 +641,44 @@ static fk_status rebuild(fk_mpi_eval *m, const double *position)
     return status;
 }
 
+/* An update's positions along the routes of the last build, packed in one pass that also
+ * checks how far each particle has moved along z since then: this rank's own entries go straight
+ * to their local slots in update_to (with their ownership: the rank whose slab holds a particle
+ * now owns it, and holds it in its set), the others into the send buffer. Returns whether some
+ * particle moved more than half the margin (NaN counts as moved). Local. */
+static int pack_positions(fk_mpi_eval *m, const double *position)
+{
+    const int me = m->part.rank;
+    const double half_margin = 0.5 * m->margin, length = m->box_length;
+    const double lo = length * (double)me / (double)m->part.size;
+    const double hi = length * (double)(me + 1) / (double)m->part.size;
+    const size_t own_from = (size_t)m->send_displs[me], own_count = (size_t)m->send_counts[me];
+    double *own_to = m->update_to + 3 * (size_t)m->recv_displs[me];
+    unsigned char *own_owned = m->local_owned + (size_t)m->recv_displs[me];
+    int moved = 0;
+    for (size_t e = 0; e < m->send_total; ++e) {
+        const size_t i = m->send_index[e];
+        const double *x = position + 3 * i;
+        moved |= !(fabs(x[2] - m->rebuild_z[i]) <= half_margin);
+        const size_t own = e - own_from;
+        double *to = own < own_count ? own_to + 3 * own : m->send_positions + 3 * e;
+        to[0] = x[0];
+        to[1] = x[1];
+        to[2] = x[2];
+        if (own < own_count) {
+            const double z = wrap_coordinate(x[2], length);
+            own_owned[own] = z >= lo && z < hi;
+        }
+    }
+    return moved;
+}
+
 /* Must the sets be built again: a rank without resident sets (set_particles, a failure), or a
- * particle that moved more than half the margin along z since they were built? Collective: every
- * rank takes the same path. */
+ * particle that moved more than half the margin along z since they were built? Packs the update
+ * on the way (pack_positions). Collective: every rank takes the same path. */
 static int build_again(fk_mpi_eval *m, const double *position, int first)
 {
-    const size_t mine = (size_t)m->counts[m->part.rank];
-    int moved = first || !m->resident;
-    for (size_t i = 0; i < mine && !moved; ++i)
-        moved = !(fabs(position[3 * i + 2] - m->rebuild_z[i]) <= 0.5 * m->margin); /* NaN moves */
+    int moved = first || !m->resident || pack_positions(m, position);
     int any = 0;
     const double start = MPI_Wtime();
     MPI_Allreduce(&moved, &any, 1, MPI_INT, MPI_MAX, m->part.comm);
@@ -645,11 +686,9 @@ static int build_again(fk_mpi_eval *m, const double *position, int first)
     return any;
 }
 
-/* The positions along the routes of the last rebuild, straight into the local positions (what
- * arrives is in their order; this rank's own entries are copied, not sent), and ownership from
- * the new positions: a particle belongs to the rank whose slab holds it now, which holds it in
- * its set. Collective. */
-static fk_status send_positions(fk_mpi_eval *m, const double *position)
+/* The packed positions to the ranks whose sets hold them, straight into update_to (what arrives
+ * is in the local order), and the ownership of what arrived. Collective. */
+static fk_status send_positions(fk_mpi_eval *m)
 {
     const int ranks = m->part.size, me = m->part.rank;
     int *counts = calloc(4 * (size_t)ranks, sizeof *counts);
@@ -669,24 +708,21 @@ static fk_status send_positions(fk_mpi_eval *m, const double *position)
         recv_values[r] = self ? 0 : 3 * m->recv_counts[r];
         recv_displs[r] = 3 * m->recv_displs[r];
     }
-    const size_t own_from = (size_t)m->send_displs[me], own_count = (size_t)m->send_counts[me];
-    double *own_to = m->local_position + 3 * (size_t)m->recv_displs[me];
-    for (size_t e = 0; e < m->send_total; ++e) {
-        const double *x = position + 3 * m->send_index[e];
-        double *to = e - own_from < own_count ? own_to + 3 * (e - own_from) : m->send_positions + 3 * e;
-        to[0] = x[0];
-        to[1] = x[1];
-        to[2] = x[2];
-    }
     const double start = MPI_Wtime();
-    MPI_Alltoallv(m->send_positions, send_values, send_displs, MPI_DOUBLE, m->local_position,
+    MPI_Alltoallv(m->send_positions, send_values, send_displs, MPI_DOUBLE, m->update_to,
                   recv_values, recv_displs, MPI_DOUBLE, m->part.comm);
     m->part.figures.communication_seconds += MPI_Wtime() - start;
-    const double length = m->box_length, ranks_d = (double)ranks, r = (double)me;
-    const double lo = length * r / ranks_d, hi = length * (r + 1) / ranks_d;
-    for (size_t k = 0; k < m->local_n; ++k) {
-        const double z = wrap_coordinate(m->local_position[3 * k + 2], length);
-        m->local_owned[k] = z >= lo && z < hi;
+    const double length = m->box_length;
+    const double lo = length * (double)me / (double)ranks;
+    const double hi = length * (double)(me + 1) / (double)ranks;
+    for (int r = 0; r < ranks; ++r) {
+        if (r == me)
+            continue; /* owned set while packing */
+        const size_t from = (size_t)m->recv_displs[r], end = from + (size_t)m->recv_counts[r];
+        for (size_t k = from; k < end; ++k) {
+            const double z = wrap_coordinate(m->update_to[3 * k + 2], length);
+            m->local_owned[k] = z >= lo && z < hi;
+        }
     }
     free(counts);
     return FK_OK;
@@ -729,7 +765,7 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
         /* The same particles on this rank's device while no particle has moved far: update
          * their positions; else new sets, set again. */
         const int again = build_again(m, position, first);
-        status = again ? rebuild(m, position) : send_positions(m, position);
+        status = again ? rebuild(m, position) : send_positions(m);
         if (status != FK_OK)
             return status;
         const fk_particles mine = {.count = m->local_n,
@@ -737,13 +773,23 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
                                    .mass = m->has_mass ? m->local_mass : NULL,
                                    .type = m->has_type ? m->local_type : NULL};
         const double start = MPI_Wtime();
-        if (m->local_n)
-            status = again ? fk_eval_set_particles(m->eval, &mine)
-                           : fk_eval_update_positions(m->eval, m->local_position, NULL);
+        if (again) {
+            if (m->local_n)
+                status = fk_eval_set_particles(m->eval, &mine);
+            /* The next updates write into the evaluation's pinned array, else the local one. */
+            m->update_to = NULL;
+            if (m->local_n && status == FK_OK &&
+                fk_eval_positions_buffer(m->eval, &m->update_to) != FK_OK)
+                m->update_to = NULL;
+            if (!m->update_to)
+                m->update_to = m->local_position;
+        } else if (m->local_n) {
+            status = fk_eval_update_positions(m->eval, m->update_to, NULL);
+        }
         m->part.figures.compute_seconds += MPI_Wtime() - start;
         if (status != FK_OK) {
-            status = forcekit_fail(
-                m, status, again ? "fk_eval_set_particles" : "fk_eval_update_positions");
+            status = forcekit_fail(m, status,
+                                   again ? "fk_eval_set_particles" : "fk_eval_update_positions");
             m->resident = 0; /* the device's set is not known: build again next time */
         }
     } else {
@@ -804,8 +850,19 @@ static fk_status compute_local(fk_mpi_eval *m, double *seconds)
     fk_status status = fk_eval_compute(m->eval, seconds);
     if (status != FK_OK)
         return forcekit_fail(m, status, "fk_eval_compute");
+    if (m->spatial && m->double_results) {
+        /* The decoded results where the compute left them (pinned), without a copy. */
+        const void *forces = NULL, *potentials = NULL;
+        if (fk_eval_results_view(m->eval, &forces, m->potential ? &potentials : NULL) == FK_OK) {
+            m->result_forces = forces;
+            m->result_potentials = potentials;
+            return FK_OK;
+        }
+    }
     double *forces = m->spatial ? m->local_forces : (double *)(void *)m->forces;
     double *potentials = m->spatial ? m->local_potentials : (double *)(void *)m->potentials;
+    m->result_forces = forces;
+    m->result_potentials = potentials;
     status = fk_eval_read_forces(m->eval, forces); /* doubles into the bits the OR combines */
     if (status == FK_OK && m->potential)
         status = fk_eval_read_potentials(m->eval, potentials);
@@ -842,19 +899,30 @@ static fk_status return_results(fk_mpi_eval *m)
     /* Results of this rank's own slice go straight to it (most of them where slabs and slices
      * overlap); only the others travel, as records (global index, forces, potential). */
     const size_t first = (size_t)m->firsts[m->part.rank], mine = (size_t)m->counts[m->part.rank];
+    const double *forces = m->result_forces, *potentials = m->result_potentials;
     size_t owned = 0, kept = 0;
-    for (size_t k = 0; k < m->local_n; ++k)
-        if (m->local_owned[k]) {
-            const size_t index = (size_t)m->local_index[k];
-            if (index - first < mine) {
-                memcpy(m->forces + index * fc, m->local_forces + k * fc, fc * sizeof *m->forces);
-                if (m->potential)
-                    memcpy(m->potentials + index, m->local_potentials + k, sizeof *m->potentials);
-                ++kept;
-            } else {
-                ++owned;
-            }
+    for (size_t k = 0; k < m->local_n;) {
+        if (!m->local_owned[k]) {
+            ++k;
+            continue;
         }
+        const size_t index = (size_t)m->local_index[k];
+        if (index - first >= mine) {
+            ++owned;
+            ++k;
+            continue;
+        }
+        /* A run of owned particles with consecutive indices in the slice: one copy. */
+        size_t end = k + 1;
+        while (end < m->local_n && m->local_owned[end] &&
+               (size_t)m->local_index[end] == index + (end - k) && index + (end - k) - first < mine)
+            ++end;
+        memcpy(m->forces + index * fc, forces + k * fc, (end - k) * fc * sizeof *m->forces);
+        if (m->potential)
+            memcpy(m->potentials + index, potentials + k, (end - k) * sizeof *m->potentials);
+        kept += end - k;
+        k = end;
+    }
     double *send = malloc((owned + 1) * width * sizeof *send);
     double *received = malloc((mine - (kept < mine ? kept : mine) + 1) * width * sizeof *received);
     fk_status status =
@@ -863,7 +931,7 @@ static fk_status return_results(fk_mpi_eval *m)
             : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     status = fk__mpi_agree(&m->part, status);
     if (status == FK_OK) {
-        for (size_t k = 0; k < m->local_n; ++k)
+        for (size_t k = 0; owned && k < m->local_n; ++k)
             if (m->local_owned[k] && (size_t)m->local_index[k] - first >= mine)
                 send_counts[slice_owner(m, (size_t)m->local_index[k])] += (int)width;
         int at = 0;
@@ -871,15 +939,15 @@ static fk_status return_results(fk_mpi_eval *m)
             send_displs[r] = at;
             at += send_counts[r];
         }
-        for (size_t k = 0; k < m->local_n; ++k) {
+        for (size_t k = 0; owned && k < m->local_n; ++k) {
             if (!m->local_owned[k] || (size_t)m->local_index[k] - first < mine)
                 continue;
             const int r = slice_owner(m, (size_t)m->local_index[k]);
             double *record = send + send_displs[r] + fill[r];
             fill[r] += (int)width;
             record[0] = m->local_index[k];
-            memcpy(record + 1, m->local_forces + k * fc, fc * sizeof *record);
-            record[1 + fc] = m->potential ? m->local_potentials[k] : 0.0;
+            memcpy(record + 1, forces + k * fc, fc * sizeof *record);
+            record[1 + fc] = m->potential ? potentials[k] : 0.0;
         }
         const double start = MPI_Wtime();
         MPI_Alltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, m->part.comm);

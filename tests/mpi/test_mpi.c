@@ -315,10 +315,11 @@ static void check_moving(const char *accum, int algorithm, int exact)
                 largest = fmax(largest, fabs(force[k]));
                 worst = fmax(worst, fabs(all[k] - force[k]));
             }
-            const int same = exact ? memcmp(all, force, 3 * n * sizeof *all) == 0
-                                   : worst <= 1e-5 * largest;
+            const int same =
+                exact ? memcmp(all, force, 3 * n * sizeof *all) == 0 : worst <= 1e-5 * largest;
             if (plain_status == FK_OK && !same && mismatched++ == 0)
-                CHECK(0, "moving %s %s P=%d step %d: forces differ from one device's (largest "
+                CHECK(0,
+                      "moving %s %s P=%d step %d: forces differ from one device's (largest "
                       "difference %g of %g)",
                       accum, fk_algorithm_name((fk_algorithm)algorithm), ranks, step, worst,
                       largest);
