@@ -10,6 +10,7 @@
 #      large  ga at N = 4,194,304 and the MD workload at N = 16,777,216 on 1, 2 and 4 GPUs;
 #      all    the GPU runs of both, without the shared ones, the most wanted first (ga fixed64 at
 #             4M last, widest first, one step each);
+#      final  ga at 1M (float, fixed64) on 1, 2, 4 GPUs, then the md set;
 #      md     the MD workload alone at both N, float and fixed64, and sharing at 4M float;
 #      tiny   the same cases at small N (a check of this script on any machine).
 # BUILD: the build folder, kept (default: a fresh one, removed at the end).
@@ -120,6 +121,11 @@ all)
     scaling ga_float_n4194304 2 0 --kernel ga --accum float --n 4194304
     ORDER="4 2 1" scaling ga_fixed64_n4194304 1 0 --kernel ga --accum fixed64 --n 4194304
     ;;
+final)
+    # ga at 1M on 1, 2, 4 GPUs, then the md set
+    scaling ga_float_n1048576 5 0 --kernel ga --accum float --n 1048576
+    scaling ga_fixed64_n1048576 3 0 --kernel ga --accum fixed64 --n 1048576
+    ;&
 md)
     # the MD workload alone: 1, 2, 4 GPUs at both N, and 2, 4 ranks sharing one GPU at 4M
     for n in 4194304 16777216; do

@@ -433,6 +433,9 @@ static int bench_distributed(bench_run *run, const bench_options *options)
         run->timings[rep] = MPI_Wtime() - start;
         device_total += device;
     }
+    /* The figures of the R steps alone: taken before the gather of every rank's results for
+     * the checksum, which no step does. Collective. */
+    cJSON *mpi = cli_mpi_figures_json(m);
     if (status == FK_OK)
         status = fk_mpi_eval_read_all_forces(m, run->forces);
     uint64_t pairs = 0;
@@ -440,7 +443,6 @@ static int bench_distributed(bench_run *run, const bench_options *options)
         const uint64_t mine_pairs = fk_eval_share_pairs(fk_mpi_eval_local(m));
         MPI_Allreduce(&mine_pairs, &pairs, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     }
-    cJSON *mpi = cli_mpi_figures_json(m); /* collective */
     fk_variant variant = {0};
     fk_eval_get_variant(fk_mpi_eval_local(m), &variant);
     if (status != FK_OK) {
