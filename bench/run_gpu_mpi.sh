@@ -18,9 +18,20 @@
 # SECONDS: no run starts after this many seconds from the start (default 540), and each run is
 # given what is left, so the device tool's command limit is never the one that stops it.
 set -uo pipefail
+if [ $# -lt 2 ]; then
+    echo "usage: bench/run_gpu_mpi.sh OUT SET [SECONDS]" >&2
+    exit 2
+fi
 out=$1
 set_name=$2
 budget=${3:-540}
+case $set_name in
+small | large | all | final | md | tiny) ;;
+*)
+    echo "unknown set $set_name (small, large, all, final, md or tiny)" >&2
+    exit 2
+    ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$(mktemp -d "${TMPDIR:-/tmp}/forcekit-mpi.XXXXXX")}
 mkdir -p "$out"
@@ -144,25 +155,6 @@ tiny)
     scaling ga_fixed64_n8192 3 1 --kernel ga --accum fixed64 --n 8192
     # shellcheck disable=SC2046
     scaling lj_cells_fixed64_n32768 3 1 $(md 32768) --accum fixed64
-    ;;
-*)
-    echo "unknown set $set_name (small, large or all)
-    # both sets' GPU runs in one call, the most wanted first, without the shared runs
-    scaling ga_float_n1048576 5 0 --kernel ga --accum float --n 1048576
-    # shellcheck disable=SC2046
-    scaling lj_cells_float_n16777216 3 0 $(md 16777216) --accum float
-    scaling ga_fixed64_n1048576 3 0 --kernel ga --accum fixed64 --n 1048576
-    # shellcheck disable=SC2046
-    scaling lj_cells_fixed64_n16777216 3 0 $(md 16777216) --accum fixed64
-    # shellcheck disable=SC2046
-    scaling lj_cells_float_n4194304 5 0 $(md 4194304) --accum float
-    # shellcheck disable=SC2046
-    scaling lj_cells_fixed64_n4194304 5 0 $(md 4194304) --accum fixed64
-    scaling ga_float_n4194304 2 0 --kernel ga --accum float --n 4194304
-    ORDER="4 2 1" scaling ga_fixed64_n4194304 1 0 --kernel ga --accum fixed64 --n 4194304
-    ;;
-tiny)" >&2
-    exit 2
     ;;
 esac
 
