@@ -48,6 +48,10 @@ struct fk_mpi_eval {
     int *result_counts, *result_firsts; /* the same times the force components */
     double *position, *velocity, *mass;
     int *type;
+    /* allgather: where an update's gathered positions land: the evaluation's pinned array
+     * (fk_eval_positions_buffer), so that they go to the device without another host pass;
+     * position until set_particles succeeded. */
+    double *gather_to;
     int has_mass, has_velocity, has_type;
     /* The results of the last compute, as bits: allgather, all N (OR'ed across the ranks);
      * spatial, this rank's slice, and all N once fk_mpi_eval_read_all_* gathered them. */
@@ -277,6 +281,7 @@ static void release_system(fk_mpi_eval *m)
     free(m->slice_mass);
     free(m->slice_type);
     m->position = m->velocity = m->mass = m->slice_mass = NULL;
+    m->gather_to = NULL;
     m->type = m->slice_type = NULL;
     m->forces = m->potentials = NULL;
     release_local(m);
@@ -793,7 +798,8 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
             m->resident = 0; /* the device's set is not known: build again next time */
         }
     } else {
-        gather_doubles(m, position, m->position, 3);
+        double *to = first || !m->gather_to ? m->position : m->gather_to;
+        gather_doubles(m, position, to, 3);
         if (m->has_velocity)
             gather_doubles(m, velocity, m->velocity, 3);
         const double start = MPI_Wtime();
@@ -804,9 +810,13 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
                                       .velocity = m->velocity,
                                       .type = m->type};
             status = fk_eval_set_particles(m->eval, &all);
+            /* The next updates gather into the evaluation's pinned array, else the own one. */
+            if (status != FK_OK || fk_eval_positions_buffer(m->eval, &m->gather_to) != FK_OK)
+                m->gather_to = NULL;
         } else {
-            status = fk_eval_update_positions(m->eval, m->position,
-                                              m->has_velocity ? m->velocity : NULL);
+            status = fk_eval_update_positions(m->eval, to, m->has_velocity ? m->velocity : NULL);
+            if (status != FK_OK)
+                m->gather_to = NULL; /* set_particles again before the pinned array is used */
         }
         m->part.figures.compute_seconds += MPI_Wtime() - start;
         if (status != FK_OK)
