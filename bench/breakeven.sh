@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Break-even of cell lists against all-pairs (van Meel et al., Fig. 4), lj at rc = 2.5:
+# Break-even of cell lists and neighbour lists against all-pairs (van Meel et al., Fig. 4), lj at
+# rc = 2.5:
 #   bench/breakeven.sh DEVICE OUT_DIR
 # DEVICE is a forcekit device selector (cpu, gpu, 0:0, ...). The forcekit binary is $FORCEKIT,
 # else build/forcekit of this checkout. Writes to OUT_DIR:
@@ -16,7 +17,9 @@
 # evaluated, those beyond the cutoff included), so it runs at density 0.8 over the whole N range,
 # and at every density at one N (4,096 on CPUs, 65,536 on GPUs) to show that; it stops growing N
 # once one evaluation takes more than $MAX_ALL_PAIRS_SECONDS (default 2), and the plot
-# extrapolates it as c N^2. Override the grid with NS="...", DENSITIES="...", REPS=R.
+# extrapolates it as c N^2. Override the grid with NS="...", DENSITIES="...", REPS=R, and the
+# short-range loops with LOOPS="..." (default "cells neighbors"; neighbors with the device's
+# default lists, its build time reported like the cells').
 set -euo pipefail
 if [ $# -ne 2 ]; then
     echo "usage: $0 DEVICE OUT_DIR" >&2
@@ -71,10 +74,12 @@ done
 for density in $densities; do
     [ "$density" = 0.8 ] || bench --algorithm all-pairs --n "$density_check_n" --density "$density" --reps "$reps" > /dev/null
 done
-for density in $densities; do
-    for n in $ns; do
-        s=$(bench --algorithm cells --n "$n" --density "$density" --reps "$reps")
-        echo "cells density $density N=$n: $s s" >&2
+for loop in ${LOOPS:-cells neighbors}; do
+    for density in $densities; do
+        for n in $ns; do
+            s=$(bench --algorithm "$loop" --n "$n" --density "$density" --reps "$reps")
+            echo "$loop density $density N=$n: $s s" >&2
+        done
     done
 done
 
