@@ -172,6 +172,7 @@ def plot(pairs, cells, lists, rows, device, path):
     for key, style, label in (("force", "o-", "cells vs all-pairs"),
                               ("force_and_rebuild", "s--", "cells + a rebuild every step vs all-pairs"),
                               ("neighbors_force", "^-.", "lists kept vs all-pairs"),
+                              ("neighbors_force_and_rebuild", "d-.", "lists + a build every step vs all-pairs"),
                               ("neighbors_vs_cells_force", "v:", "lists kept vs cells")):
         xs, ys, marks = [], [], []
         for row in rows:
