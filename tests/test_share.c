@@ -94,12 +94,9 @@ typedef struct share_case {
     int algorithm, lanes;
 } share_case;
 
-/* Every part count in parts_tried: each part's results zero outside what it computed, the OR of
- * the parts equal to the unshared results, and every particle computed by exactly one part. */
-static void check_shares(const share_case *c, const fk_eval_config *base, const fk_particles *p,
-                         const fk_physics *physics)
+/* The evaluation of a case: potentials on, full lists (shares take no half lists). */
+static fk_eval_config case_config(const share_case *c, const fk_eval_config *base)
 {
-    const size_t n = p->count;
     fk_eval_config config = *base;
     config.struct_size = sizeof config; /* neighbor_lists came after 0.2.0 */
     config.kernel = c->kernel;
@@ -108,6 +105,33 @@ static void check_shares(const share_case *c, const fk_eval_config *base, const 
     config.lanes = c->lanes;
     config.potential = 1;
     config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    return config;
+}
+
+/* A gravitating cube of n particles: positions in [-1, 1)^3, masses in [0.5, 1.5), velocities in
+ * [-0.5, 0.5)^3 (for gaj); the caller frees the three arrays. */
+static void random_cluster(size_t n, double **position, double **mass, double **velocity)
+{
+    *position = malloc(3 * n * sizeof **position);
+    *mass = malloc(n * sizeof **mass);
+    *velocity = malloc(3 * n * sizeof **velocity);
+    assert_true(*position && *mass && *velocity);
+    for (size_t i = 0; i < n; ++i) {
+        for (int d = 0; d < 3; ++d) {
+            (*position)[3 * i + d] = 2 * fk_test_rng_uniform(&rng) - 1;
+            (*velocity)[3 * i + d] = fk_test_rng_uniform(&rng) - 0.5;
+        }
+        (*mass)[i] = 0.5 + fk_test_rng_uniform(&rng);
+    }
+}
+
+/* Every part count in parts_tried: each part's results zero outside what it computed, the OR of
+ * the parts equal to the unshared results, and every particle computed by exactly one part. */
+static void check_shares(const share_case *c, const fk_eval_config *base, const fk_particles *p,
+                         const fk_physics *physics)
+{
+    const size_t n = p->count;
+    fk_eval_config config = case_config(c, base);
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(fk_test_context, &config, &eval);
     if (status != FK_OK)
@@ -203,16 +227,8 @@ static void test_gravity(void **state)
 {
     (void)state;
     const size_t n = 1001;
-    double *position = malloc(3 * n * sizeof *position), *mass = malloc(n * sizeof *mass);
-    double *velocity = malloc(3 * n * sizeof *velocity);
-    assert_true(position && mass && velocity);
-    for (size_t i = 0; i < n; ++i) {
-        for (int d = 0; d < 3; ++d) {
-            position[3 * i + d] = 2 * fk_test_rng_uniform(&rng) - 1;
-            velocity[3 * i + d] = fk_test_rng_uniform(&rng) - 0.5;
-        }
-        mass[i] = 0.5 + fk_test_rng_uniform(&rng);
-    }
+    double *position = NULL, *mass = NULL, *velocity = NULL;
+    random_cluster(n, &position, &mass, &velocity);
     const fk_eval_config base = {.eps = 0.05};
     const fk_physics physics = {.eps = 0.05};
     const share_case cases[] = {
@@ -268,14 +284,7 @@ static void check_coordinated(const share_case *c, const fk_eval_config *base,
                               const fk_particles *p)
 {
     const size_t n = p->count;
-    fk_eval_config config = *base;
-    config.struct_size = sizeof config;
-    config.kernel = c->kernel;
-    config.accum = c->accum;
-    config.algorithm = c->algorithm;
-    config.lanes = c->lanes;
-    config.potential = 1;
-    config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    fk_eval_config config = case_config(c, base);
     fk_eval *whole_eval = NULL, *eval = NULL;
     assert_int_equal(fk_eval_create(fk_test_context, &config, &whole_eval), FK_OK);
     config.coordinated_scale = 1;
@@ -334,13 +343,8 @@ static void test_coordinated(void **state)
 {
     (void)state;
     const size_t n = 777;
-    double *position = malloc(3 * n * sizeof *position), *mass = malloc(n * sizeof *mass);
-    assert_true(position && mass);
-    for (size_t i = 0; i < n; ++i) {
-        for (int d = 0; d < 3; ++d)
-            position[3 * i + d] = 2 * fk_test_rng_uniform(&rng) - 1;
-        mass[i] = 0.5 + fk_test_rng_uniform(&rng);
-    }
+    double *position = NULL, *mass = NULL, *velocity = NULL;
+    random_cluster(n, &position, &mass, &velocity);
     const fk_eval_config gravity = {.eps = 0.05};
     const fk_particles g = {.count = n, .position = position, .mass = mass};
     const share_case gravity_cases[] = {
@@ -352,6 +356,7 @@ static void test_coordinated(void **state)
         check_coordinated(&gravity_cases[k], &gravity, &g);
     free(position);
     free(mass);
+    free(velocity);
 
     fk_test_system s;
     fk_test_system_alloc(&s, "ljc_constant", 729, &rng);
