@@ -468,13 +468,21 @@ static double wrap_coordinate(double z, double length)
     return w >= length || w < 0 ? 0.0 : w;
 }
 
+/* Rank r's slab [*lo, *hi) along z. One formula for every use on every rank, so that each wrapped
+ * z lies in exactly one slab: ownership, at builds and at updates, depends on it. */
+static void slab_of(const fk_mpi_eval *m, int r, double *lo, double *hi)
+{
+    *lo = m->box_length * (double)r / (double)m->part.size;
+    *hi = m->box_length * (double)(r + 1) / (double)m->part.size;
+}
+
 /* Does rank r need a particle at (wrapped) z: *owned when z lies in its slab, else whether z lies
  * within the halo width of it, across the periodic boundary too. */
 static int slab_needs(const fk_mpi_eval *m, int r, double z, int *owned)
 {
     const double length = m->box_length;
-    const double lo = length * (double)r / (double)m->part.size;
-    const double hi = length * (double)(r + 1) / (double)m->part.size;
+    double lo, hi;
+    slab_of(m, r, &lo, &hi);
     *owned = z >= lo && z < hi;
     if (*owned)
         return 1;
@@ -655,8 +663,8 @@ static int pack_positions(fk_mpi_eval *m, const double *position)
 {
     const int me = m->part.rank;
     const double half_margin = 0.5 * m->margin, length = m->box_length;
-    const double lo = length * (double)me / (double)m->part.size;
-    const double hi = length * (double)(me + 1) / (double)m->part.size;
+    double lo, hi;
+    slab_of(m, me, &lo, &hi);
     const size_t own_from = (size_t)m->send_displs[me], own_count = (size_t)m->send_counts[me];
     double *own_to = m->update_to + 3 * (size_t)m->recv_displs[me];
     unsigned char *own_owned = m->local_owned + (size_t)m->recv_displs[me];
@@ -718,8 +726,8 @@ static fk_status send_positions(fk_mpi_eval *m)
                   recv_values, recv_displs, MPI_DOUBLE, m->part.comm);
     m->part.figures.communication_seconds += MPI_Wtime() - start;
     const double length = m->box_length;
-    const double lo = length * (double)me / (double)ranks;
-    const double hi = length * (double)(me + 1) / (double)ranks;
+    double lo, hi;
+    slab_of(m, me, &lo, &hi);
     for (int r = 0; r < ranks; ++r) {
         if (r == me)
             continue; /* owned set while packing */
@@ -782,12 +790,11 @@ static fk_status upload(fk_mpi_eval *m, const double *position, const double *ve
             if (m->local_n)
                 status = fk_eval_set_particles(m->eval, &mine);
             /* The next updates write into the evaluation's pinned array, else the local one. */
-            m->update_to = NULL;
-            if (m->local_n && status == FK_OK &&
-                fk_eval_positions_buffer(m->eval, &m->update_to) != FK_OK)
-                m->update_to = NULL;
-            if (!m->update_to)
-                m->update_to = m->local_position;
+            double *pinned = NULL;
+            m->update_to =
+                m->local_n && status == FK_OK && fk_eval_positions_buffer(m->eval, &pinned) == FK_OK
+                    ? pinned
+                    : m->local_position;
         } else if (m->local_n) {
             status = fk_eval_update_positions(m->eval, m->update_to, NULL);
         }
