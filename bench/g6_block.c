@@ -82,16 +82,31 @@ static int fail(fk_context *context, const char *what, fk_status status)
 }
 
 /* Median wall seconds of one block of ni targets against nj sources (ni slot updates first). */
+/* A JSON number, or null for a figure the device did not give (no profiling). */
+static const char *json_number(char *text, size_t size, double value)
+{
+    if (isfinite(value))
+        snprintf(text, size, "%.6e", value);
+    else
+        snprintf(text, size, "null");
+    return text;
+}
+
+typedef struct block_time {
+    double wall, device, pair_loop; /* medians, seconds; device NaN without profiling */
+    size_t reps;
+} block_time;
+
 static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t nj, double seconds,
-                      double *result, size_t *reps_out)
+                      block_time *result)
 {
     int *id = malloc(ni * sizeof(int));
     double *x = malloc(3 * ni * sizeof(double)), *v = malloc(3 * ni * sizeof(double));
     double *acc = malloc(3 * ni * sizeof(double)), *jerk = malloc(3 * ni * sizeof(double));
     double *pot = malloc(ni * sizeof(double));
     int *nearest = malloc(ni * sizeof(int));
-    double samples[1000];
-    size_t reps = 0;
+    double samples[1000], device[1000], pair_loop[1000];
+    size_t reps = 0, timed = 0;
     int rc = 0;
     double spent = 0, t = 0.0;
     for (size_t rep = 0; rep < 1001 && (rep < 4 || spent < seconds); ++rep) {
@@ -132,10 +147,14 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
         if (rep > 0) { /* rep 0 is the warm-up */
             samples[reps++] = elapsed;
             spent += elapsed;
+            if (fk_sources_device_seconds(engine, &device[timed], &pair_loop[timed]) == FK_OK)
+                ++timed;
         }
     }
-    *result = median(samples, reps);
-    *reps_out = reps;
+    result->wall = median(samples, reps);
+    result->device = timed ? median(device, timed) : NAN;
+    result->pair_loop = timed ? median(pair_loop, timed) : NAN;
+    result->reps = reps;
 done:
     free(id);
     free(x);
@@ -275,13 +294,15 @@ int main(int argc, char **argv)
     printf("  \"block_nj\": %zu,\n  \"block_steps\": [", block_nj);
     for (size_t k = 0; k < ni_count; ++k) {
         const size_t ni = ni_list[k] > npipes ? npipes : ni_list[k];
-        double t = NAN;
-        size_t reps = 0;
-        if (time_block(context, engine, ni, block_nj, seconds, &t, &reps) != 0)
+        block_time t;
+        if (time_block(context, engine, ni, block_nj, seconds, &t) != 0)
             break;
-        printf("%s\n    {\"ni\": %zu, \"seconds\": %.6e, \"reps\": %zu, "
-               "\"interactions_per_second\": %.4e}",
-               k ? "," : "", ni, t, reps, (double)ni * (double)block_nj / t);
+        char device_text[32], loop_text[32];
+        printf("%s\n    {\"ni\": %zu, \"seconds\": %.6e, \"device_seconds\": %s, "
+               "\"pair_loop_seconds\": %s, \"reps\": %zu, \"interactions_per_second\": %.4e}",
+               k ? "," : "", ni, t.wall, json_number(device_text, sizeof device_text, t.device),
+               json_number(loop_text, sizeof loop_text, t.pair_loop), t.reps,
+               (double)ni * (double)block_nj / t.wall);
         fflush(stdout);
     }
     printf("\n  ],\n");
@@ -294,18 +315,21 @@ int main(int argc, char **argv)
         engine = make_engine(context, nj, npipes, accum, positions);
         if (!engine)
             break;
-        double t = NAN;
-        size_t reps = 0;
-        const int rc = time_block(context, engine, npipes, nj, seconds, &t, &reps);
+        block_time t;
+        const int rc = time_block(context, engine, npipes, nj, seconds, &t);
         fk_sources_destroy(engine);
         if (rc != 0)
             break;
-        const double rate = (double)npipes * (double)nj / t;
+        const double rate = (double)npipes * (double)nj / t.wall;
         const double gaj = gaj_rate(context, nj, accum, seconds);
+        char device_text[32], loop_text[32];
         printf("%s\n    {\"nj\": %zu, \"ni\": %zu, \"block_seconds\": %.6e, "
+               "\"device_seconds\": %s, \"pair_loop_seconds\": %s, "
                "\"interactions_per_second\": %.4e, \"gaj_all_pairs_interactions_per_second\": "
                "%.4e, \"ratio_to_gaj\": %.3f}",
-               k ? "," : "", nj, npipes, t, rate, gaj, rate / gaj);
+               k ? "," : "", nj, npipes, t.wall,
+               json_number(device_text, sizeof device_text, t.device),
+               json_number(loop_text, sizeof loop_text, t.pair_loop), rate, gaj, rate / gaj);
         fflush(stdout);
     }
     printf("\n  ]\n}\n");

@@ -138,7 +138,6 @@ __kernel void fk_g6_predict(const int nj, const double ti, __global const double
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
              const float4 acc_param, __global const float4 *restrict targets, const int stride,
-             __global const double2 *restrict t_meta, __global const float4 *restrict t_param,
              __global const float4 *restrict pos_hi, __global const float4 *restrict pos_lo,
              __global const float4 *restrict vel_hi, __global const float4 *restrict vel_lo,
              __global const int *restrict s_id, __global uint2 *restrict partial,
@@ -152,6 +151,10 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
     const int lid = (int)get_local_id(0);
     const int split = (int)get_global_id(1);
     const int i = min(gi, ni - 1);
+    /* One upload per block step carries all the targets' data (a transfer has a fixed cost): four
+     * float4 arrays, then (h2, ID) as double2, then fixed64's settings, each stride entries. */
+    __global const double2 *t_meta = (__global const double2 *)(targets + 4 * (size_t)stride);
+    __global const float4 *t_param = targets + 5 * (size_t)stride;
 #if FK_G6_TARGET_ENV
     fk_acc_env env_of[FK_G6_COMPONENTS];
     for (int c = 0; c < FK_G6_COMPONENTS; ++c)
@@ -165,8 +168,6 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
 #endif
     const fk_real eps2 = (fk_real)eps2_in;
 
-    /* targets: position hi, position lo, velocity hi, velocity lo, stride apart; t_meta: (h2, ID)
-     */
     const float4 ih = targets[i], il = targets[stride + i];
     const float4 ivh = targets[2 * stride + i], ivl = targets[3 * stride + i];
     const double2 meta = t_meta[i];
@@ -250,33 +251,70 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
     }
 }
 
-/* Merges the splits in split order (deterministic), in the accumulator's own arithmetic, into
- * result[i][component], and the splits' nearest neighbours into result[i][7] (the ID) and
- * result[i][8] (its r^2); ties go to the smaller ID, as within a split. */
+/* Merges the splits: one work-group per target (global size ni * lanes, lanes a power of two up
+ * to FK_G6_REDUCE_LANES), lane l merging splits l, l + lanes, ... in the accumulator's own
+ * arithmetic, then a tree over the lanes in local memory. The order is fixed by splits and lanes,
+ * so the result is deterministic; fixed64's sums are exact in any order. A serial merge of a few
+ * hundred splits per target was most of a small block step on a GPU (a chain of dependent merges
+ * in one work-item). The nearest neighbours merge the same way: the smallest r^2, ties to the
+ * smaller ID, which is the same in any order. Writes result[i][component], the ID to
+ * result[i][7] and its r^2 to result[i][8]. */
+#define FK_G6_REDUCE_LANES 64
 __kernel void fk_g6_reduce(const int ni, const int splits, __global const uint2 *restrict partial,
                            __global uint2 *restrict result, __global const double *restrict nn_r2,
                            __global const int *restrict nn_id)
 {
-    const int i = (int)get_global_id(0);
-    if (i >= ni)
+    __local uint2 l_sum[FK_G6_COMPONENTS][FK_G6_REDUCE_LANES];
+    __local double l_r2[FK_G6_REDUCE_LANES];
+    __local int l_id[FK_G6_REDUCE_LANES];
+    const int i = (int)get_group_id(0);
+    const int lane = (int)get_local_id(0), lanes = (int)get_local_size(0);
+    if (i >= ni) /* the whole work-group: no barrier is skipped by part of it */
         return;
-    for (int c = 0; c < FK_G6_COMPONENTS; ++c) {
-        fk_acc sum = fk_acc_unpack(partial[(size_t)i * FK_G6_COMPONENTS + c]);
-        for (int s = 1; s < splits; ++s)
-            sum = fk_acc_merge(sum,
-                               fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
-        result[(size_t)i * FK_G6_RESULT_WORDS + c] = fk_acc_pack(sum);
-    }
-    double best = nn_r2[i];
-    int id = nn_id[i];
-    for (int s = 1; s < splits; ++s) {
-        const double r2 = nn_r2[(size_t)s * ni + i];
-        const int other = nn_id[(size_t)s * ni + i];
-        if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
-            best = r2;
-            id = other;
+    if (lane < splits) {
+        double best = nn_r2[(size_t)lane * ni + i];
+        int id = nn_id[(size_t)lane * ni + i];
+        for (int c = 0; c < FK_G6_COMPONENTS; ++c) {
+            fk_acc sum = fk_acc_unpack(partial[((size_t)lane * ni + i) * FK_G6_COMPONENTS + c]);
+            for (int s = lane + lanes; s < splits; s += lanes)
+                sum = fk_acc_merge(
+                    sum, fk_acc_unpack(partial[((size_t)s * ni + i) * FK_G6_COMPONENTS + c]));
+            l_sum[c][lane] = fk_acc_pack(sum);
         }
+        for (int s = lane + lanes; s < splits; s += lanes) {
+            const double r2 = nn_r2[(size_t)s * ni + i];
+            const int other = nn_id[(size_t)s * ni + i];
+            if (other >= 0 && (id < 0 || r2 < best || (r2 == best && other < id))) {
+                best = r2;
+                id = other;
+            }
+        }
+        l_r2[lane] = best;
+        l_id[lane] = id;
     }
-    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS] = (uint2)((uint)id, 0u);
-    result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS + 1] = as_uint2(best);
+    /* lanes holding a value: min(lanes, splits), halved (rounded up to the width) each level */
+    int count = min(lanes, splits);
+    for (int width = lanes / 2; width > 0; width /= 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lane < width && lane + width < count) {
+            for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+                l_sum[c][lane] = fk_acc_pack(fk_acc_merge(fk_acc_unpack(l_sum[c][lane]),
+                                                          fk_acc_unpack(l_sum[c][lane + width])));
+            const double r2 = l_r2[lane + width];
+            const int other = l_id[lane + width];
+            const int id = l_id[lane];
+            if (other >= 0 && (id < 0 || r2 < l_r2[lane] || (r2 == l_r2[lane] && other < id))) {
+                l_r2[lane] = r2;
+                l_id[lane] = other;
+            }
+        }
+        count = min(count, width);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = lane; c < FK_G6_COMPONENTS; c += lanes)
+        result[(size_t)i * FK_G6_RESULT_WORDS + c] = l_sum[c][0];
+    if (lane == 0) {
+        result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS] = (uint2)((uint)l_id[0], 0u);
+        result[(size_t)i * FK_G6_RESULT_WORDS + FK_G6_COMPONENTS + 1] = as_uint2(l_r2[0]);
+    }
 }

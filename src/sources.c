@@ -41,14 +41,16 @@ struct fk_sources {
     fk_sources_config config; /* defaults resolved; accum points at the descriptor's name */
     const fk_accum_desc *accum;
     int work_group_size, max_splits;
+    size_t partial_count; /* (split, target) entries of the partial sums */
 
     cl_program program;
     cl_kernel predict, forces, reduce;
     cl_mem source[SOURCE_DOUBLE4], source_id, predicted[PRED_COUNT];
-    /* Few transfers per block step (each has a fixed cost): the targets' four float4 arrays in one
-     * buffer (array k at k * max_targets), their (h2, ID) pairs in another; the results, nearest
-     * neighbour included, come back in one. */
-    cl_mem target, target_meta;
+    /* Few transfers per block step (each has a fixed cost): all of the targets' data in one buffer
+     * (the four float4 arrays, array k at k * max_targets; their (h2, ID) pairs as double2 at 4 *
+     * max_targets; fixed64's settings at 5 * max_targets), one upload from pinned memory; the
+     * results, nearest neighbour included, come back in one download into pinned memory. */
+    cl_mem target;
     cl_mem partial, result, nn_r2, nn_id, count, list;
 
     /* Host side: the slots as set (4 doubles per slot per array), which slots were ever set, and
@@ -64,8 +66,8 @@ struct fk_sources {
      * update_capacity of them (the first load), which go as the range above. */
     size_t *dirty_list, dirty_count, update_capacity;
     unsigned char *dirty_mark;
-    double *host_update; /* 24 doubles per update: x|t, v|m, a, jerk, snap, (slot, ID) */
-    cl_mem update;
+    double *host_update; /* 24 doubles per update: x|t, v|m, a, jerk, snap, (slot, ID); pinned */
+    cl_mem update, update_staging;
     cl_kernel scatter;
     /* The predicted sources are those of predicted_time for slots below predicted_count while
      * predicted_valid (nothing changed since): the predictor is skipped (a repeated firsthalf). */
@@ -74,25 +76,82 @@ struct fk_sources {
     size_t predicted_count;
 
     /* Staging of one evaluation (written in start, read by the device until finish). */
-    float *host_target_block; /* the four arrays, 4 * max_targets floats each */
+    /* Pinned (mapped CL_MEM_ALLOC_HOST_PTR buffers): a transfer from or to pageable memory goes
+     * through the driver's bounce buffer, and on a GPU that was most of a small block step. */
+    cl_mem target_staging, result_staging;
+    unsigned char *host_target_block; /* the layout of the device's target buffer */
+    size_t target_block_bytes;
     float *host_target[TGT_COUNT];
     int *host_target_id;
-    double *host_target_meta; /* (h2, ID) per target */
-    int *zeros;
-    uint32_t *host_result; /* FK_SOURCES_RESULT_WORDS uint2 per target */
+    double *host_target_meta; /* (h2, ID) per target, in host_target_block */
+    uint32_t *host_result;    /* FK_SOURCES_RESULT_WORDS uint2 per target; pinned */
     int *host_count, *host_list;
 
     /* fixed64: per target and component, the kernel's (scale, limit) and the decoder's scale. */
     int per_target_scale;
-    size_t scale_count; /* fk_sources_set_scale_count; 0: each start's nj */
-    cl_mem target_param;
-    float *host_target_param; /* 4 per target component */
+    size_t scale_count;       /* fk_sources_set_scale_count; 0: each start's nj */
+    float *host_target_param; /* 4 per target component, in host_target_block */
     double *host_scale;       /* per target component */
     int in_flight, has_results, lists_wanted;
     int lists_on_device, lists_fetched; /* the device computed lists; they are on the host */
     size_t ni;
     cl_event done;
+    /* Profiling of the last start: its first command, the pair loop, the merge, the download. */
+    cl_event first, forces_done, reduce_done, read_done;
 };
+
+static void release_event(cl_event *event)
+{
+    if (*event)
+        clReleaseEvent(*event);
+    *event = NULL;
+}
+
+static void release_events(fk_sources *s)
+{
+    release_event(&s->first);
+    release_event(&s->forces_done);
+    release_event(&s->reduce_done);
+    release_event(&s->read_done);
+}
+
+/* A host array in pinned memory: a buffer the driver allocates in host memory, mapped for the
+ * object's lifetime. Transfers between it and device buffers are DMA at the bus's speed. */
+static fk_status pinned_create(fk_sources *s, size_t bytes, cl_mem *buffer, void **host,
+                               const char *what)
+{
+    cl_int err = CL_SUCCESS;
+    *host = NULL;
+    *buffer = clCreateBuffer(s->context->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                             bytes ? bytes : 16, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *buffer = NULL;
+        return fk__fail(s->context, fk__cl_status(err),
+                        "clCreateBuffer (%s, pinned, %zu bytes) failed: %s", what, bytes,
+                        fk__cl_error_name(err));
+    }
+    *host = clEnqueueMapBuffer(s->context->queue, *buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                               bytes ? bytes : 16, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !*host) {
+        clReleaseMemObject(*buffer);
+        *buffer = NULL;
+        *host = NULL;
+        return fk__cl_fail(s->context, "clEnqueueMapBuffer (pinned staging)", err);
+    }
+    memset(*host, 0, bytes);
+    return FK_OK;
+}
+
+static void pinned_release(fk_sources *s, cl_mem *buffer, void *host)
+{
+    if (*buffer && host) {
+        clEnqueueUnmapMemObject(s->context->queue, *buffer, host, 0, NULL, NULL);
+        clFinish(s->context->queue);
+    }
+    if (*buffer)
+        clReleaseMemObject(*buffer);
+    *buffer = NULL;
+}
 
 const char *fk_positions_name(fk_positions positions)
 {
@@ -134,6 +193,10 @@ void fk_sources_destroy(fk_sources *s)
         clWaitForEvents(1, &s->done);
     if (s->done)
         clReleaseEvent(s->done);
+    release_events(s);
+    pinned_release(s, &s->target_staging, s->host_target_block);
+    pinned_release(s, &s->result_staging, s->host_result);
+    pinned_release(s, &s->update_staging, s->host_update);
     for (int k = 0; k < SOURCE_DOUBLE4; ++k) {
         release_mem(&s->source[k]);
         free(s->host_source[k]);
@@ -141,8 +204,6 @@ void fk_sources_destroy(fk_sources *s)
     for (int k = 0; k < PRED_COUNT; ++k)
         release_mem(&s->predicted[k]);
     release_mem(&s->target);
-    release_mem(&s->target_meta);
-    free(s->host_target_block);
     cl_mem *others[] = {&s->source_id, &s->partial, &s->result, &s->nn_r2,
                         &s->nn_id,     &s->count,   &s->list};
     for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k)
@@ -156,20 +217,14 @@ void fk_sources_destroy(fk_sources *s)
     if (s->scatter)
         clReleaseKernel(s->scatter);
     release_mem(&s->update);
-    release_mem(&s->target_param);
-    free(s->host_target_param);
     free(s->host_scale);
     free(s->dirty_list);
     free(s->dirty_mark);
-    free(s->host_update);
     if (s->program)
         clReleaseProgram(s->program);
     free(s->host_id);
     free(s->ever_set);
     free(s->host_target_id);
-    free(s->host_target_meta);
-    free(s->zeros);
-    free(s->host_result);
     free(s->host_count);
     free(s->host_list);
     free(s);
@@ -198,6 +253,12 @@ static fk_status create_kernel(fk_sources *s, const char *name, cl_kernel *out)
                         fk__cl_error_name(err));
     }
     return FK_OK;
+}
+
+/* Work-groups that fill the device: four per compute unit. */
+static size_t wanted_groups(const fk_context *context)
+{
+    return 4 * (size_t)(context->info.compute_units ? context->info.compute_units : 1);
 }
 
 static fk_status resolve_config(fk_context *context, const fk_sources_config *in,
@@ -318,21 +379,21 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 24 * sizeof(double),
                                &s->update, "slot updates");
-    if (status == FK_OK)
-        status =
-            create_buffer(s, CL_MEM_READ_ONLY, ni_max * FK_SOURCES_COMPONENTS * 4 * sizeof(float),
-                          &s->target_param, "target scales");
     if (status == FK_OK) {
-        s->host_target_param = calloc(ni_max * FK_SOURCES_COMPONENTS * 4, sizeof(float));
+        void *host = NULL;
+        status = pinned_create(s, s->update_capacity * 24 * sizeof(double), &s->update_staging,
+                               &host, "slot updates");
+        s->host_update = host;
+    }
+    if (status == FK_OK) {
         s->host_scale = calloc(ni_max * FK_SOURCES_COMPONENTS, sizeof(double));
-        if (!s->host_target_param || !s->host_scale)
+        if (!s->host_scale)
             status = FK_ERR_HOST_MEMORY;
     }
     if (status == FK_OK) {
         s->dirty_list = calloc(capacity, sizeof(size_t));
         s->dirty_mark = calloc(capacity, 1);
-        s->host_update = calloc(s->update_capacity * 24, sizeof(double));
-        if (!s->dirty_list || !s->dirty_mark || !s->host_update)
+        if (!s->dirty_list || !s->dirty_mark)
             status = FK_ERR_HOST_MEMORY;
     }
 
@@ -346,22 +407,41 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     for (int k = 0; k < PRED_COUNT && status == FK_OK; ++k)
         status = create_buffer(s, CL_MEM_READ_WRITE, capacity * 4 * sizeof(float), &s->predicted[k],
                                "predicted sources");
+    /* The target block in float4 units of ni_max entries: four arrays, (h2, ID), and for fixed64
+     * FK_SOURCES_COMPONENTS settings per target (cl/g6.cl reads the same layout). */
+    const size_t float4_bytes = 4 * sizeof(float);
+    s->target_block_bytes =
+        (TGT_COUNT + 1 + (s->per_target_scale ? FK_SOURCES_COMPONENTS : 0)) * ni_max * float4_bytes;
     if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, TGT_COUNT * ni_max * 4 * sizeof(float),
-                               &s->target, "targets");
+        status = create_buffer(s, CL_MEM_READ_ONLY, s->target_block_bytes, &s->target, "targets");
     if (status == FK_OK) {
-        s->host_target_block = calloc(TGT_COUNT * ni_max * 4, sizeof(float));
-        if (!s->host_target_block)
-            status = FK_ERR_HOST_MEMORY;
-        for (int k = 0; k < TGT_COUNT && s->host_target_block; ++k)
-            s->host_target[k] = s->host_target_block + (size_t)k * ni_max * 4;
+        void *host = NULL;
+        status =
+            pinned_create(s, s->target_block_bytes, &s->target_staging, &host, "target staging");
+        s->host_target_block = host;
     }
-    const size_t partial_count = (size_t)s->max_splits * ni_max;
+    if (status == FK_OK) {
+        for (int k = 0; k < TGT_COUNT; ++k)
+            s->host_target[k] = (float *)(s->host_target_block + (size_t)k * ni_max * float4_bytes);
+        s->host_target_meta = (double *)(s->host_target_block + TGT_COUNT * ni_max * float4_bytes);
+        s->host_target_param =
+            s->per_target_scale
+                ? (float *)(s->host_target_block + (TGT_COUNT + 1) * ni_max * float4_bytes)
+                : NULL;
+    }
+    /* Partial sums: splits x ni entries. The automatic split count is ceil(want / groups), so
+     * splits x ni stays below (want + groups) x wg whatever ni is: a large max_targets (Sapporo2
+     * reports 16,384 pipes) does not multiply the largest split count. */
+    size_t partial_count = (size_t)s->max_splits * ni_max;
+    if (s->config.j_splits == 0) {
+        const size_t groups_max = (ni_max + (size_t)wg - 1) / (size_t)wg;
+        const size_t bound = (wanted_groups(context) + groups_max) * (size_t)wg;
+        if (bound < partial_count)
+            partial_count = bound;
+    }
+    s->partial_count = partial_count;
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_ONLY, capacity * sizeof(int), &s->source_id, "IDs");
-    if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, ni_max * 2 * sizeof(double), &s->target_meta,
-                               "target radii and IDs");
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE,
                                partial_count * FK_SOURCES_COMPONENTS * 2 * sizeof(uint32_t),
@@ -370,6 +450,12 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         status = create_buffer(s, CL_MEM_READ_WRITE,
                                ni_max * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t), &s->result,
                                "results");
+    if (status == FK_OK) {
+        void *host = NULL;
+        status = pinned_create(s, ni_max * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t),
+                               &s->result_staging, &host, "result staging");
+        s->host_result = host;
+    }
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE, partial_count * sizeof(double), &s->nn_r2,
                                "nearest distances");
@@ -386,13 +472,9 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         s->host_id = calloc(capacity, sizeof(int));
         s->ever_set = calloc(capacity, 1);
         s->host_target_id = calloc(ni_max, sizeof(int));
-        s->host_target_meta = calloc(ni_max * 2, sizeof(double));
-        s->zeros = calloc(ni_max, sizeof(int));
-        s->host_result = calloc(ni_max * FK_SOURCES_RESULT_WORDS * 2, sizeof(uint32_t));
         s->host_count = calloc(ni_max, sizeof(int));
         s->host_list = calloc(ni_max * list_capacity, sizeof(int));
-        if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_target_meta ||
-            !s->zeros || !s->host_result || !s->host_count || !s->host_list)
+        if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_count || !s->host_list)
             status = FK_ERR_HOST_MEMORY;
     }
     if (status != FK_OK) {
@@ -574,6 +656,7 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
 
     cl_command_queue queue = context->queue;
     cl_int err = CL_SUCCESS;
+    release_events(s);
     /* The slots changed since the last upload: packed and scattered on the device when they are
      * few (a block step's), else the range that holds them (the first load). */
     if (s->dirty_count > 0 && s->dirty_count <= s->update_capacity) {
@@ -589,7 +672,7 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
             s->dirty_mark[slot] = 0;
         }
         err = clEnqueueWriteBuffer(queue, s->update, CL_FALSE, 0, n * 24 * sizeof(double),
-                                   s->host_update, 0, NULL, NULL);
+                                   s->host_update, 0, NULL, &s->first);
         if (err != CL_SUCCESS)
             return fail_enqueue(s, "clEnqueueWriteBuffer (slot updates)", err);
         const int n_int = (int)n;
@@ -621,20 +704,18 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     }
     s->dirty_count = 0;
     s->dirty_begin = s->dirty_end = 0;
-    /* The four target arrays as one write (the last one's first ni entries end it). */
-    const size_t target_floats = (TGT_COUNT - 1) * s->config.max_targets * 4 + ni * 4;
-    err = clEnqueueWriteBuffer(queue, s->target, CL_FALSE, 0, target_floats * sizeof(float),
-                               s->host_target_block, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueWriteBuffer(queue, s->target_meta, CL_FALSE, 0, ni * 2 * sizeof(double),
-                                   s->host_target_meta, 0, NULL, NULL);
-    if (err == CL_SUCCESS && lists)
-        err = clEnqueueWriteBuffer(queue, s->count, CL_FALSE, 0, ni * sizeof(int), s->zeros, 0,
-                                   NULL, NULL);
-    if (err == CL_SUCCESS && s->per_target_scale)
-        err = clEnqueueWriteBuffer(queue, s->target_param, CL_FALSE, 0,
-                                   ni * FK_SOURCES_COMPONENTS * 4 * sizeof(float),
-                                   s->host_target_param, 0, NULL, NULL);
+    /* The target block as one write, up to the last part's first ni entries. */
+    const size_t float4_bytes = 4 * sizeof(float), ni_max = s->config.max_targets;
+    const size_t target_bytes =
+        s->per_target_scale ? ((TGT_COUNT + 1) * ni_max + ni * FK_SOURCES_COMPONENTS) * float4_bytes
+                            : (TGT_COUNT * ni_max + ni) * float4_bytes;
+    err = clEnqueueWriteBuffer(queue, s->target, CL_FALSE, 0, target_bytes, s->host_target_block, 0,
+                               NULL, s->first ? NULL : &s->first);
+    if (err == CL_SUCCESS && lists) {
+        const cl_int zero = 0;
+        err = clEnqueueFillBuffer(queue, s->count, &zero, sizeof zero, 0, ni * sizeof(int), 0, NULL,
+                                  NULL);
+    }
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueWriteBuffer (targets)", err);
 
@@ -670,14 +751,15 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const size_t tiles = (nj + wg - 1) / wg;
     size_t splits = (size_t)s->config.j_splits;
     if (splits == 0) {
-        const size_t want =
-            4 * (size_t)(context->info.compute_units ? context->info.compute_units : 1);
+        const size_t want = wanted_groups(context);
         splits = (want + groups - 1) / groups;
     }
     if (splits > tiles)
         splits = tiles;
     if (splits > (size_t)s->max_splits)
         splits = (size_t)s->max_splits;
+    if (splits > s->partial_count / ni)
+        splits = s->partial_count / ni;
     if (splits == 0)
         splits = 1;
     const int chunk = (int)(((tiles + splits - 1) / splits) * wg);
@@ -687,14 +769,13 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const double eps2 = t->eps2;
     const cl_float4 acc_param = {{0, 0, 0, 0}};
     const int target_stride = (int)s->config.max_targets;
-    status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int),
-                          FK__ARG(chunk), FK__ARG(eps2), FK__ARG(acc_param), FK__ARG(s->target),
-                          FK__ARG(target_stride), FK__ARG(s->target_meta), FK__ARG(s->target_param),
-                          FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
-                          FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
-                          FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2),
-                          FK__ARG(s->nn_id), FK__ARG(want_lists), FK__ARG(capacity),
-                          FK__ARG(s->count), FK__ARG(s->list));
+    status = FK__SET_ARGS(
+        context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int), FK__ARG(chunk),
+        FK__ARG(eps2), FK__ARG(acc_param), FK__ARG(s->target), FK__ARG(target_stride),
+        FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
+        FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
+        FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2), FK__ARG(s->nn_id),
+        FK__ARG(want_lists), FK__ARG(capacity), FK__ARG(s->count), FK__ARG(s->list));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, s->reduce, "fk_g6_reduce", 0, FK__ARG(ni_int),
                               FK__ARG(splits_int), FK__ARG(s->partial), FK__ARG(s->result),
@@ -705,18 +786,23 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     }
     const size_t forces_global[2] = {groups * wg, splits}, forces_local[2] = {wg, 1};
     err = clEnqueueNDRangeKernel(queue, s->forces, 2, NULL, forces_global, forces_local, 0, NULL,
-                                 NULL);
+                                 &s->forces_done);
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_forces)", err);
-    const size_t reduce_global = groups * wg;
-    err = clEnqueueNDRangeKernel(queue, s->reduce, 1, NULL, &reduce_global, &wg, 0, NULL, NULL);
+    /* The merge: a work-group per target, a lane per split up to FK_G6_REDUCE_LANES (64). */
+    size_t lanes = 1;
+    while (lanes < splits && lanes < 64 && lanes * 2 <= context->info.max_work_group_size)
+        lanes *= 2;
+    const size_t reduce_global = ni * lanes;
+    err = clEnqueueNDRangeKernel(queue, s->reduce, 1, NULL, &reduce_global, &lanes, 0, NULL,
+                                 &s->reduce_done);
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_reduce)", err);
 
-    /* The results back into the object's memory, without waiting. */
+    /* The results back into pinned memory, without waiting. */
     err = clEnqueueReadBuffer(queue, s->result, CL_FALSE, 0,
                               ni * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t), s->host_result,
-                              0, NULL, NULL);
+                              0, NULL, &s->read_done);
     /* The neighbour lists stay on the device until fk_sources_neighbors asks (most block steps
      * never read them, and they are the largest result). */
     if (s->done) {
@@ -891,5 +977,39 @@ fk_status fk_sources_neighbors(fk_sources *s, size_t target, const int **ids, si
     *count = found;
     if (overflow)
         *overflow = found > s->config.neighbor_capacity;
+    return FK_OK;
+}
+
+static int event_span(cl_event from, cl_event to, double *seconds)
+{
+    cl_ulong start = 0, end = 0;
+    if (!from || !to ||
+        clGetEventProfilingInfo(from, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
+            CL_SUCCESS ||
+        clGetEventProfilingInfo(to, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+            CL_SUCCESS ||
+        end < start)
+        return 0;
+    *seconds = 1e-9 * (double)(end - start);
+    return 1;
+}
+
+fk_status fk_sources_device_seconds(fk_sources *s, double *total, double *pair_loop)
+{
+    if (!s)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(s->context);
+    if (!s->has_results || s->in_flight)
+        return fk__fail(s->context, FK_ERR_STATE,
+                        "fk_sources_device_seconds: no finished evaluation");
+    double whole = NAN, loop = NAN;
+    if (!event_span(s->first, s->read_done, &whole) ||
+        !event_span(s->forces_done, s->reduce_done, &loop))
+        return fk__fail(s->context, FK_ERR_UNSUPPORTED,
+                        "fk_sources_device_seconds: the device gave no profiling times");
+    if (total)
+        *total = whole;
+    if (pair_loop)
+        *pair_loop = loop;
     return FK_OK;
 }

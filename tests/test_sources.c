@@ -581,6 +581,90 @@ static void test_fixed64_hints(void **state)
     system_free(&s);
 }
 
+/* The merge of the j-splits (a tree over up to 64 lanes, each lane merging every 64th split):
+ * split counts from 1 to above 64, not powers of two, with small work-groups so that there are
+ * enough tiles to split. fixed64's sums are exact, so its raw words (and the nearest neighbours)
+ * are the same bits for every split count; ref stays within 1e-12 of the double reference. */
+static void test_split_counts(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    tsystem s;
+    const size_t nj = 1003, ni = 37;
+    system_make(&s, nj, ni, 0.0, &rng);
+    const double eps2 = 1e-4;
+    double ref_acc[3 * 37], ref_jerk[3 * 37], ref_pot[37];
+    int ref_nn[37];
+    g6ref_evaluate(ni, s.target_id, s.tx, s.tv, nj, s.source_id, s.px, s.pv, s.mass, eps2, ref_acc,
+                   ref_jerk, ref_pot, ref_nn);
+    const int split_counts[] = {1, 3, 16, 65, 100, 126};
+    uint64_t first_words[37 * FK_SOURCES_RAW_WORDS], words[37 * FK_SOURCES_RAW_WORDS];
+    for (int a = 0; a < 2; ++a) {
+        const char *accum = a == 0 ? "fixed64" : "ref";
+        for (size_t c = 0; c < sizeof split_counts / sizeof split_counts[0]; ++c) {
+            fk_sources_config config = FK_CONFIG_INIT(fk_sources_config);
+            config.capacity = nj;
+            config.max_targets = ni;
+            config.accum = accum;
+            config.work_group_size = 8; /* 126 tiles of sources */
+            config.j_splits = split_counts[c];
+            fk_sources *engine = NULL;
+            if (fk_sources_create(fk_test_context, &config, &engine) != FK_OK)
+                fail_msg("fk_sources_create: %s", fk_context_last_error(fk_test_context));
+            for (size_t j = 0; j < nj; ++j) {
+                const fk_source slot = slot_of(&s.sources[j]);
+                assert_int_equal(fk_sources_set(engine, j, &slot), FK_OK);
+            }
+            fk_targets targets = {.count = ni,
+                                  .sources = nj,
+                                  .time = s.ti,
+                                  .eps2 = eps2,
+                                  .id = s.target_id,
+                                  .position = s.tx,
+                                  .velocity = s.tv,
+                                  .acc_hint = ref_acc,
+                                  .jerk_hint = ref_jerk,
+                                  .pot_hint = ref_pot};
+            double acc[3 * 37], jerk[3 * 37], pot[37];
+            int nearest[37];
+            assert_int_equal(fk_sources_start(engine, &targets), FK_OK);
+            assert_int_equal(
+                fk_sources_finish(engine, &(fk_target_results){acc, jerk, pot, nearest}), FK_OK);
+            double total = -1, loop = -1;
+            const fk_status timed = fk_sources_device_seconds(engine, &total, &loop);
+            assert_true(timed == FK_OK || timed == FK_ERR_UNSUPPORTED);
+            if (timed == FK_OK)
+                assert_true(total >= loop && loop >= 0);
+            assert_int_equal(fk_sources_read_raw(engine, words), FK_OK);
+            for (size_t i = 0; i < ni; ++i)
+                assert_int_equal(nearest[i], ref_nn[i]);
+            if (a == 0) {
+                if (c == 0)
+                    memcpy(first_words, words, sizeof words);
+                else if (memcmp(first_words, words, sizeof words) != 0)
+                    fail_msg("fixed64 with %d splits: not the bits of one split", split_counts[c]);
+            } else {
+                double worst = 0;
+                for (size_t i = 0; i < ni; ++i) {
+                    const double ep = fabs(pot[i] - ref_pot[i]) / fabs(ref_pot[i]);
+                    worst = !(ep <= worst) ? ep : worst;
+                    for (int k = 0; k < 3; ++k) {
+                        const double ea = fabs(acc[3 * i + k] - ref_acc[3 * i + k]) /
+                                          (fabs(ref_acc[3 * i]) + fabs(ref_acc[3 * i + 1]) +
+                                           fabs(ref_acc[3 * i + 2]));
+                        worst = !(ea <= worst) ? ea : worst;
+                    }
+                }
+                if (!(worst < 1e-12))
+                    fail_msg("ref with %d splits: relative error %g", split_counts[c], worst);
+            }
+            fk_sources_destroy(engine);
+        }
+    }
+    system_free(&s);
+}
+
 /* Slot updates as a block step makes them, after a first load too large for the packed path
  * (4500 slots: the range upload): scattered slots rewritten (one with a new ID), evaluated at the
  * same time again (the predictor must rerun for the new slots) and at a later one; each time equal
@@ -743,6 +827,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_neighbor_lists),
         cmocka_unit_test(test_slot_updates),
         cmocka_unit_test(test_split_raw),
+        cmocka_unit_test(test_split_counts),
         cmocka_unit_test(test_fixed64_hints),
         cmocka_unit_test(test_bad_input),
     };

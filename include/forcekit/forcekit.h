@@ -717,6 +717,12 @@ FK_API fk_status fk_sources_decode_raw(fk_sources *sources, const uint64_t *word
  * neighbor_capacity of them, not necessarily the smallest IDs). FK_ERR_STATE when none. */
 FK_API fk_status fk_sources_neighbors(fk_sources *sources, size_t target, const int **ids,
                                       size_t *count, int *overflow);
+/* Device time of the last finished evaluation (added in 0.5, issue #18), from the profiling of its
+ * commands: *total from its first upload's start to its download's end (uploads, predictor, pair
+ * loop, merge, download; what a block step costs the device), *pair_loop the pair loop and the
+ * merge of its splits. Either pointer may be NULL. The wall time a caller sees adds the enqueue
+ * and wake-up latencies of the driver. FK_ERR_STATE without a finished evaluation. */
+FK_API fk_status fk_sources_device_seconds(fk_sources *sources, double *total, double *pair_loop);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Autotuning and the tuning database                                                             */
