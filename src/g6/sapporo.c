@@ -58,8 +58,37 @@ typedef struct g6_unit {
     int have_lists;
 } g6_unit;
 
-/* The only global state: the open g6 IDs. */
+/* The only global state: the open g6 IDs, up to G6_MAX_IDS at once, each unit under the ID
+ * g6_open_ was given (any int: GRAPE-6's cluster IDs were board numbers, and Sapporo ignores the
+ * argument altogether). */
 static g6_unit *g6_units[G6_MAX_IDS];
+static int g6_keys[G6_MAX_IDS];
+
+static int slot_of_id(int id)
+{
+    for (int k = 0; k < G6_MAX_IDS; ++k)
+        if (g6_units[k] && g6_keys[k] == id)
+            return k;
+    return -1;
+}
+
+/* The unit a call's ID names: the one opened under that ID, else, when exactly one is open, that
+ * one. Sapporo keeps one device for the process and ignores the ID of every call; clients rely on
+ * it: ph4's standalone program opens whatever its uninitialised jdata::gpu_id holds and then calls
+ * with its MPI rank. */
+static int slot_for_call(int id)
+{
+    const int exact = slot_of_id(id);
+    if (exact >= 0)
+        return exact;
+    int only = -1, open = 0;
+    for (int k = 0; k < G6_MAX_IDS; ++k)
+        if (g6_units[k]) {
+            only = k;
+            ++open;
+        }
+    return open == 1 ? only : -1;
+}
 
 static int verbose(void)
 {
@@ -108,11 +137,12 @@ static int npipes_setting(void)
 
 static g6_unit *unit_of(const int *id)
 {
-    if (!id || *id < 0 || *id >= G6_MAX_IDS || !g6_units[*id]) {
-        report(NULL, "g6 ID %d is not open", id ? *id : -1);
+    const int slot = id ? slot_for_call(*id) : -1;
+    if (slot < 0) {
+        report(NULL, "g6 ID %d is not open (and not the only unit open)", id ? *id : -1);
         return NULL;
     }
-    return g6_units[*id];
+    return g6_units[slot];
 }
 
 /* An engine of at least `needed` slots, with every slot set so far. */
@@ -174,10 +204,16 @@ G6_EXPORT int get_device_count(void)
 
 G6_EXPORT int g6_open_(int *id)
 {
-    if (!id || *id < 0 || *id >= G6_MAX_IDS)
-        return report(NULL, "g6_open: ID %d is outside 0 .. %d", id ? *id : -1, G6_MAX_IDS - 1);
-    if (g6_units[*id])
+    if (!id)
+        return report(NULL, "g6_open: no ID");
+    if (slot_of_id(*id) >= 0)
         return 0; /* already open: GRAPE's g6_open is idempotent for the clients' purposes */
+    int free_slot = -1;
+    for (int k = G6_MAX_IDS; k-- > 0;)
+        if (!g6_units[k])
+            free_slot = k;
+    if (free_slot < 0)
+        return report(NULL, "g6_open: %d IDs are open already; close one first", G6_MAX_IDS);
     g6_unit *unit = calloc(1, sizeof *unit);
     if (!unit)
         return report(NULL, "g6_open: out of memory");
@@ -195,17 +231,18 @@ G6_EXPORT int g6_open_(int *id)
         unit_free(unit);
         return 1;
     }
-    g6_units[*id] = unit;
+    g6_units[free_slot] = unit;
+    g6_keys[free_slot] = *id;
     return 0;
 }
 
 G6_EXPORT int g6_close_(int *id)
 {
-    g6_unit *unit = unit_of(id);
-    if (!unit)
-        return 1;
-    unit_free(unit);
-    g6_units[*id] = NULL;
+    const int slot = id ? slot_for_call(*id) : -1;
+    if (slot < 0)
+        return report(NULL, "g6_close: ID %d is not open", id ? *id : -1);
+    unit_free(g6_units[slot]);
+    g6_units[slot] = NULL;
     return 0;
 }
 

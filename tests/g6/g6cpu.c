@@ -33,7 +33,34 @@ typedef struct unit {
     int have_lists;
 } unit;
 
+/* Open units under the IDs g6_open_ was given (any int); a call whose ID names none reaches the
+ * only open unit, as with Sapporo, which ignores the ID (libsapporo's rule, src/g6/sapporo.c). */
 static unit *units[G6_MAX_IDS];
+static int keys[G6_MAX_IDS];
+
+static int slot_of_id(int id)
+{
+    for (int k = 0; k < G6_MAX_IDS; ++k)
+        if (units[k] && keys[k] == id)
+            return k;
+    return -1;
+}
+
+static int slot_for_call(const int *id)
+{
+    if (!id)
+        return -1;
+    const int exact = slot_of_id(*id);
+    if (exact >= 0)
+        return exact;
+    int only = -1, open = 0;
+    for (int k = 0; k < G6_MAX_IDS; ++k)
+        if (units[k]) {
+            only = k;
+            ++open;
+        }
+    return open == 1 ? only : -1;
+}
 
 static int env_int(const char *name, int fallback)
 {
@@ -46,7 +73,8 @@ static int env_int(const char *name, int fallback)
 
 static unit *unit_of(const int *id)
 {
-    return (id && *id >= 0 && *id < G6_MAX_IDS) ? units[*id] : NULL;
+    const int slot = slot_for_call(id);
+    return slot >= 0 ? units[slot] : NULL;
 }
 
 G6_EXPORT int get_device_count(void)
@@ -56,10 +84,16 @@ G6_EXPORT int get_device_count(void)
 
 G6_EXPORT int g6_open_(int *id)
 {
-    if (!id || *id < 0 || *id >= G6_MAX_IDS)
+    if (!id)
         return 1;
-    if (units[*id])
+    if (slot_of_id(*id) >= 0)
         return 0;
+    int free_slot = -1;
+    for (int k = G6_MAX_IDS; k-- > 0;)
+        if (!units[k])
+            free_slot = k;
+    if (free_slot < 0)
+        return 1;
     unit *u = calloc(1, sizeof *u);
     if (!u)
         return 1;
@@ -76,15 +110,17 @@ G6_EXPORT int g6_open_(int *id)
         free(u);
         return 1;
     }
-    units[*id] = u;
+    units[free_slot] = u;
+    keys[free_slot] = *id;
     return 0;
 }
 
 G6_EXPORT int g6_close_(int *id)
 {
-    unit *u = unit_of(id);
-    if (!u)
+    const int slot = slot_for_call(id);
+    if (slot < 0)
         return 1;
+    unit *u = units[slot];
     free(u->slots);
     free(u->set);
     free(u->acc);
@@ -94,7 +130,7 @@ G6_EXPORT int g6_close_(int *id)
     free(u->lists);
     free(u->found);
     free(u);
-    units[*id] = NULL;
+    units[slot] = NULL;
     return 0;
 }
 
