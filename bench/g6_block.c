@@ -12,7 +12,8 @@
  *
  *   bench_g6_block [--device SEL] [--accum NAME] [--positions ds|float] [--npipes 256]
  *                  [--block-nj 65536] [--nj 65536,262144,1048576] [--ni 1,4,16,64,256]
- *                  [--seconds 0.5]
+ *                  [--seconds 0.5] [--work-group N] [--splits N] [--unroll N] (the engine's
+ *                  fk_sources_config fields, 0: automatic)
  * On the H200: FORCEKIT_KERNEL_DIR=cl build/bench/bench_g6_block --device gpu > g6_block.json
  */
 #include <math.h>
@@ -166,6 +167,9 @@ done:
     return rc;
 }
 
+/* fk_sources_config.work_group_size, j_splits and unroll (0: automatic), for tuning sweeps. */
+static int engine_work_group = 0, engine_splits = 0, engine_unroll = 0;
+
 static fk_sources *make_engine(fk_context *context, size_t nj, size_t npipes, const char *accum,
                                fk_positions positions)
 {
@@ -174,6 +178,9 @@ static fk_sources *make_engine(fk_context *context, size_t nj, size_t npipes, co
     config.max_targets = npipes;
     config.accum = accum;
     config.positions = positions;
+    config.work_group_size = engine_work_group;
+    config.j_splits = engine_splits;
+    config.unroll = engine_unroll;
     fk_sources *engine = NULL;
     fk_status status = fk_sources_create(context, &config, &engine);
     if (status != FK_OK) {
@@ -256,10 +263,17 @@ int main(int argc, char **argv)
             ni_count = parse_list(value, ni_list, 32);
         else if (strcmp(argv[a], "--seconds") == 0)
             seconds = strtod(value, NULL);
+        else if (strcmp(argv[a], "--work-group") == 0)
+            engine_work_group = atoi(value);
+        else if (strcmp(argv[a], "--splits") == 0)
+            engine_splits = atoi(value);
+        else if (strcmp(argv[a], "--unroll") == 0)
+            engine_unroll = atoi(value);
         else {
             fprintf(stderr,
                     "usage: %s [--device SEL] [--accum NAME] [--positions ds|float] "
                     "[--npipes N] [--block-nj N] [--nj A,B,..] [--ni A,B,..] "
+                    "[--work-group N] [--splits N] [--unroll N] "
                     "[--seconds S]\n",
                     argv[0]);
             return 2;
@@ -282,8 +296,10 @@ int main(int argc, char **argv)
     }
     const fk_device_info *info = fk_context_device(context);
     printf("{\n  \"bench\": \"g6_block\",\n  \"device\": \"%s\",\n  \"driver\": \"%s\",\n"
-           "  \"accum\": \"%s\",\n  \"positions\": \"%s\",\n  \"npipes\": %zu,\n",
-           info->name, info->driver_version, accum, positions_name, npipes);
+           "  \"accum\": \"%s\",\n  \"positions\": \"%s\",\n  \"npipes\": %zu,\n"
+           "  \"work_group_size\": %d,\n  \"j_splits\": %d,\n  \"unroll\": %d,\n",
+           info->name, info->driver_version, accum, positions_name, npipes, engine_work_group,
+           engine_splits, engine_unroll);
 
     /* Time per block step against ni. */
     fk_sources *engine = make_engine(context, block_nj, npipes, accum, positions);

@@ -23,8 +23,8 @@
  * j/6 dt^3 + s/24 dt^4, v(ti) = v + a dt + j/2 dt^2 + s/6 dt^3, dt = ti - tj, Horner form, with
  * contraction off so that it is the same arithmetic as the host's.
  *
- * Defines (all with defaults): ACCUM_HEADER, WG_SIZE (targets per work-group, also the j-tile),
- * FK_G6_DS.
+ * Defines (all with defaults): ACCUM_HEADER, WG_SIZE (work-items per work-group, also the
+ * j-tile), FK_G6_DS, FK_G6_UNROLL (targets per work-item).
  */
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
@@ -36,6 +36,10 @@
 #endif
 #ifndef FK_G6_DS
 #define FK_G6_DS 1
+#endif
+/* Targets per work-item (1, 2 or 4): each source read from local memory serves that many. */
+#ifndef FK_G6_UNROLL
+#define FK_G6_UNROLL 1
 #endif
 #ifndef REPRODUCIBLE
 #define REPRODUCIBLE 0
@@ -60,8 +64,6 @@
 #define FK_G6_RESULT_WORDS 9
 /* s^2 floor at eps = 0 (as gaj): a masked self pair at r = 0 then gives 0 * finite, not NaN. */
 #define FK_G6_TINY 1e-30
-
-#define FK_G6_ADD(c, term) fk_acc_add(&acc[c], (term), FK_G6_ENV(c))
 
 #if FK_G6_DS
 #define FK_G6_DIFF(jh, jl, ih, il)                                                                 \
@@ -127,13 +129,14 @@ __kernel void fk_g6_predict(const int nj, const double ti, __global const double
 }
 
 /*
- * Targets against one chunk of sources: work-item (i, split) takes sources [split * chunk,
- * min(nj, (split + 1) * chunk)), staged through local memory in tiles of WG_SIZE; work-items past
- * ni compute on target ni - 1 and store nothing. Partial sums go to partial[split][i][component]
- * (packed), the nearest source so far to nn_r2 / nn_id [split][i]; sources with r^2 <= h2[i]
- * (ID excluded) are appended to list[i][...] through count[i] (an atomic counter that keeps
- * counting past capacity, so that the host sees the overflow; the order is the device's, the host
- * sorts).
+ * Targets against one chunk of sources: work-item (w, split) takes targets w + u * targets_stride
+ * for u < FK_G6_UNROLL (targets_stride: the work-items in dimension 0), so that each source read
+ * from local memory serves FK_G6_UNROLL targets, and sources [split * chunk, min(nj, (split + 1) *
+ * chunk)), staged through local memory in tiles of WG_SIZE; a target past ni is computed as
+ * target ni - 1 and not stored. Partial sums go to partial[split][i][component] (packed), the
+ * nearest source so far to nn_r2 / nn_id [split][i]; sources with r^2 <= h2[i] (ID excluded) are
+ * appended to list[i][...] through count[i] (an atomic counter that keeps counting past capacity,
+ * so that the host sees the overflow; the order is the device's, the host sorts).
  */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
@@ -147,39 +150,51 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
     __local float4 l_pos_hi[WG_SIZE], l_pos_lo[WG_SIZE], l_vel_hi[WG_SIZE], l_vel_lo[WG_SIZE];
     __local int l_id[WG_SIZE];
 
-    const int gi = (int)get_global_id(0);
+    const int w = (int)get_global_id(0);
+    const int targets_stride = (int)get_global_size(0);
     const int lid = (int)get_local_id(0);
     const int split = (int)get_global_id(1);
-    const int i = min(gi, ni - 1);
     /* One upload per block step carries all the targets' data (a transfer has a fixed cost): four
      * float4 arrays, then (h2, ID) as double2, then fixed64's settings, each stride entries. */
     __global const double2 *t_meta = (__global const double2 *)(targets + 4 * (size_t)stride);
     __global const float4 *t_param = targets + 5 * (size_t)stride;
+    const fk_real eps2 = (fk_real)eps2_in;
+
+    float4 ih[FK_G6_UNROLL], il[FK_G6_UNROLL], ivh[FK_G6_UNROLL], ivl[FK_G6_UNROLL];
+    int iid[FK_G6_UNROLL], lists[FK_G6_UNROLL];
+    fk_real h2[FK_G6_UNROLL], best_r2[FK_G6_UNROLL];
+    int best_id[FK_G6_UNROLL];
+    fk_acc acc[FK_G6_UNROLL][FK_G6_COMPONENTS];
 #if FK_G6_TARGET_ENV
-    fk_acc_env env_of[FK_G6_COMPONENTS];
-    for (int c = 0; c < FK_G6_COMPONENTS; ++c)
-        env_of[c] = fk_acc_env_load(t_param[(size_t)min(gi, ni - 1) * FK_G6_COMPONENTS + c]);
-#define FK_G6_ENV(c) (&env_of[c])
+    fk_acc_env env_of[FK_G6_UNROLL][FK_G6_COMPONENTS];
+#define FK_G6_ENV(u, c) (&env_of[u][c])
     (void)acc_param;
 #else
     const fk_acc_env env = fk_acc_env_load(acc_param);
-#define FK_G6_ENV(c) (&env)
+#define FK_G6_ENV(u, c) (&env)
     (void)t_param;
 #endif
-    const fk_real eps2 = (fk_real)eps2_in;
-
-    const float4 ih = targets[i], il = targets[stride + i];
-    const float4 ivh = targets[2 * stride + i], ivl = targets[3 * stride + i];
-    const double2 meta = t_meta[i];
-    const int iid = (int)meta.y;
-    const fk_real h2 = (fk_real)meta.x;
-    const int lists = want_lists && gi < ni && h2 > (fk_real)0;
-
-    fk_acc acc[FK_G6_COMPONENTS];
-    for (int c = 0; c < FK_G6_COMPONENTS; ++c)
-        acc[c] = fk_acc_zero();
-    fk_real best_r2 = (fk_real)INFINITY;
-    int best_id = -1;
+#pragma unroll
+    for (int u = 0; u < FK_G6_UNROLL; ++u) {
+        const int gi = w + u * targets_stride;
+        const int i = min(gi, ni - 1);
+        ih[u] = targets[i];
+        il[u] = targets[stride + i];
+        ivh[u] = targets[2 * stride + i];
+        ivl[u] = targets[3 * stride + i];
+        const double2 meta = t_meta[i];
+        iid[u] = (int)meta.y;
+        h2[u] = (fk_real)meta.x;
+        lists[u] = want_lists && gi < ni && h2[u] > (fk_real)0;
+        best_r2[u] = (fk_real)INFINITY;
+        best_id[u] = -1;
+        for (int c = 0; c < FK_G6_COMPONENTS; ++c) {
+            acc[u][c] = fk_acc_zero();
+#if FK_G6_TARGET_ENV
+            env_of[u][c] = fk_acc_env_load(t_param[(size_t)i * FK_G6_COMPONENTS + c]);
+#endif
+        }
+    }
 
     const int j_begin = split * chunk;
     const int j_end = min(nj, j_begin + chunk);
@@ -196,58 +211,66 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
         barrier(CLK_LOCAL_MEM_FENCE);
         /* Work-items past the last target load their share of the tile and skip the pairs: with
          * few targets (a small block step) most of a work-group has nothing to compute. */
-        const int tile = gi < ni ? min(WG_SIZE, j_end - base) : 0;
+        const int tile = w < ni ? min(WG_SIZE, j_end - base) : 0;
         for (int k = 0; k < tile; ++k) {
             const float4 jh = l_pos_hi[k], jl = l_pos_lo[k];
             const float4 jvh = l_vel_hi[k], jvl = l_vel_lo[k];
             const int jid = l_id[k];
-            const int same = jid == iid;
-            const fk_real dx = FK_G6_DIFF(jh.x, jl.x, ih.x, il.x);
-            const fk_real dy = FK_G6_DIFF(jh.y, jl.y, ih.y, il.y);
-            const fk_real dz = FK_G6_DIFF(jh.z, jl.z, ih.z, il.z);
-            const fk_real vx = FK_G6_DIFF(jvh.x, jvl.x, ivh.x, ivl.x);
-            const fk_real vy = FK_G6_DIFF(jvh.y, jvl.y, ivh.y, ivl.y);
-            const fk_real vz = FK_G6_DIFF(jvh.z, jvl.z, ivh.z, ivl.z);
-            const fk_real r2 = dx * dx + (dy * dy + dz * dz);
-            const fk_real s2 = fmax(r2 + eps2, (fk_real)FK_G6_TINY);
-#if REPRODUCIBLE
-            const fk_real inv_s = (fk_real)1 / sqrt(s2);
-#else
-            const fk_real inv_s = rsqrt(s2);
-#endif
-            const fk_real inv_s2 = inv_s * inv_s;
 #if FK_G6_DS
             const fk_real mass = (fk_real)jh.w + (fk_real)jl.w;
 #else
             const fk_real mass = (fk_real)jh.w;
 #endif
-            const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;
-            const fk_real m_inv_s3 = m_inv_s * inv_s2;
-            const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;
-            FK_G6_ADD(0, dx * m_inv_s3);
-            FK_G6_ADD(1, dy * m_inv_s3);
-            FK_G6_ADD(2, dz * m_inv_s3);
-            FK_G6_ADD(3, (vx - rv3 * dx) * m_inv_s3);
-            FK_G6_ADD(4, (vy - rv3 * dy) * m_inv_s3);
-            FK_G6_ADD(5, (vz - rv3 * dz) * m_inv_s3);
-            FK_G6_ADD(6, -m_inv_s);
-            if (!same && (r2 < best_r2 || (r2 == best_r2 && jid < best_id))) {
-                best_r2 = r2;
-                best_id = jid;
-            }
-            if (lists && !same && r2 <= h2) {
-                const int slot = atomic_inc(&count[gi]);
-                if (slot < capacity)
-                    list[(size_t)gi * capacity + slot] = jid;
+#pragma unroll
+            for (int u = 0; u < FK_G6_UNROLL; ++u) {
+                const int same = jid == iid[u];
+                const fk_real dx = FK_G6_DIFF(jh.x, jl.x, ih[u].x, il[u].x);
+                const fk_real dy = FK_G6_DIFF(jh.y, jl.y, ih[u].y, il[u].y);
+                const fk_real dz = FK_G6_DIFF(jh.z, jl.z, ih[u].z, il[u].z);
+                const fk_real vx = FK_G6_DIFF(jvh.x, jvl.x, ivh[u].x, ivl[u].x);
+                const fk_real vy = FK_G6_DIFF(jvh.y, jvl.y, ivh[u].y, ivl[u].y);
+                const fk_real vz = FK_G6_DIFF(jvh.z, jvl.z, ivh[u].z, ivl[u].z);
+                const fk_real r2 = dx * dx + (dy * dy + dz * dz);
+                const fk_real s2 = fmax(r2 + eps2, (fk_real)FK_G6_TINY);
+#if REPRODUCIBLE
+                const fk_real inv_s = (fk_real)1 / sqrt(s2);
+#else
+                const fk_real inv_s = rsqrt(s2);
+#endif
+                const fk_real inv_s2 = inv_s * inv_s;
+                const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;
+                const fk_real m_inv_s3 = m_inv_s * inv_s2;
+                const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;
+                fk_acc_add(&acc[u][0], dx * m_inv_s3, FK_G6_ENV(u, 0));
+                fk_acc_add(&acc[u][1], dy * m_inv_s3, FK_G6_ENV(u, 1));
+                fk_acc_add(&acc[u][2], dz * m_inv_s3, FK_G6_ENV(u, 2));
+                fk_acc_add(&acc[u][3], (vx - rv3 * dx) * m_inv_s3, FK_G6_ENV(u, 3));
+                fk_acc_add(&acc[u][4], (vy - rv3 * dy) * m_inv_s3, FK_G6_ENV(u, 4));
+                fk_acc_add(&acc[u][5], (vz - rv3 * dz) * m_inv_s3, FK_G6_ENV(u, 5));
+                fk_acc_add(&acc[u][6], -m_inv_s, FK_G6_ENV(u, 6));
+                if (!same && (r2 < best_r2[u] || (r2 == best_r2[u] && jid < best_id[u]))) {
+                    best_r2[u] = r2;
+                    best_id[u] = jid;
+                }
+                if (lists[u] && !same && r2 <= h2[u]) {
+                    const int gi = w + u * targets_stride;
+                    const int slot = atomic_inc(&count[gi]);
+                    if (slot < capacity)
+                        list[(size_t)gi * capacity + slot] = jid;
+                }
             }
         }
     }
-    if (gi < ni) {
-        const size_t out = (size_t)split * ni + gi;
-        for (int c = 0; c < FK_G6_COMPONENTS; ++c)
-            partial[out * FK_G6_COMPONENTS + c] = fk_acc_pack(acc[c]);
-        nn_r2[out] = (double)best_r2;
-        nn_id[out] = best_id;
+#pragma unroll
+    for (int u = 0; u < FK_G6_UNROLL; ++u) {
+        const int gi = w + u * targets_stride;
+        if (gi < ni) {
+            const size_t out = (size_t)split * ni + gi;
+            for (int c = 0; c < FK_G6_COMPONENTS; ++c)
+                partial[out * FK_G6_COMPONENTS + c] = fk_acc_pack(acc[u][c]);
+            nn_r2[out] = (double)best_r2[u];
+            nn_id[out] = best_id[u];
+        }
     }
 }
 

@@ -289,6 +289,12 @@ static fk_status resolve_config(fk_context *context, const fk_sources_config *in
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_sources_config.positions %d is not an fk_positions value",
                         (int)out->positions);
+    if (out->unroll == 0)
+        out->unroll = context->info.type == FK_DEVICE_GPU ? 2 : 1;
+    if (out->unroll != 1 && out->unroll != 2 && out->unroll != 4)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_config.unroll %d: 1, 2 or 4 targets per work-item",
+                        out->unroll);
     if (out->work_group_size < 0 || out->j_splits < 0 || out->j_splits > FK_SOURCES_MAX_SPLITS)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_sources_config: work_group_size %d or j_splits %d out of range "
@@ -350,8 +356,9 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
 
     s->per_target_scale = s->accum->choose_parameters != NULL; /* fixed64 */
     char options[128];
-    snprintf(options, sizeof options, "-D FK_G6_DS=%d -D FK_G6_TARGET_ENV=%d",
-             s->config.positions == FK_POSITIONS_DOUBLE_SINGLE ? 1 : 0, s->per_target_scale);
+    snprintf(options, sizeof options, "-D FK_G6_DS=%d -D FK_G6_TARGET_ENV=%d -D FK_G6_UNROLL=%d",
+             s->config.positions == FK_POSITIONS_DOUBLE_SINGLE ? 1 : 0, s->per_target_scale,
+             s->config.unroll);
     fk_program_request request = {.force = "gaj",
                                   .accum = s->accum->info.name,
                                   .unroll_i = 1,
@@ -435,7 +442,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     size_t partial_count = (size_t)s->max_splits * ni_max;
     if (s->config.j_splits == 0) {
         const size_t groups_max = (ni_max + (size_t)wg - 1) / (size_t)wg;
-        const size_t bound = (wanted_groups(context) + groups_max) * (size_t)wg;
+        const size_t bound =
+            (wanted_groups(context) + groups_max) * (size_t)wg * (size_t)s->config.unroll;
         if (bound < partial_count)
             partial_count = bound;
     }
@@ -747,7 +755,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     /* The split of the sources: enough work-groups to fill the device (four per compute unit),
      * no chunk shorter than a tile. */
     const size_t wg = (size_t)s->work_group_size;
-    const size_t groups = (ni + wg - 1) / wg;
+    const size_t per_group = wg * (size_t)s->config.unroll; /* targets per work-group */
+    const size_t groups = (ni + per_group - 1) / per_group;
     const size_t tiles = (nj + wg - 1) / wg;
     size_t splits = (size_t)s->config.j_splits;
     if (splits == 0) {

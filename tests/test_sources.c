@@ -115,10 +115,15 @@ static fk_source slot_of(const g6ref_source *src)
     return slot;
 }
 
+/* Targets per work-item for load() (fk_sources_config.unroll; 0: the device's default, 1 on CPUs,
+ * so the tests set the GPUs' 2 and 4 explicitly). */
+static int load_unroll = 0;
+
 static fk_sources *load(const tsystem *s, const char *accum, fk_positions positions,
                         size_t max_targets, size_t neighbor_capacity)
 {
     fk_sources_config config = FK_CONFIG_INIT(fk_sources_config);
+    config.unroll = load_unroll;
     config.capacity = s->nj + 5; /* more slots than the evaluation uses */
     config.max_targets = max_targets;
     config.accum = accum;
@@ -357,9 +362,8 @@ static void test_id_exclusion(void **state)
 
 /* T4: the neighbour lists equal brute force (sorted IDs), and overflow is flagged with the true
  * count when a list holds more than neighbor_capacity; the IDs kept then are a subset. */
-static void test_neighbor_lists(void **state)
+static void check_neighbor_lists(void)
 {
-    (void)state;
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed());
     tsystem s;
@@ -415,6 +419,27 @@ static void test_neighbor_lists(void **state)
     free(full);
     fk_sources_destroy(engine);
     system_free(&s);
+}
+
+/* The lists with one, two and four targets per work-item (96 targets: 24 work-items at four). */
+static void test_neighbor_lists(void **state)
+{
+    (void)state;
+    for (load_unroll = 1; load_unroll <= 4; load_unroll *= 2)
+        check_neighbor_lists();
+    load_unroll = 0;
+}
+
+/* Two targets per work-item (the GPUs' default; four is covered by the lists and the split
+ * counts): ref/ds and float/float against the reference with test_ref_ds's and test_float_float's
+ * tolerances, 300 targets in blocks of 128 (the last block, 44, is not a multiple of 128). */
+static void test_unrolled(void **state)
+{
+    (void)state;
+    load_unroll = 2;
+    check_against_reference("ref", FK_POSITIONS_DOUBLE_SINGLE, 10.0, 1e-11, 1e-10, 1e-12);
+    check_against_reference("float", FK_POSITIONS_FLOAT, 0.0, 1e-4, 1e-4, 1e-5);
+    load_unroll = 0;
 }
 
 /* An engine holding sources [first, end) of s in slots 0 .. end - first - 1. */
@@ -581,7 +606,8 @@ static void test_fixed64_hints(void **state)
     system_free(&s);
 }
 
-/* The merge of the j-splits (a tree over up to 64 lanes, each lane merging every 64th split):
+/* The merge of the j-splits (a tree over up to 64 lanes, each lane merging every 64th split), with
+ * one, two and four targets per work-item:
  * split counts from 1 to above 64, not powers of two, with small work-groups so that there are
  * enough tiles to split. fixed64's sums are exact, so its raw words (and the nearest neighbours)
  * are the same bits for every split count; ref stays within 1e-12 of the double reference. */
@@ -599,16 +625,19 @@ static void test_split_counts(void **state)
     g6ref_evaluate(ni, s.target_id, s.tx, s.tv, nj, s.source_id, s.px, s.pv, s.mass, eps2, ref_acc,
                    ref_jerk, ref_pot, ref_nn);
     const int split_counts[] = {1, 3, 16, 65, 100, 126};
+    const int unrolls[] = {1, 2, 4};
     uint64_t first_words[37 * FK_SOURCES_RAW_WORDS], words[37 * FK_SOURCES_RAW_WORDS];
     for (int a = 0; a < 2; ++a) {
         const char *accum = a == 0 ? "fixed64" : "ref";
-        for (size_t c = 0; c < sizeof split_counts / sizeof split_counts[0]; ++c) {
+        for (size_t c = 0; c < 3 * sizeof split_counts / sizeof split_counts[0]; ++c) {
+            const int splits = split_counts[c / 3], unroll = unrolls[c % 3];
             fk_sources_config config = FK_CONFIG_INIT(fk_sources_config);
             config.capacity = nj;
             config.max_targets = ni;
             config.accum = accum;
             config.work_group_size = 8; /* 126 tiles of sources */
-            config.j_splits = split_counts[c];
+            config.j_splits = splits;
+            config.unroll = unroll;
             fk_sources *engine = NULL;
             if (fk_sources_create(fk_test_context, &config, &engine) != FK_OK)
                 fail_msg("fk_sources_create: %s", fk_context_last_error(fk_test_context));
@@ -643,7 +672,8 @@ static void test_split_counts(void **state)
                 if (c == 0)
                     memcpy(first_words, words, sizeof words);
                 else if (memcmp(first_words, words, sizeof words) != 0)
-                    fail_msg("fixed64 with %d splits: not the bits of one split", split_counts[c]);
+                    fail_msg("fixed64 with %d splits, unroll %d: not the bits of one split", splits,
+                             unroll);
             } else {
                 double worst = 0;
                 for (size_t i = 0; i < ni; ++i) {
@@ -657,7 +687,8 @@ static void test_split_counts(void **state)
                     }
                 }
                 if (!(worst < 1e-12))
-                    fail_msg("ref with %d splits: relative error %g", split_counts[c], worst);
+                    fail_msg("ref with %d splits, unroll %d: relative error %g", splits, unroll,
+                             worst);
             }
             fk_sources_destroy(engine);
         }
@@ -828,6 +859,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_slot_updates),
         cmocka_unit_test(test_split_raw),
         cmocka_unit_test(test_split_counts),
+        cmocka_unit_test(test_unrolled),
         cmocka_unit_test(test_fixed64_hints),
         cmocka_unit_test(test_bad_input),
     };
