@@ -41,7 +41,7 @@ for config in ref:ds float:float; do
         2> "$out/g6_block_${accum}_${positions}_npipes${large}.err" ||
         echo "bench_g6_block $accum/$positions npipes $large failed (see its .err)" >&2
 done
-# Targets per work-item (fk_sources_config.unroll; the GPUs' default is 2).
+# Targets per work-item (fk_sources_config.unroll; the default is 1).
 for config in ref:ds float:float; do
     accum=${config%%:*} positions=${config##*:}
     for unroll in 1 2 4; do

@@ -289,8 +289,10 @@ static fk_status resolve_config(fk_context *context, const fk_sources_config *in
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_sources_config.positions %d is not an fk_positions value",
                         (int)out->positions);
+    /* 1 by default: on the H200 two and four targets per work-item were slower (register
+     * pressure; bench/results/2026-11-27_nvidia-h200/g6/README.md). */
     if (out->unroll == 0)
-        out->unroll = context->info.type == FK_DEVICE_GPU ? 2 : 1;
+        out->unroll = 1;
     if (out->unroll != 1 && out->unroll != 2 && out->unroll != 4)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_sources_config.unroll %d: 1, 2 or 4 targets per work-item",

@@ -115,8 +115,7 @@ static fk_source slot_of(const g6ref_source *src)
     return slot;
 }
 
-/* Targets per work-item for load() (fk_sources_config.unroll; 0: the device's default, 1 on CPUs,
- * so the tests set the GPUs' 2 and 4 explicitly). */
+/* Targets per work-item for load() (fk_sources_config.unroll; 0: the default, 1). */
 static int load_unroll = 0;
 
 static fk_sources *load(const tsystem *s, const char *accum, fk_positions positions,
@@ -430,9 +429,9 @@ static void test_neighbor_lists(void **state)
     load_unroll = 0;
 }
 
-/* Two targets per work-item (the GPUs' default; four is covered by the lists and the split
- * counts): ref/ds and float/float against the reference with test_ref_ds's and test_float_float's
- * tolerances, 300 targets in blocks of 128 (the last block, 44, is not a multiple of 128). */
+/* Two targets per work-item (four is covered by the lists and the split counts): ref/ds and
+ * float/float against the reference with test_ref_ds's and test_float_float's tolerances, 300
+ * targets in blocks of 128 (the last block, 44, is not a multiple of 128). */
 static void test_unrolled(void **state)
 {
     (void)state;

@@ -633,8 +633,8 @@ typedef struct fk_sources_config {
     size_t neighbor_capacity; /* IDs kept per target's neighbour list; 0: 256 */
     int work_group_size;      /* targets per work-group, also the source tile; 0: automatic */
     int j_splits;             /* work-groups sharing one target block's sources; 0: automatic */
-    /* Targets per work-item, 1, 2 or 4 (added in 0.5): each source read serves that many; 0:
-     * automatic (2 on GPUs, 1 elsewhere) */
+    /* Targets per work-item, 1, 2 or 4 (added in 0.5): each source read from local memory serves
+     * that many; 0: 1 (on the H200, 2 and 4 were slower) */
     int unroll;
 } fk_sources_config;
 
