@@ -72,10 +72,22 @@
 #define FK_G6_DIFF(jh, jl, ih, il) ((fk_real)(jh) - (fk_real)(ih))
 #endif
 
-/* Slot updates: update k (six double4: x|t, v|m, a, jerk, snap, then the slot and the ID as an
- * int2 in the first double of the sixth) goes to its slot. One upload and one launch for a block
- * step's scattered slots. */
-__kernel void fk_g6_scatter(const int n, __global const double4 *restrict update,
+/* With double pair arithmetic (ref) and DS positions, the sources are staged in local memory as
+ * doubles, hi + lo (the 48-bit value, exact in double but for a lo far below hi's last bit, where
+ * the rounding is below the pair's own 2^-48), and the targets likewise once: a difference is then
+ * one subtraction instead of four conversions and three additions per coordinate, which made ref
+ * the slowest configuration per pair. */
+#if FK_G6_DS && defined(FK_REAL_IS_DOUBLE)
+#define FK_G6_STAGE_DOUBLE 1
+#else
+#define FK_G6_STAGE_DOUBLE 0
+#endif
+
+/* Slot updates: update k (six double4 at update + offset + 6 k: x|t, v|m, a, jerk, snap, then the
+ * slot and the ID as an int2 in the first double of the sixth) goes to its slot. They ride in the
+ * targets' upload (offset: where they start in it), and one launch scatters a block step's
+ * slots. */
+__kernel void fk_g6_scatter(const int n, __global const double4 *restrict update, const int offset,
                             __global double4 *restrict x_t, __global double4 *restrict v_m,
                             __global double4 *restrict acc, __global double4 *restrict jerk,
                             __global double4 *restrict snap, __global int *restrict s_id)
@@ -83,7 +95,7 @@ __kernel void fk_g6_scatter(const int n, __global const double4 *restrict update
     const int k = (int)get_global_id(0);
     if (k >= n)
         return;
-    __global const double4 *u = update + 6 * (size_t)k;
+    __global const double4 *u = update + offset + 6 * (size_t)k;
     const int2 target = as_int2(u[5].x);
     x_t[target.x] = u[0];
     v_m[target.x] = u[1];
@@ -147,7 +159,11 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
              __global double *restrict nn_r2, __global int *restrict nn_id, const int want_lists,
              const int capacity, __global int *restrict count, __global int *restrict list)
 {
+#if FK_G6_STAGE_DOUBLE
+    __local double4 l_x[WG_SIZE], l_v[WG_SIZE]; /* w: the mass */
+#else
     __local float4 l_pos_hi[WG_SIZE], l_pos_lo[WG_SIZE], l_vel_hi[WG_SIZE], l_vel_lo[WG_SIZE];
+#endif
     __local int l_id[WG_SIZE];
 
     const int w = (int)get_global_id(0);
@@ -161,6 +177,9 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
     const fk_real eps2 = (fk_real)eps2_in;
 
     float4 ih[FK_G6_UNROLL], il[FK_G6_UNROLL], ivh[FK_G6_UNROLL], ivl[FK_G6_UNROLL];
+#if FK_G6_STAGE_DOUBLE
+    double3 xi[FK_G6_UNROLL], vi[FK_G6_UNROLL];
+#endif
     int iid[FK_G6_UNROLL], lists[FK_G6_UNROLL];
     fk_real h2[FK_G6_UNROLL], best_r2[FK_G6_UNROLL];
     int best_id[FK_G6_UNROLL];
@@ -182,6 +201,10 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
         il[u] = targets[stride + i];
         ivh[u] = targets[2 * stride + i];
         ivl[u] = targets[3 * stride + i];
+#if FK_G6_STAGE_DOUBLE
+        xi[u] = convert_double3(ih[u].xyz) + convert_double3(il[u].xyz);
+        vi[u] = convert_double3(ivh[u].xyz) + convert_double3(ivl[u].xyz);
+#endif
         const double2 meta = t_meta[i];
         iid[u] = (int)meta.y;
         h2[u] = (fk_real)meta.x;
@@ -196,68 +219,102 @@ fk_g6_forces(const int ni, const int nj, const int chunk, const double eps2_in,
         }
     }
 
+    /* One source k of the tile against the work-item's targets. */
+#if FK_G6_STAGE_DOUBLE
+#define FK_G6_SOURCE(k)                                                                            \
+    const double4 xj = l_x[k], vj = l_v[k];                                                        \
+    const int jid = l_id[k];                                                                       \
+    const fk_real mass = xj.w;
+#define FK_G6_DIFFS(u)                                                                             \
+    const fk_real dx = xj.x - xi[u].x, dy = xj.y - xi[u].y, dz = xj.z - xi[u].z;                   \
+    const fk_real vx = vj.x - vi[u].x, vy = vj.y - vi[u].y, vz = vj.z - vi[u].z;
+#else
+#if FK_G6_DS
+#define FK_G6_MASS(jh, jl) ((fk_real)(jh).w + (fk_real)(jl).w)
+#else
+#define FK_G6_MASS(jh, jl) ((fk_real)(jh).w)
+#endif
+#define FK_G6_SOURCE(k)                                                                            \
+    const float4 jh = l_pos_hi[k], jl = l_pos_lo[k];                                               \
+    const float4 jvh = l_vel_hi[k], jvl = l_vel_lo[k];                                             \
+    const int jid = l_id[k];                                                                       \
+    const fk_real mass = FK_G6_MASS(jh, jl);
+#define FK_G6_DIFFS(u)                                                                             \
+    const fk_real dx = FK_G6_DIFF(jh.x, jl.x, ih[u].x, il[u].x);                                   \
+    const fk_real dy = FK_G6_DIFF(jh.y, jl.y, ih[u].y, il[u].y);                                   \
+    const fk_real dz = FK_G6_DIFF(jh.z, jl.z, ih[u].z, il[u].z);                                   \
+    const fk_real vx = FK_G6_DIFF(jvh.x, jvl.x, ivh[u].x, ivl[u].x);                               \
+    const fk_real vy = FK_G6_DIFF(jvh.y, jvl.y, ivh[u].y, ivl[u].y);                               \
+    const fk_real vz = FK_G6_DIFF(jvh.z, jvl.z, ivh[u].z, ivl[u].z);
+#endif
+#if REPRODUCIBLE
+#define FK_G6_RSQRT(x) ((fk_real)1 / sqrt(x))
+#else
+#define FK_G6_RSQRT(x) rsqrt(x)
+#endif
+#define FK_G6_PAIR(k)                                                                              \
+    {                                                                                              \
+        FK_G6_SOURCE(k)                                                                            \
+        _Pragma("unroll") for (int u = 0; u < FK_G6_UNROLL; ++u)                                   \
+        {                                                                                          \
+            const int same = jid == iid[u];                                                        \
+            FK_G6_DIFFS(u)                                                                         \
+            const fk_real r2 = dx * dx + (dy * dy + dz * dz);                                      \
+            const fk_real inv_s = FK_G6_RSQRT(fmax(r2 + eps2, (fk_real)FK_G6_TINY));               \
+            const fk_real inv_s2 = inv_s * inv_s;                                                  \
+            const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;                            \
+            const fk_real m_inv_s3 = m_inv_s * inv_s2;                                             \
+            const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;               \
+            fk_acc_add(&acc[u][0], dx * m_inv_s3, FK_G6_ENV(u, 0));                                \
+            fk_acc_add(&acc[u][1], dy * m_inv_s3, FK_G6_ENV(u, 1));                                \
+            fk_acc_add(&acc[u][2], dz * m_inv_s3, FK_G6_ENV(u, 2));                                \
+            fk_acc_add(&acc[u][3], (vx - rv3 * dx) * m_inv_s3, FK_G6_ENV(u, 3));                   \
+            fk_acc_add(&acc[u][4], (vy - rv3 * dy) * m_inv_s3, FK_G6_ENV(u, 4));                   \
+            fk_acc_add(&acc[u][5], (vz - rv3 * dz) * m_inv_s3, FK_G6_ENV(u, 5));                   \
+            fk_acc_add(&acc[u][6], -m_inv_s, FK_G6_ENV(u, 6));                                     \
+            if (!same && (r2 < best_r2[u] || (r2 == best_r2[u] && jid < best_id[u]))) {            \
+                best_r2[u] = r2;                                                                   \
+                best_id[u] = jid;                                                                  \
+            }                                                                                      \
+            if (lists[u] && !same && r2 <= h2[u]) {                                                \
+                const int gi = w + u * targets_stride;                                             \
+                const int slot = atomic_inc(&count[gi]);                                           \
+                if (slot < capacity)                                                               \
+                    list[(size_t)gi * capacity + slot] = jid;                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
     const int j_begin = split * chunk;
     const int j_end = min(nj, j_begin + chunk);
     for (int base = j_begin; base < j_end; base += WG_SIZE) {
         const int load = base + lid;
         barrier(CLK_LOCAL_MEM_FENCE);
         if (load < j_end) {
+#if FK_G6_STAGE_DOUBLE
+            l_x[lid] = convert_double4(pos_hi[load]) + convert_double4(pos_lo[load]);
+            l_v[lid] = convert_double4(vel_hi[load]) + convert_double4(vel_lo[load]);
+#else
             l_pos_hi[lid] = pos_hi[load];
             l_pos_lo[lid] = pos_lo[load];
             l_vel_hi[lid] = vel_hi[load];
             l_vel_lo[lid] = vel_lo[load];
+#endif
             l_id[lid] = s_id[load];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* Work-items past the last target load their share of the tile and skip the pairs: with
-         * few targets (a small block step) most of a work-group has nothing to compute. */
-        const int tile = w < ni ? min(WG_SIZE, j_end - base) : 0;
-        for (int k = 0; k < tile; ++k) {
-            const float4 jh = l_pos_hi[k], jl = l_pos_lo[k];
-            const float4 jvh = l_vel_hi[k], jvl = l_vel_lo[k];
-            const int jid = l_id[k];
-#if FK_G6_DS
-            const fk_real mass = (fk_real)jh.w + (fk_real)jl.w;
-#else
-            const fk_real mass = (fk_real)jh.w;
-#endif
-#pragma unroll
-            for (int u = 0; u < FK_G6_UNROLL; ++u) {
-                const int same = jid == iid[u];
-                const fk_real dx = FK_G6_DIFF(jh.x, jl.x, ih[u].x, il[u].x);
-                const fk_real dy = FK_G6_DIFF(jh.y, jl.y, ih[u].y, il[u].y);
-                const fk_real dz = FK_G6_DIFF(jh.z, jl.z, ih[u].z, il[u].z);
-                const fk_real vx = FK_G6_DIFF(jvh.x, jvl.x, ivh[u].x, ivl[u].x);
-                const fk_real vy = FK_G6_DIFF(jvh.y, jvl.y, ivh[u].y, ivl[u].y);
-                const fk_real vz = FK_G6_DIFF(jvh.z, jvl.z, ivh[u].z, ivl[u].z);
-                const fk_real r2 = dx * dx + (dy * dy + dz * dz);
-                const fk_real s2 = fmax(r2 + eps2, (fk_real)FK_G6_TINY);
-#if REPRODUCIBLE
-                const fk_real inv_s = (fk_real)1 / sqrt(s2);
-#else
-                const fk_real inv_s = rsqrt(s2);
-#endif
-                const fk_real inv_s2 = inv_s * inv_s;
-                const fk_real m_inv_s = (same ? (fk_real)0 : mass) * inv_s;
-                const fk_real m_inv_s3 = m_inv_s * inv_s2;
-                const fk_real rv3 = (fk_real)3 * (dx * vx + dy * vy + dz * vz) * inv_s2;
-                fk_acc_add(&acc[u][0], dx * m_inv_s3, FK_G6_ENV(u, 0));
-                fk_acc_add(&acc[u][1], dy * m_inv_s3, FK_G6_ENV(u, 1));
-                fk_acc_add(&acc[u][2], dz * m_inv_s3, FK_G6_ENV(u, 2));
-                fk_acc_add(&acc[u][3], (vx - rv3 * dx) * m_inv_s3, FK_G6_ENV(u, 3));
-                fk_acc_add(&acc[u][4], (vy - rv3 * dy) * m_inv_s3, FK_G6_ENV(u, 4));
-                fk_acc_add(&acc[u][5], (vz - rv3 * dz) * m_inv_s3, FK_G6_ENV(u, 5));
-                fk_acc_add(&acc[u][6], -m_inv_s, FK_G6_ENV(u, 6));
-                if (!same && (r2 < best_r2[u] || (r2 == best_r2[u] && jid < best_id[u]))) {
-                    best_r2[u] = r2;
-                    best_id[u] = jid;
-                }
-                if (lists[u] && !same && r2 <= h2[u]) {
-                    const int gi = w + u * targets_stride;
-                    const int slot = atomic_inc(&count[gi]);
-                    if (slot < capacity)
-                        list[(size_t)gi * capacity + slot] = jid;
-                }
+         * few targets (a small block step) most of a work-group has nothing to compute. A full
+         * tile runs a loop of constant length, which the compiler unrolls. */
+        if (w < ni) {
+            const int tile = min(WG_SIZE, j_end - base);
+            if (tile == WG_SIZE) {
+#pragma unroll 4
+                for (int k = 0; k < WG_SIZE; ++k)
+                    FK_G6_PAIR(k)
+            } else {
+                for (int k = 0; k < tile; ++k)
+                    FK_G6_PAIR(k)
             }
         }
     }

@@ -66,8 +66,10 @@ struct fk_sources {
      * update_capacity of them (the first load), which go as the range above. */
     size_t *dirty_list, dirty_count, update_capacity;
     unsigned char *dirty_mark;
-    double *host_update; /* 24 doubles per update: x|t, v|m, a, jerk, snap, (slot, ID); pinned */
-    cl_mem update, update_staging;
+    /* 24 doubles per update: x|t, v|m, a, jerk, snap, (slot, ID); in the target block's staging,
+     * at update_offset bytes, so that the updates and the targets go up in one write */
+    double *host_update;
+    size_t update_offset;
     cl_kernel scatter;
     /* The predicted sources are those of predicted_time for slots below predicted_count while
      * predicted_valid (nothing changed since): the predictor is skipped (a repeated firsthalf). */
@@ -196,7 +198,6 @@ void fk_sources_destroy(fk_sources *s)
     release_events(s);
     pinned_release(s, &s->target_staging, s->host_target_block);
     pinned_release(s, &s->result_staging, s->host_result);
-    pinned_release(s, &s->update_staging, s->host_update);
     for (int k = 0; k < SOURCE_DOUBLE4; ++k) {
         release_mem(&s->source[k]);
         free(s->host_source[k]);
@@ -216,7 +217,6 @@ void fk_sources_destroy(fk_sources *s)
         clReleaseKernel(s->reduce);
     if (s->scatter)
         clReleaseKernel(s->scatter);
-    release_mem(&s->update);
     free(s->host_scale);
     free(s->dirty_list);
     free(s->dirty_mark);
@@ -385,15 +385,6 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     s->update_capacity = 4 * ni_max > 4096 ? 4 * ni_max : 4096;
     if (s->update_capacity > capacity)
         s->update_capacity = capacity;
-    if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, s->update_capacity * 24 * sizeof(double),
-                               &s->update, "slot updates");
-    if (status == FK_OK) {
-        void *host = NULL;
-        status = pinned_create(s, s->update_capacity * 24 * sizeof(double), &s->update_staging,
-                               &host, "slot updates");
-        s->host_update = host;
-    }
     if (status == FK_OK) {
         s->host_scale = calloc(ni_max * FK_SOURCES_COMPONENTS, sizeof(double));
         if (!s->host_scale)
@@ -417,19 +408,24 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         status = create_buffer(s, CL_MEM_READ_WRITE, capacity * 4 * sizeof(float), &s->predicted[k],
                                "predicted sources");
     /* The target block in float4 units of ni_max entries: four arrays, (h2, ID), and for fixed64
-     * FK_SOURCES_COMPONENTS settings per target (cl/g6.cl reads the same layout). */
+     * FK_SOURCES_COMPONENTS settings per target (cl/g6.cl reads the same layout); then, on a
+     * 64-byte boundary, room for update_capacity slot updates. A block step sends both in one
+     * write (each command costs the device a few microseconds of its own). */
     const size_t float4_bytes = 4 * sizeof(float);
     s->target_block_bytes =
         (TGT_COUNT + 1 + (s->per_target_scale ? FK_SOURCES_COMPONENTS : 0)) * ni_max * float4_bytes;
+    s->update_offset = (s->target_block_bytes + 63) / 64 * 64;
+    const size_t upload_bytes = s->update_offset + s->update_capacity * 24 * sizeof(double);
     if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, s->target_block_bytes, &s->target, "targets");
+        status =
+            create_buffer(s, CL_MEM_READ_ONLY, upload_bytes, &s->target, "targets and updates");
     if (status == FK_OK) {
         void *host = NULL;
-        status =
-            pinned_create(s, s->target_block_bytes, &s->target_staging, &host, "target staging");
+        status = pinned_create(s, upload_bytes, &s->target_staging, &host, "target staging");
         s->host_target_block = host;
     }
     if (status == FK_OK) {
+        s->host_update = (double *)(s->host_target_block + s->update_offset);
         for (int k = 0; k < TGT_COUNT; ++k)
             s->host_target[k] = (float *)(s->host_target_block + (size_t)k * ni_max * float4_bytes);
         s->host_target_meta = (double *)(s->host_target_block + TGT_COUNT * ni_max * float4_bytes);
@@ -669,8 +665,10 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     release_events(s);
     /* The slots changed since the last upload: packed and scattered on the device when they are
      * few (a block step's), else the range that holds them (the first load). */
+    size_t packed_updates = 0;
     if (s->dirty_count > 0 && s->dirty_count <= s->update_capacity) {
         const size_t n = s->dirty_count;
+        packed_updates = n;
         for (size_t k = 0; k < n; ++k) {
             const size_t slot = s->dirty_list[k];
             for (int b = 0; b < SOURCE_DOUBLE4; ++b)
@@ -681,23 +679,6 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
             memcpy(s->host_update + 24 * k + 20, slot_id, sizeof slot_id);
             s->dirty_mark[slot] = 0;
         }
-        err = clEnqueueWriteBuffer(queue, s->update, CL_FALSE, 0, n * 24 * sizeof(double),
-                                   s->host_update, 0, NULL, &s->first);
-        if (err != CL_SUCCESS)
-            return fail_enqueue(s, "clEnqueueWriteBuffer (slot updates)", err);
-        const int n_int = (int)n;
-        fk_status status = FK__SET_ARGS(
-            context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int), FK__ARG(s->update),
-            FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
-            FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
-        if (status != FK_OK) {
-            clFinish(queue);
-            return status;
-        }
-        const size_t local = 64, global = (n + local - 1) / local * local;
-        err = clEnqueueNDRangeKernel(queue, s->scatter, 1, NULL, &global, &local, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_scatter)", err);
     } else if (s->dirty_count > 0) {
         const size_t first = s->dirty_begin, n = s->dirty_end - s->dirty_begin;
         for (int k = 0; k < SOURCE_DOUBLE4 && err == CL_SUCCESS; ++k)
@@ -714,20 +695,38 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     }
     s->dirty_count = 0;
     s->dirty_begin = s->dirty_end = 0;
-    /* The target block as one write, up to the last part's first ni entries. */
+    /* The target block as one write, up to the last part's first ni entries, or with packed slot
+     * updates up to the last of them; then the updates scattered into their slots. */
     const size_t float4_bytes = 4 * sizeof(float), ni_max = s->config.max_targets;
     const size_t target_bytes =
-        s->per_target_scale ? ((TGT_COUNT + 1) * ni_max + ni * FK_SOURCES_COMPONENTS) * float4_bytes
-                            : (TGT_COUNT * ni_max + ni) * float4_bytes;
+        packed_updates > 0 ? s->update_offset + packed_updates * 24 * sizeof(double)
+        : s->per_target_scale
+            ? ((TGT_COUNT + 1) * ni_max + ni * FK_SOURCES_COMPONENTS) * float4_bytes
+            : (TGT_COUNT * ni_max + ni) * float4_bytes;
     err = clEnqueueWriteBuffer(queue, s->target, CL_FALSE, 0, target_bytes, s->host_target_block, 0,
-                               NULL, s->first ? NULL : &s->first);
+                               NULL, &s->first);
+    if (err == CL_SUCCESS && packed_updates > 0) {
+        const int n_int = (int)packed_updates;
+        const int offset = (int)(s->update_offset / (4 * sizeof(double))); /* in double4 */
+        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int),
+                                        FK__ARG(s->target), FK__ARG(offset),
+                                        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]),
+                                        FK__ARG(s->source[BUF_A]), FK__ARG(s->source[BUF_J]),
+                                        FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
+        if (status != FK_OK) {
+            clFinish(queue);
+            return status;
+        }
+        const size_t local = 64, global = (packed_updates + local - 1) / local * local;
+        err = clEnqueueNDRangeKernel(queue, s->scatter, 1, NULL, &global, &local, 0, NULL, NULL);
+    }
     if (err == CL_SUCCESS && lists) {
         const cl_int zero = 0;
         err = clEnqueueFillBuffer(queue, s->count, &zero, sizeof zero, 0, ni * sizeof(int), 0, NULL,
                                   NULL);
     }
     if (err != CL_SUCCESS)
-        return fail_enqueue(s, "clEnqueueWriteBuffer (targets)", err);
+        return fail_enqueue(s, "clEnqueueWriteBuffer / fk_g6_scatter (targets, updates)", err);
 
     /* The predictor over slots 0 .. nj - 1. */
     const int nj_int = (int)nj, ni_int = (int)ni;
