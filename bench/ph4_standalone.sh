@@ -89,9 +89,12 @@
 # device tool's 10 minutes; its run to t = 0.125 is the accuracy cross-check.
 set -euo pipefail
 
-DEFAULT_PH4_SRC=/tmp/ciwork/forcekit/build-test/amuse/sdist/amuse_ph4-2024.6.0/src/amuse/community/ph4/src
-DEFAULT_STOPCOND_DIR=/tmp/ciwork/forcekit/build-test/amuse/venv/share/amuse/lib/stopcond
 root=$(cd "$(dirname "$0")/.." && pwd)
+# What tests/amuse/run_clients.sh BUILD_DIR left in BUILD_DIR/amuse (the test script's BUILD_DIR
+# is build-test; AMUSE_BUILD names another).
+amuse_build=${AMUSE_BUILD:-$root/build-test}/amuse
+DEFAULT_PH4_SRC=$amuse_build/sdist/amuse_ph4-2024.6.0/src/amuse/community/ph4/src
+DEFAULT_STOPCOND_DIR=$amuse_build/venv/share/amuse/lib/stopcond
 
 die() {
     echo "ph4_standalone.sh: $*" >&2
