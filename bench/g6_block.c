@@ -95,6 +95,8 @@ static const char *json_number(char *text, size_t size, double value)
 
 typedef struct block_time {
     double wall, device, pair_loop; /* medians, seconds; device NaN without profiling */
+    /* medians on the host: the ni fk_sources_set calls, the fk_sources_start call */
+    double host_set, host_start;
     size_t reps;
 } block_time;
 
@@ -106,7 +108,7 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
     double *acc = malloc(3 * ni * sizeof(double)), *jerk = malloc(3 * ni * sizeof(double));
     double *pot = malloc(ni * sizeof(double));
     int *nearest = malloc(ni * sizeof(int));
-    double samples[1000], device[1000], pair_loop[1000];
+    double samples[1000], device[1000], pair_loop[1000], set_time[1000], start_time[1000];
     size_t reps = 0, timed = 0;
     int rc = 0;
     double spent = 0, t = 0.0;
@@ -137,7 +139,9 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
                               .id = id,
                               .position = x,
                               .velocity = v};
+        const double set_done = now();
         fk_status status = fk_sources_start(engine, &targets);
+        const double start_done = now();
         if (status == FK_OK)
             status = fk_sources_finish(engine, &(fk_target_results){acc, jerk, pot, nearest});
         if (status != FK_OK) {
@@ -146,6 +150,8 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
         }
         const double elapsed = now() - start;
         if (rep > 0) { /* rep 0 is the warm-up */
+            set_time[reps] = set_done - start;
+            start_time[reps] = start_done - set_done;
             samples[reps++] = elapsed;
             spent += elapsed;
             if (fk_sources_device_seconds(engine, &device[timed], &pair_loop[timed]) == FK_OK)
@@ -156,6 +162,8 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
     result->device = timed ? median(device, timed) : NAN;
     result->pair_loop = timed ? median(pair_loop, timed) : NAN;
     result->reps = reps;
+    result->host_set = median(set_time, reps);
+    result->host_start = median(start_time, reps);
 done:
     free(id);
     free(x);
@@ -315,10 +323,11 @@ int main(int argc, char **argv)
             break;
         char device_text[32], loop_text[32];
         printf("%s\n    {\"ni\": %zu, \"seconds\": %.6e, \"device_seconds\": %s, "
-               "\"pair_loop_seconds\": %s, \"reps\": %zu, \"interactions_per_second\": %.4e}",
+               "\"pair_loop_seconds\": %s, \"host_set_seconds\": %.3e, "
+               "\"host_start_seconds\": %.3e, \"reps\": %zu, \"interactions_per_second\": %.4e}",
                k ? "," : "", ni, t.wall, json_number(device_text, sizeof device_text, t.device),
-               json_number(loop_text, sizeof loop_text, t.pair_loop), t.reps,
-               (double)ni * (double)block_nj / t.wall);
+               json_number(loop_text, sizeof loop_text, t.pair_loop), t.host_set, t.host_start,
+               t.reps, (double)ni * (double)block_nj / t.wall);
         fflush(stdout);
     }
     printf("\n  ],\n");

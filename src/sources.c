@@ -323,6 +323,43 @@ static fk_status resolve_config(fk_context *context, const fk_sources_config *in
     return FK_OK;
 }
 
+/* The kernels' arguments that stay for the object's lifetime (its buffers, the target stride, the
+ * list capacity), set once: a block step sets only the few that change (each clSetKernelArg is a
+ * host call of its own, some forty of them per block step otherwise). */
+static fk_status set_fixed_args(fk_sources *s)
+{
+    fk_context *context = s->context;
+    const cl_float4 acc_param = {{0, 0, 0, 0}};
+    const int target_stride = (int)s->config.max_targets;
+    const int capacity = (int)s->config.neighbor_capacity;
+    const int offset = (int)(s->update_offset / (4 * sizeof(double))); /* in double4 */
+    fk_status status = FK__SET_ARGS(
+        context, s->scatter, "fk_g6_scatter", 1, FK__ARG(s->target), FK__ARG(offset),
+        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
+        FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
+    if (status == FK_OK)
+        status =
+            FK__SET_ARGS(context, s->predict, "fk_g6_predict", 2, FK__ARG(s->source[BUF_XT]),
+                         FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
+                         FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]),
+                         FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
+                         FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(
+            context, s->forces, "fk_g6_forces", 4, FK__ARG(acc_param), FK__ARG(s->target),
+            FK__ARG(target_stride), FK__ARG(s->predicted[PRED_POS_HI]),
+            FK__ARG(s->predicted[PRED_POS_LO]), FK__ARG(s->predicted[PRED_VEL_HI]),
+            FK__ARG(s->predicted[PRED_VEL_LO]), FK__ARG(s->source_id), FK__ARG(s->partial),
+            FK__ARG(s->nn_r2), FK__ARG(s->nn_id));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 16, FK__ARG(capacity),
+                              FK__ARG(s->count), FK__ARG(s->list));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, s->reduce, "fk_g6_reduce", 2, FK__ARG(s->partial),
+                              FK__ARG(s->result), FK__ARG(s->nn_r2), FK__ARG(s->nn_id));
+    return status;
+}
+
 fk_status fk_sources_create(fk_context *context, const fk_sources_config *config, fk_sources **out)
 {
     if (!out)
@@ -483,6 +520,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_count || !s->host_list)
             status = FK_ERR_HOST_MEMORY;
     }
+    if (status == FK_OK)
+        status = set_fixed_args(s);
     if (status != FK_OK) {
         fk_sources_destroy(s);
         return status;
@@ -707,12 +746,7 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                                NULL, &s->first);
     if (err == CL_SUCCESS && packed_updates > 0) {
         const int n_int = (int)packed_updates;
-        const int offset = (int)(s->update_offset / (4 * sizeof(double))); /* in double4 */
-        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int),
-                                        FK__ARG(s->target), FK__ARG(offset),
-                                        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]),
-                                        FK__ARG(s->source[BUF_A]), FK__ARG(s->source[BUF_J]),
-                                        FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
+        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int));
         if (status != FK_OK) {
             clFinish(queue);
             return status;
@@ -731,12 +765,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     /* The predictor over slots 0 .. nj - 1. */
     const int nj_int = (int)nj, ni_int = (int)ni;
     const double ti = t->time;
-    fk_status status = FK__SET_ARGS(
-        context, s->predict, "fk_g6_predict", 0, FK__ARG(nj_int), FK__ARG(ti),
-        FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
-        FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->predicted[PRED_POS_HI]),
-        FK__ARG(s->predicted[PRED_POS_LO]), FK__ARG(s->predicted[PRED_VEL_HI]),
-        FK__ARG(s->predicted[PRED_VEL_LO]));
+    fk_status status =
+        FK__SET_ARGS(context, s->predict, "fk_g6_predict", 0, FK__ARG(nj_int), FK__ARG(ti));
     if (status != FK_OK) {
         clFinish(queue);
         return status;
@@ -775,21 +805,16 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const int chunk = (int)(((tiles + splits - 1) / splits) * wg);
     splits = (nj + (size_t)chunk - 1) / (size_t)chunk;
     const int splits_int = (int)splits;
-    const int want_lists = lists, capacity = (int)s->config.neighbor_capacity;
+    const int want_lists = lists;
     const double eps2 = t->eps2;
-    const cl_float4 acc_param = {{0, 0, 0, 0}};
-    const int target_stride = (int)s->config.max_targets;
-    status = FK__SET_ARGS(
-        context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int), FK__ARG(chunk),
-        FK__ARG(eps2), FK__ARG(acc_param), FK__ARG(s->target), FK__ARG(target_stride),
-        FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
-        FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]),
-        FK__ARG(s->source_id), FK__ARG(s->partial), FK__ARG(s->nn_r2), FK__ARG(s->nn_id),
-        FK__ARG(want_lists), FK__ARG(capacity), FK__ARG(s->count), FK__ARG(s->list));
+    /* Only the arguments that change; the buffers were set at creation (set_fixed_args). */
+    status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int),
+                          FK__ARG(chunk), FK__ARG(eps2));
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 15, FK__ARG(want_lists));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, s->reduce, "fk_g6_reduce", 0, FK__ARG(ni_int),
-                              FK__ARG(splits_int), FK__ARG(s->partial), FK__ARG(s->result),
-                              FK__ARG(s->nn_r2), FK__ARG(s->nn_id));
+                              FK__ARG(splits_int));
     if (status != FK_OK) {
         clFinish(queue);
         return status;
