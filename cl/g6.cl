@@ -83,45 +83,59 @@
 #define FK_G6_STAGE_DOUBLE 0
 #endif
 
-/* Slot updates: update k (six double4 at update + offset + 6 k: x|t, v|m, a, jerk, snap, then the
- * slot and the ID as an int2 in the first double of the sixth) goes to its slot. They ride in the
- * targets' upload (offset: where they start in it), and one launch scatters a block step's
- * slots. */
-__kernel void fk_g6_scatter(const int n, __global const double4 *restrict update, const int offset,
-                            __global double4 *restrict x_t, __global double4 *restrict v_m,
-                            __global double4 *restrict acc, __global double4 *restrict jerk,
-                            __global double4 *restrict snap, __global int *restrict s_id)
-{
-    const int k = (int)get_global_id(0);
-    if (k >= n)
-        return;
-    __global const double4 *u = update + offset + 6 * (size_t)k;
-    const int2 target = as_int2(u[5].x);
-    x_t[target.x] = u[0];
-    v_m[target.x] = u[1];
-    acc[target.x] = u[2];
-    jerk[target.x] = u[3];
-    snap[target.x] = u[4];
-    s_id[target.x] = target.y;
-}
-
 /* One slot: x_t (x, y, z, tj), v_m (vx, vy, vz, mass), a, jerk, snap (xyz, unused w). Writes the
  * predicted position and velocity as hi/lo float pairs; the mass goes as a pair too (w of pos_hi
- * and pos_lo), since a float mass alone would cap every term at 6e-8. */
-__kernel void fk_g6_predict(const int nj, const double ti, __global const double4 *restrict x_t,
-                            __global const double4 *restrict v_m,
-                            __global const double4 *restrict acc,
-                            __global const double4 *restrict jerk,
-                            __global const double4 *restrict snap, __global float4 *restrict pos_hi,
-                            __global float4 *restrict pos_lo, __global float4 *restrict vel_hi,
-                            __global float4 *restrict vel_lo)
+ * and pos_lo), since a float mass alone would cap every term at 6e-8.
+ *
+ * Slot updates ride along (one launch fewer per block step: each command costs the host several
+ * microseconds to enqueue on some implementations): the n updates at update + offset, six double4
+ * each (x|t, v|m, a, jerk, snap, then the slot and the ID as an int2 in the first double of the
+ * sixth), sorted by slot. Work-item j looks its slot up among them (a binary search); an updated
+ * slot is predicted from its update and the update is stored into the slot arrays, by this
+ * work-item alone. Work-items from nj up to `slots` (one past the last updated slot) only store. */
+__kernel void fk_g6_predict(const int nj, const double ti, const int slots, const int n,
+                            __global const double4 *restrict update, const int offset,
+                            __global double4 *restrict x_t, __global double4 *restrict v_m,
+                            __global double4 *restrict acc, __global double4 *restrict jerk,
+                            __global double4 *restrict snap, __global int *restrict s_id,
+                            __global float4 *restrict pos_hi, __global float4 *restrict pos_lo,
+                            __global float4 *restrict vel_hi, __global float4 *restrict vel_lo)
 {
     const int j = (int)get_global_id(0);
-    if (j >= nj)
+    if (j >= slots)
         return;
-    const double4 xt = x_t[j];
-    const double4 vm = v_m[j];
-    const double3 a = acc[j].xyz, k = jerk[j].xyz, s = snap[j].xyz;
+    int lo = 0, hi = n; /* the first update with slot >= j */
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (as_int2(update[offset + 6 * mid + 5].x).x < j)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double4 xt, vm, a4, k4, s4;
+    if (lo < n && as_int2(update[offset + 6 * lo + 5].x).x == j) {
+        __global const double4 *u = update + offset + 6 * lo;
+        xt = u[0];
+        vm = u[1];
+        a4 = u[2];
+        k4 = u[3];
+        s4 = u[4];
+        x_t[j] = xt;
+        v_m[j] = vm;
+        acc[j] = a4;
+        jerk[j] = k4;
+        snap[j] = s4;
+        s_id[j] = as_int2(u[5].x).y;
+    } else {
+        if (j >= nj)
+            return;
+        xt = x_t[j];
+        vm = v_m[j];
+        a4 = acc[j];
+        k4 = jerk[j];
+        s4 = snap[j];
+    }
+    const double3 a = a4.xyz, k = k4.xyz, s = s4.xyz;
     const double dt = ti - xt.w;
     /* Horner: x + dt (v + dt (a/2 + dt (k/6 + dt s/24))) */
     const double3 x =

@@ -62,7 +62,7 @@ struct fk_sources {
         set_prefix; /* slots 0 .. set_prefix - 1 have all been set (start checks nj against it) */
     size_t dirty_begin, dirty_end; /* [begin, end), empty when equal */
     /* The changed slots themselves (a block step changes a few, scattered): packed into one
-     * upload and scattered on the device by fk_g6_scatter, unless there are more than
+     * upload and stored on the device by the predictor (fk_g6_predict), unless there are more than
      * update_capacity of them (the first load), which go as the range above. */
     size_t *dirty_list, dirty_count, update_capacity;
     unsigned char *dirty_mark;
@@ -70,7 +70,6 @@ struct fk_sources {
      * at update_offset bytes, so that the updates and the targets go up in one write */
     double *host_update;
     size_t update_offset;
-    cl_kernel scatter;
     /* The predicted sources are those of predicted_time for slots below predicted_count while
      * predicted_valid (nothing changed since): the predictor is skipped (a repeated firsthalf). */
     int predicted_valid;
@@ -215,8 +214,6 @@ void fk_sources_destroy(fk_sources *s)
         clReleaseKernel(s->forces);
     if (s->reduce)
         clReleaseKernel(s->reduce);
-    if (s->scatter)
-        clReleaseKernel(s->scatter);
     free(s->host_scale);
     free(s->dirty_list);
     free(s->dirty_mark);
@@ -334,16 +331,11 @@ static fk_status set_fixed_args(fk_sources *s)
     const int capacity = (int)s->config.neighbor_capacity;
     const int offset = (int)(s->update_offset / (4 * sizeof(double))); /* in double4 */
     fk_status status = FK__SET_ARGS(
-        context, s->scatter, "fk_g6_scatter", 1, FK__ARG(s->target), FK__ARG(offset),
+        context, s->predict, "fk_g6_predict", 4, FK__ARG(s->target), FK__ARG(offset),
         FK__ARG(s->source[BUF_XT]), FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
-        FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id));
-    if (status == FK_OK)
-        status =
-            FK__SET_ARGS(context, s->predict, "fk_g6_predict", 2, FK__ARG(s->source[BUF_XT]),
-                         FK__ARG(s->source[BUF_VM]), FK__ARG(s->source[BUF_A]),
-                         FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]),
-                         FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
-                         FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]));
+        FK__ARG(s->source[BUF_J]), FK__ARG(s->source[BUF_S]), FK__ARG(s->source_id),
+        FK__ARG(s->predicted[PRED_POS_HI]), FK__ARG(s->predicted[PRED_POS_LO]),
+        FK__ARG(s->predicted[PRED_VEL_HI]), FK__ARG(s->predicted[PRED_VEL_LO]));
     if (status == FK_OK)
         status = FK__SET_ARGS(
             context, s->forces, "fk_g6_forces", 4, FK__ARG(acc_param), FK__ARG(s->target),
@@ -417,8 +409,6 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         status = create_kernel(s, "fk_g6_forces", &s->forces);
     if (status == FK_OK)
         status = create_kernel(s, "fk_g6_reduce", &s->reduce);
-    if (status == FK_OK)
-        status = create_kernel(s, "fk_g6_scatter", &s->scatter);
     s->update_capacity = 4 * ni_max > 4096 ? 4 * ni_max : 4096;
     if (s->update_capacity > capacity)
         s->update_capacity = capacity;
@@ -607,6 +597,12 @@ static void split_double(double x, int ds, float *hi, float *lo)
     *lo = ds ? (float)(x - (double)*hi) : 0.0f;
 }
 
+static int compare_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 static fk_status fail_enqueue(fk_sources *s, const char *call, cl_int err)
 {
     clFinish(s->context->queue);
@@ -702,12 +698,15 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     cl_command_queue queue = context->queue;
     cl_int err = CL_SUCCESS;
     release_events(s);
-    /* The slots changed since the last upload: packed and scattered on the device when they are
-     * few (a block step's), else the range that holds them (the first load). */
-    size_t packed_updates = 0;
+    /* The slots changed since the last upload: packed in slot order, for the predictor to store
+     * (it finds them by binary search), when they are few (a block step's); else the range that
+     * holds them (the first load). */
+    size_t packed_updates = 0, update_slots = 0;
     if (s->dirty_count > 0 && s->dirty_count <= s->update_capacity) {
         const size_t n = s->dirty_count;
         packed_updates = n;
+        qsort(s->dirty_list, n, sizeof *s->dirty_list, compare_size);
+        update_slots = s->dirty_list[n - 1] + 1;
         for (size_t k = 0; k < n; ++k) {
             const size_t slot = s->dirty_list[k];
             for (int b = 0; b < SOURCE_DOUBLE4; ++b)
@@ -735,7 +734,7 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     s->dirty_count = 0;
     s->dirty_begin = s->dirty_end = 0;
     /* The target block as one write, up to the last part's first ni entries, or with packed slot
-     * updates up to the last of them; then the updates scattered into their slots. */
+     * updates up to the last of them. */
     const size_t float4_bytes = 4 * sizeof(float), ni_max = s->config.max_targets;
     const size_t target_bytes =
         packed_updates > 0 ? s->update_offset + packed_updates * 24 * sizeof(double)
@@ -744,36 +743,31 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
             : (TGT_COUNT * ni_max + ni) * float4_bytes;
     err = clEnqueueWriteBuffer(queue, s->target, CL_FALSE, 0, target_bytes, s->host_target_block, 0,
                                NULL, &s->first);
-    if (err == CL_SUCCESS && packed_updates > 0) {
-        const int n_int = (int)packed_updates;
-        fk_status status = FK__SET_ARGS(context, s->scatter, "fk_g6_scatter", 0, FK__ARG(n_int));
-        if (status != FK_OK) {
-            clFinish(queue);
-            return status;
-        }
-        const size_t local = 64, global = (packed_updates + local - 1) / local * local;
-        err = clEnqueueNDRangeKernel(queue, s->scatter, 1, NULL, &global, &local, 0, NULL, NULL);
-    }
     if (err == CL_SUCCESS && lists) {
         const cl_int zero = 0;
         err = clEnqueueFillBuffer(queue, s->count, &zero, sizeof zero, 0, ni * sizeof(int), 0, NULL,
                                   NULL);
     }
     if (err != CL_SUCCESS)
-        return fail_enqueue(s, "clEnqueueWriteBuffer / fk_g6_scatter (targets, updates)", err);
+        return fail_enqueue(s, "clEnqueueWriteBuffer (targets, updates)", err);
 
-    /* The predictor over slots 0 .. nj - 1. */
+    /* The predictor over slots 0 .. nj - 1, storing the packed updates on its way (also those of
+     * slots from nj on, which it only stores). */
     const int nj_int = (int)nj, ni_int = (int)ni;
+    const size_t predict_slots = update_slots > nj ? update_slots : nj;
+    const int slots_int = (int)predict_slots, updates_int = (int)packed_updates;
     const double ti = t->time;
-    fk_status status =
-        FK__SET_ARGS(context, s->predict, "fk_g6_predict", 0, FK__ARG(nj_int), FK__ARG(ti));
+    fk_status status = FK__SET_ARGS(context, s->predict, "fk_g6_predict", 0, FK__ARG(nj_int),
+                                    FK__ARG(ti), FK__ARG(slots_int), FK__ARG(updates_int));
     if (status != FK_OK) {
         clFinish(queue);
         return status;
     }
-    if (!(s->predicted_valid && s->predicted_time == ti && s->predicted_count >= nj)) {
+    if (packed_updates > 0 ||
+        !(s->predicted_valid && s->predicted_time == ti && s->predicted_count >= nj)) {
         const size_t predict_local = 64;
-        const size_t predict_global = (nj + predict_local - 1) / predict_local * predict_local;
+        const size_t predict_global =
+            (predict_slots + predict_local - 1) / predict_local * predict_local;
         err = clEnqueueNDRangeKernel(queue, s->predict, 1, NULL, &predict_global, &predict_local, 0,
                                      NULL, NULL);
         if (err != CL_SUCCESS)

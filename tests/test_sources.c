@@ -697,8 +697,9 @@ static void test_split_counts(void **state)
 
 /* Slot updates as a block step makes them, after a first load too large for the packed path
  * (4500 slots: the range upload): scattered slots rewritten (one with a new ID), evaluated at the
- * same time again (the predictor must rerun for the new slots) and at a later one; each time equal
- * to the reference on the current slots. */
+ * same time again (the predictor must rerun for the new slots) and at a later one; then slots set
+ * beyond the evaluated range and the range grown; each time equal to the reference on the
+ * current slots. */
 static void evaluate_and_compare(fk_sources *engine, tsystem *s, double ti)
 {
     for (size_t j = 0; j < s->nj; ++j) {
@@ -754,6 +755,21 @@ static void test_slot_updates(void **state)
         s.ti += 0.0625;
         evaluate_and_compare(engine, &s, s.ti);
     }
+    /* Slots beyond the evaluated range: set while only the first 4000 take part, they must be on
+     * the device when the range grows (the predictor stores the updates of every slot, not only
+     * of those it predicts). */
+    for (size_t slot = 4490; slot < 4500; ++slot) {
+        g6ref_source *src = &s.sources[slot];
+        src->t = s.ti;
+        for (int c = 0; c < 3; ++c)
+            src->x[c] = 0.5 * (2 * fk_test_rng_uniform(&rng) - 1);
+        const fk_source slot_data = slot_of(src);
+        assert_int_equal(fk_sources_set(engine, slot, &slot_data), FK_OK);
+    }
+    s.nj = 4000;
+    evaluate_and_compare(engine, &s, s.ti);
+    s.nj = 4500;
+    evaluate_and_compare(engine, &s, s.ti);
     fk_sources_destroy(engine);
     system_free(&s);
 }
