@@ -118,6 +118,24 @@ static fk_source slot_of(const g6ref_source *src)
 /* Targets per work-item for load() (fk_sources_config.unroll; 0: the default, 1). */
 static int load_unroll = 0;
 
+/* The first ni targets of s against its first nj sources at s's time, with fixed64's scale hints
+ * (the reference's acceleration, jerk and potential). */
+static fk_targets hinted_targets(const tsystem *s, size_t ni, size_t nj, double eps2,
+                                 const double *acc_hint, const double *jerk_hint,
+                                 const double *pot_hint)
+{
+    return (fk_targets){.count = ni,
+                        .sources = nj,
+                        .time = s->ti,
+                        .eps2 = eps2,
+                        .id = s->target_id,
+                        .position = s->tx,
+                        .velocity = s->tv,
+                        .acc_hint = acc_hint,
+                        .jerk_hint = jerk_hint,
+                        .pot_hint = pot_hint};
+}
+
 static fk_sources *load(const tsystem *s, const char *accum, fk_positions positions,
                         size_t max_targets, size_t neighbor_capacity)
 {
@@ -558,16 +576,7 @@ static void test_fixed64_hints(void **state)
     double ref_acc[3 * 64], ref_jerk[3 * 64], ref_pot[64], acc[3 * 64], jerk[3 * 64], pot[64];
     g6ref_evaluate(ni, s.target_id, s.tx, s.tv, nj, s.source_id, s.px, s.pv, s.mass, eps2, ref_acc,
                    ref_jerk, ref_pot, NULL);
-    fk_targets targets = {.count = ni,
-                          .sources = nj,
-                          .time = s.ti,
-                          .eps2 = eps2,
-                          .id = s.target_id,
-                          .position = s.tx,
-                          .velocity = s.tv,
-                          .acc_hint = ref_acc,
-                          .jerk_hint = ref_jerk,
-                          .pot_hint = ref_pot};
+    fk_targets targets = hinted_targets(&s, ni, nj, eps2, ref_acc, ref_jerk, ref_pot);
     assert_int_equal(fk_sources_start(engine, &targets), FK_OK);
     assert_int_equal(fk_sources_finish(engine, &(fk_target_results){acc, jerk, pot, NULL}), FK_OK);
     double worst = 0;
@@ -644,16 +653,7 @@ static void test_split_counts(void **state)
                 const fk_source slot = slot_of(&s.sources[j]);
                 assert_int_equal(fk_sources_set(engine, j, &slot), FK_OK);
             }
-            fk_targets targets = {.count = ni,
-                                  .sources = nj,
-                                  .time = s.ti,
-                                  .eps2 = eps2,
-                                  .id = s.target_id,
-                                  .position = s.tx,
-                                  .velocity = s.tv,
-                                  .acc_hint = ref_acc,
-                                  .jerk_hint = ref_jerk,
-                                  .pot_hint = ref_pot};
+            const fk_targets targets = hinted_targets(&s, ni, nj, eps2, ref_acc, ref_jerk, ref_pot);
             double acc[3 * 37], jerk[3 * 37], pot[37];
             int nearest[37];
             assert_int_equal(fk_sources_start(engine, &targets), FK_OK);
