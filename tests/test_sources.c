@@ -615,10 +615,10 @@ static void test_fixed64_hints(void **state)
 }
 
 /* The merge of the j-splits (a tree over up to 64 lanes, each lane merging every 64th split), with
- * one, two and four targets per work-item:
- * split counts from 1 to above 64, not powers of two, with small work-groups so that there are
- * enough tiles to split. fixed64's sums are exact, so its raw words (and the nearest neighbours)
- * are the same bits for every split count; ref stays within 1e-12 of the double reference. */
+ * one, two and four targets per work-item: split counts from 1 to above 64, not powers of two,
+ * with small work-groups so that there are enough tiles to split. fixed64's sums are exact, so its
+ * raw words (and the nearest neighbours) are the same bits for every split count and unroll; ref
+ * stays within 1e-12 of the double reference. */
 static void test_split_counts(void **state)
 {
     (void)state;
