@@ -5,7 +5,7 @@
  * long each enqueue call took on the host: a call that blocks until the kernel ends shows the
  * kernel's duration. Commands: a non-blocking write from pinned memory (a mapped
  * CL_MEM_ALLOC_HOST_PTR buffer) and from malloc'd memory, a fill, a non-blocking read into pinned
- * and into malloc'd memory, a device-to-device copy, a marker, clFlush.
+ * and into malloc'd memory, a device-to-device copy, a marker, clFlush, another kernel.
  *   bench_async_probe [PLATFORM:DEVICE] [SPIN_ITERATIONS]     (JSON on stdout) */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -97,7 +97,8 @@ int main(int argc, char **argv)
                                  "read into pageable",
                                  "copy device to device",
                                  "marker",
-                                 "flush"};
+                                 "flush",
+                                 "kernel"};
     enum { N_KINDS = sizeof what / sizeof what[0] };
     double kernel_seconds = 0;
     printf("{\n  \"bench\": \"async_probe\",\n  \"device\": \"%s\",\n  \"spin\": %d,\n"
@@ -140,6 +141,11 @@ int main(int argc, char **argv)
             case 8:
                 CHECK(clFlush(queue));
                 break;
+            case 9: { /* a second, short kernel behind the first */
+                const size_t one = 1;
+                CHECK(clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &one, NULL, 0, NULL, NULL));
+                break;
+            }
             default:
                 break;
             }
