@@ -259,6 +259,42 @@ void fk_context_destroy(fk_context *context)
     free(context);
 }
 
+fk_status fk__pinned_create(fk_context *context, size_t bytes, cl_mem *buffer, void **host,
+                            const char *what)
+{
+    *host = NULL;
+    cl_int err = CL_SUCCESS;
+    *buffer =
+        clCreateBuffer(context->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *buffer = NULL;
+        return fk__fail(context, fk__cl_status(err),
+                        "clCreateBuffer (%s, %zu bytes) failed: %s (%d)", what, bytes,
+                        fk__cl_error_name(err), (int)err);
+    }
+    *host = clEnqueueMapBuffer(context->queue, *buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                               bytes, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !*host) {
+        clReleaseMemObject(*buffer);
+        *buffer = NULL;
+        *host = NULL;
+        return fk__cl_fail(context, "clEnqueueMapBuffer (pinned staging)", err);
+    }
+    return FK_OK;
+}
+
+void fk__pinned_release(fk_context *context, cl_mem *buffer, void **host)
+{
+    if (*buffer && *host) {
+        clEnqueueUnmapMemObject(context->queue, *buffer, *host, 0, NULL, NULL);
+        clFinish(context->queue);
+    }
+    if (*buffer)
+        clReleaseMemObject(*buffer);
+    *buffer = NULL;
+    *host = NULL;
+}
+
 const fk_device_info *fk_context_device(const fk_context *context)
 {
     return context ? &context->info : NULL;

@@ -69,6 +69,15 @@ fk_status fk__cl_status(cl_int code);
 /* fk__fail with "CALL failed: CL_..." */
 fk_status fk__cl_fail(fk_context *context, const char *call, cl_int code);
 
+/* A host array in pinned memory (issue #16): a CL_MEM_ALLOC_HOST_PTR buffer of bytes, mapped on the
+ * context's queue for the caller's lifetime; transfers between it and device buffers are DMA at
+ * the bus's speed, where pageable memory goes through the driver's bounce buffer. *host is NULL
+ * on failure. fk__pinned_release unmaps (waiting for the queue) and releases; both may be called
+ * on a NULL buffer. */
+fk_status fk__pinned_create(fk_context *context, size_t bytes, cl_mem *buffer, void **host,
+                            const char *what);
+void fk__pinned_release(fk_context *context, cl_mem *buffer, void **host);
+
 /* clEnqueueFillBuffer of bytes (a multiple of pattern_size) at offset 0; written from the host on
  * FK_DEVICE_OTHER devices (fill.c says why). */
 cl_int fk__enqueue_fill(fk_context *context, cl_mem buffer, const void *pattern,

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "accum.h" /* fk__choose_fixed64: the scale of a fixed64 sum */
+#include "eval.h"  /* fk__event_seconds */
 #include "internal.h"
 #include "loops/loop.h" /* FK__SET_ARGS */
 
@@ -31,6 +32,8 @@
 #define FK_SOURCES_MAX_SPLITS 1024
 /* Per target in the result buffer: the 7 packed sums, the nearest ID, its r^2 (cl/g6.cl). */
 #define FK_SOURCES_RESULT_WORDS 9
+/* Work-items per target in the merge of the j-splits at most (cl/g6.cl FK_G6_REDUCE_LANES). */
+#define FK_SOURCES_REDUCE_LANES 64
 
 enum { BUF_XT, BUF_VM, BUF_A, BUF_J, BUF_S, SOURCE_DOUBLE4 };
 enum { PRED_POS_HI, PRED_POS_LO, PRED_VEL_HI, PRED_VEL_LO, PRED_COUNT };
@@ -96,8 +99,8 @@ struct fk_sources {
     int in_flight, has_results, lists_wanted;
     int lists_on_device, lists_fetched; /* the device computed lists; they are on the host */
     size_t ni;
-    cl_event done;
-    /* Profiling of the last start: its first command, the pair loop, the merge, the download. */
+    /* The last start's first command, pair loop, merge and download (profiling); finish waits for
+     * the download, the queue's last command. */
     cl_event first, forces_done, reduce_done, read_done;
 };
 
@@ -114,44 +117,6 @@ static void release_events(fk_sources *s)
     release_event(&s->forces_done);
     release_event(&s->reduce_done);
     release_event(&s->read_done);
-}
-
-/* A host array in pinned memory: a buffer the driver allocates in host memory, mapped for the
- * object's lifetime. Transfers between it and device buffers are DMA at the bus's speed. */
-static fk_status pinned_create(fk_sources *s, size_t bytes, cl_mem *buffer, void **host,
-                               const char *what)
-{
-    cl_int err = CL_SUCCESS;
-    *host = NULL;
-    *buffer = clCreateBuffer(s->context->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
-                             bytes ? bytes : 16, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *buffer = NULL;
-        return fk__fail(s->context, fk__cl_status(err),
-                        "clCreateBuffer (%s, pinned, %zu bytes) failed: %s", what, bytes,
-                        fk__cl_error_name(err));
-    }
-    *host = clEnqueueMapBuffer(s->context->queue, *buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                               bytes ? bytes : 16, 0, NULL, NULL, &err);
-    if (err != CL_SUCCESS || !*host) {
-        clReleaseMemObject(*buffer);
-        *buffer = NULL;
-        *host = NULL;
-        return fk__cl_fail(s->context, "clEnqueueMapBuffer (pinned staging)", err);
-    }
-    memset(*host, 0, bytes);
-    return FK_OK;
-}
-
-static void pinned_release(fk_sources *s, cl_mem *buffer, void *host)
-{
-    if (*buffer && host) {
-        clEnqueueUnmapMemObject(s->context->queue, *buffer, host, 0, NULL, NULL);
-        clFinish(s->context->queue);
-    }
-    if (*buffer)
-        clReleaseMemObject(*buffer);
-    *buffer = NULL;
 }
 
 const char *fk_positions_name(fk_positions positions)
@@ -190,13 +155,12 @@ void fk_sources_destroy(fk_sources *s)
 {
     if (!s)
         return;
-    if (s->in_flight && s->done)
-        clWaitForEvents(1, &s->done);
-    if (s->done)
-        clReleaseEvent(s->done);
+    if (s->in_flight && s->read_done)
+        clWaitForEvents(1, &s->read_done);
     release_events(s);
-    pinned_release(s, &s->target_staging, s->host_target_block);
-    pinned_release(s, &s->result_staging, s->host_result);
+    void *target_host = s->host_target_block, *result_host = s->host_result;
+    fk__pinned_release(s->context, &s->target_staging, &target_host);
+    fk__pinned_release(s->context, &s->result_staging, &result_host);
     for (int k = 0; k < SOURCE_DOUBLE4; ++k) {
         release_mem(&s->source[k]);
         free(s->host_source[k]);
@@ -448,10 +412,12 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
             create_buffer(s, CL_MEM_READ_ONLY, upload_bytes, &s->target, "targets and updates");
     if (status == FK_OK) {
         void *host = NULL;
-        status = pinned_create(s, upload_bytes, &s->target_staging, &host, "target staging");
+        status =
+            fk__pinned_create(context, upload_bytes, &s->target_staging, &host, "target staging");
         s->host_target_block = host;
     }
     if (status == FK_OK) {
+        memset(s->host_target_block, 0, upload_bytes); /* what goes up beyond ni is defined */
         s->host_update = (double *)(s->host_target_block + s->update_offset);
         for (int k = 0; k < TGT_COUNT; ++k)
             s->host_target[k] = (float *)(s->host_target_block + (size_t)k * ni_max * float4_bytes);
@@ -485,8 +451,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
                                "results");
     if (status == FK_OK) {
         void *host = NULL;
-        status = pinned_create(s, ni_max * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t),
-                               &s->result_staging, &host, "result staging");
+        status = fk__pinned_create(context, ni_max * FK_SOURCES_RESULT_WORDS * 2 * sizeof(uint32_t),
+                                   &s->result_staging, &host, "result staging");
         s->host_result = host;
     }
     if (status == FK_OK)
@@ -745,8 +711,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                                NULL, &s->first);
     if (err == CL_SUCCESS && lists) {
         const cl_int zero = 0;
-        err = clEnqueueFillBuffer(queue, s->count, &zero, sizeof zero, 0, ni * sizeof(int), 0, NULL,
-                                  NULL);
+        err = fk__enqueue_fill(context, s->count, &zero, sizeof zero, ni * sizeof(int), 0, NULL,
+                               NULL);
     }
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueWriteBuffer (targets, updates)", err);
@@ -818,9 +784,10 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                                  &s->forces_done);
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_forces)", err);
-    /* The merge: a work-group per target, a lane per split up to FK_G6_REDUCE_LANES (64). */
+    /* The merge: a work-group per target, a lane per split up to FK_SOURCES_REDUCE_LANES. */
     size_t lanes = 1;
-    while (lanes < splits && lanes < 64 && lanes * 2 <= context->info.max_work_group_size)
+    while (lanes < splits && lanes < FK_SOURCES_REDUCE_LANES &&
+           lanes * 2 <= context->info.max_work_group_size)
         lanes *= 2;
     const size_t reduce_global = ni * lanes;
     err = clEnqueueNDRangeKernel(queue, s->reduce, 1, NULL, &reduce_global, &lanes, 0, NULL,
@@ -834,17 +801,11 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
                               0, NULL, &s->read_done);
     /* The neighbour lists stay on the device until fk_sources_neighbors asks (most block steps
      * never read them, and they are the largest result). */
-    if (s->done) {
-        clReleaseEvent(s->done);
-        s->done = NULL;
-    }
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueReadBuffer (results)", err);
     /* The download, the queue's last command, is what finish waits for: no marker after it (on
-     * NVIDIA's OpenCL every command costs the host 8-10 us to enqueue behind a running kernel,
+     * NVIDIA's OpenCL every command costs the host 4-22 us to enqueue behind a running kernel,
      * bench_async_probe). */
-    clRetainEvent(s->read_done);
-    s->done = s->read_done;
     clFlush(queue);
     s->in_flight = 1;
     s->has_results = 0;
@@ -876,11 +837,12 @@ fk_status fk_sources_finish(fk_sources *s, const fk_target_results *results)
     if (!s->in_flight)
         return fk__fail(context, FK_ERR_STATE, "fk_sources_finish: no evaluation was started");
     s->in_flight = 0;
-    cl_int err = clWaitForEvents(1, &s->done);
+    cl_int err = clWaitForEvents(1, &s->read_done);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clWaitForEvents (targets against sources)", err);
     cl_int execution = CL_COMPLETE;
-    clGetEventInfo(s->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof execution, &execution, NULL);
+    clGetEventInfo(s->read_done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof execution, &execution,
+                   NULL);
     if (execution < 0)
         return fk__cl_fail(context, "targets against sources (enqueued work)", execution);
     s->has_results = 1;
@@ -1012,20 +974,6 @@ fk_status fk_sources_neighbors(fk_sources *s, size_t target, const int **ids, si
     return FK_OK;
 }
 
-static int event_span(cl_event from, cl_event to, double *seconds)
-{
-    cl_ulong start = 0, end = 0;
-    if (!from || !to ||
-        clGetEventProfilingInfo(from, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
-            CL_SUCCESS ||
-        clGetEventProfilingInfo(to, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
-            CL_SUCCESS ||
-        end < start)
-        return 0;
-    *seconds = 1e-9 * (double)(end - start);
-    return 1;
-}
-
 fk_status fk_sources_device_seconds(fk_sources *s, double *total, double *pair_loop)
 {
     if (!s)
@@ -1034,9 +982,10 @@ fk_status fk_sources_device_seconds(fk_sources *s, double *total, double *pair_l
     if (!s->has_results || s->in_flight)
         return fk__fail(s->context, FK_ERR_STATE,
                         "fk_sources_device_seconds: no finished evaluation");
-    double whole = NAN, loop = NAN;
-    if (!event_span(s->first, s->read_done, &whole) ||
-        !event_span(s->forces_done, s->reduce_done, &loop))
+    const double whole = s->first && s->read_done ? fk__event_seconds(s->first, s->read_done) : -1;
+    const double loop =
+        s->forces_done && s->reduce_done ? fk__event_seconds(s->forces_done, s->reduce_done) : -1;
+    if (whole < 0 || loop < 0)
         return fk__fail(s->context, FK_ERR_UNSUPPORTED,
                         "fk_sources_device_seconds: the device gave no profiling times");
     if (total)

@@ -49,10 +49,6 @@ void fk__eval_release_host_body(fk_eval *eval);
 void fk__eval_release_positions(fk_eval *eval);
 
 /* readback.c: the output stage. */
-/* Pinned host memory: a CL_MEM_ALLOC_HOST_PTR buffer mapped for the evaluation's lifetime. */
-fk_status fk__eval_pinned_create(fk_eval *eval, size_t bytes, cl_mem *buffer, void **host,
-                                 const char *what);
-void fk__eval_pinned_release(fk_eval *eval, cl_mem *buffer, void **host);
 /* The decode kernel for the accumulator (fk_eval_create; nothing without fp64). */
 fk_status fk__eval_create_decode(fk_eval *eval);
 /* The decoded buffer and the pinned staging for count particles (set_particles). */

@@ -33,39 +33,6 @@ static size_t decoded_bytes(const fk_eval *eval, size_t count)
     return (decoded_values(eval, count) * eval->result_size + 7) / 8 * 8 + 8;
 }
 
-fk_status fk__eval_pinned_create(fk_eval *eval, size_t bytes, cl_mem *buffer, void **host,
-                                 const char *what)
-{
-    fk_context *context = eval->context;
-    *host = NULL;
-    fk_status status = fk__eval_create_buffer(
-        eval, buffer, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, what);
-    if (status != FK_OK)
-        return status;
-    cl_int err = CL_SUCCESS;
-    *host = clEnqueueMapBuffer(context->queue, *buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                               bytes, 0, NULL, NULL, &err);
-    if (err != CL_SUCCESS || !*host) {
-        clReleaseMemObject(*buffer);
-        *buffer = NULL;
-        *host = NULL;
-        return fk__cl_fail(context, "clEnqueueMapBuffer (pinned staging)", err);
-    }
-    return FK_OK;
-}
-
-void fk__eval_pinned_release(fk_eval *eval, cl_mem *buffer, void **host)
-{
-    if (*buffer && *host) {
-        clEnqueueUnmapMemObject(eval->context->queue, *buffer, *host, 0, NULL, NULL);
-        clFinish(eval->context->queue);
-    }
-    if (*buffer)
-        clReleaseMemObject(*buffer);
-    *buffer = NULL;
-    *host = NULL;
-}
-
 /* The decode kernel, built once per evaluation (the context's program cache shares the program
  * among evaluations): only with fp64, which the decode computes in. */
 fk_status fk__eval_create_decode(fk_eval *eval)
@@ -97,7 +64,7 @@ void fk__eval_release_output(fk_eval *eval)
     if (eval->decoded)
         clReleaseMemObject(eval->decoded);
     eval->decoded = NULL;
-    fk__eval_pinned_release(eval, &eval->staging, &eval->staging_host);
+    fk__pinned_release(eval->context, &eval->staging, &eval->staging_host);
     eval->staged_bytes = 0;
 }
 
@@ -111,8 +78,8 @@ fk_status fk__eval_create_output(fk_eval *eval, size_t count)
         status = fk__eval_create_buffer(eval, &eval->decoded, CL_MEM_READ_WRITE, bytes, NULL,
                                         "decoded results");
     if (status == FK_OK)
-        status = fk__eval_pinned_create(eval, bytes, &eval->staging, &eval->staging_host,
-                                        "pinned results");
+        status = fk__pinned_create(eval->context, bytes, &eval->staging, &eval->staging_host,
+                                   "pinned results");
     if (status != FK_OK) {
         fk__eval_release_output(eval);
         return status;

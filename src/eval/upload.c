@@ -186,8 +186,8 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     fk__eval_release_positions(eval); /* sized for the previous particles */
     if (status == FK_OK) {
         void *pinned = NULL;
-        status = fk__eval_pinned_create(eval, body_bytes, &eval->body_pinned, &pinned,
-                                        "pinned particles");
+        status = fk__pinned_create(eval->context, body_bytes, &eval->body_pinned, &pinned,
+                                   "pinned particles");
         if (status == FK_OK) {
             memcpy(pinned, body, body_bytes);
             eval->host_body = pinned;
@@ -269,7 +269,7 @@ static int converts_on_device(const fk_eval *eval)
 void fk__eval_release_positions(fk_eval *eval)
 {
     void *host = eval->positions_host;
-    fk__eval_pinned_release(eval, &eval->positions_pinned, &host);
+    fk__pinned_release(eval->context, &eval->positions_pinned, &host);
     eval->positions_host = NULL;
     cl_mem *buffers[] = {&eval->positions_device, &eval->body_next, &eval->positions_flag};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
@@ -316,8 +316,8 @@ static fk_status create_positions(fk_eval *eval)
 {
     const size_t n = eval->count;
     void *host = NULL;
-    fk_status status = fk__eval_pinned_create(eval, 3 * n * sizeof(double), &eval->positions_pinned,
-                                              &host, "pinned positions");
+    fk_status status = fk__pinned_create(eval->context, 3 * n * sizeof(double),
+                                         &eval->positions_pinned, &host, "pinned positions");
     if (status != FK_OK)
         return status;
     eval->positions_host = host;
@@ -619,7 +619,7 @@ void fk__eval_release_host_body(fk_eval *eval)
         eval->body_written = NULL;
     }
     void *host = eval->host_body;
-    fk__eval_pinned_release(eval, &eval->body_pinned, &host);
+    fk__pinned_release(eval->context, &eval->body_pinned, &host);
     eval->host_body = NULL;
 }
 
