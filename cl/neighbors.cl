@@ -62,6 +62,7 @@ typedef char fk_neighbors_terms_are_float[sizeof(fk_real) == sizeof(float) ? 1 :
         }                                                                                          \
     }
 
+#ifndef FK_LANES
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
                   __global const int *restrict partners, __global const float4 *restrict body,
@@ -81,13 +82,25 @@ fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
     FK_J_RUN(k, (int)offsets[i].x, (int)offsets[i + 1].x, FK_NB_HALF_STEP, 0);
     FK_ACC_STORE(out + (size_t)i * FK_COMPONENTS, acc);
 }
+#endif
 
 /* i's sum continued with its side of each pair (j, i), j < i, that j computed: B holds the pairs'
  * places in the lists A (their mirrors). */
+/* Where the j-side of list A's entry k, component c, is kept: interleaved by the scalar walk, one
+ * plane per component in the lane form (its vector stores are then contiguous); jterm_stride, the
+ * entries of the lists A, is an argument of the lane form's kernels. */
+#ifdef FK_LANES
+#define FK_JTERM(k, c) ((size_t)(c) * (size_t)jterm_stride + (size_t)(k))
+#define FK_JTERM_STRIDE_ARG , const int jterm_stride
+#else
+#define FK_JTERM(k, c) ((size_t)(k) * FK_COMPONENTS + (size_t)(c))
+#define FK_JTERM_STRIDE_ARG
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
                     __global const int *restrict mirrors, __global const float *restrict jterms,
-                    const float4 acc_param, __global uint2 *restrict out)
+                    const float4 acc_param, __global uint2 *restrict out FK_JTERM_STRIDE_ARG)
 {
     const int i = (int)get_global_id(0);
     if (i >= n)
@@ -98,9 +111,9 @@ fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[c] = fk_acc_unpack(mine[c]);
     const int end = (int)offsets[i + 1].y;
     for (int k = (int)offsets[i].y; k < end; ++k) {
-        __global const float *side = jterms + (size_t)mirrors[k] * FK_COMPONENTS;
+        const int place = mirrors[k];
         _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
-            fk_acc_add(&acc[c], (fk_real)side[c], &env);
+            fk_acc_add(&acc[c], (fk_real)jterms[FK_JTERM(place, c)], &env);
     }
     FK_ACC_STORE(mine, acc);
 }
@@ -114,6 +127,7 @@ fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
         fk_interact(&bi, &bj, FK_EXCLUDED(excluded, j), &phys, &env, acc);                         \
     }
 
+#ifndef FK_LANES
 /* Every partner of i (never i itself: the pair mask is only an excluded partner). */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
@@ -135,3 +149,131 @@ fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
     FK_ACC_STORE(out + (size_t)i * FK_COMPONENTS, acc);
 }
 #endif
+#endif /* full lists */
+
+#ifdef FK_LANES
+/*
+ * The lane form, for CPUs (host -D FK_LANES=8 or 16, the device's native float vector width; the
+ * host builds it where the force law and the accumulator have lane forms, FK_INTERACT_JLANES in
+ * forces/molecular_pair.clh and FK_ACC_LANES): still one particle per work-item, its partners
+ * FK_LANES at a time in the lanes of vectors (gathered: a list is any set of particles), so the
+ * pair arithmetic runs in the vector unit. POCL does not vectorize the scalar walk across
+ * work-items, whose lists differ in length. Lane u sums the partners at list places k = u mod
+ * FK_LANES in list order, and the lanes' sums are merged in lane order, in the accumulator's own
+ * arithmetic (fk_acc_merge, as the j-splits are): fixed64's integer sums are the scalar walk's bit
+ * for bit; float's and the others' are one fixed order of the same terms. Half lists store the
+ * j-sides as the scalar form does, and fk_neighbors_gather (above) is shared.
+ */
+#if !defined(FK_INTERACT_JLANES) || !defined(FK_ACC_LANES)
+#error "this force law or accumulator has no lane form; the host builds the scalar walk for it"
+#endif
+#if FK_NEIGHBORS_HALF && !(defined(FK_SYM_SYMMETRIC) && FK_SYM_SYMMETRIC)
+#error "the lane form's half lists need a pair function symmetric in i and j"
+#endif
+#ifndef FK_ACC_LANE_FORMS /* one form of the addition */
+#define FK_ACC_LANE_FORMS 1
+#define fk_accv_form(env) 0
+#endif
+
+#if FK_EXCLUSION_SLOTS
+/* All bits set in the lanes whose partner is one of i's excluded partners. */
+FK_LANE_INLINE fk_maskv fk_excluded_lanes(const int *excluded, const fk_maskv j)
+{
+    fk_maskv hit = (fk_maskv)0;
+    for (int s = 0; s < FK_EXCLUSION_SLOTS; ++s)
+        hit |= j == (fk_maskv)excluded[s];
+    return hit;
+}
+#define FK_EXCLUDED_LANES(excluded, j) fk_excluded_lanes(excluded, j)
+#else
+#define FK_EXCLUDED_LANES(excluded, j) ((fk_maskv)0)
+#endif
+
+/* The walk over i's list [begin, end) for one form of the accumulator's addition (a constant):
+ * FK_LANES partners per step, read as one vector from list place base. A last step with fewer
+ * left reads the list's last FK_LANES places (base = end - FK_LANES) and masks those already done;
+ * a list shorter than FK_LANES reads past its end, into the next particle's list or the
+ * FK_LANES entries of padding after the last list (neighbors.c allocates and zeroes them: valid
+ * particle indices), and masks those places. */
+#define FK_NB_LANE_WALK(form)                                                                      \
+    for (int k = begin; k < end; k += FK_LANES) {                                                  \
+        const int base = k + FK_LANES <= end ? k : max(begin, end - FK_LANES);                     \
+        const fk_maskv j = FK_VLOAD(0, partners + base);                                           \
+        const fk_jbodyv bj = fk_load_j_lanes(body, body_aux, &phys, &bi, j, one_type);             \
+        /* the lanes hold the partners in the order FK_JL_PERM (forces/molecular_pair.clh) */    \
+        const fk_maskv place = FK_JL_PERM((fk_maskv)base + FK_LANE_INDEX);                         \
+        const fk_maskv outside = (place >= (fk_maskv)end) | (place < (fk_maskv)k);                 \
+        fk_realv terms[FK_COMPONENTS];                                                             \
+        fk_pair_terms_jlanes(&bi, &bj, outside | FK_EXCLUDED_LANES(excluded, FK_JL_PERM(j)),       \
+                             &phys, terms);                                                        \
+        _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)                                  \
+            fk_accv_add(&acc[c], terms[c], &env, form);                                            \
+        FK_NB_LANE_JSIDES(base, k, end, terms);                                                    \
+    }
+
+#if FK_NEIGHBORS_HALF
+/* j's side of each pair at the pair's place in the list, one plane per component: forces negated,
+ * the potential as it is; only the places [k, end) of this step (the others are masked lanes). */
+#define FK_NB_LANE_JSIDES(base, k, end, terms)                                                     \
+    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)                                      \
+    {                                                                                              \
+        const fk_realv side = FK_JL_UNPERM(c < FK_FORCE_COMPONENTS ? -terms[c] : terms[c]);        \
+        __global float *plane = jterms + FK_JTERM(0, c);                                           \
+        if ((base) == (k) && (k) + FK_LANES <= (end)) {                                            \
+            FK_VSTORE(side, 0, plane + (k));                                                       \
+        } else {                                                                                   \
+            float sides[FK_LANES];                                                                 \
+            FK_VSTORE(side, 0, sides);                                                             \
+            for (int p = (k); p < (end); ++p)                                                      \
+                plane[p] = sides[p - (base)];                                                      \
+        }                                                                                          \
+    }
+#else
+#define FK_NB_LANE_JSIDES(base, k, end, terms) (void)0
+#endif
+
+/* The scalar walk's arguments, then one_type: nonzero when the system has one particle type (one
+ * pair-table entry for every pair); half lists: jterm_stride last. */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+#if FK_NEIGHBORS_HALF
+fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
+                  __global const int *restrict partners, __global const float4 *restrict body,
+                  __global const float4 *restrict body_aux, __global const float *restrict table,
+                  __constant const float *restrict physics, const float4 acc_param,
+                  __global float *restrict jterms, __global uint2 *restrict out, const int one_type,
+                  const int jterm_stride)
+#else
+fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
+                  __global const int *restrict partners, __global const float4 *restrict body,
+                  __global const float4 *restrict body_aux, __global const float *restrict table,
+                  __constant const float *restrict physics, const float4 acc_param,
+                  __global uint2 *restrict out, const int one_type)
+#endif
+{
+    const int i = (int)get_global_id(0);
+    if (i >= n)
+        return;
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
+    const fk_ibody bi = fk_load_i(body, body_aux, i);
+    FK_EXCLUDED_DECLARE(excluded);
+    FK_LOAD_EXCLUDED(body_aux, i, excluded);
+    fk_accv acc[FK_COMPONENTS];
+    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[c] = fk_accv_zero();
+    const int begin = (int)offsets[i].x, end = (int)offsets[i + 1].x;
+#if FK_ACC_LANE_FORMS > 1
+    if (fk_accv_form(&env) == 1)
+        FK_NB_LANE_WALK(1)
+    else
+#endif
+        FK_NB_LANE_WALK(0)
+    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
+    {
+        fk_acc lanes[FK_LANES];
+        fk_accv_store(&acc[c], &env, lanes);
+        fk_acc sum = lanes[0];
+        for (int u = 1; u < FK_LANES; ++u)
+            sum = fk_acc_merge(sum, lanes[u]);
+        out[(size_t)i * FK_COMPONENTS + c] = fk_acc_pack(sum);
+    }
+}
+#endif /* FK_LANES */

@@ -117,6 +117,9 @@ typedef struct fk_kernel_desc {
     /* 1: the header has a lane form (FK_INTERACT_LANES) for cl/pairwise_lanes.cl. Kept here so
      * that fk_eval_create need not read headers; tests/test_lanes.c checks the headers agree. */
     int lanes;
+    /* 1: the header has a lane form over partners (FK_LAW_PAIR_LANES, for the lane form of
+     * cl/neighbors.cl); tests/test_lanes.c checks the headers agree. */
+    int list_lanes;
     int needs_velocity; /* gravity: body_aux holds the velocities (gaj's jerk) */
 
     /* Molecular laws (uses_table). */
@@ -216,6 +219,13 @@ fk_status fk__program_build_file(fk_context *context, const char *file, const ch
 int fk__program_has_lanes(fk_context *context, const char *force, const char *accum);
 /* The same from src/registry.c's lane flags, without reading files: what fk_eval_create uses. */
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
+/* The same for the lane form of the neighbour-list loop (FK_LAW_PAIR_LANES in the force law's
+ * header, FK_ACC_LANES in the accumulator's). */
+int fk__program_has_list_lanes(fk_context *context, const char *force, const char *accum);
+/* The widest lane count the device holds in one float vector register (8 with AVX2, 16 with
+ * AVX-512; src/loops/lanes.c); 0: narrower than 8, no lanes. */
+int fk__device_lane_width(const fk_context *context);
+int fk__registry_has_list_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64);
 
 /* Precision internals (eval/), for tests: the packed 8-byte results of the last compute (2 words
  * per component, force components then the potential) and the decode scale in use. */

@@ -449,6 +449,15 @@ int fk__program_has_lanes(fk_context *context, const char *force, const char *ac
            header_declares(context, accum_header, "FK_ACC_LANES");
 }
 
+int fk__program_has_list_lanes(fk_context *context, const char *force, const char *accum)
+{
+    char force_header[128], accum_header[128];
+    snprintf(force_header, sizeof force_header, "forces/%s.clh", force);
+    snprintf(accum_header, sizeof accum_header, "accum/%s.clh", accum);
+    return header_declares(context, force_header, "FK_LAW_PAIR_LANES") &&
+           header_declares(context, accum_header, "FK_ACC_LANES");
+}
+
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
                                  fk_program_result *result)
 {

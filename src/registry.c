@@ -211,3 +211,9 @@ int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *ac
     return kernel && accum && kernel->lanes && accum->lanes &&
            (accum->lanes != FK_LANES_NEED_FP64 || fp64);
 }
+
+int fk__registry_has_list_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64)
+{
+    return kernel && accum && kernel->list_lanes && accum->lanes &&
+           (accum->lanes != FK_LANES_NEED_FP64 || fp64);
+}

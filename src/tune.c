@@ -1009,9 +1009,10 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     if (!loop)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d", algorithm);
     if (algorithm != FK_ALGORITHM_ALL_PAIRS) {
-        if (config->lanes > 0)
+        if (config->lanes > 0 && algorithm != FK_ALGORITHM_NEIGHBORS)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                            "lanes are a form of the all-pairs loop, not of algorithm %s",
+                            "lanes are a form of the all-pairs and neighbors loops, not of "
+                            "algorithm %s",
                             loop->name);
         /* What the loop refuses for this kernel and accumulator (cells without a cutoff, the
          * symmetric loop with a compensated accumulator) is an error of the run, not of every
@@ -1050,8 +1051,11 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
     {
         fk_variant lanes = {0};
-        if (algorithm == FK_ALGORITHM_ALL_PAIRS) /* lanes: a form of the all-pairs loop only */
+        if (algorithm == FK_ALGORITHM_ALL_PAIRS)
             t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
+        else if (algorithm == FK_ALGORITHM_NEIGHBORS && context->info.type == FK_DEVICE_CPU &&
+                 fk__registry_has_list_lanes(kernel_desc, accum_desc, context->info.fp64))
+            t.lane_width = fk__device_lane_width(context); /* partners in lanes, on CPUs */
     }
     snprintf(result->kernel, sizeof result->kernel, "%s", kernel->name);
     snprintf(result->accum, sizeof result->accum, "%s", accum->name);

@@ -328,6 +328,19 @@ static void test_lanes_declared_by_headers(void **state)
                 expected)
                 fail_msg("%s with %s: src/registry.c's lane flags disagree with the headers",
                          kernel, accum);
+            /* The neighbour lists' lane form (partners in lanes): lj and ljc_constant with the
+             * same accumulators (FK_LAW_PAIR_LANES, the laws' .list_lanes). */
+            const int list_expected =
+                (strcmp(kernel, "lj") == 0 || strcmp(kernel, "ljc_constant") == 0) &&
+                (strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
+                 strcmp(accum, "fixed64") == 0 || strcmp(accum, "narumi") == 0);
+            if (fk__program_has_list_lanes(fk_test_context, kernel, accum) != list_expected)
+                fail_msg("%s with %s: list lane form %s in the headers, expected %s", kernel, accum,
+                         list_expected ? "not found" : "found", list_expected ? "one" : "none");
+            if (fk__registry_has_list_lanes(fk__kernel_desc(kernel), fk__accum_desc(accum), 1) !=
+                list_expected)
+                fail_msg("%s with %s: the laws' .list_lanes disagree with the headers", kernel,
+                         accum);
         }
     assert_int_equal(fk__program_has_lanes(fk_test_context, "nosuch", "float"), 0);
     /* native_rsqrt as a Newton-step estimate (src/lanes_rsqrt.c): POCL's is the exact square root

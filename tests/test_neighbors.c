@@ -209,6 +209,7 @@ typedef struct eval_options {
     int work_group_size, unroll_j;
     int reproducible;
     int lists; /* fk_neighbor_lists */
+    int lanes; /* fk_eval_config.lanes: 0 automatic, -1 off, 8 or 16 */
 } eval_options;
 
 static fk_algorithm algorithm_of(eval_options o)
@@ -232,6 +233,7 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
     config.unroll_i = o.unroll_j ? 1 : 0;
     config.unroll_j = o.unroll_j;
     config.neighbor_lists = o.lists;
+    config.lanes = o.lanes;
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(context, &config, &eval);
@@ -298,15 +300,38 @@ static fk_variant variant_of(const fk_eval *eval)
     return v;
 }
 
+/* The lane form's width as fk_eval_config.lanes documents it for the neighbour lists: automatic
+ * on CPUs, at the native float vector width, in periodic boxes, for lj and ljc_constant with the
+ * accumulators that have lane forms (float, double, narumi; fixed64 with fp64), not in
+ * reproducible mode and not with an explicit partner unrolling; 0: the scalar walk. */
+static int expected_lanes(const test_system *s, const char *accum, eval_options o)
+{
+    const char *kernel = s->kernel;
+    const fk_device_info *device = fk_context_device(context);
+    const int law = strcmp(kernel, "lj") == 0 || strcmp(kernel, "ljc_constant") == 0;
+    const int sums = strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
+                     strcmp(accum, "narumi") == 0 ||
+                     (strcmp(accum, "fixed64") == 0 && device->fp64);
+    if (o.lanes < 0 || o.reproducible || !law || !sums)
+        return 0;
+    if (o.lanes > 0)
+        return o.lanes;
+    const int periodic = s->physics.box[0] > 0;
+    return device->type == FK_DEVICE_CPU && !o.unroll_j && periodic ? fk__device_lane_width(context)
+                                                                    : 0;
+}
+
 /* Whether the lists are half lists, as fk_neighbor_lists documents it: asked for, or automatic and
- * then half lists on CPUs for the accumulators the symmetric loop takes (Newton's third law). */
-static int half_lists(const char *accum, eval_options o)
+ * then half lists on CPUs for the accumulators the symmetric loop takes (Newton's third law),
+ * unless the lane form runs (full lists: faster there). */
+static int half_lists(const test_system *s, const char *accum, eval_options o)
 {
     const int allowed = strcmp(accum, "float") == 0 || strcmp(accum, "double") == 0 ||
                         strcmp(accum, "fixed64") == 0;
     if (o.lists != FK_NEIGHBOR_LISTS_AUTO)
         return o.lists == FK_NEIGHBOR_LISTS_HALF;
-    return allowed && fk_context_device(context)->type != FK_DEVICE_GPU;
+    return allowed && fk_context_device(context)->type != FK_DEVICE_GPU &&
+           !expected_lanes(s, accum, o);
 }
 
 /* The pairs the lists hold: every pair within the cutoff at least; about the pairs within
@@ -344,7 +369,8 @@ static fk_variant check_system(const char *what, const test_system *s, const ref
             (double)ref->within / (double)s->n);
     if (worst > 1)
         fail_msg("%s: worst error %.3g times the bound", label, worst);
-    assert_int_equal(v.neighbor_half_lists, half_lists(accum, o));
+    assert_int_equal(v.neighbor_half_lists, half_lists(s, accum, o));
+    assert_int_equal(v.lanes, expected_lanes(s, accum, o));
     check_pairs(label, &v, ref, v.neighbor_half_lists);
     assert_int_equal(v.cell_rebuilds, 1);
     free_outputs(&out);
@@ -448,7 +474,7 @@ static void test_reuse_and_shapes(void **state)
                 v.work_group_size, v.unroll_j, worst);
         if (worst > 1)
             fail_msg("work-group %d: worst error %.3g times the bound", v.work_group_size, worst);
-        assert_int_equal(v.neighbor_half_lists, half_lists("float", shapes[k]));
+        assert_int_equal(v.neighbor_half_lists, half_lists(&s, "float", shapes[k]));
         check_pairs("shapes", &v, &ref, v.neighbor_half_lists);
         fk_eval_destroy(eval);
         free_outputs(&first);
@@ -755,6 +781,153 @@ static void expect_failure(fk_status status, fk_status expected, const char *nee
         fail_msg("message '%s' does not say '%s'", fk_context_last_error(context), needle);
 }
 
+/* The lane form (cl/neighbors.cl with FK_LANES: a particle's partners in the lanes of vectors) on a
+ * system that reaches its every path: ljc_constant with three particle types (a pair table: each
+ * lane's own entry; the one-type systems of the other tests take one entry for all lanes),
+ * exclusions on the fly (a vector comparison per slot), and lists of every length: a dense
+ * periodic region (lists of 40-80 partners: whole vectors and a last step that rereads the list's
+ * end) and a sparse one (lists shorter than a vector, reading into the next list or the padding
+ * after the last). Each width the device may run (8, and 16 where it holds 16 floats; both on
+ * devices other than CPUs) and both list forms: float against the reference; fixed64 (not
+ * reproducible: lanes do not run there) the same integers in lanes as in the scalar walk, full
+ * and half lists alike (its sums are exact, and each lane's term is the scalar term: the same
+ * operations, and rsqrt computed alike per element, as on every device CI runs). Then the
+ * refusals: a law without a lane form, a width wider than the CPU's registers, reproducible mode.
+ */
+static void test_lanes(void **state)
+{
+    (void)state;
+    enum { TYPES = 3 };
+    test_system s;
+    alloc_system(&s, "ljc_constant", 700);
+    s.physics.coulomb = 0.7;
+    fk_test_system_lattice(&s, 0, 600, 10, 1.1, (double[3]){0.4, 0.4, 0.4}, 0.2, &rng);
+    /* the sparse region: 100 particles 2.2 apart in the box's far corner (4 to 10 partners) */
+    fk_test_system_lattice(&s, 600, 100, 5, 2.2, (double[3]){11.3, 11.3, 11.3}, 0.05, &rng);
+    set_box(&s, fk_test_quantize(22.5));
+    double values[TYPES * TYPES * 2];
+    for (size_t a = 0; a < TYPES; ++a)
+        for (size_t b = a; b < TYPES; ++b) {
+            /* epsilon <= 1 and sigma <= 1: the error scale (pair_parts, epsilon = sigma = 1)
+             * bounds every pair's parts */
+            const double epsilon = uniform(0.6, 1.0), sigma = uniform(0.9, 1.0);
+            values[2 * (a * TYPES + b)] = values[2 * (b * TYPES + a)] = epsilon;
+            values[2 * (a * TYPES + b) + 1] = values[2 * (b * TYPES + a) + 1] = sigma;
+        }
+    const fk_pair_table table = {.types = TYPES, .values = values};
+    s.physics.pair_table = &table;
+    for (size_t i = 0; i < s.n; ++i)
+        s.type[i] = (int)fmin(uniform(0, TYPES), TYPES - 1);
+    s.exclusion_count = 150;
+    s.exclusions = malloc(2 * s.exclusion_count * sizeof(size_t));
+    assert_non_null(s.exclusions);
+    for (size_t k = 0; k < s.exclusion_count; ++k) {
+        s.exclusions[2 * k] = 4 * k;
+        s.exclusions[2 * k + 1] = k % 3 ? 4 * k + 1 : (4 * k + 10) % s.n; /* near, or farther */
+    }
+    reference ref = make_reference(&s, 0.3);
+    const fk_device_info *device = fk_context_device(context);
+    const int native = fk__device_lane_width(context);
+    const int cpu = device->type == FK_DEVICE_CPU;
+    int widths[2], width_count = 0;
+    if (!cpu || native >= 8)
+        widths[width_count++] = 8;
+    if (!cpu || native >= 16)
+        widths[width_count++] = 16;
+    const int forms[] = {FK_NEIGHBOR_LISTS_FULL, FK_NEIGHBOR_LISTS_HALF};
+    outputs scalar = make_outputs(s.n), lanes = make_outputs(s.n), out = make_outputs(s.n);
+    for (size_t f = 0; f < 2; ++f) {
+        const eval_options off = {.lists = forms[f], .lanes = -1};
+        fk_eval *eval = NULL;
+        if (device->fp64) {
+            eval = make_eval(&s, "fixed64", off);
+            expect_ok(fk_eval_set_pair_table(eval, &table), "set_pair_table");
+            set_particles(eval, &s);
+            compute_read(eval, s.n, &scalar);
+            assert_int_equal(variant_of(eval).lanes, 0);
+            fk_eval_destroy(eval);
+        }
+        for (int w = 0; w < width_count; ++w) {
+            const eval_options on = {.lists = forms[f], .lanes = widths[w]};
+            char label[96];
+            snprintf(label, sizeof label, "lanes %d, %s lists", widths[w],
+                     forms[f] == FK_NEIGHBOR_LISTS_HALF ? "half" : "full");
+            eval = make_eval(&s, "float", on);
+            expect_ok(fk_eval_set_pair_table(eval, &table), "set_pair_table");
+            set_particles(eval, &s);
+            compute_read(eval, s.n, &out);
+            const fk_variant v = variant_of(eval);
+            fk_eval_destroy(eval);
+            assert_int_equal(v.lanes, widths[w]);
+            assert_int_equal(v.neighbor_half_lists, forms[f] == FK_NEIGHBOR_LISTS_HALF);
+            check_pairs(label, &v, &ref, v.neighbor_half_lists);
+            const double worst = worst_error(label, &s, &ref, "float", out.force, out.potential);
+            fprintf(stderr, "  %-26s float          worst error / bound %.3f\n", label, worst);
+            if (worst > 1)
+                fail_msg("%s: worst error %.3g times the bound", label, worst);
+            if (!device->fp64)
+                continue;
+            eval = make_eval(&s, "fixed64", on);
+            expect_ok(fk_eval_set_pair_table(eval, &table), "set_pair_table");
+            set_particles(eval, &s);
+            compute_read(eval, s.n, &lanes);
+            assert_int_equal(variant_of(eval).lanes, widths[w]);
+            fk_eval_destroy(eval);
+            for (size_t k = 0; k < 8 * s.n; ++k)
+                if (lanes.packed[k] != scalar.packed[k])
+                    fail_msg("%s: fixed64 in lanes differs from the scalar walk at particle %zu "
+                             "component %zu",
+                             label, k / 8, (k % 8) / 2);
+            fprintf(stderr, "  %-26s fixed64        the scalar walk's integers, bit for bit\n",
+                    label);
+        }
+    }
+    free_outputs(&scalar);
+    free_outputs(&lanes);
+    free_outputs(&out);
+    free_reference(&ref);
+    fk_test_system_free(&s);
+
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ljc_linear";
+    config.cutoff = 2.5;
+    config.algorithm = FK_ALGORITHM_NEIGHBORS;
+    config.lanes = 8;
+    fk_eval *refused = NULL;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_UNSUPPORTED, "no lane form");
+    assert_null(refused);
+    config.kernel = "lj";
+    config.lanes = 8;
+    config.reproducible = 1;
+    config.accum = "fixed64";
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_UNSUPPORTED,
+                   "reproducible mode");
+    config.reproducible = 0;
+    config.accum = "float";
+    config.lanes = 5;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT, "lanes 5");
+    if (cpu && native < 16) {
+        config.lanes = 16;
+        expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_UNSUPPORTED,
+                       "vector register");
+    }
+    /* automatic lanes: CPUs' only, in a periodic box (open boundaries keep the scalar walk's half
+     * lists); lanes -1 keeps the scalar walk everywhere */
+    config.lanes = 0;
+    fk_eval *eval = NULL;
+    expect_ok(fk_eval_create(context, &config, &eval), "create");
+    assert_int_equal(variant_of(eval).lanes, 0);
+    fk_eval_destroy(eval);
+    config.box[0] = config.box[1] = config.box[2] = 20.0;
+    expect_ok(fk_eval_create(context, &config, &eval), "create");
+    assert_int_equal(variant_of(eval).lanes, cpu ? native : 0);
+    fk_eval_destroy(eval);
+    config.lanes = -1;
+    expect_ok(fk_eval_create(context, &config, &eval), "create");
+    assert_int_equal(variant_of(eval).lanes, 0);
+    fk_eval_destroy(eval);
+}
+
 static void test_bad_inputs(void **state)
 {
     (void)state;
@@ -829,6 +1002,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open_and_small_boxes),
         cmocka_unit_test(test_exclusions),
         cmocka_unit_test(test_list_forms),
+        cmocka_unit_test(test_lanes),
         cmocka_unit_test_setup_teardown(test_skin_under_and_over, fk_test_device_checks_on,
                                         fk_test_device_checks_off),
         cmocka_unit_test_setup_teardown(test_open_and_small_boxes, fk_test_device_checks_on,

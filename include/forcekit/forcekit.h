@@ -320,14 +320,20 @@ typedef struct fk_eval_config {
      * build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no skin, rebuilt whenever a
      * particle moved at all (fk_eval_set_particles / fk_eval_update_positions). */
     double skin;
-    /* CPU lanes (cl/pairwise_lanes.cl): each work-item carries 8 or 16 i-particles as the lanes of
-     * a float vector, for force laws and accumulators whose kernel headers have a lane form (ga
-     * with float or double). 0: automatic: on for CPU devices when the unrolling and tiling are
-     * automatic, the loop is all-pairs and no user tuning-database entry applies; never on GPUs.
-     * -1: off (the scalar template). 8 or 16: on with that width, on any device; explicit
+    /* CPU lanes, the vector units' form of two pair loops, for force laws and accumulators whose
+     * kernel headers have a lane form:
+     *   all-pairs (cl/pairwise_lanes.cl): each work-item carries 8 or 16 i-particles as the lanes
+     *     of a float vector (ga with float, double, narumi, fixed64);
+     *   neighbors (cl/neighbors.cl with FK_LANES): one particle per work-item, its list's partners
+     *     8 or 16 at a time in the lanes (lj and ljc_constant with the same accumulators); full
+     *     lists unless half lists are asked for (neighbor_lists).
+     * 0: automatic: on for CPU devices when the unrolling (and for all-pairs the tiling) is
+     * automatic, not in reproducible mode, and for all-pairs when no user tuning-database entry
+     * applies; never on GPUs. -1: off (the scalar template or walk). 8 or 16: on with that width,
+     * on any device (a CPU: at most its native float vector width); all-pairs: explicit
      * unrolling must then be 1xJ (J unrolls the j-loop) and local_tiling not 1 (lanes read j
      * through the caches); FK_ERR_UNSUPPORTED for a kernel, accumulator or algorithm without
-     * lanes. */
+     * lanes, and in reproducible mode for neighbors. */
     int lanes;
     /* The physics as one description, the same struct fk_reference_forces takes (added in 0.3):
      * when set, it is the evaluation's physics (eps, cutoff, coulomb, the law's parameters, box,
@@ -432,7 +438,8 @@ typedef struct fk_variant {
     uint64_t pairs_examined;   /* pair evaluations per compute where an algorithm examines fewer
                                 * than N^2 (cells: every pair of neighbouring cells, those beyond
                                 * the cutoff included); 0 means N^2 (all-pairs) */
-    int lanes; /* i-particles per work-item as vector lanes (8, 16); 0: the scalar template */
+    int lanes; /* vector lanes (8, 16): i-particles per work-item (all-pairs) or partners per
+                * step (neighbors); 0: the scalar template */
     /* The neighbors loop: 1 half lists, 0 full lists (fk_eval_config.neighbor_lists resolved);
      * 0 for the other loops. */
     int neighbor_half_lists;

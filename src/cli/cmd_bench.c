@@ -39,9 +39,10 @@ static const char bench_usage[] =
     "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
     "  --wg W          work-group size (default: automatic)\n"
     "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
-    "  --lanes L       CPU lane loop, i-particles per work-item as vector lanes: auto (default:\n"
-    "                  16 on CPUs for kernels and accumulators that have it, with automatic\n"
-    "                  unrolling), off, 8 or 16\n"
+    "  --lanes L       CPU lane forms, vector lanes of i-particles (all-pairs: ga) or of list\n"
+    "                  partners (neighbors: lj, ljc_constant): auto (default: the CPU's float\n"
+    "                  vector width, 8 or 16, for kernels and accumulators that have them, with\n"
+    "                  automatic unrolling), off, 8 or 16\n"
     "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
     "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
     "  --skin S        cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
@@ -245,7 +246,8 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cJSON_AddNumberToObject(object, "j_splits", result->variant.j_splits);
     cJSON_AddNumberToObject(object, "work_group_size", result->variant.work_group_size);
     cJSON_AddBoolToObject(object, "local_tiling", result->variant.local_tiling != 0);
-    /* i-particles per work-item as vector lanes (cl/pairwise_lanes.cl); 0: the scalar template */
+    /* vector lanes: i-particles per work-item (cl/pairwise_lanes.cl) or list partners per step
+     * (cl/neighbors.cl); 0: the scalar template */
     cJSON_AddNumberToObject(object, "lanes", result->variant.lanes);
     cJSON_AddStringToObject(object, "variant_source",
                             cli_variant_source_token(result->variant.source));

@@ -22,6 +22,7 @@ const fk_kernel_desc fk__law_lj = {
              .pair_format = "a b epsilon sigma"},
     .uses_aux = 1,
     .uses_table = 1,
+    .list_lanes = 1, /* fk_law_pair_lanes in cl/forces/lj.clh */
     .default_cutoff = 2.5,
     .table_stride = 4,
     .default_pair = fk__lj_default_pair,

@@ -27,6 +27,7 @@ const fk_kernel_desc fk__law_ljc_constant = {
              .parameter_count = 1,
              .parameters = parameters},
     FK__CHARGED_LJ_TABLE,
+    .list_lanes = 1, /* fk_law_pair_lanes in cl/forces/ljc_constant.clh */
     .coulomb_factor = fk__coulomb_over_parameter,
     .pair_function = pair_function,
 };

@@ -20,7 +20,7 @@ enum { LANES_WORK_GROUP = 8, LANES_UNROLL_J = 1 };
  * AVX2, 16 with AVX-512). A wider vector is split by the compiler, and clang warns on every
  * function that takes or returns one ("AVX vector return of type 'float16' without 'avx512f'
  * enabled changes the ABI"), which POCL prints to stderr. 0: narrower than 8, no lanes. */
-static int device_lane_width(const fk_context *context)
+int fk__device_lane_width(const fk_context *context)
 {
     cl_uint native = 0;
     if (clGetDeviceInfo(context->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof native,
@@ -56,7 +56,7 @@ fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
     if (asked < 0)
         return FK_OK;
     const int is_cpu = context->info.type == FK_DEVICE_CPU;
-    const int width = device_lane_width(context);
+    const int width = fk__device_lane_width(context);
     int lanes = asked;
     const fk_tuning_entry *entry = *tuned;
     if (asked == 0) {
@@ -71,9 +71,12 @@ fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
         if (!(entry && entry->lanes > 0 && entry->lanes <= width))
             entry = NULL;
     } else {
+        if (config->algorithm == FK_ALGORITHM_NEIGHBORS)
+            return FK_OK; /* the list loop's own lane form: src/loops/neighbors.c decides */
         if (config->algorithm != FK_ALGORITHM_ALL_PAIRS)
             return fk__fail(context, FK_ERR_UNSUPPORTED,
-                            "lanes are a form of the all-pairs loop, not of algorithm %s",
+                            "lanes are a form of the all-pairs and neighbors loops, not of "
+                            "algorithm %s",
                             fk_algorithm_name((fk_algorithm)config->algorithm));
         if (config->unroll_i > 1)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -125,7 +128,7 @@ int fk__automatic_lanes(fk_context *context, const char *kernel_name, const char
 {
     const fk_kernel_desc *kernel = fk__kernel_desc(kernel_name);
     const fk_accum_desc *accum = fk__accum_desc(accum_name);
-    const int width = device_lane_width(context);
+    const int width = fk__device_lane_width(context);
     if (!kernel || !accum || context->info.type != FK_DEVICE_CPU || width == 0 ||
         !lanes_possible(context, kernel, accum))
         return 0;

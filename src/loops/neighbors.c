@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "cell_grid.h"
+#include "lanes.h"
 #include "tune.h"
 
 /* stats[] indices, as in cl/neighbors_build.cl */
@@ -49,6 +50,7 @@ struct fk__neighbors {
     int half;   /* 1: half lists, Newton's third law; 0: full lists */
     int group;  /* work-items per group of the pair kernels, one particle each */
     int unroll; /* partners per unrolled step (UNROLL_J) */
+    int lanes;  /* > 0: the lane form, partners per vector (cl/neighbors.c, FK_LANES) */
     cl_program build_program, program, bound_program;
     cl_kernel count, fill, sort, scan_blocks, scan_top, scan_apply;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
@@ -73,6 +75,7 @@ static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
     fk_variant *v = &eval->variant;
     v->unroll_i = 1;
     v->unroll_j = state->unroll;
+    v->lanes = state->lanes;
     v->work_group_size = state->group;
     v->local_tiling = 0;
     v->j_splits = 1;
@@ -120,14 +123,18 @@ static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *k
 }
 
 /* Half or full lists (fk_neighbor_lists). Automatic: half lists where the accumulator allows them,
- * except on GPUs. Measured on an NVIDIA H200 (ljc_constant float, density 0.8, rc 2.5, skin 0.3):
- * full lists 0.030 ms per evaluation at N = 65,536 and 0.52 ms at 1,048,576, half lists 0.16 and
- * 3.2 ms, at every work-group size from 32 to 256: the j-side terms each pair stores at its place
- * in the list and the gather that reads them back through the mirrors are scattered accesses, which
- * cost the GPU more than the pair arithmetic they save (bench/results/2026-11-25_nvidia-h200/
- * neighbors_forms). On CPUs the arithmetic is the cost, and half lists halve it. */
+ * except on GPUs and in the lane form. Measured on an NVIDIA H200 (ljc_constant float, density 0.8,
+ * rc 2.5, skin 0.3): full lists 0.030 ms per evaluation at N = 65,536 and 0.52 ms at 1,048,576,
+ * half lists 0.16 and 3.2 ms, at every work-group size from 32 to 256: the j-side terms each pair
+ * stores at its place in the list and the gather that reads them back through the mirrors are
+ * scattered accesses, which cost the GPU more than the pair arithmetic they save
+ * (bench/results/2026-11-25_nvidia-h200/ neighbors_forms). On CPUs the arithmetic is the cost, and
+ * the scalar walk's half lists halve it; the lane form takes full lists: on POCL 3.1 (2 EPYC cores,
+ * AVX-512, lj float, N = 16,384, density 0.8, periodic) 1.6-1.9 ms per evaluation with full lists
+ * in lanes, 2.0-5.4 ms with half lists in lanes (the j-sides' scattered gather pass), 2.8-4.1 ms
+ * for the scalar half lists. */
 static int use_half_lists(const fk_device_info *device, const fk_accum_desc *accum,
-                          const fk_eval_config *config)
+                          const fk_eval_config *config, int lanes)
 {
     switch (config->neighbor_lists) {
     case FK_NEIGHBOR_LISTS_HALF:
@@ -135,8 +142,59 @@ static int use_half_lists(const fk_device_info *device, const fk_accum_desc *acc
     case FK_NEIGHBOR_LISTS_FULL:
         return 0;
     default:
-        return fk__accum_allows_newton(accum) && device->type != FK_DEVICE_GPU;
+        return fk__accum_allows_newton(accum) && device->type != FK_DEVICE_GPU && !lanes;
     }
+}
+
+/* The lane form (cl/neighbors.cl with FK_LANES): a particle's partners in the lanes of vectors, on
+ * CPUs, where POCL runs the scalar walk one pair at a time. fk_eval_config.lanes: -1 off; 0
+ * automatic: on CPUs, at the device's native float vector width, in a periodic box, where the
+ * force law and the accumulator have lane forms (lj and ljc_constant; float, double, narumi and,
+ * with fp64, fixed64) and not in reproducible mode (correctly rounded operations, one term at a
+ * time); 8 or 16 asks for that width wherever the forms exist (GPUs included, for testing).
+ * Measured on POCL 3.1 (2 EPYC cores, AVX-512; lj float, density 0.8; bench's lattice, ms per
+ * evaluation, ranges of interleaved runs): periodic, lanes (full lists) 1.55-1.78 against the
+ * scalar half lists' 2.56-3.07 at N = 16,384 and 0.44-1.06 against 0.65-1.13 at 4,096; open
+ * boundaries (no minimum image, fewer pairs at the surface), 1.24-2.09 against 1.33-2.24 at
+ * 16,384 and 0.60-0.88 against 0.60-0.66 at 4,096: no gain, so automatic lanes are for periodic
+ * boxes (the MD workload); `forcekit tune --algorithm neighbors` measures both forms. */
+static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *lanes)
+{
+    fk_context *context = eval->context;
+    const fk_eval_config *config = &eval->config;
+    const int asked = config->lanes;
+    *lanes = 0;
+    if (asked < 0)
+        return FK_OK;
+    const int possible =
+        fk__registry_has_list_lanes(eval->kernel, eval->accum, context->info.fp64) &&
+        !config->reproducible;
+    const int width = fk__device_lane_width(context);
+    if (asked == 0) {
+        /* An explicit partner unrolling asks for the scalar walk's shape. A tuning entry from a
+         * search that measured the lane form says which won (lanes -1: an entry from before the
+         * tuner searched it, which decides nothing here). */
+        if (possible && context->info.type == FK_DEVICE_CPU && width > 0 && !config->unroll_j &&
+            (eval->law.physics.periodic || (tuned && tuned->lanes > 0)))
+            *lanes = tuned && tuned->lanes > 0 && tuned->lanes <= width ? tuned->lanes
+                     : tuned && tuned->lanes == 0                       ? 0
+                                                                        : width;
+        return FK_OK;
+    }
+    if (!possible)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "neighbour lists in lanes: kernel '%s' with accumulator '%s'%s has no lane "
+                        "form (lj and ljc_constant with float, double, narumi, fixed64); lanes -1 "
+                        "or 0 run the scalar walk",
+                        eval->kernel->info.name, eval->accum->info.name,
+                        config->reproducible ? " in reproducible mode" : "");
+    if (context->info.type == FK_DEVICE_CPU && asked > width)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "lanes %d: %s holds %d floats in a vector register "
+                        "(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT); use lanes %s",
+                        asked, context->info.name, width ? width : 1, width ? "8" : "-1");
+    *lanes = asked;
+    return FK_OK;
 }
 
 static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
@@ -148,6 +206,7 @@ static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *s
     own.accum = accum;
     own.unroll_i = 1;
     own.unroll_j = state->unroll;
+    own.lanes = state->lanes;
     own.local_tiling = 0;
     own.work_group_size = state->group;
     char options[640];
@@ -185,7 +244,6 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     if (!state)
         return FK_ERR_HOST_MEMORY;
     *out = state; /* the evaluation destroys it on any failure below */
-    state->half = use_half_lists(&context->info, eval->accum, config);
 
     /* The shape: one particle per work-item, its partners UNROLL_J per unrolled step
      * (config.unroll_j), config.work_group_size work-items per group. The loop has no i-unrolling
@@ -209,6 +267,12 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         group = device->max_work_group_size;
     state->group = (int)group;
     state->unroll = config->unroll_j ? config->unroll_j : tuned ? tuned->unroll_j : builtin_unroll;
+    fk_status lanes_status = choose_lanes(eval, tuned, &state->lanes);
+    if (lanes_status != FK_OK)
+        return lanes_status;
+    if (state->lanes)
+        state->unroll = 1; /* the lanes are the unrolling */
+    state->half = use_half_lists(&context->info, eval->accum, config, state->lanes);
 
     double grid_seconds = 0.0;
     int grid_from_cache = 1;
@@ -436,8 +500,12 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
                         "the cells algorithm or a smaller skin",
                         owner, (unsigned long long)(total_a + total_b));
 
-    /* Exactly what was counted (plus the growth margin of ensure_buffer), then the fill. */
-    status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a,
+    /* Exactly what was counted (plus the growth margin of ensure_buffer), then the fill. The lane
+     * form reads whole vectors of FK_LANES entries and may read up to FK_LANES entries past the
+     * last list (masked, cl/neighbors.cl): that many more, zeroed below (valid particle indices).
+     */
+    const size_t padding = (size_t)state->lanes;
+    status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a + padding,
                            sizeof(cl_int), "lists");
     if (status == FK_OK)
         status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
@@ -460,6 +528,12 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status != FK_OK)
         return status;
     const cl_int zero = 0;
+    if (err == CL_SUCCESS && padding) {
+        call = "clEnqueueFillBuffer (neighbour lists: padding)";
+        err = fk__enqueue_fill_at(context, state->list_a, &zero, sizeof zero,
+                                  (size_t)total_a * sizeof(cl_int), padding * sizeof(cl_int), 0,
+                                  NULL, NULL);
+    }
     if (err == CL_SUCCESS && state->half) {
         call = "clEnqueueFillBuffer (neighbour lists: mirror cursors)";
         err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
@@ -557,6 +631,21 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
                               FK__ARG(eval->body_aux), FK__ARG(eval->table), FK__ARG(eval->physics),
                               FK__ARG(acc_param), FK__ARG(eval->result));
     }
+    if (status == FK_OK && state->lanes) {
+        /* The lane form's arguments after the scalar walk's: one_type (one pair-table entry for
+         * every pair: no column loads), and for half lists the entries of the lists A, the stride
+         * of the j-sides' planes. */
+        const cl_int one_type = eval->law.pairs.types <= 1;
+        const cl_int stride = (cl_int)state->entries_a;
+        if (state->half) {
+            status = FK__SET_ARGS(context, pairs, "fk_neighbors_half", 10, FK__ARG(one_type),
+                                  FK__ARG(stride));
+            if (status == FK_OK)
+                status = FK__SET_ARGS(context, gather, "fk_neighbors_gather", 6, FK__ARG(stride));
+        } else {
+            status = FK__SET_ARGS(context, pairs, "fk_neighbors_full", 9, FK__ARG(one_type));
+        }
+    }
     if (status != FK_OK)
         return status;
     const size_t group = (size_t)state->group;
@@ -618,27 +707,38 @@ static size_t neighbors_tuning_space(const fk__tuning_query *query, fk__loop_sha
     const int *groups = gpu ? neighbor_gpu_groups : neighbor_cpu_groups;
     const int group_count = 4;
     const int unroll_count = (int)(sizeof neighbor_unrolls / sizeof neighbor_unrolls[0]);
-    if (pinned->lanes > 0 || pinned->j_splits > 0 || pinned->local_tiling > 0 ||
+    if (pinned->j_splits > 0 || pinned->local_tiling > 0 ||
         (pinned->unroll_i && pinned->unroll_i != 1))
         return 0;
-    fk__loop_shape *space = calloc((size_t)(unroll_count * group_count), sizeof *space);
+    /* The lane form at the device's width where it has one (query->lane_width, CPUs), its
+     * partners per step the lanes (unroll 1x1), beside the scalar walk's shapes. */
+    const int lanes = query->lane_width;
+    fk__loop_shape *space = calloc((size_t)((unroll_count + 1) * group_count), sizeof *space);
     if (!space)
         return 0;
     size_t count = 0;
-    for (int u = 0; u < unroll_count; ++u)
+    for (int u = 0; u <= unroll_count; ++u) {
+        const int lane_shape = u == unroll_count;
+        if (lane_shape ? lanes == 0 || pinned->lanes < 0 ||
+                             (pinned->lanes > 0 && pinned->lanes != lanes) ||
+                             (pinned->unroll_j && pinned->unroll_j != 1)
+                       : pinned->lanes > 0 ||
+                             (pinned->unroll_j && pinned->unroll_j != neighbor_unrolls[u]))
+            continue;
         for (int g = 0; g < group_count; ++g) {
-            if ((pinned->unroll_j && pinned->unroll_j != neighbor_unrolls[u]) ||
-                (pinned->work_group_size && pinned->work_group_size != groups[g]) ||
+            if ((pinned->work_group_size && pinned->work_group_size != groups[g]) ||
                 (size_t)groups[g] > device->max_work_group_size)
                 continue;
             fk__loop_shape *s = &space[count++];
             s->unroll_i = 1;
-            s->unroll_j = neighbor_unrolls[u];
+            s->unroll_j = lane_shape ? 1 : neighbor_unrolls[u];
             s->work_group_size = groups[g];
             s->local_tiling = 0;
-            const int coordinate[6] = {0, u, g, 0, 0, 0};
+            s->lanes = lane_shape ? lanes : 0;
+            const int coordinate[6] = {0, u, g, 0, 0, lane_shape};
             memcpy(s->coordinate, coordinate, sizeof coordinate);
         }
+    }
     if (count == 0) {
         free(space);
         return 0;
@@ -654,6 +754,10 @@ static void neighbors_default_shape(const fk__tuning_query *query, fk__loop_shap
     if ((size_t)shape->work_group_size > query->context->info.max_work_group_size)
         shape->work_group_size = (int)query->context->info.max_work_group_size;
     shape->unroll_i = 1;
+    if (query->lane_width > 0 && query->pinned->lanes >= 0) { /* fk_eval_create's automatic form */
+        shape->lanes = query->lane_width;
+        shape->unroll_j = 1;
+    }
 }
 
 const fk__loop fk__loop_neighbors = {
