@@ -60,11 +60,12 @@ static double median(double *values, size_t count)
 
 static int usage(const char *message)
 {
-    fprintf(stderr,
-            "bench_md_loops: %s\nusage: bench_md_loops [--n N] [--density D] [--skin S] "
-            "[--rounds R] [--steps K] [--accum A] [--loops L1,L2,...] [--seed S]\n"
-            "                      [--kernel lj|ljc_constant] [--evals E]\n",
-            message);
+    fprintf(
+        stderr,
+        "bench_md_loops: %s\nusage: bench_md_loops [--n N] [--density D] [--skin S] "
+        "[--rounds R] [--steps K] [--accum A] [--loops L1,L2,...] [--seed S]\n"
+        "                      [--kernel lj|ljc_constant] [--evals E] [--lanes auto|off|8|16]\n",
+        message);
     return 2;
 }
 
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 {
     size_t n = 16384;
     double density = 0.8, skin = 0.3, temperature = 1.0, dt = 0.005, cutoff = 2.5;
-    int rounds = 5, steps = 40, evals = 0;
+    int rounds = 5, steps = 40, evals = 0, lanes = 0;
     unsigned long long seed = 1;
     const char *accum = "float", *loop_names = "cells,neighbors", *kernel = "lj";
     for (int a = 1; a < argc; ++a) {
@@ -109,14 +110,19 @@ int main(int argc, char **argv)
             kernel = value;
         else if (strcmp(argv[a], "--evals") == 0)
             evals = atoi(value);
+        else if (strcmp(argv[a], "--lanes") == 0) /* fk_eval_config.lanes: auto, off, 8, 16 */
+            lanes = strcmp(value, "off") == 0               ? -1
+                    : strcmp(value, "auto") == 0            ? 0
+                    : atoi(value) == 8 || atoi(value) == 16 ? atoi(value)
+                                                            : -2;
         else
             return usage("unknown option");
         ++a;
     }
     if (n < 2 || !(density > 0) || !(skin > 0) || rounds < 1 || rounds > MAX_ROUNDS || steps < 1 ||
-        evals < 0 || evals > MAX_EVALS)
+        evals < 0 || evals > MAX_EVALS || lanes == -2)
         return usage("--n >= 2, --density > 0, --skin > 0, 1 <= --rounds <= 64, --steps >= 1, "
-                     "0 <= --evals <= 256");
+                     "0 <= --evals <= 256, --lanes auto, off, 8 or 16");
     const int coulomb = strcmp(kernel, "ljc_constant") == 0;
     if (!coulomb && strcmp(kernel, "lj") != 0)
         return usage("--kernel: lj or ljc_constant");
@@ -166,6 +172,7 @@ int main(int argc, char **argv)
         config.eval.cutoff = cutoff;
         config.eval.skin = skin;
         config.eval.algorithm = (int)loops[l].algorithm;
+        config.eval.lanes = lanes;
         memcpy(config.eval.box, box, sizeof box);
         char error[1024] = "";
         status = fkt_sim_create(context, &config, &particles, &loops[l].sim, error, sizeof error);
@@ -281,6 +288,9 @@ int main(int argc, char **argv)
             snprintf(unroll, sizeof unroll, "%dx%d", v.unroll_i, v.unroll_j);
             cJSON_AddStringToObject(item, "unroll", unroll);
             cJSON_AddNumberToObject(item, "work_group_size", v.work_group_size);
+            /* neighbors: the list form and the CPU lane form (0: the scalar walk) */
+            cJSON_AddStringToObject(item, "lists", v.neighbor_half_lists ? "half" : "full");
+            cJSON_AddNumberToObject(item, "lanes", v.lanes);
             cJSON_AddBoolToObject(item, "local_tiling", v.local_tiling != 0);
             cJSON *per_round = cJSON_AddArrayToObject(item, "seconds_per_step_by_round");
             for (int r = 0; r < rounds; ++r)

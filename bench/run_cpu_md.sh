@@ -12,6 +12,8 @@
 # with STEPS (default 10) NVE steps and then times EVALS (default 10) evaluations; the figures are
 # per run min / median / max and, over the repetitions, the median of the medians. Writes
 # OUT_DIR/raw/*.json, OUT_DIR/cpu_md.json and OUT_DIR/summary.md (bench/cpu_md_summary.py).
+# LOOPS (default cells,neighbors) and MD_ARGS (more bench_md_loops options, e.g. "--lanes off")
+# change what forcekit runs.
 set -eu
 build=${1:?usage: run_cpu_md.sh BUILD_DIR OUT_DIR [REPS] [SIZES]}
 out=${2:?usage: run_cpu_md.sh BUILD_DIR OUT_DIR [REPS] [SIZES]}
@@ -44,8 +46,9 @@ while [ "$rep" -le "$reps" ]; do
         for law in lj ljc_constant; do
             tag="n${n}_${law}_rep${rep}"
             echo "rep $rep n $n $law: forcekit (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+            # shellcheck disable=SC2086 # MD_ARGS: extra bench_md_loops options, word-split
             "$md" --n "$n" --kernel "$law" --rounds 1 --steps "$steps" --evals "$evals" \
-                --loops cells,neighbors > "$out/raw/forcekit_$tag.json"
+                --loops "${LOOPS:-cells,neighbors}" ${MD_ARGS:-} > "$out/raw/forcekit_$tag.json"
             for platform in CPU OpenCL; do
                 for form in exact native; do
                     echo "rep $rep n $n $law: OpenMM $platform $form" >&2

@@ -127,7 +127,70 @@ fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
         fk_interact(&bi, &bj, FK_EXCLUDED(excluded, j), &phys, &env, acc);                         \
     }
 
-#ifndef FK_LANES
+/* FK_NB_SPLIT (host -D, full lists, the scalar walk): work-items per particle. 1: one walks the
+ * whole list. S > 1 (2, 4 or 8, dividing WG_SIZE): S consecutive work-items share particle
+ * gid / S, part p taking the list places begin + p, begin + p + S, ... in order, and part 0
+ * merges the S partial sums in part order (fk_acc_merge, as the all-pairs j-splits are) through
+ * local memory: more work-items where N alone leaves a GPU's cores idle (a list walk is a chain
+ * of dependent loads and additions), a fixed order of the same terms, fixed64's integers
+ * unchanged. */
+#ifndef FK_NB_SPLIT
+#define FK_NB_SPLIT 1
+#endif
+
+#if !defined(FK_LANES) && FK_NB_SPLIT > 1
+#if WG_SIZE % FK_NB_SPLIT
+#error "FK_NB_SPLIT must divide WG_SIZE"
+#endif
+/* Places first, first + S, ... below end, UNROLL_J per unrolled step. */
+#define FK_NB_STRIDED_RUN(first, end, STEP)                                                        \
+    {                                                                                              \
+        int k = (first);                                                                           \
+        for (; k + (UNROLL_J - 1) * FK_NB_SPLIT < (end); k += UNROLL_J * FK_NB_SPLIT) {            \
+            _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)                                   \
+            {                                                                                      \
+                STEP(k + v * FK_NB_SPLIT, 0);                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        for (; k < (end); k += FK_NB_SPLIT) {                                                      \
+            STEP(k, 0);                                                                            \
+        }                                                                                          \
+    }
+
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
+                  __global const int *restrict partners, __global const float4 *restrict body,
+                  __global const float4 *restrict body_aux, __global const float *restrict table,
+                  __constant const float *restrict physics, const float4 acc_param,
+                  __global uint2 *restrict out)
+{
+    __local uint2 parts[WG_SIZE * FK_COMPONENTS];
+    const int i = (int)(get_global_id(0) / FK_NB_SPLIT);
+    const int part = (int)(get_local_id(0) % FK_NB_SPLIT);
+    const int slot = (int)get_local_id(0) - part; /* part 0's work-item in the group */
+    const int live = i < n;                       /* every work-item reaches the barrier */
+    FK_PAIR_PROLOGUE(physics, table, acc_param);
+    const fk_ibody bi = fk_load_i(body, body_aux, live ? i : 0);
+    FK_EXCLUDED_DECLARE(excluded);
+    FK_LOAD_EXCLUDED(body_aux, live ? i : 0, excluded);
+    fk_acc acc[FK_COMPONENTS];
+    FK_ACC_ZERO(acc);
+    const int begin = live ? (int)offsets[i].x : 0, end = live ? (int)offsets[i + 1].x : 0;
+    FK_NB_STRIDED_RUN(begin + part, end, FK_NB_FULL_STEP);
+    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
+        parts[(size_t)get_local_id(0) * FK_COMPONENTS + c] = fk_acc_pack(acc[c]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!live || part != 0)
+        return;
+    _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c)
+    {
+        fk_acc sum = acc[c];
+        for (int p = 1; p < FK_NB_SPLIT; ++p)
+            sum = fk_merge_packed(sum, parts[(size_t)(slot + p) * FK_COMPONENTS + c]);
+        out[(size_t)i * FK_COMPONENTS + c] = fk_acc_pack(sum);
+    }
+}
+#elif !defined(FK_LANES)
 /* Every partner of i (never i itself: the pair mask is only an excluded partner). */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_neighbors_full(const int n, __global const uint2 *restrict offsets,

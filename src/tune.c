@@ -63,7 +63,7 @@ typedef struct tuner {
     double *forces;            /* n * components */
     double tolerance;
     fk_eval *eval; /* kept while consecutive candidates share its program */
-    int eval_key[5];
+    int eval_key[6];
     int lane_width; /* the widest lanes the device holds (0: no lanes here) */
     int algorithm;  /* the pair loop tuned (fk_algorithm) */
     const fk__loop *loop;
@@ -437,7 +437,11 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
     p->seconds = p->error = p->confirmed_seconds = NAN;
     p->tolerance = t->tolerance;
 
-    const int key[5] = {c->unroll_i, c->unroll_j, c->work_group_size, c->local_tiling, c->lanes};
+    /* The neighbour lists build their work-items per particle into the program (FK_NB_SPLIT): a
+     * new evaluation per value; all-pairs sets its j-splits on the one evaluation. */
+    const int key[6] = {
+        c->unroll_i,     c->unroll_j, c->work_group_size,
+        c->local_tiling, c->lanes,    t->algorithm == FK_ALGORITHM_NEIGHBORS ? c->j_splits : 0};
     if (t->eval && memcmp(key, t->eval_key, sizeof key) != 0) {
         fk_eval_destroy(t->eval);
         t->eval = NULL;

@@ -210,6 +210,7 @@ typedef struct eval_options {
     int reproducible;
     int lists; /* fk_neighbor_lists */
     int lanes; /* fk_eval_config.lanes: 0 automatic, -1 off, 8 or 16 */
+    int split; /* fk_eval_config.j_splits: work-items per particle (full lists, scalar walk) */
 } eval_options;
 
 static fk_algorithm algorithm_of(eval_options o)
@@ -234,6 +235,7 @@ static fk_eval *make_eval(const test_system *s, const char *accum, eval_options 
     config.unroll_j = o.unroll_j;
     config.neighbor_lists = o.lists;
     config.lanes = o.lanes;
+    config.j_splits = o.split;
     memcpy(config.box, s->physics.box, sizeof config.box);
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(context, &config, &eval);
@@ -772,6 +774,83 @@ static void test_exclusions(void **state)
     fk_test_system_free(&s);
 }
 
+static void expect_failure(fk_status status, fk_status expected, const char *needle);
+
+/* A particle's list shared by 2, 4 or 8 work-items (fk_eval_config.j_splits, cl/neighbors.cl
+ * FK_NB_SPLIT: full lists, the scalar walk), each part merged in part order through local memory:
+ * float against the reference on the periodic fluid with lists of every length (a work-group size
+ * that N does not fill, so work-items past the last particle reach the barrier too), fixed64 the
+ * same integers as one work-item per particle (its sums are exact); then the refusals. */
+static void test_split_lists(void **state)
+{
+    (void)state;
+    test_system s;
+    alloc_system(&s, "ljc_constant", 611);
+    s.physics.coulomb = 1.2;
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.5, 0.5, 0.5}, 0.2, &rng);
+    set_box(&s, fk_test_quantize(9 * 1.1));
+    reference ref = make_reference(&s, 0.3);
+    outputs whole = make_outputs(s.n), out = make_outputs(s.n);
+    const int fp64 = fk_context_device(context)->fp64;
+    const char *exact = fp64 ? "fixed64" : "float";
+    const eval_options one = {
+        .lists = FK_NEIGHBOR_LISTS_FULL, .lanes = -1, .split = 1, .work_group_size = 32};
+    fk_eval *eval = make_eval(&s, exact, one);
+    set_particles(eval, &s);
+    compute_read(eval, s.n, &whole);
+    assert_int_equal(variant_of(eval).j_splits, 1);
+    fk_eval_destroy(eval);
+    const int splits[] = {2, 4, 8};
+    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; ++k) {
+        eval_options o = one;
+        o.split = splits[k];
+        char label[64];
+        snprintf(label, sizeof label, "split %d", splits[k]);
+        const fk_variant v = check_system(label, &s, &ref, "float", o);
+        assert_int_equal(v.j_splits, splits[k]);
+        if (!fp64)
+            continue;
+        eval = make_eval(&s, "fixed64", o);
+        set_particles(eval, &s);
+        compute_read(eval, s.n, &out);
+        fk_eval_destroy(eval);
+        if (memcmp(out.packed, whole.packed, 8 * s.n * sizeof(uint32_t)) != 0)
+            fail_msg("split %d: fixed64 differs from one work-item per particle", splits[k]);
+        fprintf(stderr, "  split %d: fixed64 the same integers as one work-item per particle\n",
+                splits[k]);
+    }
+    free_outputs(&whole);
+    free_outputs(&out);
+    free_reference(&ref);
+    fk_test_system_free(&s);
+
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "lj";
+    config.algorithm = FK_ALGORITHM_NEIGHBORS;
+    config.box[0] = config.box[1] = config.box[2] = 20.0;
+    config.lanes = -1;
+    config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    config.j_splits = 3;
+    fk_eval *refused = NULL;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT, "1, 2, 4");
+    assert_null(refused);
+    config.j_splits = 4;
+    config.work_group_size = 6;
+    config.unroll_i = 1; /* a shape the generic rules accept everywhere (GPUs: tiled 4x8) */
+    config.unroll_j = 1;
+    config.local_tiling = -1;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT,
+                   "does not divide");
+    config.work_group_size = 0;
+    config.neighbor_lists = FK_NEIGHBOR_LISTS_HALF;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT,
+                   "half lists");
+    config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    config.lanes = 8;
+    expect_failure(fk_eval_create(context, &config, &refused), FK_ERR_INVALID_ARGUMENT,
+                   "lane form");
+}
+
 static void expect_failure(fk_status status, fk_status expected, const char *needle)
 {
     if (status != expected)
@@ -1003,6 +1082,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exclusions),
         cmocka_unit_test(test_list_forms),
         cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_split_lists),
         cmocka_unit_test_setup_teardown(test_skin_under_and_over, fk_test_device_checks_on,
                                         fk_test_device_checks_off),
         cmocka_unit_test_setup_teardown(test_open_and_small_boxes, fk_test_device_checks_on,

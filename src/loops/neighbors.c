@@ -51,6 +51,7 @@ struct fk__neighbors {
     int group;  /* work-items per group of the pair kernels, one particle each */
     int unroll; /* partners per unrolled step (UNROLL_J) */
     int lanes;  /* > 0: the lane form, partners per vector (cl/neighbors.c, FK_LANES) */
+    int split;  /* work-items per particle (FK_NB_SPLIT): full lists, the scalar walk */
     cl_program build_program, program, bound_program;
     cl_kernel count, fill, sort, scan_blocks, scan_top, scan_apply;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
@@ -78,7 +79,7 @@ static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
     v->lanes = state->lanes;
     v->work_group_size = state->group;
     v->local_tiling = 0;
-    v->j_splits = 1;
+    v->j_splits = state->split;
     fk__cell_grid_report(&state->grid, v);
     v->cell_build_seconds += state->built ? state->list_seconds : 0.0;
     v->pairs_examined = state->built ? (uint64_t)state->entries_a : 0;
@@ -98,6 +99,20 @@ static void builtin_shape(const fk_device_info *device, int *group, int *unroll)
     const int gpu = device->type == FK_DEVICE_GPU;
     *group = gpu ? 32 : 16;
     *unroll = 4;
+}
+
+/* The built-in work-items per particle (FK_NB_SPLIT) for full lists in the scalar walk. GPUs: 4,
+ * measured on an NVIDIA H200 (ljc_constant float, density 0.8, rc 2.5, skin 0.3, periodic, 1x4,
+ * device time per evaluation; bench/results/2026-11-27_nvidia-h200/lists_split): with 32
+ * work-items per group, 1 / 2 / 4 / 8 work-items per particle took 17.4 / 12.3 / 9.8 / 9.2 us at
+ * N = 4,096, 19.2 / 14.7 / 12.0 / 12.6 at 16,384, 32.4 / 29.0 / 28.8 / 30.6 at 65,536,
+ * 128 / 98 / 96 / 105 at 262,144 and 514 / 348 / 327 / 363 at 1,048,576 (64 work-items: no
+ * better). A walk is a chain of dependent loads; four shorter chains per particle keep more loads
+ * in flight. CPUs: 1 (the local-memory merge's barrier splits POCL's work-item loops, and the
+ * lane form is the CPU's parallel walk). */
+static int builtin_split(const fk_device_info *device)
+{
+    return device->type == FK_DEVICE_GPU ? 4 : 1;
 }
 
 static fk_status neighbors_supports(fk_context *context, const fk_kernel_desc *kernel,
@@ -175,7 +190,7 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
          * search that measured the lane form says which won (lanes -1: an entry from before the
          * tuner searched it, which decides nothing here). */
         if (possible && context->info.type == FK_DEVICE_CPU && width > 0 && !config->unroll_j &&
-            (eval->law.physics.periodic || (tuned && tuned->lanes > 0)))
+            config->j_splits <= 1 && (eval->law.physics.periodic || (tuned && tuned->lanes > 0)))
             *lanes = tuned && tuned->lanes > 0 && tuned->lanes <= width ? tuned->lanes
                      : tuned && tuned->lanes == 0                       ? 0
                                                                         : width;
@@ -197,6 +212,41 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
     return FK_OK;
 }
 
+/* Work-items per particle (cl/neighbors.cl FK_NB_SPLIT), fk_eval_config.j_splits for this loop:
+ * 1, 2, 4 or 8 sharing one particle's list, full lists and the scalar walk only (half lists store
+ * each pair's j-side from the one work-item that computed it; the lane form's vectors are its
+ * split). 0: a tuning entry's, else the built-in (builtin_split) where the work-group size allows
+ * it. */
+static fk_status choose_split(fk_eval *eval, struct fk__neighbors *state,
+                              const fk_tuning_entry *tuned)
+{
+    const int asked = eval->config.j_splits;
+    state->split = 1;
+    if (asked == 0) {
+        const int wanted =
+            tuned && tuned->j_splits > 0 ? tuned->j_splits : builtin_split(&eval->context->info);
+        if (wanted > 1 && !state->half && !state->lanes && state->group % wanted == 0)
+            state->split = wanted;
+        return FK_OK;
+    }
+    if (asked != 1 && asked != 2 && asked != 4 && asked != 8)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "neighbors: j_splits %d, the work-items sharing a particle's list: 1, 2, 4 "
+                        "or 8",
+                        asked);
+    if (asked > 1 && (state->half || state->lanes))
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "neighbors: j_splits %d shares a particle's list among work-items, which "
+                        "only full lists in the scalar walk do (%s); use lists full and lanes -1",
+                        asked, state->half ? "these are half lists" : "this is the lane form");
+    if (state->group % asked)
+        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+                        "neighbors: j_splits %d does not divide the work-group size %d", asked,
+                        state->group);
+    state->split = asked;
+    return FK_OK;
+}
+
 static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
                                     const fk_program_request *request, const char *accum,
                                     cl_program *program, fk_program_result *built)
@@ -210,8 +260,8 @@ static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *s
     own.local_tiling = 0;
     own.work_group_size = state->group;
     char options[640];
-    snprintf(options, sizeof options, "%s -D FK_NEIGHBORS_HALF=%d",
-             request->extra_options ? request->extra_options : "", state->half);
+    snprintf(options, sizeof options, "%s -D FK_NEIGHBORS_HALF=%d -D FK_NB_SPLIT=%d",
+             request->extra_options ? request->extra_options : "", state->half, state->split);
     own.extra_options = options;
     fk_status status = fk__program_build(eval->context, &own, built);
     if (status == FK_OK)
@@ -273,6 +323,9 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     if (state->lanes)
         state->unroll = 1; /* the lanes are the unrolling */
     state->half = use_half_lists(&context->info, eval->accum, config, state->lanes);
+    fk_status split_status = choose_split(eval, state, tuned);
+    if (split_status != FK_OK)
+        return split_status;
 
     double grid_seconds = 0.0;
     int grid_from_cache = 1;
@@ -648,9 +701,9 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     }
     if (status != FK_OK)
         return status;
-    const size_t group = (size_t)state->group;
-    const size_t global = round_up(end_i > first_i ? end_i - first_i : 1, group);
-    const size_t offset = end_i > first_i ? first_i : 0;
+    const size_t group = (size_t)state->group, split = (size_t)state->split;
+    const size_t global = round_up((end_i > first_i ? end_i - first_i : 1) * split, group);
+    const size_t offset = end_i > first_i ? first_i * split : 0;
     cl_int err =
         clEnqueueNDRangeKernel(context->queue, pairs, 1, &offset, &global, &group, 0, NULL, first);
     if (err != CL_SUCCESS) {
@@ -695,6 +748,8 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
  * (unroll 1xJ); no tiling, no split. */
 
 static const int neighbor_unrolls[] = {1, 2, 4, 8};
+/* Work-items per particle searched on GPUs (full lists): 0 is the built-in (builtin_split: 4). */
+static const int neighbor_gpu_splits[] = {0, 1, 2, 8};
 static const int neighbor_cpu_groups[] = {1, 4, 16, 64};
 static const int neighbor_gpu_groups[] = {32, 64, 128, 256};
 
@@ -707,38 +762,46 @@ static size_t neighbors_tuning_space(const fk__tuning_query *query, fk__loop_sha
     const int *groups = gpu ? neighbor_gpu_groups : neighbor_cpu_groups;
     const int group_count = 4;
     const int unroll_count = (int)(sizeof neighbor_unrolls / sizeof neighbor_unrolls[0]);
-    if (pinned->j_splits > 0 || pinned->local_tiling > 0 ||
-        (pinned->unroll_i && pinned->unroll_i != 1))
+    if (pinned->local_tiling > 0 || (pinned->unroll_i && pinned->unroll_i != 1))
         return 0;
     /* The lane form at the device's width where it has one (query->lane_width, CPUs), its
      * partners per step the lanes (unroll 1x1), beside the scalar walk's shapes. */
     const int lanes = query->lane_width;
-    fk__loop_shape *space = calloc((size_t)((unroll_count + 1) * group_count), sizeof *space);
+    const int split_count = gpu ? 4 : 1;
+    fk__loop_shape *space =
+        calloc((size_t)((unroll_count + 1) * group_count * split_count), sizeof *space);
     if (!space)
         return 0;
     size_t count = 0;
-    for (int u = 0; u <= unroll_count; ++u) {
-        const int lane_shape = u == unroll_count;
-        if (lane_shape ? lanes == 0 || pinned->lanes < 0 ||
-                             (pinned->lanes > 0 && pinned->lanes != lanes) ||
-                             (pinned->unroll_j && pinned->unroll_j != 1)
-                       : pinned->lanes > 0 ||
-                             (pinned->unroll_j && pinned->unroll_j != neighbor_unrolls[u]))
-            continue;
-        for (int g = 0; g < group_count; ++g) {
-            if ((pinned->work_group_size && pinned->work_group_size != groups[g]) ||
-                (size_t)groups[g] > device->max_work_group_size)
+    for (int u = 0; u <= unroll_count; ++u)
+        for (int sp = 0; sp < split_count; ++sp) {
+            const int lane_shape = u == unroll_count;
+            if (lane_shape ? lanes == 0 || pinned->lanes < 0 ||
+                                 (pinned->lanes > 0 && pinned->lanes != lanes) ||
+                                 (pinned->unroll_j && pinned->unroll_j != 1)
+                           : pinned->lanes > 0 ||
+                                 (pinned->unroll_j && pinned->unroll_j != neighbor_unrolls[u]))
                 continue;
-            fk__loop_shape *s = &space[count++];
-            s->unroll_i = 1;
-            s->unroll_j = lane_shape ? 1 : neighbor_unrolls[u];
-            s->work_group_size = groups[g];
-            s->local_tiling = 0;
-            s->lanes = lane_shape ? lanes : 0;
-            const int coordinate[6] = {0, u, g, 0, 0, lane_shape};
-            memcpy(s->coordinate, coordinate, sizeof coordinate);
+            const int split = gpu ? neighbor_gpu_splits[sp] : 0;
+            const int effective_split = split ? split : builtin_split(device);
+            if ((lane_shape && split != 0) ||
+                (pinned->j_splits > 0 && effective_split != pinned->j_splits))
+                continue;
+            for (int g = 0; g < group_count; ++g) {
+                if ((pinned->work_group_size && pinned->work_group_size != groups[g]) ||
+                    (size_t)groups[g] > device->max_work_group_size)
+                    continue;
+                fk__loop_shape *s = &space[count++];
+                s->unroll_i = 1;
+                s->unroll_j = lane_shape ? 1 : neighbor_unrolls[u];
+                s->work_group_size = groups[g];
+                s->local_tiling = 0;
+                s->j_splits = split;
+                s->lanes = lane_shape ? lanes : 0;
+                const int coordinate[6] = {0, u, g, 0, sp, lane_shape};
+                memcpy(s->coordinate, coordinate, sizeof coordinate);
+            }
         }
-    }
     if (count == 0) {
         free(space);
         return 0;
