@@ -9,7 +9,9 @@
 # OUT_DIR/nve_<loop>_n<N>.json (simulate's JSON) and OUT_DIR/nve_md.json + summary.md
 # (bench/nve_md_summary.py: the drift as a least-squares slope with its standard error, the
 # endpoint drift, rebuilds, seconds per step, and neighbors / cells; target <= 1.2). DEVICE (default: forcekit's default device) is simulate's --device, e.g. gpu
-# for the H200 run at N = 1,048,576 and 1,000 steps; ACCUM defaults to float.
+# for the H200 run at N = 1,048,576 and 1,000 steps; ACCUM defaults to float. SAMPLE (environment)
+# is simulate's --sample: the energy, a host pass in double over every particle, every SAMPLE
+# steps (default steps / 1000, every step for 1,000 steps).
 set -eu
 build=${1:?usage: run_nve_md.sh BUILD_DIR OUT_DIR [N] [STEPS] [DEVICE] [ACCUM]}
 out=${2:?usage: run_nve_md.sh BUILD_DIR OUT_DIR [N] [STEPS] [DEVICE] [ACCUM]}
@@ -29,7 +31,7 @@ for loop in neighbors cells; do
     # shellcheck disable=SC2086
     "$build/forcekit" simulate --kernel lj --system lj-fluid --n "$n" --steps "$steps" \
         --dt 0.005 --accum "$accum" --algorithm "$loop" --skin 0.3 --seed 1 \
-        ${device:+--device "$device"} --json > "$out/nve_${loop}_n$n.json"
+        ${SAMPLE:+--sample "$SAMPLE"} ${device:+--device "$device"} --json > "$out/nve_${loop}_n$n.json"
 done
 echo "load_at_end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >> "$out/nve_machine.txt"
 python3 "$here/nve_md_summary.py" "$out" "$n"

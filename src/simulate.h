@@ -91,8 +91,14 @@ typedef struct fkt_sim {
     double *output;                     /* force_components * n: what the device returned */
     double *potential;                  /* n */
     /* The step being computed; swapped in when it succeeds, so that a failure leaves the state of
-     * the last completed step. */
+     * the last completed step (but for position_pinned's positions, below). */
     double *next_position, *next_velocity, *next_acceleration, *next_jerk;
+    /* 1: position is the evaluation's pinned array (fk_eval_positions_buffer: velocity Verlet on an
+     * evaluation of this library), which each step writes in place, so the update sends it to the
+     * device by DMA and converts it there instead of a host pass over every coordinate (5 ms per
+     * step at N = 1M on the H200's host). A failed step then leaves it at the attempted positions
+     * (the run stops there). Not freed with the rest. */
+    int position_pinned;
     int potential_current; /* the last evaluation was at the current positions */
     double device_seconds; /* OpenCL event time of every evaluation so far */
     fkt_sim_timing timing;
