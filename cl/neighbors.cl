@@ -43,6 +43,18 @@
 #define FK_IMAGE_BOUNDED 1
 #include "pair_step.clh"
 
+/* The start of a kernel with one particle per work-item: its particle i (work-items past n
+ * return: no barriers follow in these kernels), the pass's physics and accumulator settings (phys,
+ * env), i's body bi and its excluded partners. */
+#define FK_NB_PARTICLE_PROLOGUE(i)                                                                 \
+    const int i = (int)get_global_id(0);                                                           \
+    if (i >= n)                                                                                    \
+        return;                                                                                    \
+    FK_PAIR_PROLOGUE(physics, table, acc_param);                                                   \
+    const fk_ibody bi = fk_load_i(body, body_aux, i);                                              \
+    FK_EXCLUDED_DECLARE(excluded);                                                                 \
+    FK_LOAD_EXCLUDED(body_aux, i, excluded)
+
 #if FK_NEIGHBORS_HALF
 /* The stored j-sides are the pair terms themselves, kept as float: the accumulator's pair terms
  * must be float (they are for every accumulator the host gives half lists). */
@@ -199,13 +211,7 @@ fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
                   __constant const float *restrict physics, const float4 acc_param,
                   __global uint2 *restrict out)
 {
-    const int i = (int)get_global_id(0);
-    if (i >= n)
-        return;
-    FK_PAIR_PROLOGUE(physics, table, acc_param);
-    const fk_ibody bi = fk_load_i(body, body_aux, i);
-    FK_EXCLUDED_DECLARE(excluded);
-    FK_LOAD_EXCLUDED(body_aux, i, excluded);
+    FK_NB_PARTICLE_PROLOGUE(i);
     fk_acc acc[FK_COMPONENTS];
     FK_ACC_ZERO(acc);
     FK_J_RUN(k, (int)offsets[i].x, (int)offsets[i + 1].x, FK_NB_FULL_STEP, 0);
@@ -313,13 +319,7 @@ fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
                   __global uint2 *restrict out, const int one_type)
 #endif
 {
-    const int i = (int)get_global_id(0);
-    if (i >= n)
-        return;
-    FK_PAIR_PROLOGUE(physics, table, acc_param);
-    const fk_ibody bi = fk_load_i(body, body_aux, i);
-    FK_EXCLUDED_DECLARE(excluded);
-    FK_LOAD_EXCLUDED(body_aux, i, excluded);
+    FK_NB_PARTICLE_PROLOGUE(i);
     fk_accv acc[FK_COMPONENTS];
     _Pragma("unroll") for (int c = 0; c < FK_COMPONENTS; ++c) acc[c] = fk_accv_zero();
     const int begin = (int)offsets[i].x, end = (int)offsets[i + 1].x;

@@ -439,23 +439,26 @@ static int header_declares(fk_context *context, const char *relative, const char
 }
 
 /* Lane support is declared by the headers themselves, so a force law or accumulator that gains a
- * lane section is picked up without a host change. */
-int fk__program_has_lanes(fk_context *context, const char *force, const char *accum)
+ * lane section is picked up without a host change: the force law's header defines force_macro
+ * and the accumulator's FK_ACC_LANES. */
+static int headers_have_lanes(fk_context *context, const char *force, const char *accum,
+                              const char *force_macro)
 {
     char force_header[128], accum_header[128];
     snprintf(force_header, sizeof force_header, "forces/%s.clh", force);
     snprintf(accum_header, sizeof accum_header, "accum/%s.clh", accum);
-    return header_declares(context, force_header, "FK_INTERACT_LANES") &&
+    return header_declares(context, force_header, force_macro) &&
            header_declares(context, accum_header, "FK_ACC_LANES");
+}
+
+int fk__program_has_lanes(fk_context *context, const char *force, const char *accum)
+{
+    return headers_have_lanes(context, force, accum, "FK_INTERACT_LANES");
 }
 
 int fk__program_has_list_lanes(fk_context *context, const char *force, const char *accum)
 {
-    char force_header[128], accum_header[128];
-    snprintf(force_header, sizeof force_header, "forces/%s.clh", force);
-    snprintf(accum_header, sizeof accum_header, "accum/%s.clh", accum);
-    return header_declares(context, force_header, "FK_LAW_PAIR_LANES") &&
-           header_declares(context, accum_header, "FK_ACC_LANES");
+    return headers_have_lanes(context, force, accum, "FK_LAW_PAIR_LANES");
 }
 
 fk_status fk__program_build_file(fk_context *context, const char *file, const char *options,
