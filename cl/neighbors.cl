@@ -229,9 +229,12 @@ fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
  * pair arithmetic runs in the vector unit. POCL does not vectorize the scalar walk across
  * work-items, whose lists differ in length. Lane u sums the partners at list places k = u mod
  * FK_LANES in list order, and the lanes' sums are merged in lane order, in the accumulator's own
- * arithmetic (fk_acc_merge, as the j-splits are): fixed64's integer sums are the scalar walk's bit
- * for bit; float's and the others' are one fixed order of the same terms. Half lists store the
- * j-sides as the scalar form does, and fk_neighbors_gather (above) is shared.
+ * arithmetic (fk_acc_merge, as the j-splits are): fixed64's integer sums are exact in any order;
+ * float's and the others' follow one fixed order. Each term is the scalar walk's operations, its
+ * bits where the implementation computes rsqrt alike in vectors and scalars (POCL; not Intel's CPU
+ * runtime): no bit-identity is promised here, only in reproducible mode, where lanes do not run.
+ * Half lists store the j-sides as the scalar form does, and fk_neighbors_gather (above) is
+ * shared.
  */
 #if !defined(FK_INTERACT_JLANES) || !defined(FK_ACC_LANES)
 #error "this force law or accumulator has no lane form; the host builds the scalar walk for it"

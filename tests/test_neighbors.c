@@ -779,8 +779,10 @@ static void expect_failure(fk_status status, fk_status expected, const char *nee
 /* A particle's list shared by 2, 4 or 8 work-items (fk_eval_config.j_splits, cl/neighbors.cl
  * FK_NB_SPLIT: full lists, the scalar walk), each part merged in part order through local memory:
  * float against the reference on the periodic fluid with lists of every length (a work-group size
- * that N does not fill, so work-items past the last particle reach the barrier too), fixed64 the
- * same integers as one work-item per particle (its sums are exact); then the refusals. */
+ * that N does not fill, so work-items past the last particle reach the barrier too), fixed64 in
+ * reproducible mode the same integers as one work-item per particle (correctly rounded terms,
+ * exact sums: the same in any kernel, so a part left out or merged twice shows); then the
+ * refusals. */
 static void test_split_lists(void **state)
 {
     (void)state;
@@ -793,8 +795,11 @@ static void test_split_lists(void **state)
     outputs whole = make_outputs(s.n), out = make_outputs(s.n);
     const int fp64 = fk_context_device(context)->fp64;
     const char *exact = fp64 ? "fixed64" : "float";
-    const eval_options one = {
-        .lists = FK_NEIGHBOR_LISTS_FULL, .lanes = -1, .split = 1, .work_group_size = 32};
+    const eval_options one = {.lists = FK_NEIGHBOR_LISTS_FULL,
+                              .lanes = -1,
+                              .split = 1,
+                              .work_group_size = 32,
+                              .reproducible = fp64};
     fk_eval *eval = make_eval(&s, exact, one);
     set_particles(eval, &s);
     compute_read(eval, s.n, &whole);
@@ -804,9 +809,11 @@ static void test_split_lists(void **state)
     for (size_t k = 0; k < sizeof splits / sizeof splits[0]; ++k) {
         eval_options o = one;
         o.split = splits[k];
+        o.reproducible = 0;
         char label[64];
         snprintf(label, sizeof label, "split %d", splits[k]);
         const fk_variant v = check_system(label, &s, &ref, "float", o);
+        o.reproducible = 1;
         assert_int_equal(v.j_splits, splits[k]);
         if (!fp64)
             continue;
@@ -867,10 +874,10 @@ static void expect_failure(fk_status status, fk_status expected, const char *nee
  * periodic region (lists of 40-80 partners: whole vectors and a last step that rereads the list's
  * end) and a sparse one (lists shorter than a vector, reading into the next list or the padding
  * after the last). Each width the device may run (8, and 16 where it holds 16 floats; both on
- * devices other than CPUs) and both list forms: float against the reference; fixed64 (not
- * reproducible: lanes do not run there) the same integers in lanes as in the scalar walk, full
- * and half lists alike (its sums are exact, and each lane's term is the scalar term: the same
- * operations, and rsqrt computed alike per element, as on every device CI runs). Then the
+ * devices other than CPUs) and both list forms: float and fixed64 against the reference, each
+ * held to its error model. Not bit for bit against the scalar walk: outside reproducible mode
+ * (where lanes do not run) rsqrt is not correctly rounded, and an implementation may compute it
+ * differently in a vector and in a scalar (Intel's CPU runtime does; POCL does not). Then the
  * refusals: a law without a lane form, a width wider than the CPU's registers, reproducible mode.
  */
 static void test_lanes(void **state)
@@ -914,18 +921,9 @@ static void test_lanes(void **state)
     if (!cpu || native >= 16)
         widths[width_count++] = 16;
     const int forms[] = {FK_NEIGHBOR_LISTS_FULL, FK_NEIGHBOR_LISTS_HALF};
-    outputs scalar = make_outputs(s.n), lanes = make_outputs(s.n), out = make_outputs(s.n);
+    outputs out = make_outputs(s.n);
     for (size_t f = 0; f < 2; ++f) {
-        const eval_options off = {.lists = forms[f], .lanes = -1};
         fk_eval *eval = NULL;
-        if (device->fp64) {
-            eval = make_eval(&s, "fixed64", off);
-            expect_ok(fk_eval_set_pair_table(eval, &table), "set_pair_table");
-            set_particles(eval, &s);
-            compute_read(eval, s.n, &scalar);
-            assert_int_equal(variant_of(eval).lanes, 0);
-            fk_eval_destroy(eval);
-        }
         for (int w = 0; w < width_count; ++w) {
             const eval_options on = {.lists = forms[f], .lanes = widths[w]};
             char label[96];
@@ -949,20 +947,15 @@ static void test_lanes(void **state)
             eval = make_eval(&s, "fixed64", on);
             expect_ok(fk_eval_set_pair_table(eval, &table), "set_pair_table");
             set_particles(eval, &s);
-            compute_read(eval, s.n, &lanes);
+            compute_read(eval, s.n, &out);
             assert_int_equal(variant_of(eval).lanes, widths[w]);
             fk_eval_destroy(eval);
-            for (size_t k = 0; k < 8 * s.n; ++k)
-                if (lanes.packed[k] != scalar.packed[k])
-                    fail_msg("%s: fixed64 in lanes differs from the scalar walk at particle %zu "
-                             "component %zu",
-                             label, k / 8, (k % 8) / 2);
-            fprintf(stderr, "  %-26s fixed64        the scalar walk's integers, bit for bit\n",
-                    label);
+            const double exact = worst_error(label, &s, &ref, "fixed64", out.force, out.potential);
+            fprintf(stderr, "  %-26s fixed64        worst error / bound %.3f\n", label, exact);
+            if (exact > 1)
+                fail_msg("%s: fixed64 worst error %.3g times the bound", label, exact);
         }
     }
-    free_outputs(&scalar);
-    free_outputs(&lanes);
     free_outputs(&out);
     free_reference(&ref);
     fk_test_system_free(&s);
