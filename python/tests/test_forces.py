@@ -141,7 +141,12 @@ def test_issue_example_as_written(rng):
     # ---
     assert acc.shape == forces.shape == (400, 3)
     assert relative_error(acc, gravity(positions, masses, 0.01)) < TOL
-    assert relative_error(forces, molecular(positions, cutoff=2.5, box=10.0)) < 1e-4
+    # Uniform random points have close pairs (forces up to ~1e7 here), whose r^-13 turns the
+    # rounding of the coordinates to float (the device's positions) into errors of ~1e-4 of the
+    # largest force, more or less by the draw; the reference takes the positions as the device
+    # holds them, so what is compared is the force arithmetic.
+    as_device = positions.astype(np.float32).astype(np.float64)
+    assert relative_error(forces, molecular(as_device, cutoff=2.5, box=10.0)) < 1e-4
 
 
 def test_devices_and_variant(ctx):
