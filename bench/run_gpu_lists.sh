@@ -22,11 +22,8 @@ export FORCEKIT_DEVICE=$device FORCEKIT_CACHE_DIR=$build/cache FORCEKIT_TUNING_D
 (cd "$build" && ctest -R 'test_neighbors' --output-on-failure > "$out/checks.txt" 2>&1) ||
     echo "neighbour-list checks FAILED (see checks.txt)" >&2
 fk=$build/forcekit
-box() { # the lattice's periodic box at density 0.8: side = ceil(cbrt(N)) sites, spacing 0.8^(-1/3)
-    python3 -c "import math; n=$1; s=round(n**(1/3));
-s = s + 1 if s**3 < n else s
-print(s * (1 / 0.8) ** (1 / 3))"
-}
+# shellcheck source=bench/lattice.sh
+. "$root/bench/lattice.sh" # box N: the lattice's periodic box at density 0.8
 reps_for() { if [ "$1" -ge 1000000 ]; then echo 30; elif [ "$1" -ge 200000 ]; then echo 60; else echo 200; fi; }
 for n in $sizes; do
     for wg in 32 64; do

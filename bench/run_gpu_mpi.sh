@@ -60,11 +60,8 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 [ "${gpus:-0}" -ge 1 ] || gpus=4
 shared_device=${SHARED_DEVICE:-gpu} # what the shared runs select (FORCEKIT_DEVICE)
 
-box() { # the lattice's periodic box at density 0.8: side = ceil(cbrt(N)) sites, spacing 0.8^(-1/3)
-    python3 -c "import math; n=$1; s=round(n**(1/3));
-s = s + 1 if s**3 < n else s
-print(s * (1 / 0.8) ** (1 / 3))"
-}
+# shellcheck source=bench/lattice.sh
+. "$root/bench/lattice.sh" # box N: the lattice's periodic box at density 0.8
 
 # run NAME P SHARED REPS ARGS...: one mpirun; SHARED=1 puts every rank on the first GPU.
 run() {

@@ -43,6 +43,14 @@
 #define FK_IMAGE_BOUNDED 1
 #include "pair_step.clh"
 
+/* The pair kernels' first parameters, the order the host sets them in (src/loops/neighbors.c
+ * neighbors_enqueue); each kernel adds its outputs after them. */
+#define FK_NB_PAIR_PARAMS                                                                          \
+    const int n, __global const uint2 *restrict offsets, __global const int *restrict partners,    \
+        __global const float4 *restrict body, __global const float4 *restrict body_aux,           \
+        __global const float *restrict table, __constant const float *restrict physics,           \
+        const float4 acc_param
+
 /* The start of a kernel with one particle per work-item: its particle i (work-items past n
  * return: no barriers follow in these kernels), the pass's physics and accumulator settings (phys,
  * env), i's body bi and its excluded partners. */
@@ -76,19 +84,9 @@ typedef char fk_neighbors_terms_are_float[sizeof(fk_real) == sizeof(float) ? 1 :
 
 #ifndef FK_LANES
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
-fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
-                  __global const int *restrict partners, __global const float4 *restrict body,
-                  __global const float4 *restrict body_aux, __global const float *restrict table,
-                  __constant const float *restrict physics, const float4 acc_param,
-                  __global float *restrict jterms, __global uint2 *restrict out)
+fk_neighbors_half(FK_NB_PAIR_PARAMS, __global float *restrict jterms, __global uint2 *restrict out)
 {
-    const int i = (int)get_global_id(0);
-    if (i >= n)
-        return; /* no barriers here */
-    FK_PAIR_PROLOGUE(physics, table, acc_param);
-    const fk_ibody bi = fk_load_i(body, body_aux, i);
-    FK_EXCLUDED_DECLARE(excluded);
-    FK_LOAD_EXCLUDED(body_aux, i, excluded);
+    FK_NB_PARTICLE_PROLOGUE(i);
     fk_acc acc[FK_COMPONENTS];
     FK_ACC_ZERO(acc);
     FK_J_RUN(k, (int)offsets[i].x, (int)offsets[i + 1].x, FK_NB_HALF_STEP, 0);
@@ -96,8 +94,6 @@ fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
 }
 #endif
 
-/* i's sum continued with its side of each pair (j, i), j < i, that j computed: B holds the pairs'
- * places in the lists A (their mirrors). */
 /* Where the j-side of list A's entry k, component c, is kept: interleaved by the scalar walk, one
  * plane per component in the lane form (its vector stores are then contiguous); jterm_stride, the
  * entries of the lists A, is an argument of the lane form's kernels. */
@@ -108,6 +104,9 @@ fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
 #define FK_JTERM(k, c) ((size_t)(k) * FK_COMPONENTS + (size_t)(c))
 #define FK_JTERM_STRIDE_ARG
 #endif
+
+/* i's sum continued with its side of each pair (j, i), j < i, that j computed: B holds the pairs'
+ * places in the lists A (their mirrors). */
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
@@ -170,11 +169,7 @@ fk_neighbors_gather(const int n, __global const uint2 *restrict offsets,
     }
 
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
-fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
-                  __global const int *restrict partners, __global const float4 *restrict body,
-                  __global const float4 *restrict body_aux, __global const float *restrict table,
-                  __constant const float *restrict physics, const float4 acc_param,
-                  __global uint2 *restrict out)
+fk_neighbors_full(FK_NB_PAIR_PARAMS, __global uint2 *restrict out)
 {
     __local uint2 parts[WG_SIZE * FK_COMPONENTS];
     const int i = (int)(get_global_id(0) / FK_NB_SPLIT);
@@ -205,11 +200,7 @@ fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
 #elif !defined(FK_LANES)
 /* Every partner of i (never i itself: the pair mask is only an excluded partner). */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
-fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
-                  __global const int *restrict partners, __global const float4 *restrict body,
-                  __global const float4 *restrict body_aux, __global const float *restrict table,
-                  __constant const float *restrict physics, const float4 acc_param,
-                  __global uint2 *restrict out)
+fk_neighbors_full(FK_NB_PAIR_PARAMS, __global uint2 *restrict out)
 {
     FK_NB_PARTICLE_PROLOGUE(i);
     fk_acc acc[FK_COMPONENTS];
@@ -308,18 +299,10 @@ FK_LANE_INLINE fk_maskv fk_excluded_lanes(const int *excluded, const fk_maskv j)
  * pair-table entry for every pair); half lists: jterm_stride last. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 #if FK_NEIGHBORS_HALF
-fk_neighbors_half(const int n, __global const uint2 *restrict offsets,
-                  __global const int *restrict partners, __global const float4 *restrict body,
-                  __global const float4 *restrict body_aux, __global const float *restrict table,
-                  __constant const float *restrict physics, const float4 acc_param,
-                  __global float *restrict jterms, __global uint2 *restrict out, const int one_type,
-                  const int jterm_stride)
+fk_neighbors_half(FK_NB_PAIR_PARAMS, __global float *restrict jterms, __global uint2 *restrict out,
+                  const int one_type, const int jterm_stride)
 #else
-fk_neighbors_full(const int n, __global const uint2 *restrict offsets,
-                  __global const int *restrict partners, __global const float4 *restrict body,
-                  __global const float4 *restrict body_aux, __global const float *restrict table,
-                  __constant const float *restrict physics, const float4 acc_param,
-                  __global uint2 *restrict out, const int one_type)
+fk_neighbors_full(FK_NB_PAIR_PARAMS, __global uint2 *restrict out, const int one_type)
 #endif
 {
     FK_NB_PARTICLE_PROLOGUE(i);

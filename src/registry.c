@@ -206,14 +206,18 @@ double fk_accum_error_bound(const fk_accum_info *accum, size_t n)
     return e->relative + (double)(n - 1) * e->growth + (double)n * e->global * range;
 }
 
+/* The accumulator's lane form, on a device with or without fp64 (both lane forms use it). */
+static int accum_has_lanes(const fk_accum_desc *accum, int fp64)
+{
+    return accum && accum->lanes && (accum->lanes != FK_LANES_NEED_FP64 || fp64);
+}
+
 int fk__registry_has_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64)
 {
-    return kernel && accum && kernel->lanes && accum->lanes &&
-           (accum->lanes != FK_LANES_NEED_FP64 || fp64);
+    return kernel && kernel->lanes && accum_has_lanes(accum, fp64);
 }
 
 int fk__registry_has_list_lanes(const fk_kernel_desc *kernel, const fk_accum_desc *accum, int fp64)
 {
-    return kernel && accum && kernel->list_lanes && accum->lanes &&
-           (accum->lanes != FK_LANES_NEED_FP64 || fp64);
+    return kernel && kernel->list_lanes && accum_has_lanes(accum, fp64);
 }

@@ -44,6 +44,18 @@ static int lanes_possible(fk_context *context, const fk_kernel_desc *kernel,
  * template only; such an entry made ga 3.4x slower than the default on an AVX2 EPYC); a user entry
  * from the lane-aware tuner is followed, lanes or not. Explicit unrolling or tiling or another pair
  * loop keep the scalar template. *tuned is cleared when lanes replace its entry. */
+fk_status fk__lanes_check_width(fk_context *context, int asked)
+{
+    const int width = fk__device_lane_width(context);
+    if (context->info.type != FK_DEVICE_CPU || asked <= width)
+        return FK_OK;
+    return fk__fail(context, FK_ERR_UNSUPPORTED,
+                    "lanes %d: %s holds %d floats in a vector register "
+                    "(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT); wider lanes would be split by the "
+                    "compiler, with ABI warnings on every build; use lanes %s",
+                    asked, context->info.name, width ? width : 1, width ? "8" : "-1");
+}
+
 fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
                            const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                            const struct fk_tuning_entry **tuned, fk_variant *variant)
@@ -93,12 +105,9 @@ fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
                             accum->lanes == FK_LANES_NEED_FP64 && !context->info.fp64
                                 ? " on a device without double precision"
                                 : "");
-        if (is_cpu && asked > width)
-            return fk__fail(context, FK_ERR_UNSUPPORTED,
-                            "lanes %d: %s holds %d floats in a vector register "
-                            "(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT); wider lanes would be split by "
-                            "the compiler, with ABI warnings on every build; use lanes %s",
-                            asked, context->info.name, width ? width : 1, width ? "8" : "-1");
+        const fk_status wide = fk__lanes_check_width(context, asked);
+        if (wide != FK_OK)
+            return wide;
         entry = NULL;
     }
     variant->lanes = lanes;

@@ -12,4 +12,9 @@ fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
                            const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                            const struct fk_tuning_entry **tuned, fk_variant *variant);
 
+/* An explicit width `asked` on a CPU whose float vector registers hold fewer: FK_ERR_UNSUPPORTED,
+ * recorded (a wider vector is split by the compiler, with ABI warnings); FK_OK otherwise. Both lane
+ * forms (all-pairs, neighbour lists) apply it. */
+fk_status fk__lanes_check_width(fk_context *context, int asked);
+
 #endif

@@ -203,13 +203,10 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
                         "or 0 run the scalar walk",
                         eval->kernel->info.name, eval->accum->info.name,
                         config->reproducible ? " in reproducible mode" : "");
-    if (context->info.type == FK_DEVICE_CPU && asked > width)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "lanes %d: %s holds %d floats in a vector register "
-                        "(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT); use lanes %s",
-                        asked, context->info.name, width ? width : 1, width ? "8" : "-1");
-    *lanes = asked;
-    return FK_OK;
+    const fk_status wide = fk__lanes_check_width(context, asked);
+    if (wide == FK_OK)
+        *lanes = asked;
+    return wide;
 }
 
 /* Work-items per particle (cl/neighbors.cl FK_NB_SPLIT), fk_eval_config.j_splits for this loop:
