@@ -274,7 +274,10 @@ typedef struct fk_eval_config {
     int unroll_i, unroll_j; /* each 1, 2, 4 or 8; 0: automatic */
     int work_group_size;    /* 0: automatic */
     int local_tiling;       /* 0: automatic, 1: on, -1: off */
-    int j_splits;           /* work-groups sharing one i-block's j-range; 0: automatic by N */
+    /* All-pairs: work-groups sharing one i-block's j-range; 0: automatic by N. Neighbour lists
+     * (full lists, the scalar walk): work-items sharing one particle's list, 1, 2, 4 or 8; 0: a
+     * tuning entry's, else 4 on GPUs and 1 on CPUs (docs/algorithms.md). */
+    int j_splits;
     int potential;          /* nonzero: also compute the potential of each particle */
     double eps;             /* gravitational softening */
     int refresh_cache;      /* nonzero: compile from source even on a cache hit (and refresh it) */
