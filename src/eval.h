@@ -96,6 +96,19 @@ struct fk_eval {
     void *loop_state;
 };
 
+/* Double-single positions (config.positions): the particle buffers hold two float4 records per
+ * particle (hi, lo; cl/forces/point.clh), and so does body_aux for gaj's velocities. */
+static inline int fk__eval_ds(const fk_eval *eval)
+{
+    return eval->config.positions == FK_POSITIONS_DOUBLE_SINGLE;
+}
+
+/* Floats per particle in body, host_body and body_next: 4, or 8 with double-single positions. */
+static inline size_t fk__eval_body_floats(const fk_eval *eval)
+{
+    return fk__eval_ds(eval) ? 8 : 4;
+}
+
 /* For the tuner: the j-split (j_splits > 0; 0 automatic) the next set_particles applies. */
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
 

@@ -514,7 +514,7 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
 /* A particle's position as a sort key: coincident particles become neighbours. The key travels
  * with the record, so the comparison needs no shared state (two contexts may sort at once). */
 typedef struct position_record {
-    float key[3];
+    double key[3];
     size_t index;
 } position_record;
 
@@ -527,8 +527,8 @@ static int compare_records(const void *a, const void *b)
     return 0;
 }
 
-fk_status fk__find_coincident(const float *body, size_t n, const double *box, size_t *first,
-                              size_t *second)
+fk_status fk__find_coincident(const float *body, size_t stride, size_t n, const double *box,
+                              size_t *first, size_t *second)
 {
     *first = *second = SIZE_MAX;
     if (n < 2)
@@ -539,14 +539,16 @@ fk_status fk__find_coincident(const float *body, size_t n, const double *box, si
     for (size_t i = 0; i < n; ++i) {
         records[i].index = i;
         for (int k = 0; k < 3; ++k) {
-            double x = (double)body[4 * i + (size_t)k];
+            double x = (double)body[stride * i + (size_t)k];
+            if (stride == 8) /* double-single: hi + lo, exact in double */
+                x += (double)body[stride * i + 4 + (size_t)k];
             if (box && box[k] > 0) { /* the same position modulo the box */
                 const double side = (double)(float)box[k];
                 x -= side * floor(x / side);
                 if (x >= side)
                     x -= side;
             }
-            records[i].key[k] = (float)x;
+            records[i].key[k] = stride == 8 ? x : (double)(float)x;
         }
     }
     qsort(records, n, sizeof *records, compare_records);
@@ -564,18 +566,18 @@ fk_status fk__find_coincident(const float *body, size_t n, const double *box, si
 /* Two particles at the same single-precision position (in a periodic box: the same position
  * modulo the box) have an infinite pair force: a user error, named. O(N log N). */
 static fk_status check_coincident(fk_context *context, const fk__physics *physics,
-                                  const float *body, size_t n)
+                                  const float *body, size_t stride, size_t n)
 {
     size_t a = 0, b = 0;
     fk_status status =
-        fk__find_coincident(body, n, physics->periodic ? physics->box : NULL, &a, &b);
+        fk__find_coincident(body, stride, n, physics->periodic ? physics->box : NULL, &a, &b);
     if (status != FK_OK || a == SIZE_MAX)
         return status;
     return fk__fail(context, FK_ERR_INVALID_INPUT,
                     "particles %zu and %zu are at the same position (%g, %g, %g)%s: "
                     "their pair force is infinite",
-                    a, b, (double)body[4 * a], (double)body[4 * a + 1], (double)body[4 * a + 2],
-                    physics->periodic ? " modulo the box" : "");
+                    a, b, (double)body[stride * a], (double)body[stride * a + 1],
+                    (double)body[stride * a + 2], physics->periodic ? " modulo the box" : "");
 }
 
 /* body_aux of the molecular laws: an int4 record per particle (cl/forces/molecular.clh), then with
@@ -630,7 +632,7 @@ static fk_status molecular_aux(fk_context *context, const fk_kernel_desc *kernel
 
 fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
                                  fk__forcelaw_state *state, const fk_particles *particles,
-                                 float *body, void **aux, size_t *aux_bytes)
+                                 float *body, size_t stride, void **aux, size_t *aux_bytes)
 {
     *aux = NULL;
     *aux_bytes = 0;
@@ -638,7 +640,7 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
     if (kernel->needs_velocity) {
         if (!particles->velocity)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
-        float *velocity = malloc(4 * n * sizeof *velocity);
+        float *velocity = calloc(stride * n, sizeof *velocity);
         if (!velocity)
             return FK_ERR_HOST_MEMORY;
         for (size_t i = 0; i < n; ++i) {
@@ -650,12 +652,14 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
                                     "particle %zu: velocity %d is %g (not a finite float)", i, k,
                                     v);
                 }
-                velocity[4 * i + (size_t)k] = (float)v;
+                const float hi = (float)v;
+                velocity[stride * i + (size_t)k] = hi;
+                if (stride == 8) /* double-single: the low part in the second record */
+                    velocity[stride * i + 4 + (size_t)k] = (float)(v - (double)hi);
             }
-            velocity[4 * i + 3] = 0.0f;
         }
         *aux = velocity;
-        *aux_bytes = 4 * n * sizeof *velocity;
+        *aux_bytes = stride * n * sizeof *velocity;
         return FK_OK;
     }
     if (!is_molecular(kernel)) {
@@ -683,9 +687,12 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
                             state->exclusions[2 * e], state->exclusions[2 * e + 1],
                             state->exclusions[2 * e + 1], n);
     if (!kernel->charged)
-        for (size_t i = 0; i < n; ++i)
-            body[4 * i + 3] = 0.0f; /* no charges: the lane is unused */
-    status = check_coincident(context, &state->physics, body, n);
+        for (size_t i = 0; i < n; ++i) { /* no charges: the lane is unused */
+            body[stride * i + 3] = 0.0f;
+            if (stride == 8)
+                body[stride * i + 7] = 0.0f;
+        }
+    status = check_coincident(context, &state->physics, body, stride, n);
     if (status != FK_OK)
         return status;
     return molecular_aux(context, kernel, state, particles, aux, aux_bytes);

@@ -298,11 +298,12 @@ void fk__minimum_image(const fk__physics *physics, double d[3]);
  * malloc'ed copy (NULL with *unique 0 for count 0), FK_ERR_INVALID_INPUT for i == j. */
 fk_status fk__exclusions_normalize(const size_t *pairs, size_t count, size_t **normalized,
                                    size_t *unique, char *message, size_t message_size);
-/* Two of the n particles (body: float4 per particle) at the same single-precision position,
- * modulo box where box is not NULL (sides > 0): *first < *second, or both SIZE_MAX when there are
- * none. O(N log N); no shared state. */
-fk_status fk__find_coincident(const float *body, size_t n, const double *box, size_t *first,
-                              size_t *second);
+/* Two of the n particles at the same position, modulo box where box is not NULL (sides > 0):
+ * *first < *second, or both SIZE_MAX when there are none. body: stride floats per particle, 4 (a
+ * float4: the same single-precision position) or 8 (double-single records hi, lo: the same
+ * hi + lo). O(N log N); no shared state. */
+fk_status fk__find_coincident(const float *body, size_t stride, size_t n, const double *box,
+                              size_t *first, size_t *second);
 /* The most partners any particle has among count normalized exclusions. */
 fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count,
                                       size_t *most_partners);
@@ -334,12 +335,13 @@ void fk__forcelaw_state_free(fk__forcelaw_state *state);
 /* The device pair table (malloc'ed floats) from the current or default parameters. */
 fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
                              fk__forcelaw_state *state, float **table, size_t *bytes);
-/* Per-particle data for a new particle set: sets body[4 i + 3] for the law (charge or 0), checks
- * types, pairs, exclusions and (molecular) coincident particles, and builds body_aux (malloc'ed,
- * NULL when the kernel has none). */
+/* Per-particle data for a new particle set: sets body[stride i + 3] for the law (charge or 0; with
+ * stride 8, double-single records, body[stride i + 7] too), checks types, pairs, exclusions and
+ * (molecular) coincident particles, and builds body_aux (malloc'ed, NULL when the kernel has
+ * none; gaj's velocities as double-single records with stride 8). */
 fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
                                  fk__forcelaw_state *state, const fk_particles *particles,
-                                 float *body, void **aux, size_t *aux_bytes);
+                                 float *body, size_t stride, void **aux, size_t *aux_bytes);
 /* Exclude afterwards: each particle's excluded partners for the device (cl/pairwise.cl
  * fk_subtract_exclusions) as CSR lists of int32, n + 1 offsets then the partners in increasing
  * order (malloc'ed; NULL when there is nothing to subtract: on the fly, or no exclusions). */

@@ -278,9 +278,9 @@ typedef struct fk_eval_config {
      * (full lists, the scalar walk): work-items sharing one particle's list, 1, 2, 4 or 8; 0: a
      * tuning entry's, else 4 on GPUs and 1 on CPUs (docs/algorithms.md). */
     int j_splits;
-    int potential;          /* nonzero: also compute the potential of each particle */
-    double eps;             /* gravitational softening */
-    int refresh_cache;      /* nonzero: compile from source even on a cache hit (and refresh it) */
+    int potential;     /* nonzero: also compute the potential of each particle */
+    double eps;        /* gravitational softening */
+    int refresh_cache; /* nonzero: compile from source even on a cache hit (and refresh it) */
     /* The N that set_particles will get, so that automatic unrolling can take the tuning database's
      * entry for that N bucket: the program (unroll, work-group size, tiling) is compiled here,
      * before the particles are known. 0: unknown; the entry tuned for the largest N is taken. */
@@ -363,6 +363,19 @@ typedef struct fk_eval_config {
      * itself under FK_SCALE_KEEP: a compute that left the scale's range is reported by the reads
      * (FK_ERR_OVERFLOW), and the caller rescales every part together. */
     int coordinated_scale;
+    /* fk_positions (added in 0.5, issue #18): how the device stores the particles' coordinates
+     * (and masses, charges, gaj's velocities) for the pair differences. 0 or FK_POSITIONS_FLOAT:
+     * one float each, as before 0.5 (a difference carries relative 6e-8 of the coordinates, so
+     * even a double-class accumulator agrees with double only to about 1e-7).
+     * FK_POSITIONS_DOUBLE_SINGLE: a float pair each (48-bit mantissa; twice the particle memory
+     * and bandwidth, three more adds per pair, for every force law): with ref, whose pair
+     * arithmetic is double, the forces agree with double arithmetic to about 1e-13; with float
+     * pair arithmetic (every other accumulator) a close pair far from the origin keeps its
+     * separation. The all-pairs and
+     * symmetric loops, open boundaries only (a periodic box is stored in float, and the cell and
+     * list builds read float records): FK_ERR_UNSUPPORTED for the cells and neighbors loops, for
+     * explicit lanes (automatic lanes are then off) and with a box. docs/precision.md. */
+    int positions;
 } fk_eval_config;
 
 /* The neighbors loop's lists. HALF: each pair once, computed for both particles with Newton's
@@ -617,7 +630,8 @@ typedef struct fk_sources fk_sources;
 
 /* How positions (and velocities) are stored on the device for the pair differences. */
 typedef enum fk_positions {
-    FK_POSITIONS_DEFAULT = 0, /* double-single */
+    FK_POSITIONS_DEFAULT = 0, /* the object's default: double-single for fk_sources, float for
+                               * fk_eval (fk_eval_config.positions) */
     FK_POSITIONS_FLOAT,       /* one float per coordinate: relative 6e-8 of the coordinate */
     /* a float pair (hi, lo) per coordinate, 48-bit mantissa: differences of close pairs keep their
      * precision far from the origin; with the ref accumulator the potential matches double to

@@ -80,6 +80,40 @@ fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name
     return FK_OK;
 }
 
+/* Double-single positions (config.positions, cl/forces/point.clh) go with the loops that read the
+ * particles only through the force laws' loaders: all-pairs and symmetric. The cell and list
+ * builds, and the lane forms, read float records themselves, and a periodic box is stored in float
+ * (its minimum image would undo the precision). Automatic choices that would take one of those
+ * (the algorithm, lanes) fall back to the all-pairs loop's scalar template in *adjusted. */
+static fk_status check_positions(fk_context *context, const fk_eval_config *config,
+                                 fk_eval_config *adjusted)
+{
+    *adjusted = *config;
+    if (config->positions == FK_POSITIONS_DEFAULT || config->positions == FK_POSITIONS_FLOAT)
+        return FK_OK;
+    if (config->positions != FK_POSITIONS_DOUBLE_SINGLE)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "positions %d: FK_POSITIONS_FLOAT (1) or FK_POSITIONS_DOUBLE_SINGLE (2)",
+                        config->positions);
+    if (config->box[0] != 0 || config->box[1] != 0 || config->box[2] != 0)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "double-single positions take open boundaries: a periodic box is stored "
+                        "in float, and its minimum image would undo their precision");
+    if (config->algorithm == FK_ALGORITHM_CELLS || config->algorithm == FK_ALGORITHM_NEIGHBORS)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "double-single positions: the all-pairs and symmetric loops, not %s (its "
+                        "builds read float records)",
+                        fk_algorithm_name((fk_algorithm)config->algorithm));
+    if (config->lanes > 0)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "double-single positions: the lane forms read float records; lanes -1 "
+                        "or 0 run the scalar template");
+    adjusted->lanes = -1;
+    if (adjusted->algorithm == FK_ALGORITHM_AUTO)
+        adjusted->algorithm = FK_ALGORITHM_ALL_PAIRS;
+    return FK_OK;
+}
+
 /* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
 fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
                                 unsigned exclusion_slots, fk_eval **out)
@@ -123,6 +157,12 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
                         config->result_type);
 
+    fk_eval_config positioned;
+    fk_status positions_status = check_positions(context, config, &positioned);
+    if (positions_status != FK_OK)
+        return positions_status;
+    config = &positioned;
+
     /* FK_ALGORITHM_AUTO: the loop is chosen here, and everything below sees it (choose.c). */
     fk_eval_config automatic;
     fk_variant_source algorithm_source = FK_VARIANT_EXPLICIT;
@@ -163,6 +203,13 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     if (law_status != FK_OK) {
         fk_eval_destroy(eval);
         return law_status;
+    }
+    if (fk__eval_ds(eval)) { /* every program of the evaluation reads record pairs */
+        const size_t used = strlen(law_options);
+        snprintf(law_options + used, sizeof law_options - used, " -D FK_DS_POSITIONS=1");
+        if (!kernel->uses_table) /* the gravity laws' eps^2 as a float pair too (forces/ga.clh) */
+            eval->physics_values[1] =
+                (float)(config->eps * config->eps - (double)eval->physics_values[0]);
     }
     /* Lanes are the all-pairs loop in another template (src/loops/lanes.c). */
     const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);

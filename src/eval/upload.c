@@ -80,14 +80,33 @@ static fk_status check_coincident(fk_eval *eval, const float *body, size_t n)
     /* The molecular kernels check in fk__forcelaw_particles (modulo their periodic box). */
     if (eval->config.eps > 0 || n < 2 || eval->kernel->uses_table)
         return FK_OK;
+    const size_t stride = fk__eval_body_floats(eval);
     size_t a = 0, b = 0;
-    fk_status status = fk__find_coincident(body, n, NULL, &a, &b);
+    fk_status status = fk__find_coincident(body, stride, n, NULL, &a, &b);
     if (status != FK_OK || a == SIZE_MAX)
         return status;
     return fk__fail(eval->context, FK_ERR_INVALID_INPUT,
                     "particles %zu and %zu are at the same position (%g, %g, %g) and the "
                     "softening eps is 0: their force is infinite; use --eps",
-                    a, b, (double)body[4 * a], (double)body[4 * a + 1], (double)body[4 * a + 2]);
+                    a, b, (double)body[stride * a], (double)body[stride * a + 1],
+                    (double)body[stride * a + 2]);
+}
+
+/* Particle i's record(s) from the caller's doubles: (x, y, z, m) rounded to float, and with
+ * double-single positions the second record, the low parts (the value less its float, exact in
+ * double and rounded to float: together 48 bits of mantissa). */
+static void store_body(float *body, size_t stride, size_t i, const double *position, double mass)
+{
+    float *record = body + stride * i;
+    for (int k = 0; k < 3; ++k) {
+        const double x = position[3 * i + (size_t)k];
+        record[k] = (float)x;
+        if (stride == 8)
+            record[4 + k] = (float)(x - (double)record[k]);
+    }
+    record[3] = (float)mass;
+    if (stride == 8)
+        record[7] = (float)(mass - (double)record[3]);
 }
 
 fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
@@ -113,21 +132,19 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     if (status != FK_OK)
         return status;
     const size_t n = particles->count;
+    const size_t stride = fk__eval_body_floats(eval);
 
-    float *body = malloc(n * 4 * sizeof *body);
+    float *body = malloc(n * stride * sizeof *body);
     if (!body)
         return FK_ERR_HOST_MEMORY;
-    for (size_t i = 0; i < n; ++i) {
-        for (int k = 0; k < 3; ++k)
-            body[4 * i + (size_t)k] = (float)particles->position[3 * i + (size_t)k];
-        body[4 * i + 3] = particles->mass ? (float)particles->mass[i] : 1.0f;
-    }
+    for (size_t i = 0; i < n; ++i)
+        store_body(body, stride, i, particles->position, particles->mass ? particles->mass[i] : 1);
     status = check_coincident(eval, body, n);
     void *aux = NULL;
     size_t aux_bytes = 0;
     if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
-        status = fk__forcelaw_particles(context, eval->kernel, &eval->law, particles, body, &aux,
-                                        &aux_bytes);
+        status = fk__forcelaw_particles(context, eval->kernel, &eval->law, particles, body, stride,
+                                        &aux, &aux_bytes);
     int32_t *excluded = NULL; /* exclude afterwards: the partner lists */
     size_t excluded_bytes = 0;
     if (status == FK_OK && eval->subtract)
@@ -153,7 +170,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
      * only fail at the first launch. */
     const size_t result_bytes = n * eval->components * 8;
     const size_t partial_bytes = effective_splits > 1 ? result_bytes * (size_t)effective_splits : 0;
-    const size_t body_bytes = n * 4 * sizeof(float);
+    const size_t body_bytes = n * stride * sizeof(float);
     const size_t total =
         body_bytes * (eval->kernel->uses_aux ? 2 : 1) + result_bytes + partial_bytes;
     const fk_device_info *device = &context->info;
@@ -286,7 +303,8 @@ static fk_status ensure_converter(fk_eval *eval)
     fk_context *context = eval->context;
     if (!eval->convert_program) {
         fk_program_result built;
-        fk_status status = fk__program_build_file(context, "positions.cl", NULL, &built);
+        fk_status status = fk__program_build_file(
+            context, "positions.cl", fk__eval_ds(eval) ? "-D FK_DS_POSITIONS=1" : NULL, &built);
         if (status != FK_OK)
             return status;
         eval->convert_program = built.program;
@@ -305,7 +323,8 @@ static fk_status ensure_converter(fk_eval *eval)
     fk_status status = FK_OK;
     if (!eval->body_next)
         status = fk__eval_create_buffer(eval, &eval->body_next, CL_MEM_READ_WRITE,
-                                        4 * eval->count * sizeof(float), NULL, "particles (next)");
+                                        fk__eval_body_floats(eval) * eval->count * sizeof(float),
+                                        NULL, "particles (next)");
     if (status == FK_OK && !eval->positions_flag)
         status = fk__eval_create_buffer(eval, &eval->positions_flag, CL_MEM_READ_WRITE,
                                         sizeof(cl_int), NULL, "positions flag");
@@ -321,9 +340,13 @@ static fk_status create_positions(fk_eval *eval)
     if (status != FK_OK)
         return status;
     eval->positions_host = host;
-    for (size_t i = 0; i < n; ++i) /* what the device holds now */
+    const size_t stride = fk__eval_body_floats(eval);
+    for (size_t i = 0; i < n; ++i) /* what the device holds now (hi + lo: exact in double) */
         for (size_t k = 0; k < 3; ++k)
-            eval->positions_host[3 * i + k] = eval->host_body[4 * i + k];
+            eval->positions_host[3 * i + k] = stride == 8
+                                                  ? (double)eval->host_body[stride * i + k] +
+                                                        (double)eval->host_body[stride * i + 4 + k]
+                                                  : eval->host_body[stride * i + k];
     if (!converts_on_device(eval))
         return FK_OK;
     status = ensure_converter(eval);
@@ -510,15 +533,27 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
      * return was milliseconds): a coordinate that is NaN, infinite or beyond float's range
      * converts to NaN or infinity and fails the comparison. Only then a second pass finds it. */
     float *body = eval->host_body;
+    const size_t stride = fk__eval_body_floats(eval);
     eval->host_body_current = 0; /* until the device has what is written here */
     int bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const float x = (float)position[3 * i], y = (float)position[3 * i + 1],
-                    z = (float)position[3 * i + 2];
-        body[4 * i] = x;
-        body[4 * i + 1] = y;
-        body[4 * i + 2] = z;
-        bad |= !(fabsf(x) <= FLT_MAX) | !(fabsf(y) <= FLT_MAX) | !(fabsf(z) <= FLT_MAX);
+    if (stride == 4) {
+        for (size_t i = 0; i < n; ++i) {
+            const float x = (float)position[3 * i], y = (float)position[3 * i + 1],
+                        z = (float)position[3 * i + 2];
+            body[4 * i] = x;
+            body[4 * i + 1] = y;
+            body[4 * i + 2] = z;
+            bad |= !(fabsf(x) <= FLT_MAX) | !(fabsf(y) <= FLT_MAX) | !(fabsf(z) <= FLT_MAX);
+        }
+    } else { /* double-single: the low parts into the second record (masses stay) */
+        for (size_t i = 0; i < n; ++i)
+            for (size_t k = 0; k < 3; ++k) {
+                const double v = position[3 * i + k];
+                const float hi = (float)v;
+                body[8 * i + k] = hi;
+                body[8 * i + 4 + k] = (float)(v - (double)hi);
+                bad |= !(fabsf(hi) <= FLT_MAX);
+            }
     }
     for (size_t v = 0; bad && v < 3 * n; ++v)
         if (!(fabsf((float)position[v]) <= FLT_MAX))
@@ -527,7 +562,7 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
                             (int)(v % 3), position[v]);
     float *aux = NULL;
     if (gaj) {
-        aux = malloc(4 * n * sizeof *aux);
+        aux = calloc(stride * n, sizeof *aux);
         if (!aux)
             return FK_ERR_HOST_MEMORY;
         for (size_t i = 0; i < n; ++i) {
@@ -539,9 +574,11 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
                                     "particle %zu: velocity %d is %g (not a finite float)", i, k,
                                     v);
                 }
-                aux[4 * i + (size_t)k] = (float)v;
+                const float hi = (float)v;
+                aux[stride * i + (size_t)k] = hi;
+                if (stride == 8)
+                    aux[stride * i + 4 + (size_t)k] = (float)(v - (double)hi);
             }
-            aux[4 * i + 3] = 0.0f;
         }
     }
     fk_status status = check_coincident(eval, body, n);
@@ -552,13 +589,14 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     /* The coordinates from pinned memory without blocking (the next update waits for the copy
      * before it rewrites them, and the queue runs it before the next pass); gaj's velocities from
      * a temporary array, blocking. */
-    cl_int err = clEnqueueWriteBuffer(context->queue, eval->body, CL_FALSE, 0, 4 * n * sizeof *body,
-                                      body, 0, NULL, &eval->body_written);
+    cl_int err =
+        clEnqueueWriteBuffer(context->queue, eval->body, CL_FALSE, 0, stride * n * sizeof *body,
+                             body, 0, NULL, &eval->body_written);
     if (err != CL_SUCCESS)
         eval->body_written = NULL;
     if (err == CL_SUCCESS && aux)
-        err = clEnqueueWriteBuffer(context->queue, eval->body_aux, CL_TRUE, 0, 4 * n * sizeof *aux,
-                                   aux, 0, NULL, NULL);
+        err = clEnqueueWriteBuffer(context->queue, eval->body_aux, CL_TRUE, 0,
+                                   stride * n * sizeof *aux, aux, 0, NULL, NULL);
     free(aux);
     eval->computed = 0;
     if (err != CL_SUCCESS) {
