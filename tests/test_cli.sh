@@ -182,6 +182,20 @@ expect_values "forces --unroll 2x4 gives the same values" "$WORK/out" "1 0 0/-0.
 expect_exit "forces --potential exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --potential
 expect_values "forces --potential appends phi" "$WORK/out" "1 0 0 -2/-0.25 0 0 -0.5"
 
+# --positions: double-single positions give the same two-body answer, tell apart bodies one float
+# cannot (accepted at eps = 0, where float positions refuse them as coincident), and are refused
+# where they do not apply.
+expect_exit "forces --positions ds exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --positions ds
+expect_values "forces --positions ds gives the same values" "$WORK/out" "1 0 0/-0.25 0 0"
+printf '1 2 3 1\n1.000000001 2 3 1\n' >"$WORK/close.txt"
+expect_exit "forces on bodies one float cannot tell apart exits 2" 2 "$FK" forces --kernel ga --in "$WORK/close.txt"
+expect_stderr "forces names the coincident bodies" "same position"
+expect_exit "forces --positions ds tells them apart" 0 "$FK" forces --kernel ga --in "$WORK/close.txt" --positions ds
+expect_exit "forces --positions half exits 2" 2 "$FK" forces --kernel ga --in "$WORK/two.txt" --positions half
+expect_stderr "forces --positions names the choices" "expected float or ds"
+expect_exit "forces --positions ds in a periodic box exits 1" 1 "$FK" forces --kernel lj --in "$WORK/two.txt" --box 10 --positions ds
+expect_stderr "the refusal says why" "periodic box is stored in float"
+
 mkdir "$WORK/outdir"
 expect_exit "forces --out exits 0" 0 "$FK" forces --kernel ga --in "$WORK/two.txt" --out "$WORK/outdir/forces.txt"
 expect_empty_stdout "forces --out prints nothing on stdout"

@@ -258,6 +258,7 @@ class Context:
         neighbor_lists: str = "auto",
         scale_policy: str = "each_upload",
         result_type: str = "double",
+        positions: str = "float",
         refresh_cache: bool = False,
         **law_parameters: Any,
     ) -> "Evaluator":
@@ -279,6 +280,9 @@ class Context:
                 dielectric=... (ljc_*).
             potential: also compute per-particle potentials (Evaluator.potentials()).
             reproducible: bit-identical results across devices and loops (fixed64 / narumi).
+            positions: "float" (default) or "ds": coordinates (and masses, charges, velocities)
+                on the device as float pairs, 48 bits, so accum="ref" agrees with double to
+                about 1e-14 (all-pairs and symmetric, open boundaries; docs/precision.md).
             The rest map one to one onto fk_eval_config (include/forcekit/forcekit.h).
         """
         info = _kernel_info(kernel)
@@ -309,7 +313,9 @@ class Context:
         lists = {"auto": 0, "half": 1, "full": 2}
         scales = {"each_upload": 0, "keep": 1}
         results = {"double": 0, "float": 1}
+        position_kinds = {"float": 1, "ds": 2}
         for name, value, table in (("exclusion_mode", exclusion_mode, modes),
+                                   ("positions", positions, position_kinds),
                                    ("neighbor_lists", neighbor_lists, lists),
                                    ("scale_policy", scale_policy, scales),
                                    ("result_type", result_type, results)):
@@ -320,6 +326,7 @@ class Context:
         o.neighbor_lists = lists[neighbor_lists]
         o.scale_policy = scales[scale_policy]
         o.result_type = results[result_type]
+        o.positions = position_kinds[positions]
         o.refresh_cache = bool(refresh_cache)
         return Evaluator(self, info, _core.Evaluator(self._impl, o))
 

@@ -69,6 +69,7 @@ class Context:
         neighbor_lists: str = ...,
         scale_policy: str = ...,
         result_type: str = ...,
+        positions: str = ...,
         refresh_cache: bool = ...,
         **law_parameters: Any,
     ) -> Evaluator: ...

@@ -165,6 +165,7 @@ struct EvalOptions {
     int exclusion_mode = 0, max_exclusions = 0, algorithm = 0;
     double skin = 0;
     int lanes = 0, result_type = 0, scale_policy = 0, neighbor_lists = 0;
+    int positions = 0;
 };
 
 struct Evaluator {
@@ -206,6 +207,7 @@ struct Evaluator {
         config.result_type = o.result_type;
         config.scale_policy = o.scale_policy;
         config.neighbor_lists = o.neighbor_lists;
+        config.positions = o.positions;
         potential = o.potential;
         fk_status status;
         {
@@ -616,7 +618,8 @@ NB_MODULE(_core, m)
         .def_rw("lanes", &EvalOptions::lanes)
         .def_rw("result_type", &EvalOptions::result_type)
         .def_rw("scale_policy", &EvalOptions::scale_policy)
-        .def_rw("neighbor_lists", &EvalOptions::neighbor_lists);
+        .def_rw("neighbor_lists", &EvalOptions::neighbor_lists)
+        .def_rw("positions", &EvalOptions::positions);
 
     nb::class_<Evaluator>(m, "Evaluator")
         .def(nb::init<nb::object, const EvalOptions &>())

@@ -41,6 +41,28 @@ def test_gravity_potential_and_jerk(ctx, rng):
     assert relative_error(ev.potentials(), phi) < TOL
 
 
+def test_double_single_positions(ctx, rng):
+    """positions="ds": ref's double pair arithmetic sees the caller's coordinates (48 bits), so it
+    agrees with the double reference far below float positions' error (issue #18)."""
+    if not ctx.device["fp64"]:
+        pytest.skip("ref needs fp64")
+    n = 200
+    pos = rng.uniform(-1, 1, (n, 3)) + 3.0
+    mass = rng.uniform(0.1, 1.0, n)
+    ref = gravity(pos, mass, 0.01)
+    errors = {}
+    for positions in ("float", "ds"):
+        ev = ctx.evaluator("ga", accum="ref", eps=0.01, positions=positions)
+        ev.set_particles(pos, mass)
+        errors[positions] = relative_error(ev.compute(), ref)
+    assert errors["float"] > 1e-9  # the inputs are not floats: the test can tell
+    assert errors["ds"] < 1e-12, errors
+    with pytest.raises(ValueError):
+        ctx.evaluator("ga", positions="half")
+    with pytest.raises(forcekit.UnsupportedError):
+        ctx.evaluator("lj", cutoff=2.5, box=10.0, positions="ds")
+
+
 @pytest.mark.parametrize("accum", ["float", "fixed64"])
 @pytest.mark.parametrize("algorithm", ["all-pairs", "cells"])
 def test_lj_periodic_vs_numpy(ctx, rng, accum, algorithm):

@@ -44,7 +44,9 @@ static void step_bytes(const bench_step_input *in, const fk_device_info *device,
     /* the library converts on the device unless the host must see the coordinates (forcekit.h) */
     const int converts = mode == STEP_PINNED && device->fp64 && !gaj &&
                          (!cli_kernel_is_gravity(in->kernel->name) || in->base.eps > 0);
-    *up = converts ? 24.0 * n : 16.0 * n * (gaj ? 2 : 1);
+    /* double-single positions: two float4 records per particle (and per velocity) */
+    const double record = in->base.positions == FK_POSITIONS_DOUBLE_SINGLE ? 32.0 : 16.0;
+    *up = converts ? 24.0 * n : record * n * (gaj ? 2 : 1);
     if (device->fp64) {
         const double value = in->result_type == FK_RESULT_FLOAT ? 4.0 : 8.0;
         *down = ceil(components * n * value / 8) * 8 + 8; /* + the overflow word */
@@ -206,6 +208,8 @@ int bench_step_run(const bench_step_input *in)
                                 in->base.scale_policy == FK_SCALE_KEEP ? "keep" : "each");
         cJSON_AddStringToObject(document, "result_type",
                                 in->result_type == FK_RESULT_FLOAT ? "float" : "double");
+        cJSON_AddStringToObject(document, "positions",
+                                fk_positions_name((fk_positions)in->base.positions));
         cJSON_AddStringToObject(document, "device", device->name);
         cJSON_AddStringToObject(document, "driver_version", device->driver_version);
         cJSON_AddStringToObject(document, "platform", device->platform_name);

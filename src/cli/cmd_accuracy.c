@@ -21,11 +21,12 @@ static const char accuracy_usage[] =
     "K])\n"
     "                         [--n N] [--seed S] [--accum A[,B...]|all] [--eps E] [--reps R]\n"
     "                         [--format auto|text|tipsy] [--reproducible] [physics options]\n"
-    "                         [--device SEL] [--json]\n\n"
+    "                         [--positions float|ds] [--device SEL] [--json]\n\n"
     "Compares each accumulator's forces with the reference: the device's ref accumulator (G:\n"
     "pair forces and sums in double) where the device has fp64, else the double-precision host\n"
-    "reference, which is always reported too (ERR HOST). Both see the single-precision positions\n"
-    "and masses the device sees (so input rounding is not counted). For gravity the force is\n"
+    "reference, which is always reported too (ERR HOST). Both see the positions and masses the\n"
+    "device sees, in single precision or with --positions ds as float pairs (so input rounding\n"
+    "is not counted). For gravity the force is\n"
     "F_i = m_i a_i.\n"
     "  error  = sum_i |F_i - F_ref,i| / sum_i |F_ref,i|   (Narumi et al., eq. 10)\n"
     "  offset = |sum_i F_i| / sum_i |F_i|                  (eq. 11, the sum taken exactly)\n"
@@ -70,6 +71,8 @@ typedef enum accuracy_system {
 
 typedef struct accuracy_options {
     const char *kernel, *in, *system, *accum, *format, *device;
+    const char *positions_name; /* --positions: float or ds */
+    int positions;              /* fk_positions */
     long long n, seed, reps;
     double eps;
     int json, help, reproducible;
@@ -253,6 +256,14 @@ static int generate_molecular(accuracy_run *run, const accuracy_options *options
 }
 
 /* Loads or generates the particles; returns an exit code, having reported any failure. */
+/* A value as the device stores it: one float, or with double-single positions the float pair
+ * hi + lo (cl/forces/point.clh), exact in double. */
+static double as_stored(double x, int ds)
+{
+    const float hi = (float)x;
+    return ds ? (double)hi + (double)(float)(x - (double)hi) : (double)hi;
+}
+
 static int load_particles(accuracy_run *run, const accuracy_options *options)
 {
     const int layout = fkt_io_layout_for_kernel(run->kernel->name);
@@ -287,8 +298,8 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
                   options->in ? options->in : "system", run->particles.count);
         return CLI_EXIT_USAGE;
     }
-    /* The device stores single precision: the reference gets the same numbers, so that what is
-     * measured is the arithmetic, not the rounding of the input. */
+    /* The device stores single precision (or float pairs): the reference gets the same numbers,
+     * so that what is measured is the arithmetic, not the rounding of the input. */
     fkt_particle_set *set = &run->particles;
     for (size_t i = 0; i < set->count; ++i) {
         /* Converting a double beyond the float range is undefined behaviour in C. */
@@ -305,12 +316,13 @@ static int load_particles(accuracy_run *run, const accuracy_options *options)
             return CLI_EXIT_USAGE;
         }
     }
+    const int ds = options->positions == FK_POSITIONS_DOUBLE_SINGLE;
     for (size_t i = 0; i < 3 * set->count; ++i)
-        set->position[i] = (double)(float)set->position[i];
+        set->position[i] = as_stored(set->position[i], ds);
     for (size_t i = 0; set->mass && i < set->count; ++i)
-        set->mass[i] = (double)(float)set->mass[i];
+        set->mass[i] = as_stored(set->mass[i], ds);
     for (size_t i = 0; set->velocity && i < 3 * set->count; ++i)
-        set->velocity[i] = (double)(float)set->velocity[i];
+        set->velocity[i] = as_stored(set->velocity[i], ds);
     /* Without any mass every gravity force is zero and the relative error (Narumi eq. 10) has
      * nothing to divide by: said now, rather than after a minute of measuring. */
     if (cli_kernel_is_gravity(run->kernel->name) && set->mass) {
@@ -363,9 +375,11 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
 {
     const long long reps = options->reps;
     fk_eval_config config = run->physics;
+    config.struct_size = sizeof config; /* fields after 0.2's, positions among them */
     config.kernel = run->kernel->name;
     config.accum = accum->name;
     config.eps = options->eps;
+    config.positions = options->positions;
     config.exclusion_mode = exclusion_mode;
     result->exclusion_mode = exclusion_mode;
     config.reproducible = options->reproducible && (strcmp(accum->name, "fixed64") == 0 ||
@@ -555,6 +569,8 @@ static int print_json(const accuracy_run *run, const accuracy_options *options)
     cli_json_number(document, "reference_offset", run->reference_offset);
     cJSON_AddStringToObject(document, "reference", run->ref_forces ? "ref" : "host");
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+    cJSON_AddStringToObject(document, "positions",
+                            fk_positions_name((fk_positions)options->positions));
     cJSON *results = cJSON_AddArrayToObject(document, "results");
     for (size_t i = 0; i < run->result_count; ++i) {
         const accuracy_result *result = &run->results[i];
@@ -613,7 +629,9 @@ static void print_table(const accuracy_run *run, const accuracy_options *options
         printf("%s", options->in);
     else
         printf("%s (seed %lld)", options->system, options->seed);
-    printf(", on %s\n", fk_context_device(run->context)->name);
+    printf(", %s positions, on %s\n",
+           options->positions == FK_POSITIONS_DOUBLE_SINGLE ? "double-single" : "float",
+           fk_context_device(run->context)->name);
     printf("errors against %s\n",
            run->ref_forces ? "ref (G, on the device)" : "the double-precision host reference");
     printf("%-16s %-6s %12s %12s %12s %12s %9s %16s\n", "ACCUM", "LETTER", "ERROR", "ERR HOST",
@@ -743,6 +761,7 @@ int cmd_accuracy(int argc, char **argv)
         {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        {.name = "positions", .kind = CLI_STRING, .value = &options.positions_name},
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
@@ -753,12 +772,15 @@ int cmd_accuracy(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(accuracy_usage, stdout);
+        fputs(cli_positions_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     accuracy_run run = {0};
-    int code = check_options(&run, &options, table, table_count);
+    int code = cli_parse_positions("accuracy", options.positions_name, &options.positions);
+    if (code == CLI_EXIT_OK)
+        code = check_options(&run, &options, table, table_count);
     if (code == CLI_EXIT_OK)
         code = cli_open_context(options.device, &run.context);
     if (code == CLI_EXIT_OK && options.system)

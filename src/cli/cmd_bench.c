@@ -22,7 +22,7 @@
 static const char bench_usage[] =
     "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
     "                      [--eps E] [--seed S] [--splits S] [--wg W] [--tiling on|off]\n"
-    "                      [--device SEL] [--json]\n\n"
+    "                      [--positions float|ds] [--device SEL] [--json]\n\n"
     "Times force evaluations of N synthetic particles (gravity: a Plummer sphere; molecular\n"
     "kernels: a jittered lattice at density 0.8, one type, epsilon = sigma = 1, charges +-0.5).\n"
     "Per variant: cold start (compile from source),\n"
@@ -72,8 +72,9 @@ static const int unroll_factors[] = {1, 2, 4, 8};
 
 typedef struct bench_options {
     const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
-    const char *lanes; /* --lanes: auto, off, 8 or 16 */
-    const char *lists; /* --lists: auto, half or full */
+    const char *lanes;     /* --lanes: auto, off, 8 or 16 */
+    const char *lists;     /* --lists: auto, half or full */
+    const char *positions; /* --positions: float or ds */
     long long n, reps, seed, splits, work_group_size;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
@@ -294,6 +295,8 @@ static int print_json(const bench_run *run, const bench_options *options)
     cJSON_AddStringToObject(document, "platform", device->platform_name);
     cJSON_AddNumberToObject(document, "reps", (double)options->reps);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+    cJSON_AddStringToObject(document, "positions",
+                            fk_positions_name((fk_positions)run->base.positions));
     /* the loop that ran; "algorithm_requested" is what --algorithm said (auto or the same) */
     cJSON_AddStringToObject(
         document, "algorithm",
@@ -377,6 +380,8 @@ static int prepare(bench_run *run, bench_options *options)
     if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
         return CLI_EXIT_USAGE;
     run->base.algorithm = (int)algorithm;
+    if (cli_parse_positions("bench", options->positions, &run->base.positions))
+        return CLI_EXIT_USAGE;
     if (cli_parse_lists("bench", options->lists, &run->base.neighbor_lists))
         return CLI_EXIT_USAGE;
     /* --skin 0 means none, which the config spells negative (its 0 is the default) */
@@ -540,6 +545,7 @@ int cmd_bench(int argc, char **argv)
          .max = 1 << 20},
         {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
         {.name = "lanes", .kind = CLI_STRING, .value = &options.lanes},
+        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
         {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
@@ -560,6 +566,7 @@ int cmd_bench(int argc, char **argv)
         fputs(bench_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
         fputs(cli_lists_usage, stdout);
+        fputs(cli_positions_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;

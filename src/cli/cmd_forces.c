@@ -16,7 +16,7 @@
 static const char forces_usage[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
     "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
-    "                       [--json]\n\n"
+    "                       [--positions float|ds] [--json]\n\n"
     "Computes the forces on the particles of FILE once and writes one line per particle (%.17g),\n"
     "the law's output columns (listed at the end). Without --out they go to standard output.\n"
     "Outputs are written to a temporary file and renamed, so a failure never leaves a partial\n"
@@ -43,7 +43,8 @@ static const char forces_usage[] =
 
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *unroll, *format, *device, *algorithm;
-    const char *lists; /* --lists: auto, half or full */
+    const char *lists;     /* --lists: auto, half or full */
+    const char *positions; /* --positions: float or ds */
     double eps;
     int potential, json, help, reproducible;
     cli_physics_options physics;
@@ -218,6 +219,7 @@ int cmd_forces(int argc, char **argv)
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
         {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
+        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
         {.name = "device", .kind = CLI_STRING, .value = &options.device},
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
@@ -228,6 +230,7 @@ int cmd_forces(int argc, char **argv)
         fputs(forces_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
         fputs(cli_lists_usage, stdout);
+        fputs(cli_positions_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
@@ -263,6 +266,9 @@ int cmd_forces(int argc, char **argv)
         return CLI_EXIT_USAGE;
     int lists = FK_NEIGHBOR_LISTS_AUTO;
     if (cli_parse_lists("forces", options.lists, &lists))
+        return CLI_EXIT_USAGE;
+    int positions = FK_POSITIONS_FLOAT;
+    if (cli_parse_positions("forces", options.positions, &positions))
         return CLI_EXIT_USAGE;
     fk_eval_config physics = {0}; /* the molecular kernels' options */
     int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
@@ -308,6 +314,7 @@ int cmd_forces(int argc, char **argv)
     config.reproducible = options.reproducible;
     config.algorithm = (int)algorithm;
     config.neighbor_lists = lists;
+    config.positions = positions;
     config.cutoff = physics.cutoff;
     config.coulomb = physics.coulomb;
     memcpy(config.parameters, physics.parameters, sizeof config.parameters);

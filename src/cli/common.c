@@ -196,6 +196,25 @@ int cli_parse_lists(const char *command, const char *text, int *lists)
     return CLI_EXIT_OK;
 }
 
+const char cli_positions_usage[] =
+    "\n--positions P: how the device stores coordinates (and masses, charges, velocities) for\n"
+    "the pair differences: float (default; relative 6e-8 of each coordinate) or ds\n"
+    "(double-single: a float pair each, 48 bits, so ref's double pair arithmetic agrees with\n"
+    "double to about 1e-14 and close pairs far from the origin keep their separation; twice the\n"
+    "particle memory; all-pairs and symmetric loops, open boundaries; docs/precision.md).\n";
+
+int cli_parse_positions(const char *command, const char *text, int *positions)
+{
+    *positions = FK_POSITIONS_FLOAT;
+    fk_positions found = FK_POSITIONS_FLOAT;
+    if (!text)
+        return CLI_EXIT_OK;
+    if (fk_positions_find(text, &found) != FK_OK)
+        return cli_usage_error(command, "--positions '%s': expected float or ds", text);
+    *positions = (int)found;
+    return CLI_EXIT_OK;
+}
+
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE])
 {
     snprintf(name, CLI_UNROLL_NAME_SIZE, "%dx%d", unroll_i, unroll_j);

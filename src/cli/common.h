@@ -71,6 +71,10 @@ extern const char cli_algorithm_usage[];
  * error naming the command and returns its exit code otherwise. */
 int cli_parse_lists(const char *command, const char *text, int *lists);
 extern const char cli_lists_usage[];
+/* --positions: "float" (or NULL) or "ds" into an fk_positions value (fk_eval_config.positions);
+ * reports a usage error naming the command and returns its exit code otherwise. */
+int cli_parse_positions(const char *command, const char *text, int *positions);
+extern const char cli_positions_usage[];
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
 
 /* Where a variant came from: a stable token for JSON ("default", "user_db", "shipped_db") and
