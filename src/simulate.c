@@ -349,6 +349,9 @@ static fk_status make_eval(fkt_sim *sim, const fkt_sim_config *config, fk_algori
                            const fk_particles *view, fk_eval **out)
 {
     fk_eval_config eval_config = config->eval;
+    /* This library's own layout, every field included (positions among them): struct_size 0
+     * would mean 0.2's and drop the later fields. */
+    eval_config.struct_size = sizeof eval_config;
     eval_config.algorithm = (int)algorithm;
     eval_config.potential = 1;
     eval_config.expected_count = view->count;

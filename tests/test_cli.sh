@@ -511,6 +511,14 @@ expect_exit "simulate fixed64, 10 steps, with a checkpoint exits 0" 0 $SIM --ste
 expect_exit "simulate --restart with --reproducible where the run had none exits 2" 2 $SIM --steps 20 --reproducible --restart "$WORK/fixed64.ckpt"
 expect_stderr "the reproducible mismatch is named" "reproducible is '0' there and '1' here"
 expect_exit "simulate --reproducible --accum float exits 2" 2 $SIM --steps 1 --reproducible --accum float
+# --positions ds: gravity with open boundaries; recorded in the checkpoint, refused in the fluid's box
+GSIM="$FK simulate --kernel ga --system plummer --n 64 --algorithm all-pairs"
+expect_exit "simulate ga --positions ds exits 0" 0 $GSIM --steps 10 --positions ds --json --checkpoint "$WORK/ds.ckpt"
+expect_json "simulate --positions ds says so" "$WORK/out" 'd["positions"] == "ds" and math.isfinite(d["relative_energy_drift"])'
+expect_exit "simulate --restart without --positions ds exits 2" 2 $GSIM --steps 20 --restart "$WORK/ds.ckpt"
+expect_stderr "the positions mismatch is named" "positions is 'ds' there and 'float' here"
+expect_exit "simulate --restart with --positions ds exits 0" 0 $GSIM --steps 20 --positions ds --restart "$WORK/ds.ckpt"
+expect_exit "simulate --positions ds in the fluid's box exits 1" 1 $SIM --steps 1 --positions ds
 # --reproducible: the same trajectory bit for bit with every pair loop (fixed64, correctly rounded
 # pair arithmetic; docs/simulate.md)
 for loop in all-pairs cells neighbors; do

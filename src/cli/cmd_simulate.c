@@ -41,6 +41,9 @@ static const char simulate_usage[] =
     "  --accum A         accumulator of the forces and potentials (default float)\n"
     "  --reproducible    fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
     "                    trajectory, are the same bits on every device and with every pair loop\n"
+    "  --positions P     float (default) or ds: the device's coordinates as float pairs (48\n"
+    "                    bits; with --accum ref the forces agree with double to about 1e-14;\n"
+    "                    open boundaries, all-pairs and symmetric; docs/precision.md)\n"
     "  --integrator I    verlet (default; kick-drift-kick) or hermite (4th order, gaj only;\n"
     "                    the default for gaj)\n"
     "  --density D       lj-fluid number density (default 0.8)\n"
@@ -73,6 +76,7 @@ static const char simulate_usage[] =
 typedef struct simulate_options {
     const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *unroll, *device;
     const char *checkpoint, *restart;
+    const char *positions; /* --positions: float or ds */
     long long n, steps, seed, sample, checkpoint_every;
     double dt, density, temperature, eps, skin;
     int json, help, reproducible;
@@ -231,6 +235,16 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
             return CLI_EXIT_USAGE;
         }
     }
+    /* Checkpoints from before --positions have no such line: they ran with float positions. */
+    const char *positions = fkt_sim_checkpoint_option(checkpoint, "positions");
+    if (strcmp(positions ? positions : "float", find_option(&run->options, "positions")) != 0) {
+        cli_error("simulate",
+                  "checkpoint %s does not match this run: positions is '%s' there and '%s' here "
+                  "(restart with the options of the run that wrote it)",
+                  options->restart, positions ? positions : "float",
+                  find_option(&run->options, "positions"));
+        return CLI_EXIT_USAGE;
+    }
     /* Checkpoints from before --reproducible have no such line: they ran without it. */
     const char *reproducible = fkt_sim_checkpoint_option(checkpoint, "reproducible");
     if (strcmp(reproducible ? reproducible : "0", find_option(&run->options, "reproducible")) !=
@@ -387,6 +401,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddStringToObject(document, "kernel", run->kernel->name);
     cJSON_AddStringToObject(document, "accum", run->accum->name);
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
+    cJSON_AddStringToObject(document, "positions", find_option(&run->options, "positions"));
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
     cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fkt_sim_algorithm(sim)));
     cJSON_AddStringToObject(document, "system", find_option(&run->options, "system"));
@@ -499,6 +514,7 @@ int cmd_simulate(int argc, char **argv)
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
         {.name = "system", .kind = CLI_STRING, .value = &options.system},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
@@ -564,6 +580,8 @@ int cmd_simulate(int argc, char **argv)
     config.eval.kernel = run.kernel->name;
     config.eval.accum = run.accum->name;
     config.eval.reproducible = options.reproducible;
+    if (cli_parse_positions("simulate", options.positions, &config.eval.positions))
+        return CLI_EXIT_USAGE;
     config.integrator =
         strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
     if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
@@ -702,6 +720,7 @@ int cmd_simulate(int argc, char **argv)
     add_option(list, "kernel", "%s", run.kernel->name);
     add_option(list, "accum", "%s", run.accum->name);
     add_option(list, "reproducible", "%d", options.reproducible != 0);
+    add_option(list, "positions", "%s", fk_positions_name((fk_positions)config.eval.positions));
     add_option(list, "integrator", "%s", fkt_integrator_name(config.integrator));
     add_option(list, "dt", "%.17g", config.dt);
     add_option(list, "system", "%s", options.in ? "file" : options.system);
