@@ -50,7 +50,9 @@ typedef enum fk_cl_positions {
  * (FK_ERR_INVALID_INPUT naming the particle) and the previous particles stay. Masses, charges and
  * types stay those of the last fk_eval_set_particles. The update waits for its check (one small
  * read); the caller's commands that wrote the buffer must be on the same queue or finished. Not
- * for gaj (its velocities) and gravity with eps = 0 (the coincidence check): FK_ERR_UNSUPPORTED. */
+ * for gaj (its velocities) and gravity with eps = 0 (the coincidence check): FK_ERR_UNSUPPORTED.
+ * With double-single positions (fk_eval_config.positions) DOUBLE3 keeps every bit of the doubles
+ * (split into float pairs on the device); FLOAT4 holds floats, so the low parts are zero. */
 FK_API fk_status fk_eval_update_positions_cl(fk_eval *eval, cl_mem positions, int layout);
 
 /* Results into the caller's buffers: from the next compute on, the decoded forces
