@@ -100,6 +100,11 @@ typedef struct fkt_sim {
      * (the run stops there). Not freed with the rest. */
     int position_pinned;
     int potential_current; /* the last evaluation was at the current positions */
+    /* Element-wise passes over at least this many values run on OpenMP's threads (when built
+     * with OpenMP): kick, drift, wrap, prediction, correction and the read of the forces. Each
+     * element is computed alone, so the bits do not depend on the threads. FKT_SIM_PARALLEL_MIN
+     * by default; tests lower it to run the parallel passes on small systems. */
+    size_t parallel_min;
     double device_seconds; /* OpenCL event time of every evaluation so far */
     fkt_sim_timing timing;
     uint64_t evaluations;
@@ -120,6 +125,9 @@ void fkt_sim_destroy(fkt_sim *sim);
 /* One step of config.integrator. On failure (a device error, a force that is not finite) the
  * state is that of the last completed step and sim->message says why. */
 fk_status fkt_sim_step(fkt_sim *sim);
+
+/* The default of fkt_sim.parallel_min: below it a thread team's start costs more than the pass. */
+#define FKT_SIM_PARALLEL_MIN ((size_t)1 << 16)
 
 /* Kinetic 1/2 sum m v^2 and potential energy at the current step: molecular sum_i 1/2 sum_j U_ij,
  * gravity 1/2 sum_i m_i phi_i. The potential comes from the device with the accumulator of the

@@ -653,6 +653,49 @@ static void test_bad_configs(void **state)
 
 /* Two particles put on top of each other: the step fails with a message naming the particle
  * and the remedy, and the state stays that of the last completed step. */
+/* The element-wise passes on OpenMP's threads (parallel_min 0: every pass, at any N) against the
+ * same run on one thread (parallel_min SIZE_MAX): the same trajectory bit for bit, Verlet in a
+ * periodic box (the wrap) and Hermite. Built without OpenMP both runs are serial and agree
+ * trivially; CI's build has it. */
+static void test_parallel_passes(void **state)
+{
+    (void)state;
+    fkt_particle_set lj = {0}, plummer = {0};
+    double box[3];
+    assert_int_equal(
+        fkt_generate_lj_fluid(500, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &lj, box), FK_OK);
+    assert_int_equal(fkt_generate_plummer(200, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &plummer),
+                     FK_OK);
+    fkt_sim_config verlet = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
+    verlet.eval.kernel = "lj";
+    verlet.eval.accum = "float";
+    verlet.eval.cutoff = 2.5;
+    memcpy(verlet.eval.box, box, sizeof box);
+    fkt_sim_config hermite = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.002};
+    hermite.eval.kernel = "gaj";
+    hermite.eval.accum = "float";
+    hermite.eval.eps = 0.01;
+    const fkt_sim_config *configs[2] = {&verlet, &hermite};
+    const fkt_particle_set *sets[2] = {&lj, &plummer};
+    for (int c = 0; c < 2; ++c) {
+        fkt_sim *serial = create_sim(configs[c], sets[c]);
+        fkt_sim *threaded = create_sim(configs[c], sets[c]);
+        serial->parallel_min = SIZE_MAX;
+        threaded->parallel_min = 0;
+        step_sim(serial, 20);
+        step_sim(threaded, 20);
+        const size_t values = 3 * sets[c]->count;
+        assert_same_bits(threaded->position, serial->position, values, "threaded position");
+        assert_same_bits(threaded->velocity, serial->velocity, values, "threaded velocity");
+        assert_same_bits(threaded->acceleration, serial->acceleration, values,
+                         "threaded acceleration");
+        fkt_sim_destroy(serial);
+        fkt_sim_destroy(threaded);
+    }
+    fkt_particle_set_free(&lj);
+    fkt_particle_set_free(&plummer);
+}
+
 static void test_collapse_stops(void **state)
 {
     (void)state;
@@ -668,6 +711,7 @@ static void test_collapse_stops(void **state)
         config.eval.cutoff = 2.5;
         memcpy(config.eval.box, box, sizeof box);
         fkt_sim *sim = create_sim(&config, &set);
+        sim->parallel_min = a == 0 ? 0 : SIZE_MAX; /* the threaded read finds the particle too */
         const size_t values = 3 * set.count;
         double *x = malloc(values * sizeof *x), *zero = calloc(values, sizeof *zero);
         assert_true(x && zero);
@@ -709,7 +753,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_two_body_verlet), cmocka_unit_test(test_two_body_hermite),
         cmocka_unit_test(test_lj_fluid_drift),  cmocka_unit_test(test_restart_bit_identical),
         cmocka_unit_test(test_bad_checkpoints), cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_collapse_stops),
+        cmocka_unit_test(test_collapse_stops),  cmocka_unit_test(test_parallel_passes),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }
