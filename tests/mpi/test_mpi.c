@@ -119,10 +119,14 @@ static void free_system(system_t *s)
     free(s->mass);
 }
 
+/* Nonzero: make_config asks for double-single positions (the allgather scheme's cases). */
+static int double_single;
+
 static fk_eval_config make_config(const char *kernel, const char *accum, int algorithm,
                                   const system_t *s)
 {
     fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.positions = double_single ? FK_POSITIONS_DOUBLE_SINGLE : FK_POSITIONS_FLOAT;
     config.kernel = kernel;
     config.accum = accum;
     config.algorithm = algorithm;
@@ -236,10 +240,12 @@ static void check_forces(const char *kernel, const char *accum, int algorithm, s
             const unsigned char *bytes = (const unsigned char *)all;
             for (size_t k = 0; k < fc * n * sizeof *all; ++k)
                 hash = (hash ^ bytes[k]) * 1099511628211ull;
-            printf("forces %-12s %-7s %-9s N=%zu P=%d, %-9s scheme: bit-identical to one "
-                   "device, checksum %016llx\n",
-                   kernel, accum, fk_algorithm_name((fk_algorithm)plain_config.algorithm), n, ranks,
-                   fk_mpi_eval_scheme(m), (unsigned long long)hash);
+            printf(
+                "forces %-12s %-7s %-9s %-5s N=%zu P=%d, %-9s scheme: bit-identical to one "
+                "device, checksum %016llx\n",
+                kernel, accum, fk_algorithm_name((fk_algorithm)plain_config.algorithm),
+                fk_positions_name(double_single ? FK_POSITIONS_DOUBLE_SINGLE : FK_POSITIONS_FLOAT),
+                n, ranks, fk_mpi_eval_scheme(m), (unsigned long long)hash);
             free(reference);
         }
         fk_eval_destroy(plain);
@@ -792,6 +798,10 @@ int main(int argc, char **argv)
         check_forces("ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, 1000);
         check_forces("ga", "float", FK_ALGORITHM_ALL_PAIRS, 1000);
         check_forces("gaj", "fixed64", FK_ALGORITHM_ALL_PAIRS, 700);
+        double_single = 1; /* every rank's share reads the float pairs: one device's bits */
+        check_forces("gaj", "fixed64", FK_ALGORITHM_ALL_PAIRS, 700);
+        check_forces("ga", "float", FK_ALGORITHM_ALL_PAIRS, 1000);
+        double_single = 0;
         check_forces("lj", "fixed64", FK_ALGORITHM_CELLS, 729);
         check_forces("lj", "float", FK_ALGORITHM_CELLS, 729);
         check_forces("lj", "fixed64", FK_ALGORITHM_NEIGHBORS, 729);
