@@ -223,38 +223,25 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
                          int *auto_algorithm, int unroll_given)
 {
     const fkt_sim_checkpoint *checkpoint = &run->checkpoint;
-    for (size_t k = 0; k < sizeof must_match / sizeof must_match[0]; ++k) {
-        const char *here = find_option(&run->options, must_match[k]);
-        const char *there = fkt_sim_checkpoint_option(checkpoint, must_match[k]);
+    /* Options that checkpoints of earlier versions lack, with the value those runs had. */
+    static const struct {
+        const char *key, *absent;
+    } added_later[] = {{"positions", "float"}, {"reproducible", "0"}};
+    const size_t must = sizeof must_match / sizeof must_match[0];
+    for (size_t k = 0; k < must + sizeof added_later / sizeof added_later[0]; ++k) {
+        const char *key = k < must ? must_match[k] : added_later[k - must].key;
+        const char *here = find_option(&run->options, key);
+        const char *there = fkt_sim_checkpoint_option(checkpoint, key);
+        if (!there && k >= must)
+            there = added_later[k - must].absent;
         if (!there || !here || strcmp(here, there) != 0) {
             cli_error("simulate",
                       "checkpoint %s does not match this run: %s is '%s' there and '%s' here "
                       "(restart with the options of the run that wrote it)",
-                      options->restart, must_match[k], there ? there : "(missing)",
+                      options->restart, key, there ? there : "(missing)",
                       here ? here : "(missing)");
             return CLI_EXIT_USAGE;
         }
-    }
-    /* Checkpoints from before --positions have no such line: they ran with float positions. */
-    const char *positions = fkt_sim_checkpoint_option(checkpoint, "positions");
-    if (strcmp(positions ? positions : "float", find_option(&run->options, "positions")) != 0) {
-        cli_error("simulate",
-                  "checkpoint %s does not match this run: positions is '%s' there and '%s' here "
-                  "(restart with the options of the run that wrote it)",
-                  options->restart, positions ? positions : "float",
-                  find_option(&run->options, "positions"));
-        return CLI_EXIT_USAGE;
-    }
-    /* Checkpoints from before --reproducible have no such line: they ran without it. */
-    const char *reproducible = fkt_sim_checkpoint_option(checkpoint, "reproducible");
-    if (strcmp(reproducible ? reproducible : "0", find_option(&run->options, "reproducible")) !=
-        0) {
-        cli_error("simulate",
-                  "checkpoint %s does not match this run: reproducible is '%s' there and '%s' "
-                  "here (restart with the options of the run that wrote it)",
-                  options->restart, reproducible ? reproducible : "0",
-                  find_option(&run->options, "reproducible"));
-        return CLI_EXIT_USAGE;
     }
     if (checkpoint->n != run->particles.count ||
         checkpoint->has_jerk != (config->integrator == FKT_INTEGRATOR_HERMITE)) {
