@@ -14,7 +14,8 @@
  * - the symmetric loop with double-single positions: fixed64 in reproducible mode gives the
  *   all-pairs loop's integers (the negation of a double-single difference is the swapped one);
  * - fk_eval_update_positions from the caller's array and from the pinned array (converted on the
- *   device where it has fp64) leave the device holding what set_particles stores: the same bits;
+ *   device where it has fp64), and gaj's positions with velocities, leave the device holding what
+ *   set_particles stores: the same bits;
  * - two bodies that one float cannot tell apart are not coincident in double-single;
  * - the refusals: the cells and neighbors loops, explicit lanes, a periodic box, unknown values.
  */
@@ -350,6 +351,29 @@ static void test_update_positions(void **state)
                      pinned ? "pinned" : "caller's array");
         fk_eval_destroy(eval);
     }
+    /* gaj: its velocities go with the positions, as float pairs too (the host's path) */
+    config.kernel = "gaj";
+    double *want6 = alloc_doubles(6 * n), *got6 = alloc_doubles(6 * n);
+    evaluate(&config, &b, 1, want6, NULL);
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
+    const fk_particles particles = system_view(&a, 1);
+    fk_status status = fk_eval_set_particles(eval, &particles);
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL);
+    if (status == FK_OK)
+        status = fk_eval_update_positions(eval, b.position, b.velocity);
+    if (status == FK_OK)
+        status = fk_eval_compute(eval, NULL);
+    if (status == FK_OK)
+        status = fk_eval_read_forces(eval, got6);
+    if (status != FK_OK)
+        fail_msg("gaj update: %s", fk_context_last_error(fk_test_context));
+    if (memcmp(got6, want6, 6 * n * sizeof *got6) != 0)
+        fail_msg("gaj: update_positions did not give the device set_particles' records");
+    fk_eval_destroy(eval);
+    free(want6);
+    free(got6);
     free(want);
     free(got);
     system_free(&a);
