@@ -630,6 +630,31 @@ static fk_status molecular_aux(fk_context *context, const fk_kernel_desc *kernel
     return FK_OK;
 }
 
+fk_status fk__velocity_records(fk_context *context, const double *velocity, size_t n, size_t stride,
+                               float **records)
+{
+    *records = NULL;
+    float *out = calloc(stride * n, sizeof *out);
+    if (!out)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            const double v = velocity[3 * i + (size_t)k];
+            if (!isfinite(v) || fabs(v) > FLT_MAX) {
+                free(out);
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %zu: velocity %d is %g (not a finite float)", i, k, v);
+            }
+            const float hi = (float)v;
+            out[stride * i + (size_t)k] = hi;
+            if (stride == 8) /* double-single: the low part in the second record */
+                out[stride * i + 4 + (size_t)k] = (float)(v - (double)hi);
+        }
+    }
+    *records = out;
+    return FK_OK;
+}
+
 fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kernel,
                                  fk__forcelaw_state *state, const fk_particles *particles,
                                  float *body, size_t stride, void **aux, size_t *aux_bytes)
@@ -640,24 +665,11 @@ fk_status fk__forcelaw_particles(fk_context *context, const fk_kernel_desc *kern
     if (kernel->needs_velocity) {
         if (!particles->velocity)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "gaj needs velocities");
-        float *velocity = calloc(stride * n, sizeof *velocity);
-        if (!velocity)
-            return FK_ERR_HOST_MEMORY;
-        for (size_t i = 0; i < n; ++i) {
-            for (int k = 0; k < 3; ++k) {
-                const double v = particles->velocity[3 * i + (size_t)k];
-                if (!isfinite(v) || fabs(v) > FLT_MAX) {
-                    free(velocity);
-                    return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                    "particle %zu: velocity %d is %g (not a finite float)", i, k,
-                                    v);
-                }
-                const float hi = (float)v;
-                velocity[stride * i + (size_t)k] = hi;
-                if (stride == 8) /* double-single: the low part in the second record */
-                    velocity[stride * i + 4 + (size_t)k] = (float)(v - (double)hi);
-            }
-        }
+        float *velocity = NULL;
+        const fk_status status =
+            fk__velocity_records(context, particles->velocity, n, stride, &velocity);
+        if (status != FK_OK)
+            return status;
         *aux = velocity;
         *aux_bytes = stride * n * sizeof *velocity;
         return FK_OK;

@@ -335,6 +335,11 @@ void fk__forcelaw_state_free(fk__forcelaw_state *state);
 /* The device pair table (malloc'ed floats) from the current or default parameters. */
 fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
                              fk__forcelaw_state *state, float **table, size_t *bytes);
+/* gaj's velocities (3 n doubles) as the device's body_aux records: stride 4 (float4, the fourth
+ * value 0) or 8 (double-single: hi and lo records). *records is malloc'ed; a velocity that is not a
+ * finite float is FK_ERR_INVALID_INPUT naming the particle. */
+fk_status fk__velocity_records(fk_context *context, const double *velocity, size_t n, size_t stride,
+                               float **records);
 /* Per-particle data for a new particle set: sets body[stride i + 3] for the law (charge or 0; with
  * stride 8, double-single records, body[stride i + 7] too), checks types, pairs, exclusions and
  * (molecular) coincident particles, and builds body_aux (malloc'ed, NULL when the kernel has

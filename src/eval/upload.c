@@ -561,27 +561,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
                             "particle %zu: coordinate %d is %g (not a finite float)", v / 3,
                             (int)(v % 3), position[v]);
     float *aux = NULL;
-    if (gaj) {
-        aux = calloc(stride * n, sizeof *aux);
-        if (!aux)
-            return FK_ERR_HOST_MEMORY;
-        for (size_t i = 0; i < n; ++i) {
-            for (int k = 0; k < 3; ++k) {
-                const double v = velocity[3 * i + (size_t)k];
-                if (!isfinite(v) || fabs(v) > FLT_MAX) {
-                    free(aux);
-                    return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                    "particle %zu: velocity %d is %g (not a finite float)", i, k,
-                                    v);
-                }
-                const float hi = (float)v;
-                aux[stride * i + (size_t)k] = hi;
-                if (stride == 8)
-                    aux[stride * i + 4 + (size_t)k] = (float)(v - (double)hi);
-            }
-        }
-    }
-    fk_status status = check_coincident(eval, body, n);
+    fk_status status = gaj ? fk__velocity_records(context, velocity, n, stride, &aux) : FK_OK;
+    if (status == FK_OK)
+        status = check_coincident(eval, body, n);
     if (status != FK_OK) {
         free(aux);
         return status;
