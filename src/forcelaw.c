@@ -425,11 +425,18 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "max_exclusions %d is outside 0..%d",
                         config->max_exclusions, FK__MAX_EXCLUSION_SLOTS);
     state->exclusion_mode = config->exclusion_mode;
+    /* Double-single positions (cl/forces/point.clh): every program of the evaluation reads record
+     * pairs. */
+    const int ds = config->positions == FK_POSITIONS_DOUBLE_SINGLE;
+    const char *positions = ds ? " -D FK_DS_POSITIONS=1" : "";
     if (!is_molecular(kernel)) {
-        physics[0] = (float)(config->eps * config->eps);
+        const double eps2 = config->eps * config->eps;
+        physics[0] = (float)eps2;
+        if (ds) /* eps^2 as a float pair too (forces/ga.clh, gaj.clh) */
+            physics[1] = (float)(eps2 - (double)physics[0]);
         /* Softened in float too (eps^2 can underflow): the kernel may drop its floor on s^2. */
-        if (physics[0] > 0.0f)
-            snprintf(options, options_size, "-D FK_SOFTENED=1");
+        snprintf(options, options_size, "%s%s", physics[0] > 0.0f ? "-D FK_SOFTENED=1" : "",
+                 positions);
         return FK_OK;
     }
     if (config->exclusion_mode == FK_EXCLUDE_ON_THE_FLY) {
@@ -461,8 +468,8 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
             physics[FK_PHYS_BOX + k] = (float)p->box[k];
             physics[FK_PHYS_INV_BOX + k] = (float)(1.0 / p->box[k]);
         }
-    snprintf(options, options_size, "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u",
-             p->periodic, p->shifted, state->exclusion_slots);
+    snprintf(options, options_size, "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u%s",
+             p->periodic, p->shifted, state->exclusion_slots, positions);
     return FK_OK;
 }
 

@@ -204,13 +204,6 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         fk_eval_destroy(eval);
         return law_status;
     }
-    if (fk__eval_ds(eval)) { /* every program of the evaluation reads record pairs */
-        const size_t used = strlen(law_options);
-        snprintf(law_options + used, sizeof law_options - used, " -D FK_DS_POSITIONS=1");
-        if (!kernel->uses_table) /* the gravity laws' eps^2 as a float pair too (forces/ga.clh) */
-            eval->physics_values[1] =
-                (float)(config->eps * config->eps - (double)eval->physics_values[0]);
-    }
     /* Lanes are the all-pairs loop in another template (src/loops/lanes.c). */
     const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
     char loop_reason[512] = "";
