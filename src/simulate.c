@@ -85,7 +85,9 @@ static fk_status library_failure(fkt_sim *sim, fk_status status, const char *wha
 #else
 #define FK_SIM_PARALLEL_FOR
 #endif
-#define FK_SIM_PARALLEL(sim, count) const int parallel = (count) >= (sim)->parallel_min
+#define FK_SIM_PARALLEL(sim, count)                                                                \
+    const int parallel = (count) >= (sim)->parallel_min;                                           \
+    (void)parallel /* unused without OpenMP */
 
 static double wrap(double x, double side)
 {
@@ -106,7 +108,6 @@ static void wrap_positions(const fkt_sim *sim, double *position)
     const size_t values = 3 * sim->n;
     const double *box = sim->config.eval.box;
     FK_SIM_PARALLEL(sim, values);
-    (void)parallel;
     FK_SIM_PARALLEL_FOR
     for (size_t m = 0; m < values; ++m)
         position[m] = wrap(position[m], box[m % 3]);
@@ -137,7 +138,6 @@ static fk_status read_output(fkt_sim *sim, double *acceleration, double *jerk, c
      * second finds the first (the state is then left as it was: the step fails). */
     size_t bad = 0;
     FK_SIM_PARALLEL(sim, components * n);
-    (void)parallel;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (parallel)
 #endif
@@ -226,7 +226,6 @@ static fk_status verlet_step(fkt_sim *sim)
     double *x = sim->position_pinned ? sim->position : sim->next_position, *v = sim->next_velocity;
     const double *x0 = sim->position, *v0 = sim->velocity, *a0 = sim->acceleration;
     FK_SIM_PARALLEL(sim, values);
-    (void)parallel;
     FK_SIM_PARALLEL_FOR
     for (size_t m = 0; m < values; ++m) {
         v[m] = v0[m] + half * a0[m];
@@ -263,7 +262,6 @@ static fk_status hermite_step(fkt_sim *sim)
     const double *x = sim->position, *v = sim->velocity, *a = sim->acceleration, *j = sim->jerk;
     double *xp = sim->next_position, *vp = sim->next_velocity;
     FK_SIM_PARALLEL(sim, values);
-    (void)parallel;
     FK_SIM_PARALLEL_FOR
     for (size_t m = 0; m < values; ++m) {
         xp[m] = x[m] + dt * (v[m] + dt * (0.5 * a[m] + dt * (j[m] / 6.0)));
