@@ -122,6 +122,11 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     fk_context *context = *out;
     config = &copy;
 
+    if (config->device_timing < FK_DEVICE_TIMING_DEFAULT ||
+        config->device_timing > FK_DEVICE_TIMING_OFF)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_config.device_timing: %d is not an fk_device_timing",
+                        config->device_timing);
     const char *selector = config->device;
     if (!selector || !*selector)
         selector = getenv("FORCEKIT_DEVICE");
@@ -145,8 +150,9 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clCreateContext", err);
     /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 platform has. */
-    context->queue =
-        clCreateCommandQueue(context->cl, context->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    context->profiling = config->device_timing != FK_DEVICE_TIMING_OFF;
+    context->queue = clCreateCommandQueue(context->cl, context->device,
+                                          context->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clCreateCommandQueue", err);
 
@@ -188,6 +194,10 @@ fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_qu
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_context_create_cl: the device is the caller's; leave "
                         "fk_context_config.device unset");
+    if (config->device_timing != FK_DEVICE_TIMING_DEFAULT)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_context_create_cl: the caller's queue decides device timing "
+                        "(CL_QUEUE_PROFILING_ENABLE); leave fk_context_config.device_timing 0");
     cl_context queue_context = NULL;
     cl_device_id queue_device = NULL;
     cl_command_queue_properties properties = 0;
@@ -225,6 +235,7 @@ fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_qu
     context->device = device;
     context->cl = cl;
     context->queue = queue;
+    context->profiling = (properties & CL_QUEUE_PROFILING_ENABLE) != 0;
     return finish_context(context, config);
 }
 

@@ -23,7 +23,8 @@ struct fk_context {
     cl_platform_id platform;
     cl_device_id device;
     cl_context cl;
-    cl_command_queue queue; /* in-order, profiling enabled */
+    cl_command_queue queue; /* in-order */
+    int profiling;          /* the queue records device times (fk_context_config.device_timing) */
     char *kernel_dir;
     char kernel_version[32]; /* kernel_dir/VERSION, "unknown" without one */
     char *cache_dir;         /* NULL: cache off */

@@ -990,6 +990,11 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__clear_error(context);
     if (!config)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    if (!context->profiling)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "tuning times candidates by OpenCL event profiling, which this context's "
+                        "queue does not record (fk_context_config.device_timing, or the caller's "
+                        "queue without CL_QUEUE_PROFILING_ENABLE)");
     fk_tune_config copy;
     const fk_status copied = fk__config_copy(context, "fk_tune_config", &copy, sizeof copy, config,
                                              FK__SIZE_0_2(fk_tune_config, user));

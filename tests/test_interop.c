@@ -102,7 +102,50 @@ static void test_context_on_caller_objects(void **state)
         FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(fk_context_last_error(bad), "device"));
     fk_context_destroy(bad);
+    fk_context_config timing = FK_CONFIG_INIT(fk_context_config);
+    timing.device_timing = FK_DEVICE_TIMING_OFF; /* the caller's queue decides that */
+    assert_int_equal(
+        fk_context_create_cl(caller.context, caller.device, caller.queue, &timing, &bad),
+        FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(bad), "device_timing"));
+    fk_context_destroy(bad);
     close_caller(&caller);
+
+    /* a queue without profiling: no device times, the tuner refuses, the results arrive */
+    caller_cl untimed = {0};
+    assert_int_equal(open_caller(&untimed, 0), 0);
+    fk_context *context_untimed = NULL;
+    assert_int_equal(fk_context_create_cl(untimed.context, untimed.device, untimed.queue, NULL,
+                                          &context_untimed),
+                     FK_OK);
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x3d1);
+    double position[3 * N], charge[N], forces[3 * N];
+    make_positions(position, charge, &rng);
+    const fk_particles particles = {.count = N, .position = position, .mass = charge};
+    fk_eval *eval = create_eval(context_untimed, FK_RESULT_DOUBLE);
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    double seconds = 0;
+    assert_int_equal(fk_eval_compute(eval, &seconds), FK_OK);
+    assert_true(seconds == -1.0);
+    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
+    double reference[3 * N], largest = 0, worst = 0;
+    const fk_physics physics = {0};
+    assert_int_equal(fk_reference_forces("ljc_constant", &particles, &physics, reference, NULL),
+                     FK_OK);
+    for (size_t v = 0; v < 3 * N; ++v) {
+        largest = fmax(largest, fabs(reference[v]));
+        worst = fmax(worst, fabs(forces[v] - reference[v]));
+    }
+    assert_true(largest > 0 && worst <= 1e-5 * largest);
+    fk_tune_config tune = FK_CONFIG_INIT(fk_tune_config);
+    tune.kernel = "ga";
+    tune.n = 1024;
+    fk_tune_result *tuned = NULL;
+    assert_int_equal(fk_tune_run(context_untimed, &tune, &tuned), FK_ERR_UNSUPPORTED);
+    fk_eval_destroy(eval);
+    fk_context_destroy(context_untimed);
+    close_caller(&untimed);
 
     /* an out-of-order queue, where the device offers one */
     caller_cl unordered = {0};

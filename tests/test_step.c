@@ -417,6 +417,87 @@ static void test_bad_result_type(void **state)
     assert_non_null(strstr(fk_context_last_error(fk_test_context), "result_type"));
 }
 
+/* A context whose queue records no device times (fk_context_config.device_timing OFF, the
+ * cheaper queue on drivers where profiling costs every command host time): the same bits as a
+ * timed context's (fixed64), within float's reach of the double reference, seconds -1, and the
+ * tuner, which times by profiling, refuses it. */
+static void test_device_timing_off(void **state)
+{
+    (void)state;
+    fk_context_config bad = FK_CONFIG_INIT(fk_context_config);
+    bad.device_timing = 7;
+    fk_context *refused = NULL;
+    assert_int_equal(fk_context_create(&bad, &refused), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(refused), "device_timing"));
+    fk_context_destroy(refused);
+
+    fk_context_config config = FK_CONFIG_INIT(fk_context_config);
+    config.device_timing = FK_DEVICE_TIMING_OFF;
+    fk_context *untimed = NULL;
+    if (fk_context_create(&config, &untimed) != FK_OK)
+        fail_msg("untimed context: %s", fk_context_last_error(untimed));
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0x71e);
+    step_system s;
+    make_system(&s, &rng);
+    const fk_particles particles = view(&s);
+    fk_eval_config eval_config = FK_CONFIG_INIT(fk_eval_config);
+    eval_config.kernel = "ljc_constant";
+    eval_config.accum = "fixed64";
+    eval_config.potential = 1;
+    fk_eval *fast = NULL;
+    if (fk_eval_create(untimed, &eval_config, &fast) != FK_OK)
+        fail_msg("untimed eval: %s", fk_context_last_error(untimed));
+    fk_eval *timed = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    double forces[3 * N], potentials[N], expected[3 * N], expected_potentials[N];
+    double reference[3 * N], reference_potentials[N];
+    for (int step = 0; step < 3; ++step) {
+        for (size_t v = 0; v < 3 * N; ++v)
+            s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
+        if (step == 0) {
+            assert_int_equal(fk_eval_set_particles(fast, &particles), FK_OK);
+            assert_int_equal(fk_eval_set_particles(timed, &particles), FK_OK);
+        } else {
+            assert_int_equal(fk_eval_update_positions(fast, s.position, NULL), FK_OK);
+            assert_int_equal(fk_eval_update_positions(timed, s.position, NULL), FK_OK);
+        }
+        double seconds = 0, timed_seconds = -1;
+        assert_int_equal(fk_eval_compute(fast, &seconds), FK_OK);
+        assert_true(seconds == -1.0);
+        assert_int_equal(fk_eval_compute(timed, &timed_seconds), FK_OK);
+        assert_true(timed_seconds >= 0);
+        assert_int_equal(fk_eval_read_forces(fast, forces), FK_OK);
+        assert_int_equal(fk_eval_read_potentials(fast, potentials), FK_OK);
+        assert_int_equal(fk_eval_read_forces(timed, expected), FK_OK);
+        assert_int_equal(fk_eval_read_potentials(timed, expected_potentials), FK_OK);
+        assert_memory_equal(forces, expected, sizeof forces);
+        assert_memory_equal(potentials, expected_potentials, sizeof potentials);
+    }
+    const fk_physics physics = {0};
+    assert_int_equal(
+        fk_reference_forces("ljc_constant", &particles, &physics, reference, reference_potentials),
+        FK_OK);
+    double largest = 0, worst = 0;
+    for (size_t v = 0; v < 3 * N; ++v) {
+        largest = fmax(largest, fabs(reference[v]));
+        worst = fmax(worst, fabs(forces[v] - reference[v]));
+    }
+    assert_true(largest > 0);
+    if (!(worst <= 1e-5 * largest))
+        fail_msg("untimed forces off the reference by %g of the largest force", worst / largest);
+
+    fk_tune_config tune = FK_CONFIG_INIT(fk_tune_config);
+    tune.kernel = "ga";
+    tune.n = 1024;
+    fk_tune_result *tuned = NULL;
+    assert_int_equal(fk_tune_run(untimed, &tune, &tuned), FK_ERR_UNSUPPORTED);
+    assert_null(tuned);
+    assert_non_null(strstr(fk_context_last_error(untimed), "profiling"));
+    fk_eval_destroy(fast);
+    fk_eval_destroy(timed);
+    fk_context_destroy(untimed);
+}
+
 int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
@@ -428,6 +509,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_keep_scale),
         cmocka_unit_test(test_positions_buffer),
         cmocka_unit_test(test_bad_result_type),
+        cmocka_unit_test(test_device_timing_off),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }

@@ -132,7 +132,22 @@ typedef struct fk_context_config {
     const char *kernel_dir;
     const char
         *cache_dir; /* NULL: $FORCEKIT_CACHE_DIR, else $XDG_CACHE_HOME/forcekit; "off" disables */
+    /* fk_device_timing (added in 0.6, issue #16): whether the context's queue records device
+     * times. 0 (default) or FK_DEVICE_TIMING_ON: as before 0.6. FK_DEVICE_TIMING_OFF: the queue
+     * is created without OpenCL event profiling, which on some drivers costs every command host
+     * time (NVIDIA's, on an H200: 20-40 us per step of the step path at N = 4,096 to 65,536,
+     * docs/performance.md); the device times are then -1 (fk_eval_compute's seconds) or
+     * FK_ERR_UNSUPPORTED (fk_sources_device_seconds), and fk_tune_run, which times by profiling,
+     * refuses such a context. Results are the same bits either way. fk_context_create_cl takes
+     * the caller's queue as it is: leave this 0 there. */
+    int device_timing;
 } fk_context_config;
+
+typedef enum fk_device_timing {
+    FK_DEVICE_TIMING_DEFAULT = 0, /* on */
+    FK_DEVICE_TIMING_ON,
+    FK_DEVICE_TIMING_OFF
+} fk_device_timing;
 
 /* On failure *context is still created when possible, so that fk_context_last_error() can explain;
  * destroy it either way. A NULL *context means no memory for even that. */
@@ -510,7 +525,8 @@ FK_API fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions);
 
 /* Runs one evaluation and waits for it: fk_eval_compute_async then fk_eval_wait. seconds (may be
  * NULL) receives the device time of the pair loop from OpenCL event profiling, the j-split
- * reduction and the exclusion subtraction included (not the decode and the transfer). */
+ * reduction and the exclusion subtraction included (not the decode and the transfer); -1 on a
+ * queue without profiling (fk_context_config.device_timing). */
 FK_API fk_status fk_eval_compute(fk_eval *eval, double *seconds);
 
 /* The asynchronous form (added in 0.2): compute_async enqueues the pair loop, the decode of the
