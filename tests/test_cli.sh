@@ -456,6 +456,16 @@ expect_json "--skin 0 means no skin" "$WORK/out" 'd["results"][0]["skin"] == 0'
 expect_exit "bench --skin -1 exits 2" 2 "$FK" bench --kernel lj --n 100 --algorithm cells --skin -1
 expect_exit "bench --algorithm cells for ga exits 2" 2 "$FK" bench --kernel ga --n 100 --algorithm cells
 expect_stderr "cells for ga is explained" "needs a short-range force law with a cutoff"
+# bench --step (issue #16): the step's wall time by mode beside the device time and the bandwidth;
+# by default the steps run on a queue without profiling and a profiled pass gives the device time
+expect_exit "bench --step --json exits 0" 0 "$FK" bench --step --kernel ljc_constant --n 300 --reps 3 --potential --json
+expect_json "bench --step reports every mode with the issue's keys, device timing off" "$WORK/out" \
+    'd["benchmark"] == "step" and d["device_timing"] == "off" and d["copy_wall_seconds_median_profiled"] > 0 and len(d["results"]) >= 1 and all(all(k in r for k in ("wall_seconds_median", "device_seconds_median", "bytes_moved", "bandwidth_bytes_per_second", "limit_seconds")) and r["wall_seconds_median"] > 0 and r["device_seconds_median"] > 0 for r in d["results"])'
+expect_exit "bench --step --device-timing on exits 0" 0 "$FK" bench --step --kernel lj --n 300 --reps 3 --device-timing on --json
+expect_json "bench --step --device-timing on times the steps on the profiled queue" "$WORK/out" \
+    'd["device_timing"] == "on" and "copy_wall_seconds_median_profiled" not in d and all(r["device_seconds_median"] > 0 for r in d["results"])'
+expect_exit "bench --step --device-timing sometimes exits 2" 2 "$FK" bench --step --kernel lj --n 100 --device-timing sometimes
+expect_exit "bench --device-timing without --step exits 2" 2 "$FK" bench --kernel lj --n 100 --device-timing off
 expect_exit "forces --algorithm cells without a cutoff exits 2" 2 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --algorithm cells
 expect_stderr "cells without a cutoff is explained" "needs a cutoff"
 expect_exit "forces --algorithm cells --cutoff exits 0" 0 "$FK" forces --kernel ljc_constant --in "$WORK/ljc3.txt" --cutoff 1.5 --accum fixed64 --algorithm cells --out "$WORK/cells.txt"
@@ -497,6 +507,11 @@ else
     fail "simulate --checkpoint writes a checkpoint"
 fi
 no_temporary_files "simulate leaves no temporary checkpoint" "$WORK"
+# --device-timing off: a queue without profiling; the same trajectory, no device seconds
+expect_exit "simulate --device-timing off exits 0" 0 $SIM --steps 40 --sample 10 --algorithm all-pairs --json --device-timing off
+expect_json "simulate --device-timing off ends on the same state, device seconds null" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["seconds_per_step"]["device"] is None and json.load(open("'"$WORK/sim-full.json"'"))["seconds_per_step"]["device"] > 0'
+expect_exit "simulate --device-timing maybe exits 2" 2 $SIM --steps 1 --device-timing maybe
 expect_exit "simulate 25 of the 40 steps with a checkpoint exits 0" 0 $SIM --steps 25 --sample 10 --algorithm all-pairs --checkpoint "$WORK/half.ckpt" --checkpoint-every 7
 expect_exit "simulate --restart to step 40 exits 0" 0 $SIM --steps 40 --restart "$WORK/half.ckpt" --json
 expect_json "a restarted run ends bit-identical to the uninterrupted one" "$WORK/out" \

@@ -8,6 +8,8 @@
  *         device) and the results viewed: no pass over the particles on the host at all;
  * next to the device time of the pair loop and the host<->device bandwidth from pinned memory
  * measured in the same run, which give the step's limit: device time + bytes moved / bandwidth.
+ * With device timing off (the default) the steps run on a queue without OpenCL event profiling
+ * and the device time comes from a separate profiled pass; on, both from the same steps.
  * The positions move a little every step (a fixed oscillation, outside the timed region, as the
  * caller's integrator would), so the bound pre-pass of the data-scaled accumulators and the cell
  * lists' displacement check run as they would in a simulation. */
@@ -55,15 +57,16 @@ static void step_bytes(const bench_step_input *in, const fk_device_info *device,
     }
 }
 
-static fk_status measure_mode(const bench_step_input *in, step_mode mode, step_result *result,
-                              double *timings, double *device_times, double *calls[3])
+static fk_status measure_mode(const bench_step_input *in, fk_context *context, step_mode mode,
+                              step_result *result, double *timings, double *device_times,
+                              double *calls[3])
 {
     memset(result, 0, sizeof *result);
     fk_eval_config config = in->base;
     config.potential = in->potential;
     config.result_type = in->result_type;
     fk_eval *eval = NULL;
-    fk_status status = fk_eval_create(in->context, &config, &eval);
+    fk_status status = fk_eval_create(context, &config, &eval);
     if (status == FK_OK)
         status = cli_physics_apply(eval, in->physics);
     const size_t n = in->particles->count;
@@ -147,25 +150,56 @@ int bench_step_run(const bench_step_input *in)
     if (status != FK_OK)
         return cli_report_status(status, in->context);
 
+    /* With device timing off the steps run on a second context on the same device whose queue
+     * records no device times, as a production code's would (event profiling costs NVIDIA's
+     * driver host time per command, docs/performance.md); the device time then comes from one
+     * more pass of the copy mode on the profiled context (the same pair loop: the device time
+     * does not depend on the mode), whose wall time is reported beside for comparison. */
+    fk_context *steps = in->context;
+    fk_context *untimed = NULL;
+    if (in->device_timing == FK_DEVICE_TIMING_OFF) {
+        fk_context_config config = FK_CONFIG_INIT(fk_context_config);
+        config.device = device->selector;
+        config.device_timing = FK_DEVICE_TIMING_OFF;
+        status = fk_context_create(&config, &untimed);
+        if (status != FK_OK) {
+            const int code = cli_report_status(status, untimed);
+            fk_context_destroy(untimed);
+            return code;
+        }
+        steps = untimed;
+    }
     const size_t reps = (size_t)in->reps;
     double *timings = malloc(6 * reps * sizeof *timings);
-    if (!timings)
+    if (!timings) {
+        fk_context_destroy(untimed);
         return cli_report_status(FK_ERR_HOST_MEMORY, in->context);
+    }
     double *device_times = timings + reps;
     double *calls[3] = {timings + 2 * reps, timings + 3 * reps, timings + 4 * reps};
-    step_result results[STEP_MODES];
+    step_result results[STEP_MODES], timed = {0};
     for (int mode = STEP_COPY; mode < STEP_MODES; ++mode) {
         if (mode != STEP_COPY && !device->fp64) { /* no view: the host decodes at each read */
             results[mode].ran = 0;
             continue;
         }
-        status = measure_mode(in, (step_mode)mode, &results[mode], timings, device_times, calls);
+        status =
+            measure_mode(in, steps, (step_mode)mode, &results[mode], timings, device_times, calls);
         if (status != FK_OK)
             break;
     }
+    if (status == FK_OK && untimed) {
+        status = measure_mode(in, in->context, STEP_COPY, &timed, timings, device_times, calls);
+        for (int mode = STEP_COPY; mode < STEP_MODES; ++mode)
+            results[mode].device_median = timed.device_median;
+    }
     free(timings);
-    if (status != FK_OK)
-        return cli_report_status(status, in->context);
+    if (status != FK_OK) {
+        const int code = cli_report_status(status, steps);
+        fk_context_destroy(untimed);
+        return code;
+    }
+    fk_context_destroy(untimed);
 
     /* the loop that ran (--algorithm auto: the one it chose; every mode's evaluation chooses
      * the same, from the same configuration) */
@@ -176,8 +210,9 @@ int bench_step_run(const bench_step_input *in)
             ran = results[mode].variant.algorithm;
     const char *algorithm = fk_algorithm_name((fk_algorithm)ran);
     if (!in->json) {
-        printf("step: %s (%s), %s, N = %zu, %lld steps, on %s\n", in->kernel->name, in->accum->name,
-               algorithm, in->particles->count, in->reps, device->name);
+        printf("step: %s (%s), %s, N = %zu, %lld steps, on %s, device timing %s\n",
+               in->kernel->name, in->accum->name, algorithm, in->particles->count, in->reps,
+               device->name, in->device_timing == FK_DEVICE_TIMING_OFF ? "off" : "on");
         printf("pinned bandwidth: to device %.3g GB/s, to host %.3g GB/s\n", to_device / 1e9,
                to_host / 1e9);
         printf("%-5s %11s %11s %11s %11s %11s %7s %11s %11s %11s\n", "MODE", "WALL S", "MIN", "MAX",
@@ -214,6 +249,11 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddStringToObject(document, "driver_version", device->driver_version);
         cJSON_AddStringToObject(document, "platform", device->platform_name);
         cJSON_AddStringToObject(document, "date", date);
+        /* off: the steps on a queue without profiling, the device time from a profiled pass */
+        cJSON_AddStringToObject(document, "device_timing",
+                                in->device_timing == FK_DEVICE_TIMING_OFF ? "off" : "on");
+        if (timed.ran)
+            cli_json_number(document, "copy_wall_seconds_median_profiled", timed.wall_median);
         cli_json_number(document, "bandwidth_to_device_bytes_per_second", to_device);
         cli_json_number(document, "bandwidth_to_host_bytes_per_second", to_host);
         list = cJSON_AddArrayToObject(document, "results");

@@ -15,7 +15,8 @@ typedef struct bench_step_input {
     const fk_accum_info *accum;
     long long reps; /* timed steps per mode */
     int potential;
-    int result_type; /* fk_result_type */
+    int result_type;   /* fk_result_type */
+    int device_timing; /* fk_device_timing: ON times the steps on the profiled context */
     int json;
 } bench_step_input;
 

@@ -58,6 +58,9 @@ static const char bench_usage[] =
     "  --scale P       with --step and fixed64: each (default: a new scale from every update's\n"
     "                  positions, the bound pre-pass) or keep (the scale of set_particles until\n"
     "                  a compute overflows; fk_eval_config.scale_policy)\n"
+    "  --device-timing T  with --step: off (default: the steps run on a queue without OpenCL\n"
+    "                  event profiling, as a production code's would, and the device time comes\n"
+    "                  from one more pass on a profiled queue) or on (both from the same steps)\n"
     "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
     "  --json          print the results as one JSON document on standard output\n\n"
     "Under mpirun (mpirun -np P forcekit bench ...) it times R steps of the distributed\n"
@@ -78,9 +81,10 @@ typedef struct bench_options {
     long long n, reps, seed, splits, work_group_size;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
-    int step, potential; /* --step, --potential */
-    const char *result;  /* --result double|float */
-    const char *scale;   /* --scale each|keep */
+    int step, potential;       /* --step, --potential */
+    const char *result;        /* --result double|float */
+    const char *scale;         /* --scale each|keep */
+    const char *device_timing; /* --device-timing on|off (with --step) */
     cli_physics_options physics;
 } bench_options;
 
@@ -558,6 +562,7 @@ int cmd_bench(int argc, char **argv)
         {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
         {.name = "result", .kind = CLI_STRING, .value = &options.result},
         {.name = "scale", .kind = CLI_STRING, .value = &options.scale},
+        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
     };
     if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
@@ -588,8 +593,16 @@ int cmd_bench(int argc, char **argv)
         scale_policy = FK_SCALE_KEEP;
     else if (options.scale && strcmp(options.scale, "each") != 0)
         return cli_usage_error("bench", "--scale '%s': expected each or keep", options.scale);
-    if (!options.step && (options.result || options.potential || options.scale))
-        return cli_usage_error("bench", "--result, --potential and --scale go with --step");
+    int device_timing = FK_DEVICE_TIMING_OFF;
+    if (options.device_timing && strcmp(options.device_timing, "on") == 0)
+        device_timing = FK_DEVICE_TIMING_ON;
+    else if (options.device_timing && strcmp(options.device_timing, "off") != 0)
+        return cli_usage_error("bench", "--device-timing '%s': expected on or off",
+                               options.device_timing);
+    if (!options.step &&
+        (options.result || options.potential || options.scale || options.device_timing))
+        return cli_usage_error("bench",
+                               "--result, --potential, --scale and --device-timing go with --step");
     if (options.step && strcmp(options.unroll, "all") == 0)
         return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
     bench_run run = {0};
@@ -654,6 +667,7 @@ int cmd_bench(int argc, char **argv)
                                  .reps = options.reps,
                                  .potential = options.potential,
                                  .result_type = result_type,
+                                 .device_timing = device_timing,
                                  .json = options.json};
         step.base.scale_policy = scale_policy;
         step.base.unroll_i = run.requested[0][0];

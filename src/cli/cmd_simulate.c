@@ -63,7 +63,13 @@ static const char simulate_usage[] =
     "                    at the end and on SIGINT/SIGTERM (then exit 130/143), atomically\n"
     "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
     "                    uninterrupted run on the same device); a mismatch exits 2\n"
-    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n"
+    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n";
+/* (two strings: C11 promises string literals of 4095 characters only) */
+static const char simulate_usage_more[] =
+    "  --device-timing T on (default) or off: off creates the device's queue without OpenCL\n"
+    "                    event profiling, which costs some drivers host time per command\n"
+    "                    (NVIDIA's: 20-40 us a step at small N); the report's device seconds\n"
+    "                    are then null. The trajectory is the same either way\n"
     "  --json            print the result as one JSON document on standard output\n\n"
     "Under mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over the\n"
     "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
@@ -76,7 +82,8 @@ static const char simulate_usage[] =
 typedef struct simulate_options {
     const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *unroll, *device;
     const char *checkpoint, *restart;
-    const char *positions; /* --positions: float or ds */
+    const char *positions;     /* --positions: float or ds */
+    const char *device_timing; /* --device-timing: on or off */
     long long n, steps, seed, sample, checkpoint_every;
     double dt, density, temperature, eps, skin;
     int json, help, reproducible;
@@ -131,6 +138,7 @@ typedef struct simulate_run {
     cli_physics_data physics;
     double box[3];
     fk_context *context;
+    int device_timing; /* fk_device_timing, from --device-timing */
     fkt_sim *sim;
     fkt_sim_checkpoint checkpoint;
     int restarting;
@@ -502,6 +510,7 @@ int cmd_simulate(int argc, char **argv)
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
+        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
         {.name = "system", .kind = CLI_STRING, .value = &options.system},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
@@ -542,6 +551,7 @@ int cmd_simulate(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(simulate_usage, stdout);
+        fputs(simulate_usage_more, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
@@ -569,6 +579,12 @@ int cmd_simulate(int argc, char **argv)
     config.eval.reproducible = options.reproducible;
     if (cli_parse_positions("simulate", options.positions, &config.eval.positions))
         return CLI_EXIT_USAGE;
+    run.device_timing = FK_DEVICE_TIMING_ON;
+    if (options.device_timing && strcmp(options.device_timing, "off") == 0)
+        run.device_timing = FK_DEVICE_TIMING_OFF;
+    else if (options.device_timing && strcmp(options.device_timing, "on") != 0)
+        return cli_usage_error("simulate", "--device-timing '%s': expected on or off",
+                               options.device_timing);
     config.integrator =
         strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
     if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
@@ -747,8 +763,8 @@ int cmd_simulate(int argc, char **argv)
     config.auto_algorithm = auto_algorithm;
 
     char selector[32];
-    code =
-        cli_open_context(options.device ? options.device : cli_mpi_device(selector), &run.context);
+    code = cli_open_context_timed(options.device ? options.device : cli_mpi_device(selector),
+                                  run.device_timing, &run.context);
     if (code == CLI_EXIT_OK && cli_check_fits_device(run.context, run.particles.count))
         code = CLI_EXIT_RUNTIME;
     if (code != CLI_EXIT_OK) {
@@ -862,7 +878,9 @@ int cmd_simulate(int argc, char **argv)
     }
     stats.seconds = monotonic_seconds() - started;
     stats.steps_run = run.sim->step - stats.first_step;
-    stats.device_seconds = run.sim->device_seconds - device_before;
+    stats.device_seconds = run.device_timing == FK_DEVICE_TIMING_OFF
+                               ? NAN /* not recorded */
+                               : run.sim->device_seconds - device_before;
     stats.timing.update = run.sim->timing.update - timing_before.update;
     stats.timing.compute = run.sim->timing.compute - timing_before.compute;
     stats.timing.read = run.sim->timing.read - timing_before.read;
@@ -916,14 +934,18 @@ int cmd_simulate(int argc, char **argv)
     }
     const double e0 = total_energy(&run.samples[0]);
     const double e_end = total_energy(&run.samples[run.sample_count - 1]);
-    if (reports)
+    if (reports) {
+        char device_share[64] = "device time not recorded"; /* --device-timing off */
+        if (!isnan(stats.device_seconds))
+            snprintf(device_share, sizeof device_share, "%.3g s/step on the device",
+                     stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0);
         fprintf(stderr,
-                "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %.3g s/step on the device); "
+                "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %s); "
                 "E0 = %.10g, E = %.10g, relative drift %.3e\n",
                 stats.steps_run, stats.seconds,
-                stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0,
-                stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0, e0, e_end,
-                fabs(e_end - e0) / fabs(e0));
+                stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0, device_share, e0,
+                e_end, fabs(e_end - e0) / fabs(e0));
+    }
     mpi_figures = cli_mpi_sim_figures(); /* collective under mpirun; NULL otherwise */
     if (options.json)
         code = print_json(&options, &run, &config, &stats);

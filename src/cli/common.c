@@ -62,8 +62,14 @@ int cli_report_status(fk_status status, const fk_context *context)
 
 int cli_open_context(const char *device, fk_context **context)
 {
-    fk_context_config config = {0};
+    return cli_open_context_timed(device, FK_DEVICE_TIMING_DEFAULT, context);
+}
+
+int cli_open_context_timed(const char *device, int device_timing, fk_context **context)
+{
+    fk_context_config config = FK_CONFIG_INIT(fk_context_config);
     config.device = device;
+    config.device_timing = device_timing;
     *context = NULL;
     fk_context *created = NULL;
     fk_status status = fk_context_create(&config, &created);

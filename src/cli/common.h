@@ -42,6 +42,8 @@ int cli_report_status(fk_status status, const fk_context *context);
  * prints its warnings (an ignored corrupt tuning database) on stderr. On failure reports it and
  * returns the exit code with *context NULL. */
 int cli_open_context(const char *device, fk_context **context);
+/* The same with fk_context_config.device_timing (fk_device_timing). */
+int cli_open_context_timed(const char *device, int device_timing, fk_context **context);
 
 /* A synthetic system of count particles must fit the device (a float4 per particle) before it is
  * generated, so that an absurd --n fails at once instead of exhausting host memory. Reports and
