@@ -182,6 +182,10 @@ class Context:
         kernel_dir: the .cl sources; None: $FORCEKIT_KERNEL_DIR, else those installed with the
             package.
         cache_dir: compiled-program cache; None: $FORCEKIT_CACHE_DIR or the XDG cache; "off".
+        device_timing: False creates the device's queue without OpenCL event profiling
+            (fk_context_config.device_timing), which on some drivers costs every command host
+            time (NVIDIA's: tens of microseconds a step at small N); evaluators' last_seconds is
+            then -1 and tune() refuses the context. The results are the same bits either way.
 
     Raises DeviceNotFoundError (a LookupError) when nothing matches the selector, NoDeviceError
     when there is no OpenCL device at all. One context and its evaluators must be used by one
@@ -189,10 +193,10 @@ class Context:
     """
 
     def __init__(self, device: Optional[str] = None, *, kernel_dir: Optional[str] = None,
-                 cache_dir: Optional[str] = None):
+                 cache_dir: Optional[str] = None, device_timing: bool = True):
         if device is not None and not isinstance(device, str):
             raise TypeError(f"device: expected a selector string, got {type(device).__name__}")
-        self._impl = _core.Context(device, kernel_dir, cache_dir)
+        self._impl = _core.Context(device, kernel_dir, cache_dir, bool(device_timing))
 
     @property
     def device(self) -> Dict[str, Any]:

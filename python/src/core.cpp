@@ -62,11 +62,12 @@ struct Context {
     bool closing = false; // close() was called: destroyed when the last evaluation goes
 
     Context(std::optional<std::string> device, std::optional<std::string> kernel_dir,
-            std::optional<std::string> cache_dir)
+            std::optional<std::string> cache_dir, bool device_timing)
     {
         fk_context_config config{};
         config.struct_size = sizeof config;
         config.device = device ? device->c_str() : nullptr;
+        config.device_timing = device_timing ? FK_DEVICE_TIMING_ON : FK_DEVICE_TIMING_OFF;
         config.kernel_dir = kernel_dir ? kernel_dir->c_str() : nullptr;
         config.cache_dir = cache_dir ? cache_dir->c_str() : nullptr;
         fk_status status;
@@ -570,8 +571,9 @@ NB_MODULE(_core, m)
 
     nb::class_<Context>(m, "Context")
         .def(nb::init<std::optional<std::string>, std::optional<std::string>,
-                      std::optional<std::string>>(),
-             "device"_a.none(), "kernel_dir"_a.none(), "cache_dir"_a.none())
+                      std::optional<std::string>, bool>(),
+             "device"_a.none(), "kernel_dir"_a.none(), "cache_dir"_a.none(),
+             "device_timing"_a = true)
         .def("close",
              [](Context &c) {
                  nb::gil_scoped_release release;

@@ -1,4 +1,6 @@
 """Forces against the numpy brute-force reference (tests/reference.py), on fresh random inputs."""
+import os
+
 import numpy as np
 import pytest
 
@@ -126,6 +128,25 @@ def test_update_positions_matches_set_particles(ctx, rng):
     fresh.set_particles(moved)
     assert np.array_equal(f1, fresh.compute())
     assert relative_error(f1, molecular(moved, cutoff=2.5, box=box)) < TOL
+
+
+def test_context_without_device_timing(ctx, rng):
+    """device_timing=False: a queue without profiling, the same bits (fixed64) as a timed
+    context's, no device time (last_seconds -1), and tune() refuses it."""
+    untimed = forcekit.Context(os.environ.get("FORCEKIT_DEVICE") or "cpu", device_timing=False)
+    n = 200
+    pos = rng.uniform(-1, 1, (n, 3))
+    mass = rng.uniform(0.1, 1.0, n)
+    fast = untimed.evaluator("ga", accum="fixed64", eps=0.05)
+    timed = ctx.evaluator("ga", accum="fixed64", eps=0.05)
+    fast.set_particles(pos, mass)
+    timed.set_particles(pos, mass)
+    acc = fast.compute()
+    assert fast.last_seconds == -1
+    assert np.array_equal(acc, timed.compute()) and timed.last_seconds >= 0
+    assert relative_error(acc, gravity(pos, mass, 0.05)) < TOL
+    with pytest.raises(forcekit.UnsupportedError, match="profiling"):
+        forcekit.tune("ga", n=1024, context=untimed)
 
 
 def test_other_dtypes_and_layouts_are_converted(ctx, rng):
