@@ -13,7 +13,10 @@
  *   bench_g6_block [--device SEL] [--accum NAME] [--positions ds|float] [--npipes 256]
  *                  [--block-nj 65536] [--nj 65536,262144,1048576] [--ni 1,4,16,64,256]
  *                  [--seconds 0.5] [--work-group N] [--splits N] [--unroll N] (the engine's
- *                  fk_sources_config fields, 0: automatic)
+ *                  fk_sources_config fields, 0: automatic) [--device-timing on|off]
+ * --device-timing off runs the engine on a context without event profiling (device_seconds null;
+ * libsapporo's own setting, since the GRAPE-6 API reports no device time); gaj's all-pairs rate
+ * is then measured on a second, profiled context.
  * On the H200: FORCEKIT_KERNEL_DIR=cl build/bench/bench_g6_block --device gpu > g6_block.json
  */
 #include <math.h>
@@ -243,7 +246,7 @@ static double gaj_rate(fk_context *context, size_t n, const char *accum, double 
 
 int main(int argc, char **argv)
 {
-    const char *device = NULL, *accum = "ref", *positions_name = "ds";
+    const char *device = NULL, *accum = "ref", *positions_name = "ds", *timing = "on";
     size_t npipes = 256, block_nj = 65536, seconds_ms = 500;
     double seconds = 0.5;
     size_t nj_list[16] = {65536, 262144, 1048576}, nj_count = 3;
@@ -277,12 +280,14 @@ int main(int argc, char **argv)
             engine_splits = atoi(value);
         else if (strcmp(argv[a], "--unroll") == 0)
             engine_unroll = atoi(value);
+        else if (strcmp(argv[a], "--device-timing") == 0)
+            timing = value;
         else {
             fprintf(stderr,
                     "usage: %s [--device SEL] [--accum NAME] [--positions ds|float] "
                     "[--npipes N] [--block-nj N] [--nj A,B,..] [--ni A,B,..] "
                     "[--work-group N] [--splits N] [--unroll N] "
-                    "[--seconds S]\n",
+                    "[--seconds S] [--device-timing on|off]\n",
                     argv[0]);
             return 2;
         }
@@ -293,26 +298,41 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_g6_block: --positions ds or float\n");
         return 2;
     }
+    if (strcmp(timing, "on") != 0 && strcmp(timing, "off") != 0) {
+        fprintf(stderr, "bench_g6_block: --device-timing on or off\n");
+        return 2;
+    }
     fk_context_config context_config = FK_CONFIG_INIT(fk_context_config);
     context_config.device = device;
-    fk_context *context = NULL;
-    fk_status status = fk_context_create(&context_config, &context);
+    fk_context *timed_context = NULL, *context = NULL;
+    fk_status status = fk_context_create(&context_config, &timed_context);
+    if (status == FK_OK && strcmp(timing, "off") == 0) {
+        context_config.device_timing = FK_DEVICE_TIMING_OFF;
+        status = fk_context_create(&context_config, &context);
+    } else if (status == FK_OK) {
+        context = timed_context;
+    }
     if (status != FK_OK) {
-        fail(context, "fk_context_create", status);
-        fk_context_destroy(context);
+        fail(context ? context : timed_context, "fk_context_create", status);
+        if (context != timed_context)
+            fk_context_destroy(context);
+        fk_context_destroy(timed_context);
         return 1;
     }
     const fk_device_info *info = fk_context_device(context);
     printf("{\n  \"bench\": \"g6_block\",\n  \"device\": \"%s\",\n  \"driver\": \"%s\",\n"
+           "  \"device_timing\": \"%s\",\n"
            "  \"accum\": \"%s\",\n  \"positions\": \"%s\",\n  \"npipes\": %zu,\n"
            "  \"work_group_size\": %d,\n  \"j_splits\": %d,\n  \"unroll\": %d,\n",
-           info->name, info->driver_version, accum, positions_name, npipes, engine_work_group,
-           engine_splits, engine_unroll);
+           info->name, info->driver_version, timing, accum, positions_name, npipes,
+           engine_work_group, engine_splits, engine_unroll);
 
     /* Time per block step against ni. */
     fk_sources *engine = make_engine(context, block_nj, npipes, accum, positions);
     if (!engine) {
-        fk_context_destroy(context);
+        if (context != timed_context)
+            fk_context_destroy(context);
+        fk_context_destroy(timed_context);
         return 1;
     }
     printf("  \"block_nj\": %zu,\n  \"block_steps\": [", block_nj);
@@ -346,7 +366,7 @@ int main(int argc, char **argv)
         if (rc != 0)
             break;
         const double rate = (double)npipes * (double)nj / t.wall;
-        const double gaj = gaj_rate(context, nj, accum, seconds);
+        const double gaj = gaj_rate(timed_context, nj, accum, seconds);
         char device_text[32], loop_text[32];
         printf("%s\n    {\"nj\": %zu, \"ni\": %zu, \"block_seconds\": %.6e, "
                "\"device_seconds\": %s, \"pair_loop_seconds\": %s, "
@@ -358,6 +378,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("\n  ]\n}\n");
-    fk_context_destroy(context);
+    if (context != timed_context)
+        fk_context_destroy(context);
+    fk_context_destroy(timed_context);
     return 0;
 }

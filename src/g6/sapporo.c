@@ -220,6 +220,9 @@ G6_EXPORT int g6_open_(int *id)
     unit->npipes = npipes_setting();
     fk_context_config config = FK_CONFIG_INIT(fk_context_config);
     config.device = getenv("FORCEKIT_G6_DEVICE");
+    /* The GRAPE-6 API reports no device time, and a profiled queue costs NVIDIA's driver host
+     * time on every block step (docs/performance.md). */
+    config.device_timing = FK_DEVICE_TIMING_OFF;
     fk_status status = fk_context_create(&config, &unit->context);
     if (status != FK_OK) {
         report(unit, "g6_open: no OpenCL context (%s)", fk_status_string(status));
