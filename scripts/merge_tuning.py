@@ -2,7 +2,8 @@
 """Merges tuning databases into the shipped one (README "Autotuning"):
     scripts/merge_tuning.py data/tuning/shipped.json OUT/tuning.json [MORE.json ...]
 Entries of the later files replace those of the first with the same keys (type, vendor,
-architecture, device, kernel, accum, n), as `forcekit tune` itself does; the others are kept.
+architecture, device, kernel, accum, algorithm, n; no algorithm is all-pairs), as `forcekit tune`
+itself does; the others are kept.
 `source` is set to the merged file's path where an entry has none, so each entry says where its
 numbers come from."""
 import json
@@ -12,7 +13,9 @@ LEVELS = ("type", "vendor", "architecture", "device")
 
 
 def key(entry):
-    return tuple(entry.get(k) or "default" for k in LEVELS) + (entry["kernel"], entry["accum"], entry["n"])
+    # the loop is part of the key: a symmetric entry must not replace an all-pairs one
+    return tuple(entry.get(k) or "default" for k in LEVELS) + (
+        entry["kernel"], entry["accum"], entry.get("algorithm") or "all-pairs", entry["n"])
 
 
 def main(argv):
@@ -28,7 +31,7 @@ def main(argv):
                 entry["source"] = path
         replaced = {key(e) for e in new}
         shipped["entries"] = [e for e in shipped["entries"] if key(e) not in replaced] + new
-    shipped["entries"].sort(key=lambda e: tuple(str(x) for x in key(e)[:6]) + (e["n"],))
+    shipped["entries"].sort(key=lambda e: tuple(str(x) for x in key(e)[:7]) + (e["n"],))
     with open(argv[1] + ".tmp", "w") as f:
         json.dump(shipped, f, indent=2)
         f.write("\n")
