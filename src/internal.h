@@ -46,6 +46,9 @@ int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local
  * per context; src/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);
 
+/* 1 when a successful build's log holds a warning worth keeping (src/program.c): a line with
+ * "warning", other than NVIDIA's notes on kernels' noinline attribute. */
+int fk__build_log_warns(const char *log);
 /* Copies a caller's configuration struct (in, whose first member is struct_size) into out
  * (out_size bytes, this library's layout): only the bytes the caller's version has, the rest zero
  * (defaults); struct_size 0 means size_0_2, the layout of 0.2.0. FK_ERR_INVALID_ARGUMENT, with the

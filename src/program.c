@@ -158,9 +158,37 @@ static fk_status build_log(fk_context *context, cl_program program)
     return FK_ERR_BUILD;
 }
 
+/* 1 when a line of the build log (up to its newline) is a warning worth the caller's attention.
+ * NVIDIA's driver notes, for programs whose kernels it links, "Warning: Function fk_pairwise is a
+ * kernel, so overriding noinline attribute. The function may be inlined when called." about
+ * every kernel: no defect of the source, and printed by tune on every such build. */
+static int is_real_warning(const char *line, size_t length)
+{
+    static const char benign[] = "is a kernel, so overriding noinline attribute";
+    int warned = 0, harmless = 0;
+    for (size_t i = 0; i < length; ++i) {
+        warned = warned || strncasecmp(line + i, "warning", 7) == 0;
+        harmless = harmless || (length - i >= sizeof benign - 1 &&
+                                strncmp(line + i, benign, sizeof benign - 1) == 0);
+    }
+    return warned && !harmless;
+}
+
+int fk__build_log_warns(const char *log)
+{
+    for (const char *line = log; *line;) {
+        const size_t length = strcspn(line, "\n");
+        if (is_real_warning(line, length))
+            return 1;
+        line += length + (line[length] == '\n');
+    }
+    return 0;
+}
+
 /* A successful build's log, when the compiler warned: kept for the caller in the context's
  * warnings (fk_context_warnings), never printed. Logs without a warning are not kept: Intel's
- * runtime, for one, reports every successful build ("Compilation started ... done"). */
+ * runtime, for one, reports every successful build ("Compilation started ... done"); nor are
+ * logs whose only warnings are NVIDIA's notes on kernels' noinline attribute. */
 static void keep_build_warnings(fk_context *context, cl_program program, const char *options)
 {
     size_t size = 0;
@@ -174,10 +202,7 @@ static void keep_build_warnings(fk_context *context, cl_program program, const c
     if (clGetProgramBuildInfo(program, context->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) ==
         CL_SUCCESS) {
         log[size] = '\0';
-        int warned = 0;
-        for (const char *p = log; *p && !warned; ++p)
-            warned = strncasecmp(p, "warning", 7) == 0;
-        if (warned)
+        if (fk__build_log_warns(log))
             fk__warn(&context->warnings, "kernel build with options %s: the compiler warned:\n%s",
                      options, log);
     }

@@ -16,6 +16,7 @@
 #include <CL/cl.h>
 
 #include "forcekit/forcekit.h"
+#include "internal.h" /* fk__build_log_warns */
 #include "test_support.h"
 
 static char kernel_dir[4096];
@@ -207,6 +208,28 @@ static void test_broken_kernel_build_log(void **state)
 
 /* The template compiles on its own with its #ifndef defaults and a plain -I (CLBlast's habit),
  * without the host's include expander. */
+/* Which successful build logs are kept as warnings: a compiler's real warning, not Intel's
+ * progress lines nor NVIDIA's notes on kernels' noinline attribute (logs as the drivers print
+ * them). */
+static void test_build_log_warnings(void **state)
+{
+    (void)state;
+    assert_false(fk__build_log_warns(""));
+    assert_false(fk__build_log_warns("Compilation started\nCompilation done\nLinking started\n"
+                                     "Linking done\n"));
+    const char *nvidia =
+        "(): Warning: Function fk_reduce_splits is a kernel, so overriding noinline attribute. "
+        "The function may be inlined when called.\n"
+        "(): Warning: Function fk_pairwise is a kernel, so overriding noinline attribute. The "
+        "function may be inlined when called.\n\n";
+    assert_false(fk__build_log_warns(nvidia));
+    assert_true(fk__build_log_warns("<source>:12:9: warning: unused variable 'x'\n"));
+    char mixed[512];
+    snprintf(mixed, sizeof mixed, "%s<source>:3:1: warning: implicit conversion\n", nvidia);
+    assert_true(fk__build_log_warns(mixed));
+    assert_true(fk__build_log_warns("WARNING: register spilling")); /* no newline at the end */
+}
+
 static void test_template_standalone(void **state)
 {
     (void)state;
@@ -260,6 +283,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_missing_kernel_dir),
         cmocka_unit_test(test_broken_kernel_build_log),
         cmocka_unit_test(test_template_standalone),
+        cmocka_unit_test(test_build_log_warnings),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
