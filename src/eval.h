@@ -76,6 +76,14 @@ struct fk_eval {
     cl_program convert_program;
     cl_kernel convert_kernels[2]; /* from 3 doubles, from float4 (fk_eval_update_positions_cl) */
     cl_int positions_reset;
+    /* The device conversion's verdict (the first particle with a non-finite coordinate, count
+     * for none), read without blocking: a loop whose prepare waits for the device anyway (the
+     * cell grid's displacement check) takes it there (fk__eval_positions_verdict), which saves
+     * the update one round trip; otherwise the update waits for it after prepare. */
+    cl_int positions_verdict;
+    cl_event verdict_read; /* the read's event, NULL when no verdict is pending */
+    int verdict_from_host; /* the positions came from positions_host: name the coordinate */
+    int positions_refused; /* the last verdict refused the update */
     /* fk_eval_set_results_cl: the caller's buffers (retained), NULL for the host staging. */
     cl_mem results_forces, results_potentials;
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
@@ -121,6 +129,15 @@ double fk__event_seconds(cl_event first, cl_event last);
  * NULL) gets the device time from first's start to last's end. Releases both events. */
 fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
                           double *seconds);
+
+/* An update converted on the device leaves its verdict on the coordinates pending while the
+ * loop's prepare runs on the new particles: a prepare that waits for the device (after its own
+ * blocking read, which in the in-order queue comes after the verdict's) calls this before it acts
+ * on what it read. FK_OK when no verdict is pending or the coordinates are finite; else
+ * FK_ERR_INVALID_INPUT naming the particle, eval->positions_refused set, and the prepare must
+ * return it at once, leaving its own state as it was (the update then restores the previous
+ * particles). */
+fk_status fk__eval_positions_verdict(fk_eval *eval);
 
 /* clCreateBuffer with the failure recorded as "clCreateBuffer (what, N bytes) failed: ..." and
  * mapped to FK_ERR_DEVICE_MEMORY where it is an allocation failure. */

@@ -242,18 +242,38 @@ static void test_update_loop(void **state)
     fk_eval_destroy(fresh);
 }
 
+/* ljc_constant with fixed64 in the lattice's periodic box (6 x 1.1), cutoff 2.5, by `algorithm`:
+ * the cell grid's loops check displacements on the device above the host's count. */
+static fk_eval *create_in_box(int algorithm)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ljc_constant";
+    config.accum = "fixed64";
+    config.potential = 1;
+    config.algorithm = algorithm;
+    config.cutoff = 2.5;
+    config.box[0] = config.box[1] = config.box[2] = 6 * 1.1;
+    fk_eval *eval = NULL;
+    if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
+        fail_msg("algorithm %d: %s", algorithm, fk_context_last_error(fk_test_context));
+    return eval;
+}
+
 /* The pinned positions array: an update through it gives the bits of the same update from the
  * caller's own array (fixed64; the same rounding to float, on the device or on the host), and a
- * refused coordinate leaves the previous particles in place. */
-static void check_positions_buffer(int on_device)
+ * refused coordinate leaves the previous particles in place, whichever loop prepares them
+ * (algorithm -1: all pairs without a box; else that loop in the periodic box). */
+static void check_positions_buffer(int on_device, int algorithm)
 {
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed() ^ 0xb0f);
     step_system s;
     make_system(&s, &rng);
     fk_particles particles = view(&s);
-    fk_eval *pinned = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
-    fk_eval *plain = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    fk_eval *pinned = algorithm < 0 ? create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE)
+                                    : create_in_box(algorithm);
+    fk_eval *plain = algorithm < 0 ? create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE)
+                                   : create_in_box(algorithm);
     if (on_device) /* N is below the count the host converts itself */
         fk__eval_set_host_check_count(pinned, 0);
     double *buffer = NULL;
@@ -279,12 +299,26 @@ static void check_positions_buffer(int on_device)
         assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
         assert_memory_equal(a, b, sizeof a);
     }
-    /* a refused coordinate: named, and the particles before it stay */
+    /* a refused coordinate: named, and the particles before it stay, with every other particle
+     * moved by up to 0.3 (more than half the cell grid's skin: a grid acting on these positions
+     * would rebuild from them) */
+    for (size_t v = 0; v < 3 * N; ++v)
+        buffer[v] = s.position[v] + 0.6 * (fk_test_rng_uniform(&rng) - 0.5);
     buffer[3 * 17 + 1] = INFINITY;
     assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_ERR_INVALID_INPUT);
     assert_non_null(strstr(fk_context_last_error(fk_test_context), "particle 17"));
     assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
     assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
+    assert_memory_equal(a, b, sizeof a);
+    /* and the next good update goes on from them */
+    s.position[3 * 17 + 1] += 0.01;
+    memcpy(buffer, s.position, sizeof s.position);
+    assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_OK);
+    assert_int_equal(fk_eval_update_positions(plain, s.position, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(plain, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
+    assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
     assert_memory_equal(a, b, sizeof a);
     /* a new set of particles: a new array */
     assert_int_equal(fk_eval_set_particles(pinned, &particles), FK_OK);
@@ -299,8 +333,12 @@ static void check_positions_buffer(int on_device)
 static void test_positions_buffer(void **state)
 {
     (void)state;
-    check_positions_buffer(0);
-    check_positions_buffer(1);
+    check_positions_buffer(0, -1);
+    check_positions_buffer(1, -1);
+    /* the cell grid's loops take the conversion's verdict with their displacement check */
+    check_positions_buffer(1, FK_ALGORITHM_CELLS);
+    check_positions_buffer(1, FK_ALGORITHM_NEIGHBORS);
+    check_positions_buffer(0, FK_ALGORITHM_NEIGHBORS);
 }
 
 /* fixed64's overflow, found by the device decode, names the first particle. */

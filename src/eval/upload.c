@@ -285,6 +285,11 @@ static int converts_on_device(const fk_eval *eval)
 
 void fk__eval_release_positions(fk_eval *eval)
 {
+    if (eval->verdict_read) { /* never left pending past an update; released all the same */
+        clWaitForEvents(1, &eval->verdict_read);
+        clReleaseEvent(eval->verdict_read);
+        eval->verdict_read = NULL;
+    }
     void *host = eval->positions_host;
     fk__pinned_release(eval->context, &eval->positions_pinned, &host);
     eval->positions_host = NULL;
@@ -375,9 +380,39 @@ fk_status fk_eval_positions_buffer(fk_eval *eval, double **positions)
     return FK_OK;
 }
 
+fk_status fk__eval_positions_verdict(fk_eval *eval)
+{
+    if (!eval->verdict_read)
+        return FK_OK;
+    const cl_int err = clWaitForEvents(1, &eval->verdict_read);
+    clReleaseEvent(eval->verdict_read);
+    eval->verdict_read = NULL;
+    fk_context *context = eval->context;
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clEnqueueReadBuffer (positions flag)", err);
+    const cl_int first_bad = eval->positions_verdict;
+    if (first_bad < 0 || (size_t)first_bad >= eval->count)
+        return FK_OK;
+    eval->positions_refused = 1;
+    if (eval->verdict_from_host)
+        for (int k = 0; k < 3; ++k) {
+            const double x = eval->positions_host[3 * (size_t)first_bad + (size_t)k];
+            if (!(fabsf((float)x) <= FLT_MAX))
+                return fk__fail(context, FK_ERR_INVALID_INPUT,
+                                "particle %d: coordinate %d is %g (not a finite float)", first_bad,
+                                k, x);
+        }
+    return fk__fail(context, FK_ERR_INVALID_INPUT,
+                    "particle %d: a coordinate is NaN, infinite or beyond float's range",
+                    first_bad);
+}
+
 /* An update converted on the device from `source` (3N doubles: kernel 0; N float4: kernel 1):
- * the device writes body_next, and one blocking read of the refusal flag (which also means any
- * transfer into source enqueued before is done) decides whether body_next becomes the particles. */
+ * the device writes body_next, which becomes the particles unless the refusal flag names a
+ * particle. The flag is read without blocking and the loop prepares on body_next at once; a
+ * prepare that waits for the device takes the verdict after its own wait (one round trip where
+ * there were two: the cell grid's displacement check), else the update waits for it after. A
+ * refusal swaps the previous particles back, as they were. */
 static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int kernel_index)
 {
     fk_context *context = eval->context;
@@ -400,38 +435,47 @@ static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int ker
         return status;
     }
     const size_t group = 64, global = ((size_t)n + group - 1) / group * group;
-    cl_int first_bad = 0;
     const char *call = "clEnqueueNDRangeKernel (positions)";
     err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, &group, 0, NULL, NULL);
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (positions flag)";
-        err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_TRUE, 0,
-                                  sizeof first_bad, &first_bad, 0, NULL, NULL);
+        eval->positions_verdict = (cl_int)n;
+        err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_FALSE, 0,
+                                  sizeof eval->positions_verdict, &eval->positions_verdict, 0, NULL,
+                                  &eval->verdict_read);
     }
     if (err != CL_SUCCESS) {
         clFinish(context->queue);
+        eval->verdict_read = NULL;
         eval->count = 0;
         return fk__cl_fail(context, call, err);
     }
-    if (first_bad >= 0 && (cl_uint)first_bad < n) {
-        if (eval->positions_host && source == eval->positions_device)
-            for (int k = 0; k < 3; ++k) {
-                const double x = eval->positions_host[3 * (size_t)first_bad + (size_t)k];
-                if (!(fabsf((float)x) <= FLT_MAX))
-                    return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                    "particle %d: coordinate %d is %g (not a finite float)",
-                                    first_bad, k, x);
-            }
-        return fk__fail(context, FK_ERR_INVALID_INPUT,
-                        "particle %d: a coordinate is NaN, infinite or beyond float's range",
-                        first_bad);
-    }
+    eval->verdict_from_host = eval->positions_host && source == eval->positions_device;
+    eval->positions_refused = 0;
+    const int was_host_body_current = eval->host_body_current, was_computed = eval->computed;
     const cl_mem previous = eval->body; /* the loops take eval->body at every enqueue */
     eval->body = eval->body_next;
     eval->body_next = previous;
     eval->host_body_current = 0; /* the host did not see these positions */
     eval->computed = 0;
     status = eval->loop->prepare(eval, eval->loop_state);
+    if (!eval->positions_refused) {
+        /* the loop took no verdict (it did not wait for the device, or failed on its own) */
+        const fk_status verdict = fk__eval_positions_verdict(eval);
+        if (status == FK_OK)
+            status = verdict;
+    }
+    if (eval->positions_refused) {
+        /* The prepare took the verdict before acting, or it had nothing to act on (the
+         * all-pairs and symmetric loops size buffers only): the previous particles stand as
+         * they were. */
+        eval->body_next = eval->body;
+        eval->body = previous;
+        eval->host_body_current = was_host_body_current;
+        eval->computed = was_computed;
+        eval->positions_refused = 0; /* read by the prepare only, within this update */
+        return status;
+    }
     if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
         status = fk__eval_choose_accum_parameters(eval);
     if (status != FK_OK)

@@ -543,6 +543,7 @@ fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
     fk_context *context = eval->context;
     if (rebuilt)
         *rebuilt = 0;
+    const int was_current = grid->current;
     grid->current = 0;
     if (eval->host_body_current && eval->count <= eval->host_check_count &&
         (grid->built != eval->count || grid->host_reference_valid)) {
@@ -592,5 +593,13 @@ fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
     fk__collect_events(events, 2, &seconds);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, call, err);
+    /* An update converted on the device: its verdict on the coordinates arrived with the
+     * statistics (one round trip for both). Refused, the grid stays as it was. */
+    status = fk__eval_positions_verdict(eval);
+    if (status != FK_OK) {
+        if (eval->positions_refused)
+            grid->current = was_current;
+        return status;
+    }
     return act_on_check(eval, grid, has_reference, stats, seconds, rebuilt);
 }

@@ -631,9 +631,9 @@ static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
         status = build_lists(eval, state);
     if (status == FK_OK && !state->grid.current)
         status = fk__fail(eval->context, FK_ERR_STATE, "neighbour lists were not built");
-    if (status != FK_OK) {
+    if (status != FK_OK && !eval->positions_refused) {
         /* Lists must come from the positions the grid's check measures displacements from: the
-         * next upload rebuilds both. */
+         * next upload rebuilds both. (A refused update left both as they were.) */
         state->built = 0;
         state->grid.built = 0;
         state->grid.current = 0;
