@@ -80,10 +80,11 @@ struct fk_eval {
      * for none), read without blocking: a loop whose prepare waits for the device anyway (the
      * cell grid's displacement check) takes it there (fk__eval_positions_verdict), which saves
      * the update one round trip; otherwise the update waits for it after prepare. */
-    cl_int positions_verdict;
-    cl_event verdict_read; /* the read's event, NULL when no verdict is pending */
-    int verdict_from_host; /* the positions came from positions_host: name the coordinate */
-    int positions_refused; /* the last verdict refused the update */
+    cl_mem verdict_pinned;     /* pinned host memory for it: a DMA, no bounce through a copy */
+    cl_int *positions_verdict; /* its mapped host word */
+    cl_event verdict_read;     /* the read's event, NULL when no verdict is pending */
+    int verdict_from_host;     /* the positions came from positions_host: name the coordinate */
+    int positions_refused;     /* the last verdict refused the update */
     /* fk_eval_set_results_cl: the caller's buffers (retained), NULL for the host staging. */
     cl_mem results_forces, results_potentials;
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */

@@ -290,6 +290,9 @@ void fk__eval_release_positions(fk_eval *eval)
         clReleaseEvent(eval->verdict_read);
         eval->verdict_read = NULL;
     }
+    void *verdict = eval->positions_verdict;
+    fk__pinned_release(eval->context, &eval->verdict_pinned, &verdict);
+    eval->positions_verdict = NULL;
     void *host = eval->positions_host;
     fk__pinned_release(eval->context, &eval->positions_pinned, &host);
     eval->positions_host = NULL;
@@ -333,6 +336,12 @@ static fk_status ensure_converter(fk_eval *eval)
     if (status == FK_OK && !eval->positions_flag)
         status = fk__eval_create_buffer(eval, &eval->positions_flag, CL_MEM_READ_WRITE,
                                         sizeof(cl_int), NULL, "positions flag");
+    if (status == FK_OK && !eval->verdict_pinned) {
+        void *host = NULL;
+        status = fk__pinned_create(eval->context, sizeof(cl_int), &eval->verdict_pinned, &host,
+                                   "positions verdict");
+        eval->positions_verdict = host;
+    }
     return status;
 }
 
@@ -384,13 +393,18 @@ fk_status fk__eval_positions_verdict(fk_eval *eval)
 {
     if (!eval->verdict_read)
         return FK_OK;
-    const cl_int err = clWaitForEvents(1, &eval->verdict_read);
+    /* Done already when the loop's own blocking read came after it (the usual case): no wait */
+    cl_int state = CL_QUEUED;
+    cl_int err = clGetEventInfo(eval->verdict_read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                                &state, NULL);
+    if (err == CL_SUCCESS && state != CL_COMPLETE)
+        err = state < 0 ? state : clWaitForEvents(1, &eval->verdict_read);
     clReleaseEvent(eval->verdict_read);
     eval->verdict_read = NULL;
     fk_context *context = eval->context;
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clEnqueueReadBuffer (positions flag)", err);
-    const cl_int first_bad = eval->positions_verdict;
+    const cl_int first_bad = *eval->positions_verdict;
     if (first_bad < 0 || (size_t)first_bad >= eval->count)
         return FK_OK;
     eval->positions_refused = 1;
@@ -439,10 +453,9 @@ static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int ker
     err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, &group, 0, NULL, NULL);
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (positions flag)";
-        eval->positions_verdict = (cl_int)n;
-        err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_FALSE, 0,
-                                  sizeof eval->positions_verdict, &eval->positions_verdict, 0, NULL,
-                                  &eval->verdict_read);
+        *eval->positions_verdict = (cl_int)n;
+        err = clEnqueueReadBuffer(context->queue, eval->positions_flag, CL_FALSE, 0, sizeof(cl_int),
+                                  eval->positions_verdict, 0, NULL, &eval->verdict_read);
     }
     if (err != CL_SUCCESS) {
         clFinish(context->queue);
