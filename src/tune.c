@@ -24,6 +24,8 @@
 #define TUNE_EPS 0.01       /* softening of the gravity kernels, as in `forcekit bench` */
 #define LATTICE_DENSITY 0.8 /* the synthetic system of `forcekit bench` for molecular kernels */
 #define REFERENCE_PAIR_BUDGET (1u << 25) /* host reference pair terms per bucket, at most */
+/* The relative stretch of a pair's separation for its terms' sensitivity (make_reference) */
+#define STRETCH 1e-4
 #define MAX_TARGETS 256
 #define MIN_TARGETS 32
 #define REFINE_AFTER 0.7 /* of a bucket's budget spent on random samples before refining */
@@ -174,7 +176,7 @@ static fk_status make_reference(tuner *t)
                 : 0;
 
     const fk_physics physics = {.eps = t->eps};
-    double position[6], mass[2], velocity[6], pair_forces[2 * 16];
+    double position[6], mass[2], velocity[6], pair_forces[2 * 16], stretched_forces[2 * 16];
     int type[2];
     if (c > 16)
         return FK_ERR_UNSUPPORTED;
@@ -196,19 +198,33 @@ static fk_status make_reference(tuner *t)
             type[1] = t->type[j];
             fk_status status =
                 fk_reference_forces(t->kernel->name, &pair, &physics, pair_forces, NULL);
+            /* The term again with the separation stretched by a relative STRETCH: its change is
+             * the term's sensitivity to a relative rounding of r (r dF/dr). A term that is the
+             * difference of nearly equal parts (LJ near its minimum, where the tuner's lattice
+             * puts the nearest neighbours) is small while its float rounding, relative to the
+             * parts, is not: its length alone would make the scale too small for any variant. */
+            for (int k3 = 0; k3 < 3; ++k3)
+                position[3 + k3] =
+                    position[k3] +
+                    (1.0 + STRETCH) * (t->position[3 * j + (size_t)k3] - position[k3]);
+            if (status == FK_OK)
+                status =
+                    fk_reference_forces(t->kernel->name, &pair, &physics, stretched_forces, NULL);
             if (status != FK_OK)
                 return status;
             /* Components come in 3-vectors (acceleration, jerk); a vector's rounding scales with
-             * its length, as in the kernel tests. */
+             * its length and its sensitivity, as in the kernel tests. */
             for (unsigned q = 0; q < c; q += 3) {
                 const unsigned width = c - q < 3 ? c - q : 3;
-                double length = 0;
+                double length = 0, change = 0;
                 for (unsigned w = 0; w < width; ++w) {
                     sum[q + w] += pair_forces[q + w];
                     length += pair_forces[q + w] * pair_forces[q + w];
+                    const double d = stretched_forces[q + w] - pair_forces[q + w];
+                    change += d * d;
                 }
                 for (unsigned w = 0; w < width; ++w)
-                    magnitude[q + w] += sqrt(length);
+                    magnitude[q + w] += sqrt(length) + sqrt(change) / STRETCH;
             }
         }
     }
