@@ -242,6 +242,20 @@ static void test_update_loop(void **state)
     fk_eval_destroy(fresh);
 }
 
+/* One step of both evaluations, pinned from its positions array and plain from the caller's: the
+ * same forces, bit for bit (fixed64), left in a and b. */
+static void step_both(fk_eval *pinned, double *buffer, fk_eval *plain, const double *position,
+                      double *a, double *b)
+{
+    assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_OK);
+    assert_int_equal(fk_eval_update_positions(plain, position, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(plain, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
+    assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
+    assert_memory_equal(a, b, 3 * N * sizeof *a);
+}
+
 /* ljc_constant with fixed64 in the lattice's periodic box (6 x 1.1), cutoff 2.5, by `algorithm`:
  * the cell grid's loops check displacements on the device above the host's count. */
 static fk_eval *create_in_box(int algorithm)
@@ -291,13 +305,7 @@ static void check_positions_buffer(int on_device, int algorithm)
             s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
             buffer[v] = s.position[v];
         }
-        assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_OK);
-        assert_int_equal(fk_eval_update_positions(plain, s.position, NULL), FK_OK);
-        assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
-        assert_int_equal(fk_eval_compute(plain, NULL), FK_OK);
-        assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
-        assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
-        assert_memory_equal(a, b, sizeof a);
+        step_both(pinned, buffer, plain, s.position, a, b);
     }
     /* a refused coordinate: named, and the particles before it stay, with every other particle
      * moved by up to 0.3 (more than half the cell grid's skin: a grid acting on these positions
@@ -313,13 +321,7 @@ static void check_positions_buffer(int on_device, int algorithm)
     /* and the next good update goes on from them */
     s.position[3 * 17 + 1] += 0.01;
     memcpy(buffer, s.position, sizeof s.position);
-    assert_int_equal(fk_eval_update_positions(pinned, buffer, NULL), FK_OK);
-    assert_int_equal(fk_eval_update_positions(plain, s.position, NULL), FK_OK);
-    assert_int_equal(fk_eval_compute(pinned, NULL), FK_OK);
-    assert_int_equal(fk_eval_compute(plain, NULL), FK_OK);
-    assert_int_equal(fk_eval_read_forces(pinned, a), FK_OK);
-    assert_int_equal(fk_eval_read_forces(plain, b), FK_OK);
-    assert_memory_equal(a, b, sizeof a);
+    step_both(pinned, buffer, plain, s.position, a, b);
     /* a new set of particles: a new array */
     assert_int_equal(fk_eval_set_particles(pinned, &particles), FK_OK);
     assert_int_equal(fk_eval_positions_buffer(pinned, &buffer), FK_OK);
