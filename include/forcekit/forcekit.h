@@ -135,7 +135,7 @@ typedef struct fk_context_config {
     /* fk_device_timing (added in 0.6, issue #16): whether the context's queue records device
      * times. 0 (default) or FK_DEVICE_TIMING_ON: as before 0.6. FK_DEVICE_TIMING_OFF: the queue
      * is created without OpenCL event profiling, which on some drivers costs every command host
-     * time (NVIDIA's, on an H200: 20-40 us per step of the step path at N = 4,096 to 65,536,
+     * time (NVIDIA's, on an H200: 8-29 us per step of the step path at N = 4,096 to 65,536,
      * docs/performance.md); the device times are then -1 (fk_eval_compute's seconds) or
      * FK_ERR_UNSUPPORTED (fk_sources_device_seconds), and fk_tune_run, which times by profiling,
      * refuses such a context. Results are the same bits either way. fk_context_create_cl takes

@@ -594,11 +594,9 @@ int cmd_bench(int argc, char **argv)
     else if (options.scale && strcmp(options.scale, "each") != 0)
         return cli_usage_error("bench", "--scale '%s': expected each or keep", options.scale);
     int device_timing = FK_DEVICE_TIMING_OFF;
-    if (options.device_timing && strcmp(options.device_timing, "on") == 0)
-        device_timing = FK_DEVICE_TIMING_ON;
-    else if (options.device_timing && strcmp(options.device_timing, "off") != 0)
-        return cli_usage_error("bench", "--device-timing '%s': expected on or off",
-                               options.device_timing);
+    if (cli_parse_device_timing("bench", options.device_timing, FK_DEVICE_TIMING_OFF,
+                                &device_timing))
+        return CLI_EXIT_USAGE;
     if (!options.step &&
         (options.result || options.potential || options.scale || options.device_timing))
         return cli_usage_error("bench",

@@ -221,6 +221,20 @@ int cli_parse_positions(const char *command, const char *text, int *positions)
     return CLI_EXIT_OK;
 }
 
+int cli_parse_device_timing(const char *command, const char *text, int fallback, int *timing)
+{
+    *timing = fallback;
+    if (!text)
+        return CLI_EXIT_OK;
+    if (strcmp(text, "on") == 0)
+        *timing = FK_DEVICE_TIMING_ON;
+    else if (strcmp(text, "off") == 0)
+        *timing = FK_DEVICE_TIMING_OFF;
+    else
+        return cli_usage_error(command, "--device-timing '%s': expected on or off", text);
+    return CLI_EXIT_OK;
+}
+
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE])
 {
     snprintf(name, CLI_UNROLL_NAME_SIZE, "%dx%d", unroll_i, unroll_j);

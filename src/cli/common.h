@@ -76,6 +76,9 @@ extern const char cli_lists_usage[];
 /* --positions: "float" (or NULL) or "ds" into an fk_positions value (fk_eval_config.positions);
  * reports a usage error naming the command and returns its exit code otherwise. */
 int cli_parse_positions(const char *command, const char *text, int *positions);
+/* --device-timing: on or off into *timing (fk_device_timing); NULL text gives fallback. Exit 2
+ * with the reason for anything else. */
+int cli_parse_device_timing(const char *command, const char *text, int fallback, int *timing);
 extern const char cli_positions_usage[];
 void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]);
 
