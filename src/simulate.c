@@ -73,10 +73,6 @@ static fk_status library_failure(fkt_sim *sim, fk_status status, const char *wha
     return status;
 }
 
-/* Keeps a coordinate in [0, L): a multiple of L off, in double, so the dynamics is unchanged.
- * A coordinate already in [0, L) is returned as it is, which is what the general path gives it
- * too (floor(x / L) is 0 there: x / L rounds below 1 for every x < L, since 1 - x / L >= ulp(L) /
- * L > 2^-53), without the division and floor that made this pass 28 ms per step at N = 1M. */
 /* An element-wise loop over `count` values on OpenMP's threads when there are enough of them
  * (sim->parallel_min); each iteration writes only its own elements, so the result is the same
  * bits with any number of threads. Without OpenMP the pragma is not there. */
@@ -89,6 +85,10 @@ static fk_status library_failure(fkt_sim *sim, fk_status status, const char *wha
     const int parallel = (count) >= (sim)->parallel_min;                                           \
     (void)parallel /* unused without OpenMP */
 
+/* Keeps a coordinate in [0, L): a multiple of L off, in double, so the dynamics is unchanged.
+ * A coordinate already in [0, L) is returned as it is, which is what the general path gives it
+ * too (floor(x / L) is 0 there: x / L rounds below 1 for every x < L, since 1 - x / L >= ulp(L) /
+ * L > 2^-53), without the division and floor that made this pass 28 ms per step at N = 1M. */
 static double wrap(double x, double side)
 {
     if (x >= 0 && x < side)

@@ -213,7 +213,7 @@ static fk_status make_reference(tuner *t)
             if (status != FK_OK)
                 return status;
             /* Components come in 3-vectors (acceleration, jerk); a vector's rounding scales with
-             * its length and its sensitivity, as in the kernel tests. */
+             * its length (as in the kernel tests) and its sensitivity. */
             for (unsigned q = 0; q < c; q += 3) {
                 const unsigned width = c - q < 3 ? c - q : 3;
                 double length = 0, change = 0;
