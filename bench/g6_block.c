@@ -244,6 +244,15 @@ static double gaj_rate(fk_context *context, size_t n, const char *accum, double 
     return rate;
 }
 
+/* The engine's context and the profiled one of gaj's comparison: one and the same unless
+ * --device-timing off. */
+static void close_contexts(fk_context *context, fk_context *timed_context)
+{
+    if (context != timed_context)
+        fk_context_destroy(context);
+    fk_context_destroy(timed_context);
+}
+
 int main(int argc, char **argv)
 {
     const char *device = NULL, *accum = "ref", *positions_name = "ds", *timing = "on";
@@ -314,9 +323,7 @@ int main(int argc, char **argv)
     }
     if (status != FK_OK) {
         fail(context ? context : timed_context, "fk_context_create", status);
-        if (context != timed_context)
-            fk_context_destroy(context);
-        fk_context_destroy(timed_context);
+        close_contexts(context, timed_context);
         return 1;
     }
     const fk_device_info *info = fk_context_device(context);
@@ -330,9 +337,7 @@ int main(int argc, char **argv)
     /* Time per block step against ni. */
     fk_sources *engine = make_engine(context, block_nj, npipes, accum, positions);
     if (!engine) {
-        if (context != timed_context)
-            fk_context_destroy(context);
-        fk_context_destroy(timed_context);
+        close_contexts(context, timed_context);
         return 1;
     }
     printf("  \"block_nj\": %zu,\n  \"block_steps\": [", block_nj);
@@ -378,8 +383,6 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("\n  ]\n}\n");
-    if (context != timed_context)
-        fk_context_destroy(context);
-    fk_context_destroy(timed_context);
+    close_contexts(context, timed_context);
     return 0;
 }

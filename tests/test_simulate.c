@@ -38,6 +38,17 @@
 #include "systems.h"
 #include "test_support.h"
 
+/* Velocity Verlet of the lj fluid (dt 0.005, cutoff 2.5) in its periodic box, with accum. */
+static fkt_sim_config lj_fluid_config(const char *accum, const double box[3])
+{
+    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
+    config.eval.kernel = "lj";
+    config.eval.accum = accum;
+    config.eval.cutoff = 2.5;
+    memcpy(config.eval.box, box, sizeof config.eval.box);
+    return config;
+}
+
 static fkt_sim *create_sim(const fkt_sim_config *config, const fkt_particle_set *set)
 {
     fkt_sim *sim = NULL;
@@ -205,11 +216,7 @@ static void test_lj_fluid_drift(void **state)
     for (size_t a = 0; a < sizeof accums / sizeof accums[0]; ++a) {
         if (strcmp(accums[a], "double") == 0 && !fk_context_device(fk_test_context)->fp64)
             continue;
-        fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
-        config.eval.kernel = "lj";
-        config.eval.accum = accums[a];
-        config.eval.cutoff = 2.5;
-        memcpy(config.eval.box, box, sizeof box);
+        fkt_sim_config config = lj_fluid_config(accums[a], box);
         fkt_sim *sim = create_sim(&config, &set);
         double kinetic, potential;
         assert_int_equal(fkt_sim_energy(sim, &kinetic, &potential), FK_OK);
@@ -323,11 +330,7 @@ static void test_restart_bit_identical(void **state)
     assert_int_equal(
         fkt_generate_lj_fluid(108, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
         FK_OK);
-    fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
-    config.eval.kernel = "lj";
-    config.eval.accum = "float";
-    config.eval.cutoff = 2.5;
-    memcpy(config.eval.box, box, sizeof box);
+    fkt_sim_config config = lj_fluid_config("float", box);
     check_restart(&config, &set, 25, "lj.checkpoint");
     fkt_particle_set_free(&set);
 
@@ -666,11 +669,7 @@ static void test_parallel_passes(void **state)
         fkt_generate_lj_fluid(500, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &lj, box), FK_OK);
     assert_int_equal(fkt_generate_plummer(200, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &plummer),
                      FK_OK);
-    fkt_sim_config verlet = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
-    verlet.eval.kernel = "lj";
-    verlet.eval.accum = "float";
-    verlet.eval.cutoff = 2.5;
-    memcpy(verlet.eval.box, box, sizeof box);
+    fkt_sim_config verlet = lj_fluid_config("float", box);
     fkt_sim_config hermite = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.002};
     hermite.eval.kernel = "gaj";
     hermite.eval.accum = "float";
@@ -705,11 +704,7 @@ static void test_collapse_stops(void **state)
                      FK_OK);
     const char *accums[] = {"float", "fixed64"};
     for (size_t a = 0; a < 2; ++a) {
-        fkt_sim_config config = {.integrator = FKT_INTEGRATOR_VERLET, .dt = 0.005};
-        config.eval.kernel = "lj";
-        config.eval.accum = accums[a];
-        config.eval.cutoff = 2.5;
-        memcpy(config.eval.box, box, sizeof box);
+        fkt_sim_config config = lj_fluid_config(accums[a], box);
         fkt_sim *sim = create_sim(&config, &set);
         sim->parallel_min = a == 0 ? 0 : SIZE_MAX; /* the threaded read finds the particle too */
         const size_t values = 3 * set.count;
