@@ -5,19 +5,26 @@
 # OUT/tuning.json; merges it into a copy of the shipped database (OUT/shipped.json,
 # scripts/merge_tuning.py) and times the step (bench --step, unprofiled queue) with the shipped
 # database as it is and with the merged one.
-#   bench/run_gpu_allpairs_tune.sh BUILD OUT [BUDGET_SECONDS]
+#   bench/run_gpu_allpairs_tune.sh BUILD OUT [BUDGET_SECONDS] [ACCUM] [LOOPS]
+# ACCUM (default float) tunes and times another accumulator (fixed64 with --scale keep, the MD
+# setting); LOOPS (default "all-pairs symmetric") limits the loops tuned and timed.
 set -euo pipefail
 build=$1
 out=$2
 budget=${3:-70}
+accum=${4:-float}
+loops=${5:-all-pairs symmetric}
+step_scale=()
+[ "$accum" = fixed64 ] && step_scale=(--scale keep)
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export FORCEKIT_DEVICE=${FORCEKIT_DEVICE:-gpu} FORCEKIT_CACHE_DIR=$build/cache
 fk=$build/forcekit
 db=$out/tuning.json
 tune() { # loop n
-    FORCEKIT_TUNING_DB=$db "$fk" tune --kernel ljc_constant --algorithm "$1" --n "$2" \
-        --budget "$budget" --json > "$out/tune_${1/-/}_n$2.json"
+    case " $loops " in *" $1 "*) ;; *) return 0 ;; esac
+    FORCEKIT_TUNING_DB=$db "$fk" tune --kernel ljc_constant --accum "$accum" --algorithm "$1" \
+        --n "$2" --budget "$budget" --json > "$out/tune_${1/-/}_n$2.json"
 }
 for n in 4096 16384; do
     tune all-pairs "$n"
@@ -28,7 +35,7 @@ tune symmetric 262144
 cp "$root/data/tuning/shipped.json" "$out/shipped.json"
 python3 "$root/scripts/merge_tuning.py" "$out/shipped.json" "$db"
 for n in 4096 16384 65536 262144; do
-    for loop in all-pairs symmetric; do
+    for loop in $loops; do
         [ "$n" = 262144 ] && [ "$loop" = all-pairs ] && continue
         for which in shipped merged; do
             shipped=$root/data/tuning/shipped.json
@@ -36,7 +43,8 @@ for n in 4096 16384 65536 262144; do
             reps=300
             [ "$n" -ge 65536 ] && reps=50
             FORCEKIT_TUNING_DB=off FORCEKIT_SHIPPED_TUNING_DB=$shipped "$fk" bench --step --json \
-                --kernel ljc_constant --algorithm "$loop" --n "$n" --reps "$reps" \
+                --kernel ljc_constant --accum "$accum" "${step_scale[@]}" --algorithm "$loop" \
+                --n "$n" --reps "$reps" \
                 > "$out/step_${loop/-/}_${which}_n$n.json"
         done
     done
