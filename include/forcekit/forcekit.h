@@ -132,7 +132,7 @@ typedef struct fk_context_config {
     const char *kernel_dir;
     const char
         *cache_dir; /* NULL: $FORCEKIT_CACHE_DIR, else $XDG_CACHE_HOME/forcekit; "off" disables */
-    /* fk_device_timing (added in 0.6, issue #16): whether the context's queue records device
+    /* fk_device_timing (added in 0.2, issue #16): whether the context's queue records device
      * times. 0 (default) or FK_DEVICE_TIMING_ON: as before 0.6. FK_DEVICE_TIMING_OFF: the queue
      * is created without OpenCL event profiling, which on some drivers costs every command host
      * time (NVIDIA's, on an H200: 8-29 us per step of the step path at N = 4,096 to 65,536,
@@ -229,7 +229,7 @@ typedef struct fk_accum_info {
     char letter;      /* Narumi et al., Table 1 */
     const char *description;
     int needs_fp64;
-    fk_accum_error_model error; /* added in 0.3 (the struct is the library's, so it may grow) */
+    fk_accum_error_model error; /* added in 0.2 (the struct is the library's, so it may grow) */
 } fk_accum_info;
 
 /* The error model's bound on |computed - exact| of a sum of n terms, in units of that particle's
@@ -353,7 +353,7 @@ typedef struct fk_eval_config {
      * through the caches); FK_ERR_UNSUPPORTED for a kernel, accumulator or algorithm without
      * lanes, and in reproducible mode for neighbors. */
     int lanes;
-    /* The physics as one description, the same struct fk_reference_forces takes (added in 0.3):
+    /* The physics as one description, the same struct fk_reference_forces takes (added in 0.2):
      * when set, it is the evaluation's physics (eps, cutoff, coulomb, the law's parameters, box,
      * and the pair table and exclusions, applied by fk_eval_create as fk_eval_set_pair_table and
      * fk_eval_set_exclusions would), and the flat physics fields above must be zero
@@ -372,13 +372,13 @@ typedef struct fk_eval_config {
     /* fk_neighbor_lists (added in 0.2): the neighbour lists' form; the other loops ignore it. 0:
      * automatic. */
     int neighbor_lists;
-    /* Nonzero (added in 0.4, issue #20; forcekit_mpi.h's spatial scheme): this evaluation is
+    /* Nonzero (added in 0.2, issue #20; forcekit_mpi.h's spatial scheme): this evaluation is
      * one part of a larger system whose parts choose the data-scaled accumulators' parameters
      * together (fk_eval_get_bound, fk_eval_set_bound); fk_eval_wait then does not rescale by
      * itself under FK_SCALE_KEEP: a compute that left the scale's range is reported by the reads
      * (FK_ERR_OVERFLOW), and the caller rescales every part together. */
     int coordinated_scale;
-    /* fk_positions (added in 0.5, issue #18): how the device stores the particles' coordinates
+    /* fk_positions (added in 0.2, issue #18): how the device stores the particles' coordinates
      * (and masses, charges, gaj's velocities) for the pair differences. 0 or FK_POSITIONS_FLOAT:
      * one float each, as before 0.5 (a difference carries relative 6e-8 of the coordinates, so
      * even a double-class accumulator agrees with double only to about 1e-7).
@@ -572,7 +572,7 @@ FK_API fk_status fk_eval_set_exclusions(fk_eval *eval, const size_t *pairs, size
  * *reason when not NULL: a static string), -1 when reproducibility was not asked for. */
 FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
 
-/* Shares (added in 0.4, issue #20: the distributed evaluation of forcekit_mpi.h is built on them).
+/* Shares (added in 0.2, issue #20: the distributed evaluation of forcekit_mpi.h is built on them).
  * fk_eval_set_share(eval, part, parts): the following computes evaluate only part `part` (0 ..
  * parts - 1) of the pair work; the results of the particles outside it read as +0.0 (all bits
  * zero). Every particle's results are computed by exactly one part, with the same arithmetic in
@@ -591,7 +591,7 @@ FK_API int fk_eval_reproducible(const fk_eval *eval, const char **reason);
  * both particles of a pair) and for exclusions afterwards; FK_ERR_INVALID_ARGUMENT unless
  * 0 <= part < parts. parts 1 (part 0) clears the share. Takes effect at the next compute. */
 FK_API fk_status fk_eval_set_share(fk_eval *eval, int part, int parts);
-/* The share as an explicit range of particles [first, end) in the caller's order (added in 0.4):
+/* The share as an explicit range of particles [first, end) in the caller's order (added in 0.2):
  * for parts whose callers hold uneven slices of the system, each part computing exactly the
  * particles it holds, so that no results need moving between the parts. All-pairs, lanes and
  * full neighbour lists; FK_ERR_UNSUPPORTED where fk_eval_set_share refuses and for cells (whose
@@ -628,7 +628,7 @@ FK_API fk_status fk_eval_get_bound(const fk_eval *eval, double *max_term, double
 FK_API fk_status fk_eval_set_bound(fk_eval *eval, double max_term, double max_sum, size_t count);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Targets against sources: the GRAPE-6 / Sapporo engine (added in 0.3, issue #18)                */
+/* Targets against sources: the GRAPE-6 / Sapporo engine (added in 0.2, issue #18)                */
 /*
  * A Hermite N-body code keeps all N particles resident on the accelerator as sources (j-particles,
  * each with its time tj and Taylor coefficients) and, at every block step, evaluates a few targets
@@ -673,7 +673,7 @@ typedef struct fk_sources_config {
     size_t neighbor_capacity; /* IDs kept per target's neighbour list; 0: 256 */
     int work_group_size;      /* targets per work-group, also the source tile; 0: automatic */
     int j_splits;             /* work-groups sharing one target block's sources; 0: automatic */
-    /* Targets per work-item, 1, 2 or 4 (added in 0.5): each source read from local memory serves
+    /* Targets per work-item, 1, 2 or 4 (added in 0.2): each source read from local memory serves
      * that many; 0: 1 (on the H200, 2 and 4 were slower) */
     int unroll;
 } fk_sources_config;
@@ -737,7 +737,7 @@ FK_API fk_status fk_sources_start(fk_sources *sources, const fk_targets *targets
  * a sum is not finite or left fixed64's range (the results are written anyway, NaN where a
  * fixed64 sum overflowed), FK_ERR_STATE without a start. */
 FK_API fk_status fk_sources_finish(fk_sources *sources, const fk_target_results *results);
-/* For evaluations split over several engines (added in 0.4, issue #20; forcekit_mpi.h's block
+/* For evaluations split over several engines (added in 0.2, issue #20; forcekit_mpi.h's block
  * steps: each engine holds a part of the sources and evaluates every target against it). The
  * last finished evaluation's raw results: FK_SOURCES_RAW_WORDS words per target, the seven sums
  * (ax ay az jx jy jz phi) as the accumulator packs them (fixed64: 64-bit two's complement
@@ -760,7 +760,7 @@ FK_API fk_status fk_sources_decode_raw(fk_sources *sources, const uint64_t *word
  * neighbor_capacity of them, not necessarily the smallest IDs). FK_ERR_STATE when none. */
 FK_API fk_status fk_sources_neighbors(fk_sources *sources, size_t target, const int **ids,
                                       size_t *count, int *overflow);
-/* Device time of the last finished evaluation (added in 0.5, issue #18), from the profiling of its
+/* Device time of the last finished evaluation (added in 0.2, issue #18), from the profiling of its
  * commands: *total from its first upload's start to its download's end (uploads, predictor, pair
  * loop, merge, download; what a block step costs the device), *pair_loop the pair loop and the
  * merge of its splits. Either pointer may be NULL. The wall time a caller sees adds the enqueue
