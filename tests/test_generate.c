@@ -156,9 +156,10 @@ static void test_plummer_virial(void **state)
     print_message("plummer n=%zu: K=%.4f W=%.4f 2K/|W|=%.4f E=%.4f\n", n, kinetic, potential, ratio,
                   energy);
     assert_true(fabs(ratio - 1.0) < 0.1);
-    /* N-body units: E = -1/4. Loosely: the radius cut binds the system ~3% more (E ~ -0.258 on
-     * average) and sampling noise is ~0.005; a wrong unit scaling would be off by ~0.1. */
-    assert_true(fabs(energy + 0.25) < 0.04);
+    /* N-body units: E = -1/4. The radius cut binds the system ~4% more: over 3,000 seeds E was
+     * -0.2597 on average with sd 0.005 and a heavier tail toward binding (the worst -0.2788), so
+     * the window is centred there, 8 sd either side; a wrong unit scaling is off by ~0.1. */
+    assert_true(fabs(energy + 0.26) < 0.04);
     fkt_particle_set_free(&set);
 }
 

@@ -150,9 +150,51 @@ static double worst_vector_error(const double *got, const double *want, size_t n
     return narumi_error(got, want, n, stride, first, 3);
 }
 
+/* The largest error of forces (and gaj's jerks) and potentials. */
+static double worst_output_error(const double *forces, const double *potential,
+                                 const double *reference, const double *ref_potential, size_t n,
+                                 size_t components)
+{
+    double e = worst_vector_error(forces, reference, n, components, 0);
+    if (components == 6) {
+        const double jerk = worst_vector_error(forces, reference, n, components, 3);
+        e = jerk > e ? jerk : e;
+    }
+    const double p = narumi_error(potential, ref_potential, n, 1, 0, 1);
+    return p > e ? p : e;
+}
+
+/* x as a double-single pair holds it: the float nearest x plus the float nearest the rest. */
+static double double_single(double x)
+{
+    const float hi = (float)x;
+    return (double)hi + (double)(float)(x - (double)hi);
+}
+
+/* The system as the device holds it in double-single (coordinates, masses or charges,
+ * velocities). */
+static void system_double_single(const test_system *s, test_system *held)
+{
+    held->n = s->n;
+    held->position = alloc_doubles(3 * s->n);
+    held->mass = alloc_doubles(s->n);
+    held->velocity = alloc_doubles(3 * s->n);
+    for (size_t i = 0; i < 3 * s->n; ++i) {
+        held->position[i] = double_single(s->position[i]);
+        held->velocity[i] = double_single(s->velocity[i]);
+    }
+    for (size_t i = 0; i < s->n; ++i)
+        held->mass[i] = double_single(s->mass[i]);
+}
+
 /* One kernel with an accumulator of double pair arithmetic (ref), float then double-single
- * positions, against the reference: the float error must exceed 1e-9 (the inputs are not floats),
- * the double-single error stay below 1e-12, for every vector output and the potential. */
+ * positions, for every vector output and the potential. Float positions against the reference
+ * on the caller's inputs must err by more than 1e-9 (the inputs are not floats). Double-single
+ * positions are held to 1e-12 against the reference on the inputs as double-single holds them
+ * (each value to 2^-48 of itself; a dropped low part errs by 1e-7): what double-single adds to
+ * that, C 2^-48 / d for a pair at distance d, depends on the draw, and without softening a rare
+ * close pair takes it past 1e-12 against the caller's inputs (1.5e-12 in 2 of 20,000 seeds), so
+ * that error is printed, not asserted. */
 static void check_double_class(const char *kernel, const char *accum, double eps, size_t n)
 {
     const int gaj = strcmp(kernel, "gaj") == 0;
@@ -166,13 +208,19 @@ static void check_double_class(const char *kernel, const char *accum, double eps
         for (size_t i = 0; i < 3 * n; ++i) /* bits below float's mantissa */
             s.position[i] += 1e-9 * fk_test_rng_uniform(&rng);
     }
+    test_system held;
+    system_double_single(&s, &held);
     double *reference = alloc_doubles(components * n), *ref_potential = alloc_doubles(n);
+    double *held_reference = alloc_doubles(components * n), *held_potential = alloc_doubles(n);
     double *forces = alloc_doubles(components * n), *potential = alloc_doubles(n);
-    const fk_particles particles = system_view(&s, gaj);
+    const fk_particles particles = system_view(&s, gaj), held_particles = system_view(&held, gaj);
     fk_physics physics = {.eps = eps};
     assert_int_equal(fk_reference_forces(kernel, &particles, &physics, reference, ref_potential),
                      FK_OK);
-    double worst[2] = {0, 0};
+    assert_int_equal(
+        fk_reference_forces(kernel, &held_particles, &physics, held_reference, held_potential),
+        FK_OK);
+    double worst[2] = {0, 0}, caller_error = 0;
     for (int ds = 0; ds < 2; ++ds) {
         fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
         config.kernel = kernel;
@@ -181,17 +229,15 @@ static void check_double_class(const char *kernel, const char *accum, double eps
         config.potential = 1;
         config.positions = ds ? FK_POSITIONS_DOUBLE_SINGLE : FK_POSITIONS_FLOAT;
         evaluate(&config, &s, gaj, forces, potential);
-        double e = worst_vector_error(forces, reference, n, components, 0);
-        if (gaj) {
-            const double jerk = worst_vector_error(forces, reference, n, components, 3);
-            e = jerk > e ? jerk : e;
-        }
-        const double p = narumi_error(potential, ref_potential, n, 1, 0, 1);
-        worst[ds] = p > e ? p : e;
+        worst[ds] = worst_output_error(forces, potential, ds ? held_reference : reference,
+                                       ds ? held_potential : ref_potential, n, components);
+        if (ds)
+            caller_error =
+                worst_output_error(forces, potential, reference, ref_potential, n, components);
     }
     print_message("%s %s eps %g N %zu: error (Narumi eq. 10) %.3g (float positions), %.3g "
-                  "(double-single)\n",
-                  kernel, accum, eps, n, worst[0], worst[1]);
+                  "(double-single; %.3g against the caller's inputs)\n",
+                  kernel, accum, eps, n, worst[0], worst[1], caller_error);
     if (!(worst[0] > 1e-9))
         fail_msg("%s: float positions err by only %g: the inputs do not test the positions", kernel,
                  worst[0]);
@@ -200,8 +246,11 @@ static void check_double_class(const char *kernel, const char *accum, double eps
                  worst[1]);
     free(reference);
     free(ref_potential);
+    free(held_reference);
+    free(held_potential);
     free(forces);
     free(potential);
+    system_free(&held);
     system_free(&s);
 }
 
