@@ -45,3 +45,17 @@ def molecular(pos, charge=None, types=None, table=None, cutoff=None, box=None, c
 
 def relative_error(f, ref):
     return np.abs(f - ref).max() / np.abs(ref).max()
+
+
+def as_float(x):
+    """x as the device holds it with float positions (and float charges and masses): a
+    reference on these compares the force arithmetic, not the rounding of the inputs, whose
+    effect on a close pair depends on the draw (about 13 ulp / r for lj's r^-13)."""
+    return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def as_double_single(x):
+    """x as positions="ds" holds it: the nearest float plus the nearest float to the rest."""
+    x = np.asarray(x, dtype=np.float64)
+    hi = x.astype(np.float32).astype(np.float64)
+    return hi + (x - hi).astype(np.float32).astype(np.float64)
