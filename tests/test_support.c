@@ -151,6 +151,33 @@ double fk_test_quantize(double x)
     return ldexp(nearbyint(ldexp(x, 16)), -16);
 }
 
+double fk_test_error_vs_float_reference(const char *kernel, const fk_particles *particles,
+                                        const fk_physics *physics, const double *forces)
+{
+    const size_t count = 3 * particles->count;
+    double *held = malloc(count * sizeof *held), *reference = malloc(count * sizeof *reference);
+    if (!held || !reference) {
+        fprintf(stderr, "fk_test_error_vs_float_reference: out of memory\n");
+        abort();
+    }
+    for (size_t v = 0; v < count; ++v)
+        held[v] = (double)(float)particles->position[v];
+    fk_particles held_particles = *particles;
+    held_particles.position = held;
+    if (fk_reference_forces(kernel, &held_particles, physics, reference, NULL) != FK_OK) {
+        fprintf(stderr, "fk_test_error_vs_float_reference: the %s reference failed\n", kernel);
+        abort();
+    }
+    double largest = 0, worst = 0;
+    for (size_t v = 0; v < count; ++v) {
+        largest = fmax(largest, fabs(reference[v]));
+        worst = fmax(worst, fabs(forces[v] - reference[v]));
+    }
+    free(held);
+    free(reference);
+    return worst / largest;
+}
+
 void fk_test_system_alloc(fk_test_system *s, const char *kernel, size_t n, fk_test_rng *rng)
 {
     memset(s, 0, sizeof *s);

@@ -101,6 +101,13 @@ void fk_test_system_lattice(fk_test_system *s, size_t first, size_t count, size_
 fk_particles fk_test_system_view(const fk_test_system *s);
 /* The distance of i and j, minimum image in a periodic box (physics.box). */
 double fk_test_system_distance(const fk_test_system *s, size_t i, size_t j);
+/* max |forces - F_ref| / max |F_ref| (NaN or infinity when F_ref is all zero), F_ref the
+ * double-precision reference (fk_reference_forces) on the particles' positions as a float device
+ * holds them: a close pair's r^-13 turns the rounding of its coordinates into an error of ~1e-5
+ * of the largest force that depends on the draw, which is not what a test compares. Aborts when
+ * memory runs out or the reference fails. */
+double fk_test_error_vs_float_reference(const char *kernel, const fk_particles *particles,
+                                        const fk_physics *physics, const double *forces);
 
 /* Nonzero: evaluations made by the grid loops' tests send their checks to the device
  * (fk__eval_set_host_check_count(eval, 0)), which the host otherwise runs for systems this small
