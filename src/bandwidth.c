@@ -14,7 +14,8 @@ static int compare_doubles(const void *a, const void *b)
 fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,
                                        double *to_device, double *to_host)
 {
-    if (!context || !to_device || !to_host || bytes == 0 || reps < 1 || reps > 1000)
+    if (fk__context_usable(context) != FK_OK || !to_device || !to_host || bytes == 0 || reps < 1 ||
+        reps > 1000)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
     *to_device = *to_host = 0;

@@ -175,7 +175,13 @@ static fk_status finish_context(fk_context *context, const fk_context_config *co
      * and a corrupt one is reported (fk_context_warnings) before anything runs. */
     fk__tuning_context_load(context);
     fk__clear_error(context);
+    context->ready = 1;
     return FK_OK;
+}
+
+fk_status fk__context_usable(const fk_context *context)
+{
+    return context && context->ready ? FK_OK : FK_ERR_INVALID_ARGUMENT;
 }
 
 fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_queue queue,
@@ -242,7 +248,7 @@ fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_qu
 fk_status fk_context_cl_objects(const fk_context *context, cl_context *cl, cl_device_id *device,
                                 cl_command_queue *queue)
 {
-    if (!context)
+    if (fk__context_usable(context) != FK_OK)
         return FK_ERR_INVALID_ARGUMENT;
     if (cl)
         *cl = context->cl;
@@ -306,22 +312,23 @@ void fk__pinned_release(fk_context *context, cl_mem *buffer, void **host)
     *host = NULL;
 }
 
+/* The queries answer NULL for a failed context, as for NULL: what it holds may be half set. */
 const fk_device_info *fk_context_device(const fk_context *context)
 {
-    return context ? &context->info : NULL;
+    return fk__context_usable(context) == FK_OK ? &context->info : NULL;
 }
 
 const char *fk_context_kernel_dir(const fk_context *context)
 {
-    return context ? context->kernel_dir : NULL;
+    return fk__context_usable(context) == FK_OK ? context->kernel_dir : NULL;
 }
 
 const char *fk_context_kernel_version(const fk_context *context)
 {
-    return context ? context->kernel_version : NULL;
+    return fk__context_usable(context) == FK_OK ? context->kernel_version : NULL;
 }
 
 const char *fk_context_cache_dir(const fk_context *context)
 {
-    return context ? context->cache_dir : NULL;
+    return fk__context_usable(context) == FK_OK ? context->cache_dir : NULL;
 }

@@ -34,7 +34,15 @@ struct fk_context {
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
     int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
     struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
+    /* 1 once the context was created in full. A failed fk_context_create still hands the caller
+     * its context, for fk_context_last_error; every other call must refuse it (issue #32). */
+    int ready;
 };
+
+/* FK_OK for a context created in full; FK_ERR_INVALID_ARGUMENT for NULL or a context whose creation
+ * failed. Records nothing: a failed context keeps the detail of its failure for
+ * fk_context_last_error. The first check of every entry point that takes a context. */
+fk_status fk__context_usable(const fk_context *context);
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
  * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 or more (0: automatic; the device sets

@@ -240,7 +240,10 @@ void fkt_pair_table_set_free(fkt_pair_table_set *set)
 
 fk_pair_table fkt_pair_table_set_view(const fkt_pair_table_set *set)
 {
-    fk_pair_table table = {.types = set->types, .values = set->values, .present = set->present};
+    fk_pair_table table = {0};
+    if (set)
+        table =
+            (fk_pair_table){.types = set->types, .values = set->values, .present = set->present};
     return table;
 }
 

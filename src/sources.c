@@ -321,7 +321,7 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!context || !context->device)
+    if (fk__context_usable(context) != FK_OK)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
     if (!config)

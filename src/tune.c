@@ -1001,7 +1001,7 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!context || !context->device)
+    if (fk__context_usable(context) != FK_OK)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
     if (!config)

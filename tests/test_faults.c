@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "forcekit/forcekit_cl.h"
+#include "forcekit/tools.h"
 #include "internal.h"
 #include "test_support.h"
 
@@ -476,13 +478,300 @@ static void test_kernel_creation_failure(void **state)
     sweep(W_CREATE_KERNEL, CL_INVALID_KERNEL_NAME, FK_ERR_OPENCL, "fixed64");
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Calls on failed and NULL objects (issue #32): a status, never a crash */
+
+/* The checks below run while the output is captured (the library must print nothing), where
+ * cmocka's messages would be lost: they collect what went wrong, and report_misuse() fails the
+ * test with it afterwards. */
+static char misuse[4096];
+
+static void note_misuse(const char *format, ...) FK_PRINTF(1, 2);
+static void note_misuse(const char *format, ...)
+{
+    const size_t used = strlen(misuse);
+    va_list args;
+    va_start(args, format);
+    vsnprintf(misuse + used, sizeof misuse - used, format, args);
+    va_end(args);
+}
+
+#define EXPECT_STATUS(call, expected)                                                              \
+    do {                                                                                           \
+        const fk_status got_ = (call);                                                             \
+        if (got_ != (expected))                                                                    \
+            note_misuse("%s: %s, expected %s\n", #call, fk_status_string(got_),                    \
+                        fk_status_string(expected));                                               \
+    } while (0)
+#define EXPECT(condition)                                                                          \
+    do {                                                                                           \
+        if (!(condition))                                                                          \
+            note_misuse("line %d: %s\n", __LINE__, #condition);                                    \
+    } while (0)
+
+/* Ends the capture: nothing printed, nothing noted. */
+static void report_misuse(capture *output)
+{
+    const long printed = capture_end(output);
+    if (misuse[0]) {
+        char copy[sizeof misuse];
+        memcpy(copy, misuse, sizeof copy);
+        misuse[0] = '\0';
+        fail_msg("%s", copy);
+    }
+    assert_int_equal(printed, 0);
+}
+
+/* Every call that takes a context, on one that is NULL or whose creation failed: each answers as
+ * for NULL (FK_ERR_INVALID_ARGUMENT, NULL), nothing crashes or prints, and a failed context keeps
+ * the detail of its failure. */
+static void assert_context_refused(fk_context *failed, const char *detail)
+{
+    fk_eval_config eval_config = FK_CONFIG_INIT(fk_eval_config);
+    eval_config.kernel = "ga";
+    eval_config.eps = 0.01;
+    fk_sources_config sources_config = FK_CONFIG_INIT(fk_sources_config);
+    sources_config.capacity = 16;
+    fk_tune_config tune_config = FK_CONFIG_INIT(fk_tune_config);
+    tune_config.kernel = "ga";
+    tune_config.budget_seconds = 1;
+    capture output;
+    capture_start(&output);
+    fk_eval *eval = (fk_eval *)&eval; /* must be set to NULL */
+    EXPECT_STATUS(fk_eval_create(failed, &eval_config, &eval), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(eval == NULL);
+    EXPECT_STATUS(fk_eval_create(failed, NULL, &eval), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_create(failed, &eval_config, NULL), FK_ERR_INVALID_ARGUMENT);
+    fk_sources *sources = (fk_sources *)&sources;
+    EXPECT_STATUS(fk_sources_create(failed, &sources_config, &sources), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(sources == NULL);
+    fk_tune_result *tuned = (fk_tune_result *)&tuned;
+    EXPECT_STATUS(fk_tune_run(failed, &tune_config, &tuned), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(tuned == NULL);
+    cl_context cl = NULL;
+    cl_device_id device = NULL;
+    cl_command_queue queue = NULL;
+    EXPECT_STATUS(fk_context_cl_objects(failed, &cl, &device, &queue), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(fk_context_device(failed) == NULL);
+    EXPECT(fk_context_kernel_dir(failed) == NULL);
+    EXPECT(fk_context_kernel_version(failed) == NULL);
+    EXPECT(fk_context_cache_dir(failed) == NULL);
+    EXPECT(fk_context_warnings(failed) != NULL);
+    double to_device = 0, to_host = 0;
+    EXPECT_STATUS(fk__measure_pinned_bandwidth(failed, 4096, 1, &to_device, &to_host),
+                  FK_ERR_INVALID_ARGUMENT);
+    report_misuse(&output);
+    const char *kept = fk_context_last_error(failed);
+    assert_non_null(kept);
+    if (detail && !strstr(kept, detail))
+        fail_msg("the failed context lost the detail of its failure: \"%s\"", kept);
+}
+
+/* FORCEKIT_KERNEL_DIR naming a directory that does not exist (the issue's reproducer): creation
+ * fails with FK_ERR_KERNEL_SOURCE and hands back a context that explains; everything else on it
+ * is refused. Before the fix fk_eval_create crashed on it (expand_file's strlen of a NULL
+ * kernel directory). */
+static void test_failed_context(void **state)
+{
+    (void)state;
+    const char *saved = getenv("FORCEKIT_KERNEL_DIR");
+    char *restore = saved ? strdup(saved) : NULL;
+    setenv("FORCEKIT_KERNEL_DIR", "/nonexistent", 1);
+    fk_context *failed = NULL;
+    const fk_status status = fk_context_create(NULL, &failed);
+    if (restore) {
+        setenv("FORCEKIT_KERNEL_DIR", restore, 1);
+        free(restore);
+    } else {
+        unsetenv("FORCEKIT_KERNEL_DIR");
+    }
+    assert_int_equal(status, FK_ERR_KERNEL_SOURCE);
+    assert_non_null(failed);
+    assert_context_refused(failed, "/nonexistent");
+    fk_context_destroy(failed);
+
+    /* The same through the interoperability constructor, refused before any OpenCL object is
+     * taken, and with a kernel directory given in the configuration. */
+    failed = NULL;
+    EXPECT_STATUS(fk_context_create_cl(NULL, NULL, NULL, NULL, &failed), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(failed);
+    assert_context_refused(failed, "fk_context_create_cl");
+    fk_context_destroy(failed);
+    fk_context_config config = FK_CONFIG_INIT(fk_context_config);
+    config.kernel_dir = "/nonexistent/cl";
+    failed = NULL;
+    EXPECT_STATUS(fk_context_create(&config, &failed), FK_ERR_KERNEL_SOURCE);
+    assert_context_refused(failed, "/nonexistent/cl");
+    fk_context_destroy(failed);
+
+    assert_context_refused(NULL, NULL);
+    EXPECT_STATUS(fk_context_create(NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(fk_context_last_error(NULL), "");
+    assert_string_equal(fk_context_warnings(NULL), "");
+    fk_context_destroy(NULL);
+    capture output;
+    capture_start(&output);
+    report_misuse(&output); /* the EXPECT_STATUS above */
+}
+
+/* Every call that takes an evaluation, sources or a result, on NULL. */
+static void test_null_objects(void **state)
+{
+    (void)state;
+    double values[16] = {0};
+    float floats[16] = {0};
+    uint64_t words[16] = {0};
+    const void *view = NULL;
+    double *buffer = NULL;
+    fk_variant variant;
+    fk_particles particles = {.count = 1, .position = values};
+    fk_pair_table table = {.types = 1, .values = values};
+    size_t pair[2] = {0, 1};
+    capture output;
+    capture_start(&output);
+    EXPECT_STATUS(fk_eval_set_particles(NULL, &particles), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_update_positions(NULL, values, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_positions_buffer(NULL, &buffer), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_compute(NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_compute_async(NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_wait(NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_read_forces(NULL, values), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_read_potentials(NULL, values), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_read_forces_float(NULL, floats), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_read_potentials_float(NULL, floats), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_results_view(NULL, &view, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_get_variant(NULL, &variant), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(fk_eval_force_components(NULL) == 0);
+    EXPECT_STATUS(fk_eval_set_pair_table(NULL, &table), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_set_exclusions(NULL, pair, 1), FK_ERR_INVALID_ARGUMENT);
+    const char *reason = "unset";
+    EXPECT(fk_eval_reproducible(NULL, &reason) == -1);
+    EXPECT_STATUS(fk_eval_set_share(NULL, 0, 2), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_set_share_range(NULL, 0, 1), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(fk_eval_share_pairs(NULL) == 0);
+    EXPECT_STATUS(fk_eval_rescale(NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(fk_eval_rescale_count(NULL) == 0);
+    double term = 0, sum = 0;
+    EXPECT_STATUS(fk_eval_get_bound(NULL, &term, &sum), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_set_bound(NULL, 1, 1, 1), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_update_positions_cl(NULL, NULL, FK_CL_POSITIONS_DOUBLE3),
+                  FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_set_results_cl(NULL, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    fk_eval_destroy(NULL);
+
+    fk_sources_config sources_config;
+    fk_source source = {.mass = 1};
+    fk_targets targets = {.count = 1, .sources = 1};
+    fk_target_results results = {.acc = values};
+    const int *ids = NULL;
+    size_t count = 0;
+    int overflow = 0;
+    EXPECT_STATUS(fk_sources_get_config(NULL, &sources_config), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_set(NULL, 0, &source), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_start(NULL, &targets), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_finish(NULL, &results), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_set_scale_count(NULL, 1), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_read_raw(NULL, words), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_decode_raw(NULL, words, &results), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_neighbors(NULL, 0, &ids, &count, &overflow), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_sources_device_seconds(NULL, &term, &sum), FK_ERR_INVALID_ARGUMENT);
+    fk_sources_destroy(NULL);
+    fk_tune_result_free(NULL);
+
+    /* The calls without an object, on NULL arguments. */
+    EXPECT_STATUS(fk_devices_list(NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    fk_devices_free(NULL);
+    size_t chosen = 0;
+    EXPECT_STATUS(fk_device_select(NULL, 0, NULL, &chosen), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_reference_forces(NULL, &particles, NULL, values, NULL),
+                  FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_reference_forces("ga", NULL, NULL, values, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_reference_forces("ga", &particles, NULL, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(fk_kernel_find(NULL) == NULL);
+    EXPECT(fk_accum_find(NULL) == NULL);
+    fk_algorithm algorithm;
+    EXPECT_STATUS(fk_algorithm_find(NULL, &algorithm), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_algorithm_find("all-pairs", NULL), FK_ERR_INVALID_ARGUMENT);
+    fk_positions positions;
+    EXPECT_STATUS(fk_positions_find(NULL, &positions), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_positions_find("float", NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT(isnan(fk_accum_error_bound(NULL, 10)) || fk_accum_error_bound(NULL, 10) >= 0);
+
+    /* The tools library's calls that take its objects. */
+    char error[256] = "";
+    fkt_particle_set set;
+    memset(&set, 0, sizeof set);
+    fkt_particle_set_free(NULL);
+    fkt_pair_table_set_free(NULL);
+    EXPECT(fkt_particle_set_view(NULL).count == 0);
+    EXPECT(fkt_pair_table_set_view(NULL).types == 0);
+    EXPECT_STATUS(fkt_particle_set_alloc(NULL, FKT_LAYOUT_XYZM, 4), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(
+        fkt_io_read_particles(NULL, FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, &set, error, sizeof error),
+        FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(
+        fkt_io_read_particles("x.txt", FKT_FORMAT_AUTO, FKT_LAYOUT_XYZM, NULL, error, sizeof error),
+        FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fkt_io_write_forces("-", 1, 3, NULL, NULL, error, sizeof error),
+                  FK_ERR_INVALID_ARGUMENT);
+    fkt_pair_table_set table_set;
+    EXPECT_STATUS(
+        fkt_io_read_pair_table(NULL, 2, "a b epsilon sigma", 1, &table_set, error, sizeof error),
+        FK_ERR_INVALID_ARGUMENT);
+    size_t *pairs = NULL;
+    EXPECT_STATUS(fkt_io_read_exclusions(NULL, 0, &pairs, &count, error, sizeof error),
+                  FK_ERR_INVALID_ARGUMENT);
+    report_misuse(&output);
+}
+
+/* An evaluation whose particles were refused: every call that needs particles says so
+ * (FK_ERR_STATE) instead of computing on nothing, and it recovers with good particles. */
+static void test_failed_evaluation(void **state)
+{
+    (void)state;
+    disarm_all();
+    const fk_eval_config config = {.kernel = "ga", .eps = 0.01, .potential = 1};
+    fk_eval *eval = NULL;
+    EXPECT_STATUS(fk_eval_create(context, &config, &eval), FK_OK);
+    double bad[3 * N];
+    memcpy(bad, gravity.position, sizeof bad);
+    bad[7] = NAN;
+    fk_particles refused = gravity.particles;
+    refused.position = bad;
+    double values[4 * N];
+    float floats[3 * N];
+    const void *view = NULL;
+    double *buffer = NULL;
+    current = &gravity;
+    capture output;
+    capture_start(&output);
+    EXPECT_STATUS(fk_eval_set_particles(eval, &refused), FK_ERR_INVALID_INPUT);
+    EXPECT_STATUS(fk_eval_compute(eval, NULL), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_compute_async(eval), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_read_forces(eval, values), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_read_potentials(eval, values), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_read_forces_float(eval, floats), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_results_view(eval, &view, NULL), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_update_positions(eval, gravity.position, NULL), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_positions_buffer(eval, &buffer), FK_ERR_STATE);
+    EXPECT_STATUS(fk_eval_rescale(eval), FK_ERR_STATE);
+    report_misuse(&output);
+    assert_recovers(&config, eval, "after refused particles");
+    fk_eval_destroy(eval);
+}
+
 int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_failure),           cmocka_unit_test(test_allocation_failures),
-        cmocka_unit_test(test_enqueue_failures),        cmocka_unit_test(test_transfer_failures),
+        cmocka_unit_test(test_build_failure),
+        cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_enqueue_failures),
+        cmocka_unit_test(test_transfer_failures),
         cmocka_unit_test(test_kernel_creation_failure),
+        cmocka_unit_test(test_failed_context),
+        cmocka_unit_test(test_null_objects),
+        cmocka_unit_test(test_failed_evaluation),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -150,7 +150,15 @@ typedef enum fk_device_timing {
 } fk_device_timing;
 
 /* On failure *context is still created when possible, so that fk_context_last_error() can explain;
- * destroy it either way. A NULL *context means no memory for even that. */
+ * destroy it either way. A NULL *context means no memory for even that. A failed context is not a
+ * context to work on (issue #32, since 0.2): fk_context_last_error (which keeps the detail of the
+ * failure), fk_context_warnings and fk_context_destroy work on it; every other call that takes it
+ * answers as for a NULL context: FK_ERR_INVALID_ARGUMENT (fk_eval_create, fk_sources_create,
+ * fk_tune_run, fk_context_cl_objects, which also set their out-handle to NULL), NULL (the
+ * fk_context_* queries), and records nothing. In general every call taking a NULL handle (or a
+ * NULL out-pointer) returns FK_ERR_INVALID_ARGUMENT, a query NULL, 0 or -1 as it documents, and a
+ * destroy does nothing; an evaluation whose particles were refused answers FK_ERR_STATE until
+ * fk_eval_set_particles succeeds. tests/test_faults.c calls each one so. */
 FK_API fk_status fk_context_create(const fk_context_config *config, fk_context **context);
 FK_API void fk_context_destroy(fk_context *context);
 

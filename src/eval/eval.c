@@ -121,7 +121,7 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     if (!out)
         return FK_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!context || !context->device)
+    if (fk__context_usable(context) != FK_OK)
         return FK_ERR_INVALID_ARGUMENT;
     fk__clear_error(context);
     if (!config)
@@ -326,8 +326,13 @@ fk_status fk_eval_create(fk_context *context, const fk_eval_config *config, fk_e
      * fk_eval_set_exclusions says how many partners a particle has. */
     unsigned slots = 0;
     const fk_physics *physics = NULL;
-    if (config && context && out) {
-        *out = NULL;
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    /* before anything records on it: a failed context keeps the detail of its failure */
+    if (fk__context_usable(context) != FK_OK)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (config) {
         fk__clear_error(context);
         fk_status status = fk__config_copy(context, "fk_eval_config", &copy, sizeof copy, config,
                                            FK__SIZE_0_2(fk_eval_config, lanes));
