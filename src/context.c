@@ -24,8 +24,27 @@ static int has_template(const char *dir)
     return found;
 }
 
+char *fk__kernel_source_read(const fk_context *context, const char *relative, size_t *size)
+{
+    const char *dir = context->kernels_built_in ? "cl" : context->kernel_dir;
+    if (!dir || !relative)
+        return NULL;
+    const size_t path_size = strlen(dir) + strlen(relative) + 2;
+    char *path = malloc(path_size);
+    if (!path)
+        return NULL;
+    snprintf(path, path_size, "%s/%s", dir, relative);
+    char *text =
+        context->kernels_built_in ? fk__embedded_read(path, size) : fk__read_file(path, size);
+    free(path);
+    return text;
+}
+
 /* An explicitly named directory (config or FORCEKIT_KERNEL_DIR) is authoritative: if it lacks the
- * sources that is an error, not a silent fall-back to some other copy of the kernels. */
+ * sources that is an error, not a silent fall-back to some other copy of the kernels. Otherwise
+ * the installed and build-tree directories are searched, and the copy built into the library
+ * (install_paths.h) is the last resort: a program linked with the static library runs wherever
+ * it is, and a directory found on disk still wins, so installed kernels stay editable. */
 static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
 {
     const char *from_env = getenv("FORCEKIT_KERNEL_DIR");
@@ -59,6 +78,11 @@ static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
     fk__data_candidates_free(candidates, count);
     if (status == FK_OK)
         return status;
+    if (fk__embedded_has("cl/pairwise.cl")) {
+        context->kernel_dir = fk_copy_string(FK__BUILT_IN);
+        context->kernels_built_in = 1;
+        return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
+    }
     return fk__fail(context, FK_ERR_KERNEL_SOURCE,
                     "kernel sources (pairwise.cl) not found; searched: $FORCEKIT_KERNEL_DIR "
                     "(unset)%s",
@@ -70,14 +94,7 @@ static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
  * mismatch is a warning, not an error: edited kernels are a supported use. */
 static void read_kernel_version(fk_context *context)
 {
-    size_t size = strlen(context->kernel_dir) + sizeof "/VERSION";
-    char *path = malloc(size);
-    if (!path)
-        return;
-    snprintf(path, size, "%s/VERSION", context->kernel_dir);
-    size_t length = 0;
-    char *text = fk__read_file(path, &length);
-    free(path);
+    char *text = fk__kernel_source_read(context, "VERSION", NULL);
     if (text) {
         text[strcspn(text, "\r\n")] = '\0';
         snprintf(context->kernel_version, sizeof context->kernel_version, "%s", text);

@@ -7,6 +7,7 @@
  * prefix may be moved as a whole: nothing absolute is compiled in that the lookup depends on. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +110,36 @@ void fk__data_candidates_free(char **paths, size_t count)
 {
     for (size_t k = 0; k < count; ++k)
         free(paths[k]);
+}
+
+static const fk__embedded_file *embedded_find(const char *name)
+{
+    for (const fk__embedded_file *file = fk__embedded_files; name && file->name; ++file)
+        if (strcmp(file->name, name) == 0)
+            return file;
+    return NULL;
+}
+
+int fk__embedded_has(const char *name)
+{
+    return embedded_find(name) != NULL;
+}
+
+char *fk__embedded_read(const char *name, size_t *size)
+{
+    const fk__embedded_file *file = embedded_find(name);
+    if (!file) {
+        errno = ENOENT;
+        return NULL;
+    }
+    char *copy = malloc(file->size + 1);
+    if (!copy) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(copy, file->data, file->size);
+    copy[file->size] = '\0';
+    if (size)
+        *size = file->size;
+    return copy;
 }

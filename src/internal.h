@@ -25,7 +25,8 @@ struct fk_context {
     cl_context cl;
     cl_command_queue queue; /* in-order */
     int profiling;          /* the queue records device times (fk_context_config.device_timing) */
-    char *kernel_dir;
+    char *kernel_dir;       /* FK__BUILT_IN (install_paths.h) for the built-in copy */
+    int kernels_built_in;   /* the kernel sources are the copy compiled into the library */
     char kernel_version[32]; /* kernel_dir/VERSION, "unknown" without one */
     char *cache_dir;         /* NULL: cache off */
     char *last_error;
@@ -43,6 +44,10 @@ struct fk_context {
  * failed. Records nothing: a failed context keeps the detail of its failure for
  * fk_context_last_error. The first check of every entry point that takes a context. */
 fk_status fk__context_usable(const fk_context *context);
+/* A file of the context's kernel sources, relative to the kernel directory ("forces/ga.clh"): read
+ * from the directory in use, or from the built-in copy when that is what the context found.
+ * Malloc'ed and NUL-terminated (its length in *size when not NULL), or NULL. */
+char *fk__kernel_source_read(const fk_context *context, const char *relative, size_t *size);
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
  * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 or more (0: automatic; the device sets

@@ -76,21 +76,12 @@ static void expand_file(expander *e, const char *relative, int depth)
                              "#include nesting deeper than 16 at %s", relative);
         return;
     }
-    size_t path_size = strlen(e->context->kernel_dir) + strlen(relative) + 2;
-    char *path = malloc(path_size);
-    if (!path) {
-        e->status = FK_ERR_HOST_MEMORY;
-        return;
-    }
-    snprintf(path, path_size, "%s/%s", e->context->kernel_dir, relative);
-    char *source = fk__read_file(path, NULL);
+    char *source = fk__kernel_source_read(e->context, relative, NULL);
     if (!source) {
-        e->status =
-            fk__fail(e->context, FK_ERR_KERNEL_SOURCE, "cannot read kernel source %s", path);
-        free(path);
+        e->status = fk__fail(e->context, FK_ERR_KERNEL_SOURCE, "cannot read kernel source %s/%s",
+                             e->context->kernel_dir, relative);
         return;
     }
-    free(path);
 
     text_printf(&e->out, "#line 1 \"%s\"\n", relative);
     int line_number = 0;
@@ -431,10 +422,7 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
 /* 1 when the header kernel_dir/relative has a line `#define NAME` (leading blanks allowed). */
 static int header_declares(fk_context *context, const char *relative, const char *name)
 {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", context->kernel_dir, relative) >= (int)sizeof path)
-        return 0;
-    char *source = fk__read_file(path, NULL);
+    char *source = fk__kernel_source_read(context, relative, NULL);
     if (!source)
         return 0;
     int found = 0;

@@ -58,12 +58,15 @@ typedef struct fk_tuning_db {
     fk_tuning_entry *entries; /* user entries first; shipped ones with the same key are dropped */
     size_t count;
     char *user_path;    /* NULL when off or no home directory */
-    char *shipped_path; /* NULL when off or not found */
+    char *shipped_path; /* NULL when off; FK__BUILT_IN: the copy built into the library */
 } fk_tuning_db;
 
 /* Resolves the database paths (configured, then the environment, then the defaults). Returns a
  * malloc'ed path, or NULL when the database is switched off ("off") or cannot be placed. */
 char *fk__tuning_user_path(const char *configured);
+/* $FORCEKIT_SHIPPED_TUNING_DB, else the installed or build-tree file (install_paths.h), else
+ * FK__BUILT_IN, the copy compiled into the library, which fk__tuning_db_load reads as the
+ * shipped database's text (as it reads FORCEKIT_SHIPPED_TUNING_DB=built-in). */
 char *fk__tuning_shipped_path(void);
 
 /* Loads both databases for a device. A missing file is no entry; a corrupt one is ignored with a

@@ -298,6 +298,8 @@ char *fk__tuning_shipped_path(void)
             candidates[i] = NULL;
         }
     fk__data_candidates_free(candidates, count);
+    if (!found && fk__embedded_has("tuning/shipped.json"))
+        found = fk_copy_string(FK__BUILT_IN); /* read by load_file from the built-in copy */
     return found;
 }
 
@@ -537,11 +539,14 @@ static char *read_bounded(const char *path, size_t *size)
 
 /* Reads a database; *document is NULL for a missing file. Returns 0 and fills reason when the file
  * exists but is not a database. */
-static int read_document(const char *path, cJSON **document, char *reason, size_t reason_size)
+/* built_in: the shipped database's copy compiled into the library (FK__BUILT_IN), not a file. */
+static int read_document(const char *path, int built_in, cJSON **document, char *reason,
+                         size_t reason_size)
 {
     *document = NULL;
     size_t size = 0;
-    char *text = read_bounded(path, &size);
+    char *text =
+        built_in ? fk__embedded_read("tuning/shipped.json", &size) : read_bounded(path, &size);
     if (!text) {
         if (errno == ENOENT)
             return 1;
@@ -647,7 +652,9 @@ static fk_status load_file(fk_tuning_db *db, const char *path, fk_variant_source
     cJSON *document = NULL;
     char reason[256];
     const char *which = origin == FK_VARIANT_USER_DB ? "user" : "shipped";
-    if (!read_document(path, &document, reason, sizeof reason)) {
+    /* fk__tuning_shipped_path's last resort: the copy built into the library */
+    const int built_in = origin == FK_VARIANT_SHIPPED_DB && strcmp(path, FK__BUILT_IN) == 0;
+    if (!read_document(path, built_in, &document, reason, sizeof reason)) {
         fk__warn(warnings, "tuning database %s (%s) ignored: %s", path, which, reason);
         return FK_OK;
     }
@@ -875,7 +882,7 @@ fk_status fk__tuning_db_store(const char *path, const fk_tuning_entry *entries,
     int lock = fk__lock_acquire(path);
     cJSON *document = NULL;
     char reason[256];
-    if (!read_document(path, &document, reason, sizeof reason)) {
+    if (!read_document(path, 0, &document, reason, sizeof reason)) {
         /* Keep what the user had: a hand-edited file with a typo is still worth fixing by hand. */
         move_aside(path, reason, warnings);
         document = NULL;

@@ -4,8 +4,9 @@
 # pkg-config), then MOVES the prefix and runs the command and both consumers from the new place
 # with no FORCEKIT_* variable set. The installed library must find its kernels and shipped tuning
 # database relative to itself (src/install_paths.c), not in this checkout and not at the configured
-# prefix: `forcekit --version` must name the moved prefix's kernel directory. When cpack is
-# present, the .deb must list the same files, and unpacked anywhere it must run the same way.
+# prefix: `forcekit --version` must name the moved prefix's kernel directory. A static consumer
+# copied out of the prefix runs on the kernels built into the library. When cpack is present, the
+# .deb must list the same files, and unpacked anywhere it must run the same way.
 # Args: BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 source=$2
@@ -49,6 +50,19 @@ if [ -e "$libdir/libsapporo.so" ]; then
 fi
 unset PKG_CONFIG_PATH
 
+# pkg-config from a prefix the dynamic loader does not search: the README's step, an rpath to the
+# .pc's libdir, makes the program start without LD_LIBRARY_PATH (run before the prefix moves, as
+# the rpath names where the prefix is now; the LD_LIBRARY_PATH route is run after the move).
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -std=c11 $consumer_cflags "$source/examples/embed.c" $(pkg-config --cflags --libs forcekit) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir forcekit)" -lm -o "$work/embed_pc_rpath"
+unset PKG_CONFIG_PATH
+(unset LD_LIBRARY_PATH; "$work/embed_pc_rpath" >/dev/null) ||
+    fail "the pkg-config consumer linked with the README's rpath step did not run"
+if (unset LD_LIBRARY_PATH; "$work/embed_pc" >/dev/null 2>&1); then
+    echo "install: note: the pkg-config consumer without rpath ran ($libdir is on the loader's path)"
+fi
+
 # Move the whole prefix; nothing may point into the old one, the checkout or the build tree.
 mv "$work/prefix" "$work/moved"
 unset FORCEKIT_KERNEL_DIR FORCEKIT_SHIPPED_TUNING_DB
@@ -79,6 +93,49 @@ if [ -n "$g6_smoke" ]; then
     echo "install: the moved libsapporo ran the Fortran g6 smoke test on its own kernels"
 fi
 echo "install: the moved prefix ran the command, both consumers and both tools consumers on its own kernels"
+
+# A program linked with the static library lives anywhere (issue #32): copied out of the prefix,
+# with the prefix's share/forcekit moved away too and no FORCEKIT_* variable, it finds no kernel
+# directory and must run on the kernel sources built into the library, with right forces (the
+# consumer checks them against the double-precision reference). The forcekit command links the
+# static library too: its --version must say "built-in". Unless the configured prefix holds
+# kernels, which the library's search tries before its built-in copy.
+configured_data=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")/share/forcekit/cl
+mkdir -p "$work/elsewhere/bin"
+cp "$work/consumer/static_consumer" "$work/moved/bin/forcekit" "$work/elsewhere/bin/"
+mv "$work/moved/share/forcekit" "$work/share-away"
+"$work/elsewhere/bin/static_consumer" >/dev/null ||
+    fail "the static consumer outside the prefix did not compute right forces"
+LD_LIBRARY_PATH="$work/moved/$librel" "$work/consumer/consumer" >/dev/null ||
+    fail "the find_package consumer without the prefix's share/forcekit failed"
+version=$("$work/elsewhere/bin/forcekit" --version) || fail "forcekit --version outside the prefix failed"
+if [ -e "$configured_data/pairwise.cl" ]; then
+    echo "install: note: $configured_data exists, so the copied command may use it: $version"
+else
+    case $version in
+    *"kernels $(cat "$source/cl/VERSION") built-in"*) ;;
+    *) fail "the command outside the prefix did not say it runs on the built-in kernels: $version" ;;
+    esac
+    "$work/elsewhere/bin/forcekit" forces --kernel ga --in "$work/three.txt" --eps 0.1 \
+        --out "$work/forces_builtin.txt" >/dev/null 2>&1 || fail "forcekit forces on the built-in kernels failed"
+    cmp -s "$work/forces.txt" "$work/forces_builtin.txt" ||
+        fail "the built-in kernels computed other forces than the installed ones"
+fi
+# The shipped tuning database is built in the same way: the variant the command outside the
+# prefix chooses (a gaj double entry at N = 1,024 exists for POCL and the H200) comes from the
+# same source as the installed command's, which reads the installed file.
+for i in $(seq 0 1023); do echo "$((i % 10)) $((i / 10 % 10)) $((i / 100)) 1 0.1 0.2 0.3"; done >"$work/gaj.txt"
+variant_of() { # forcekit
+    FORCEKIT_TUNING_DB=off "$1" forces --kernel gaj --accum double --in "$work/gaj.txt" --eps 0.1 \
+        --out /dev/null 2>&1 | sed -n 's/.*variant \([^,]*\),.*/\1/p'
+}
+outside=$(variant_of "$work/elsewhere/bin/forcekit")
+mv "$work/share-away" "$work/moved/share/forcekit"
+installed=$(variant_of "$work/moved/bin/forcekit")
+[ -n "$installed" ] && [ "$outside" = "$installed" ] ||
+    fail "the command outside the prefix chose '$outside', the installed one '$installed'"
+echo "install: a static consumer and the command outside the prefix ran on the built-in kernels" \
+    "and tuning database ($outside)"
 
 # The Debian package, where cpack and dpkg are present (a sanitizer build is not packaged).
 if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null && [ -z "$consumer_cflags" ]; then

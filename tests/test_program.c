@@ -16,7 +16,8 @@
 #include <CL/cl.h>
 
 #include "forcekit/forcekit.h"
-#include "internal.h" /* fk__build_log_warns */
+#include "install_paths.h" /* the built-in copy */
+#include "internal.h"      /* fk__build_log_warns */
 #include "test_support.h"
 
 static char kernel_dir[4096];
@@ -206,6 +207,50 @@ static void test_broken_kernel_build_log(void **state)
     free(dir);
 }
 
+/* The copy of the data compiled into the library (issue #32, the last fallback of the kernel
+ * search) is the source tree's, byte for byte: every file of cl/ (a stale table means the build
+ * did not regenerate it when a kernel changed) and the shipped tuning database. */
+static void test_built_in_copy_matches_sources(void **state)
+{
+    (void)state;
+    size_t files = 0;
+    int has_template = 0, has_database = 0;
+    for (const fk__embedded_file *file = fk__embedded_files; file->name; ++file, ++files) {
+        char path[8192];
+        if (strncmp(file->name, "cl/", 3) == 0)
+            snprintf(path, sizeof path, "%s/%s", fk_test_source_dir(), file->name);
+        else
+            snprintf(path, sizeof path, "%s/data/%s", fk_test_source_dir(), file->name);
+        size_t size = 0;
+        char *text = fk__read_file(path, &size);
+        if (!text)
+            fail_msg("the built-in %s has no source file %s", file->name, path);
+        if (size != file->size || memcmp(text, file->data, size) != 0)
+            fail_msg("the built-in %s differs from %s: rebuild, or the embedding missed a change",
+                     file->name, path);
+        free(text);
+        size_t read_size = 0;
+        char *copy = fk__embedded_read(file->name, &read_size);
+        assert_non_null(copy);
+        assert_int_equal(read_size, file->size);
+        assert_int_equal(copy[read_size], '\0');
+        free(copy);
+        has_template |= strcmp(file->name, "cl/pairwise.cl") == 0;
+        has_database |= strcmp(file->name, "tuning/shipped.json") == 0;
+    }
+    assert_true(has_template && has_database);
+    assert_null(fk__embedded_read("cl/no-such-file.cl", NULL));
+    /* and every file of cl/ is in it */
+    char command[8192];
+    snprintf(command, sizeof command, "find '%s/cl' -type f | wc -l", fk_test_source_dir());
+    FILE *pipe = popen(command, "r");
+    assert_non_null(pipe);
+    size_t on_disk = 0;
+    assert_int_equal(fscanf(pipe, "%zu", &on_disk), 1);
+    pclose(pipe);
+    assert_int_equal(on_disk + 1, files);
+}
+
 /* The template compiles on its own with its #ifndef defaults and a plain -I (CLBlast's habit),
  * without the host's include expander. */
 /* Which successful build logs are kept as warnings: a compiler's real warning, not Intel's
@@ -281,6 +326,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cache_hit_miss_corrupt),
         cmocka_unit_test(test_cache_off),
         cmocka_unit_test(test_missing_kernel_dir),
+        cmocka_unit_test(test_built_in_copy_matches_sources),
         cmocka_unit_test(test_broken_kernel_build_log),
         cmocka_unit_test(test_template_standalone),
         cmocka_unit_test(test_build_log_warnings),

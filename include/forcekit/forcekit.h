@@ -128,7 +128,12 @@ typedef struct fk_context_config {
     size_t struct_size; /* sizeof(fk_context_config), or 0 (0.2.0); see the top of this file */
     const char *device; /* selector; NULL: $FORCEKIT_DEVICE, else first GPU, else first CPU */
     /* NULL: $FORCEKIT_KERNEL_DIR, then share/forcekit/cl beside the installed library (wherever
-     * the prefix was moved), then the build tree for the build tree's own library */
+     * the prefix was moved; for a program linked with the static library, beside the program),
+     * then the build tree for the build tree's own library, then the configured install prefix's,
+     * then (since 0.2, issue #32) the copy of the kernel sources compiled into the library at
+     * build time, so that a static program runs anywhere. A directory found on disk always wins
+     * over the built-in copy; a directory named here or in $FORCEKIT_KERNEL_DIR must hold the
+     * kernels (FK_ERR_KERNEL_SOURCE otherwise, never a fallback). */
     const char *kernel_dir;
     const char
         *cache_dir; /* NULL: $FORCEKIT_CACHE_DIR, else $XDG_CACHE_HOME/forcekit; "off" disables */
@@ -169,7 +174,8 @@ FK_API const fk_device_info *fk_context_device(const fk_context *context);
 /* Problems that were not errors, one per line: a corrupt tuning database that was ignored. Empty
  * when there were none. Valid for the life of the context. */
 FK_API const char *fk_context_warnings(const fk_context *context);
-/* The kernel directory in use, and the cache directory (NULL when the cache is off). */
+/* The kernel directory in use ("built-in" when the context runs on the copy compiled into the
+ * library), and the cache directory (NULL when the cache is off). */
 FK_API const char *fk_context_kernel_dir(const fk_context *context);
 /* The version of the kernel sources in use (their directory's VERSION file; "unknown" without
  * one). A version other than fk_version() is also reported by fk_context_warnings. */

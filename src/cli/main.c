@@ -71,8 +71,14 @@ int main(int argc, char **argv)
             fk_context_destroy(context);
             return CLI_EXIT_RUNTIME;
         }
-        printf("kernels %s in %s\n", fk_context_kernel_version(context),
-               fk_context_kernel_dir(context));
+        /* "built-in": no kernel directory was found, and the library runs on the copy of the
+         * kernel sources compiled into it (src/install_paths.c) */
+        const char *kernel_dir = fk_context_kernel_dir(context);
+        if (strcmp(kernel_dir, "built-in") == 0)
+            printf("kernels %s built-in (compiled into the library; no kernel directory found)\n",
+                   fk_context_kernel_version(context));
+        else
+            printf("kernels %s in %s\n", fk_context_kernel_version(context), kernel_dir);
         const char *warnings = fk_context_warnings(context);
         if (warnings && *warnings)
             fprintf(stderr, "forcekit: warning: %s\n", warnings);
