@@ -47,7 +47,8 @@ seconds_since() { echo $(($(date +%s) - $1)); }
 
 build() { # build_type build_dir
     echo "== $1 build in $2" >&2
-    cmake -S "$root" -B "$2" -DCMAKE_BUILD_TYPE="$1" >/dev/null
+    # ON, not the default AUTO: CI must build the tests, and fail clearly without cmocka
+    cmake -S "$root" -B "$2" -DCMAKE_BUILD_TYPE="$1" -DFORCEKIT_BUILD_TESTS=ON >/dev/null
     cmake --build "$2" -j "$jobs"
 }
 
@@ -164,8 +165,8 @@ if [ "$sanitize" -eq 1 ]; then
     # ThreadSanitizer: the thread-safety rule of forcekit.h, two contexts in two threads
     # (tests/test_threads.c; tests/tsan.supp suppresses the OpenCL implementation only).
     start=$(date +%s)
-    if cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Tsan -DFORCEKIT_BUILD_BENCH=OFF \
-            -DFORCEKIT_BUILD_EXAMPLES=OFF >/dev/null &&
+    if cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Tsan -DFORCEKIT_BUILD_TESTS=ON \
+            -DFORCEKIT_BUILD_BENCH=OFF -DFORCEKIT_BUILD_EXAMPLES=OFF >/dev/null &&
         cmake --build "$root/build-tsan" -j "$jobs" --target test_threads >/dev/null &&
         run_ctest "$root/build-tsan" -R '^test_threads$'; then
         record tsan PASS "$(seconds_since "$start") s"

@@ -137,6 +137,27 @@ installed=$(variant_of "$work/moved/bin/forcekit")
 echo "install: a static consumer and the command outside the prefix ran on the built-in kernels" \
     "and tuning database ($outside)"
 
+# A plain configure needs no cmocka (issue #32): with cmocka hidden from pkg-config, the default
+# (AUTO) configures without the tests and says so; FORCEKIT_BUILD_TESTS=ON fails naming cmocka.
+# Configure only: the build never needed cmocka, the tests' CMakeLists did.
+if command -v pkg-config >/dev/null && [ -z "$consumer_cflags" ]; then
+    mkdir -p "$work/pc-no-cmocka"
+    for dir in $(pkg-config --variable pc_path pkg-config | tr ':' ' '); do
+        [ -d "$dir" ] && find "$dir" -maxdepth 1 -name '*.pc' ! -name 'cmocka.pc' -exec cp {} "$work/pc-no-cmocka/" \;
+    done
+    configure_no_cmocka() { # extra cmake arguments...
+        PKG_CONFIG_LIBDIR="$work/pc-no-cmocka" PKG_CONFIG_PATH= cmake -S "$source" -B "$work/no-cmocka" \
+            -DFORCEKIT_BUILD_BENCH=OFF -DFORCEKIT_BUILD_EXAMPLES=OFF "$@" 2>&1
+    }
+    out=$(configure_no_cmocka) || fail "a configure without cmocka failed: $out"
+    grep -q "cmocka not found: the tests are left out" <<<"$out" || fail "no word that the tests are left out: $out"
+    [ ! -e "$work/no-cmocka/tests/CTestTestfile.cmake" ] || fail "the tests were configured without cmocka"
+    out=$(configure_no_cmocka -DFORCEKIT_BUILD_TESTS=ON) && fail "FORCEKIT_BUILD_TESTS=ON configured without cmocka"
+    grep -q "needs cmocka" <<<"$out" || fail "FORCEKIT_BUILD_TESTS=ON without cmocka did not name it: $out"
+    rm -rf "$work/no-cmocka"
+    echo "install: a configure without cmocka leaves the tests out; FORCEKIT_BUILD_TESTS=ON asks for cmocka"
+fi
+
 # The Debian package, where cpack and dpkg are present (a sanitizer build is not packaged).
 if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null && [ -z "$consumer_cflags" ]; then
     (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/deb" >/dev/null) ||
