@@ -5,8 +5,7 @@
 # with no FORCEKIT_* variable set. The installed library must find its kernels and shipped tuning
 # database relative to itself (src/install_paths.c), not in this checkout and not at the configured
 # prefix: `forcekit --version` must name the moved prefix's kernel directory. A static consumer
-# copied out of the prefix runs on the kernels built into the library. When cpack is present, the
-# .deb must list the same files, and unpacked anywhere it must run the same way.
+# copied out of the prefix runs on the kernels built into the library.
 # Args: BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 source=$2
@@ -158,19 +157,4 @@ if command -v pkg-config >/dev/null && [ -z "$consumer_cflags" ]; then
     echo "install: a configure without cmocka leaves the tests out; FORCEKIT_BUILD_TESTS=ON asks for cmocka"
 fi
 
-# The Debian package, where cpack and dpkg are present (a sanitizer build is not packaged).
-if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null && [ -z "$consumer_cflags" ]; then
-    (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/deb" >/dev/null) ||
-        fail "cpack -G DEB failed"
-    deb=$(find "$work/deb" -maxdepth 1 -name '*.deb' | head -n1)
-    [ -n "$deb" ] || fail "cpack made no .deb"
-    listing=$(dpkg-deb -c "$deb")
-    for f in ./usr/bin/forcekit ./usr/include/forcekit/forcekit.h ./usr/share/forcekit/cl/pairwise.cl \
-             ./usr/share/forcekit/tuning/shipped.json "./usr/$librel/libforcekit.so" \
-             "./usr/$librel/pkgconfig/forcekit.pc"; do
-        grep -q " $f" <<<"$listing" || fail "the .deb lacks $f"
-    done
-    dpkg-deb -x "$deb" "$work/unpacked"
-    run_installed "$work/unpacked/usr"
-    echo "install: $(basename "$deb") lists the installed files and runs where it is unpacked"
-fi
+# The Debian package is tested by tests/test_deb.sh.
