@@ -73,6 +73,18 @@ static const struct model_info {
 };
 enum { MODEL_COUNT = sizeof models / sizeof models[0], OUTPUT_FILES = 4 };
 
+const char *cmd_generate_models(void)
+{
+    static char names[256];
+    if (!names[0]) {
+        size_t used = 0;
+        for (size_t m = 0; m < MODEL_COUNT && used < sizeof names; ++m)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", m ? ", " : "",
+                                     models[m].name);
+    }
+    return names;
+}
+
 static int kernel_fits(const struct model_info *info, const fk_kernel_info *kernel)
 {
     if (info->pair_format == MODEL_GRAVITY)
@@ -220,10 +232,8 @@ int cmd_generate(int argc, char **argv)
         if (strcmp(model_name, models[m].name) == 0)
             found = m;
     if (found < 0)
-        return cli_usage_error("generate",
-                               "--model '%s': unknown; available: plummer, lj-fluid, fcc, "
-                               "fluorite, protein, lj65536",
-                               model_name);
+        return cli_usage_error("generate", "--model '%s': unknown; available: %s", model_name,
+                               cmd_generate_models());
     const model which = (model)found;
     const struct model_info *info = &models[which];
     if (!out || !*out)

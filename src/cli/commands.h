@@ -11,6 +11,8 @@ int cmd_tune(int argc, char **argv);
 int cmd_sumtest(int argc, char **argv);
 int cmd_doundo(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+/* The models `generate` writes, "plummer, lj-fluid, ...": its own list, for the top-level usage. */
+const char *cmd_generate_models(void);
 int cmd_rand48(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);

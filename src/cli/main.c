@@ -20,8 +20,7 @@ static const command commands[] = {
     {"tune", cmd_tune, "autotune a kernel on the device and store the best in the tuning database"},
     {"sumtest", cmd_sumtest, "Taufer et al.'s global summation in five representations"},
     {"doundo", cmd_doundo, "Taufer et al.'s do/undo drift in float, double and composite"},
-    {"generate", cmd_generate,
-     "write an initial condition (plummer, lj-fluid, fcc, fluorite, protein)"},
+    {"generate", cmd_generate, "write an initial condition"},
     {"rand48", cmd_rand48, "van Meel's parallel lrand48 on the device, one value a line"},
     {"simulate", cmd_simulate, "NVE molecular dynamics or N-body integration with energy drift"},
     {"selftest", cmd_selftest,
@@ -36,7 +35,11 @@ static void print_usage(FILE *stream)
                     "Pairwise force kernels (N-body gravity, molecular dynamics) on OpenCL "
                     "devices.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
-        fprintf(stream, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        if (commands[i].run == cmd_generate) /* the models from generate's own list */
+            fprintf(stream, "  %-10s %s (%s)\n", commands[i].name, commands[i].summary,
+                    cmd_generate_models());
+        else
+            fprintf(stream, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(stream,
             "\noptions every command takes:\n"
             "  --device SEL  P:D, a substring of the device name, cpu or gpu\n"
