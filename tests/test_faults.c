@@ -13,6 +13,10 @@
  * The sweeps fail the k-th call of one function during create, set_particles, compute, read and the
  * fast path (update_positions, compute, read), for every k until a run makes fewer calls than k, so
  * every call site of that function is hit once, whatever the code path looks like.
+ *
+ * Misuse (issue #32): every call that takes an object, on NULL, on a context whose creation failed
+ * (it is handed back so that fk_context_last_error explains) and on an evaluation whose particles
+ * were refused, returns its documented status, prints nothing and does not crash.
  */
 #include <math.h>
 #include <setjmp.h>
