@@ -438,10 +438,10 @@ struct Evaluator {
         particles.velocity = velocities ? velocities->data() : nullptr;
         particles.type = types ? reinterpret_cast<const int *>(types->data()) : nullptr;
         ctx->locked([&] {
-               count = 0;
                Outcome o = ctx->outcome(fk_eval_set_particles(eval, &particles));
-               if (o.status == FK_OK)
-                   count = n;
+               // One store: a reader outside the mutex (update_positions' early check) never sees
+               // a count between the old and the new.
+               count = o.status == FK_OK ? n : 0;
                return o;
            })
             .raise_if_failed();
@@ -885,6 +885,8 @@ NB_MODULE(_core, m)
                  });
              })
         .def_prop_ro("closed", [](const Context &c) { return c.closing.load(); })
+        // Evaluations not yet destroyed (the tests check that retired ones do go).
+        .def_prop_ro("_live", [](Context &c) { return c.locked([&] { return c.live; }); })
         .def_prop_ro("device",
                      [](const Context &c) {
                          c.check_open();
