@@ -12,7 +12,8 @@ Arrays: float64 C-contiguous (N, 3) positions (and (N,) masses/charges) are pass
 without a copy; other real dtypes and non-contiguous arrays are converted once; anything else is a
 TypeError or ValueError naming the argument. A failing C call raises a ForcekitError subclass
 whose ``detail`` is the context's last error (the OpenCL call that failed, the build log).
-The GIL is released while the library works (set_particles, compute, tune).
+The GIL is released while the library works (set_particles, compute, tune); threads may share
+a context (the binding serializes them and sizes every result under the context's lock).
 """
 
 from __future__ import annotations
@@ -406,6 +407,8 @@ class Evaluator:
         self._potentials: Optional[np.ndarray] = None
 
     def __repr__(self) -> str:
+        if self.context._impl.closed:  # the evaluator still works; the device name is gone
+            return f"<forcekit.Evaluator {self.kernel} N={self._impl.count} on a closed context>"
         return f"<forcekit.Evaluator {self.kernel} N={self._impl.count} on {self.context.device['name']!r}>"
 
     @property
@@ -559,7 +562,9 @@ def reference_forces(
     **law_parameters: Any,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's double-precision O(N^2) host reference (fk_reference_forces): forces, or
-    (forces, potentials) with potential=True. Same arguments as Context.evaluator + set_particles."""
+    (forces, potentials) with potential=True. Same arguments as Context.evaluator + set_particles.
+    NaN or Inf input raises InvalidInputError (a ValueError) naming the argument; Ctrl-C stops it
+    (KeyboardInterrupt: it runs in slices of rows and checks between them)."""
     info = _kernel_info(kernel)
     positions = _as_float_array(positions, "positions", (None, 3))
     n = positions.shape[0]
@@ -622,8 +627,10 @@ def tune(
         context or device: where to tune (a new Context(device) when no context is given).
         n: 0 every N bucket; else only the bucket holding n, measured at n.
         budget_seconds: whole run (0: 600 s).
-        progress: called with a dict after each candidate; return True to stop. It must not use
-            the same context.
+        progress: called with a dict after each candidate; return True to stop. Using the
+            context being tuned from it raises RuntimeError (its thread holds the context).
+    Ctrl-C stops the run after the current candidate (KeyboardInterrupt), with or without
+    progress.
     Returns a dict: kernel, accum, device keys, database written, seconds, buckets (each with
     its best point or None).
     """
