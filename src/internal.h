@@ -270,8 +270,8 @@ fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *pa
                             const fk_physics *physics, size_t first, size_t end, double *forces,
                             double *potentials);
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
-                                  const fk_physics *physics, size_t first, size_t end, double *forces,
-                                  double *potentials);
+                                  const fk_physics *physics, size_t first, size_t end,
+                                  double *forces, double *potentials);
 /* A validated pair table in double: parameters per pair as in fk_kernel_info.pair_format. */
 typedef struct fk__pair_params {
     size_t types;

@@ -112,6 +112,6 @@ fk_status fk_reference_forces_rows(const char *kernel, const fk_particles *parti
 fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
                               const fk_physics *physics, double *forces, double *potentials)
 {
-    return fk_reference_forces_rows(kernel, particles, physics, 0,
-                                    particles ? particles->count : 0, forces, potentials);
+    return fk_reference_forces_rows(kernel, particles, physics, 0, particles ? particles->count : 0,
+                                    forces, potentials);
 }

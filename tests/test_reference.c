@@ -139,9 +139,8 @@ static void test_rows(void **state)
                          FK_ERR_INVALID_ARGUMENT);
         assert_int_equal(fk_reference_forces_rows(kernels[k], &p, &physics, 4, 2, sliced, NULL),
                          FK_ERR_INVALID_ARGUMENT);
-        assert_int_equal(
-            fk_reference_forces_rows(kernels[k], &p, &physics, 0, N + 1, sliced, NULL),
-            FK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(fk_reference_forces_rows(kernels[k], &p, &physics, 0, N + 1, sliced, NULL),
+                         FK_ERR_INVALID_ARGUMENT);
     }
     fkt_particle_set_free(&set);
 }

@@ -129,7 +129,7 @@ struct Context {
     // The thread that holds mutex (a default id when none): a call from that same thread (a
     // tune's progress callback) must not lock it again.
     std::atomic<std::thread::id> holder{};
-    size_t live = 0;                 // evaluations created from it and not yet destroyed (mutex)
+    size_t live = 0;                  // evaluations created from it and not yet destroyed (mutex)
     std::atomic<bool> closing{false}; // close() was called: destroyed when the last evaluation goes
     // Evaluations whose Python objects went while another thread held mutex: that thread
     // destroys them when it lets go of it (retire). pending_mutex is only ever held for a push or
@@ -190,7 +190,10 @@ struct Context {
         holder.store(std::this_thread::get_id());
         struct Unlock {
             Context *c;
-            ~Unlock() { c->unlock(); }
+            ~Unlock()
+            {
+                c->unlock();
+            }
         } unlock_at_exit{this};
         return f();
     }
@@ -421,13 +424,13 @@ struct Evaluator {
     {
         const size_t n = positions.shape(0);
         if (masses && masses->shape(0) != n)
-            throw nb::value_error(format("masses_or_charges: expected shape (%zu,), got (%zu,)", n,
-                                         masses->shape(0))
-                                      .c_str());
+            throw nb::value_error(
+                format("masses_or_charges: expected shape (%zu,), got (%zu,)", n, masses->shape(0))
+                    .c_str());
         if (velocities && velocities->shape(0) != n)
-            throw nb::value_error(format("velocities: expected shape (%zu, 3), got (%zu, 3)", n,
-                                         velocities->shape(0))
-                                      .c_str());
+            throw nb::value_error(
+                format("velocities: expected shape (%zu, 3), got (%zu, 3)", n, velocities->shape(0))
+                    .c_str());
         if (types && types->shape(0) != n)
             throw nb::value_error(
                 format("types: expected shape (%zu,), got (%zu,)", n, types->shape(0)).c_str());
@@ -529,8 +532,8 @@ struct Evaluator {
                                          types, p, values.shape(0))
                                       .c_str());
         if (present && present->shape(0) != types * types)
-            throw nb::value_error(format("present: expected %zu x %zu flags, got %zu", types,
-                                         types, present->shape(0))
+            throw nb::value_error(format("present: expected %zu x %zu flags, got %zu", types, types,
+                                         present->shape(0))
                                       .c_str());
         fk_pair_table table = {};
         table.types = types;
@@ -545,9 +548,8 @@ struct Evaluator {
         static_assert(sizeof(size_t) == sizeof(uint64_t), "size_t must be 64-bit");
         const size_t *data = reinterpret_cast<const size_t *>(pairs.data());
         const size_t n = pairs.shape(0);
-        ctx->locked([&] {
-               return ctx->outcome(fk_eval_set_exclusions(eval, n ? data : nullptr, n));
-           })
+        ctx->locked(
+               [&] { return ctx->outcome(fk_eval_set_exclusions(eval, n ? data : nullptr, n)); })
             .raise_if_failed();
     }
 
@@ -555,8 +557,7 @@ struct Evaluator {
     {
         fk_variant v;
         std::memset(&v, 0, sizeof v);
-        ctx->locked([&] { return ctx->outcome(fk_eval_get_variant(eval, &v)); })
-            .raise_if_failed();
+        ctx->locked([&] { return ctx->outcome(fk_eval_get_variant(eval, &v)); }).raise_if_failed();
         static const char *sources[] = {"explicit", "default", "user_db", "shipped_db"};
         nb::dict out;
         out["unroll_i"] = v.unroll_i;
