@@ -19,6 +19,7 @@ a context (the binding serializes them and sizes every result under the context'
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -148,6 +149,17 @@ def _finite(array: Optional[np.ndarray], name: str) -> None:
                             f"{name}: non-finite value {array[tuple(bad)]} at particle {bad[0]}")
 
 
+def _path(value: Any, name: str) -> Optional[str]:
+    """A directory argument as str (a pathlib.Path too), or a TypeError naming it."""
+    if value is None:
+        return None
+    try:
+        value = os.fspath(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a path (str or os.PathLike), got {type(value).__name__}") from None
+    return value if isinstance(value, str) else os.fsdecode(value)
+
+
 def _unroll(unroll: Any) -> Tuple[int, int]:
     if unroll is None:
         return 0, 0
@@ -257,6 +269,7 @@ class Context:
                  cache_dir: Optional[str] = None, device_timing: bool = True):
         if device is not None and not isinstance(device, str):
             raise TypeError(f"device: expected a selector string, got {type(device).__name__}")
+        kernel_dir, cache_dir = _path(kernel_dir, "kernel_dir"), _path(cache_dir, "cache_dir")
         self._impl = _core.Context(device, kernel_dir, cache_dir, bool(device_timing))
 
     @property
@@ -351,9 +364,9 @@ class Context:
             The rest map one to one onto fk_eval_config (include/forcekit/forcekit.h).
         """
         info = _kernel_info(kernel)
-        if accum is not None and accum not in _ACCUMS:
+        if accum is not None and (not isinstance(accum, str) or accum not in _ACCUMS):
             raise ValueError(f"accum: unknown accumulator {accum!r}; known: {', '.join(_ACCUMS)}")
-        if algorithm not in _ALGORITHMS:
+        if not isinstance(algorithm, str) or algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm: unknown pair loop {algorithm!r}; known: {', '.join(_ALGORITHMS)}")
         o = _core.EvalOptions()
         o.kernel = kernel
@@ -383,7 +396,7 @@ class Context:
                                    ("neighbor_lists", neighbor_lists, lists),
                                    ("scale_policy", scale_policy, scales),
                                    ("result_type", result_type, results)):
-            if value not in table:
+            if not isinstance(value, str) or value not in table:
                 raise ValueError(f"{name}: expected one of {', '.join(table)}, got {value!r}")
         o.exclusion_mode = modes[exclusion_mode]
         o.max_exclusions = _integer(max_exclusions, "max_exclusions", 0, _INT_MAX)
@@ -635,14 +648,13 @@ def tune(
     its best point or None).
     """
     _kernel_info(kernel)
-    if accum is not None and accum not in _ACCUMS:
+    if accum is not None and (not isinstance(accum, str) or accum not in _ACCUMS):
         raise ValueError(f"accum: unknown accumulator {accum!r}; known: {', '.join(_ACCUMS)}")
     if context is not None and not isinstance(context, Context):
         raise TypeError(f"context: expected a forcekit.Context, got {type(context).__name__}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress: expected a callable, got {type(progress).__name__}")
-    if database is not None and not isinstance(database, str):
-        database = str(database)  # a pathlib.Path
+    database = _path(database, "database")
     n = _integer(n, "n", 0, _SIZE_MAX)
     budget_seconds = _real(budget_seconds, "budget_seconds")
     seed = _integer(seed, "seed", 0, _SIZE_MAX)

@@ -247,6 +247,9 @@ def test_reference_forces_exclusions_checked(rng):
     ({"eps": "soft"}, TypeError, "eps"),
     ({"skin": None}, TypeError, "skin"),
     ({"box": "big"}, TypeError, "box"),
+    ({"accum": ["fixed64"]}, ValueError, "accum"),
+    ({"algorithm": {"cells"}}, ValueError, "algorithm"),
+    ({"result_type": ["double"]}, ValueError, "result_type"),
 ])
 def test_evaluator_arguments_name_themselves(ctx, kwargs, error, name):
     with pytest.raises(error, match=name):
@@ -265,3 +268,14 @@ def test_evaluator_arguments_name_themselves(ctx, kwargs, error, name):
 def test_tune_arguments_name_themselves(ctx, kwargs, error, name):
     with pytest.raises(error, match=name):
         forcekit.tune("ga", "float", context=ctx, **kwargs)
+
+
+def test_context_arguments_name_themselves(tmp_path):
+    with pytest.raises(TypeError, match="kernel_dir: expected a path"):
+        forcekit.Context("cpu", kernel_dir=3)
+    with pytest.raises(TypeError, match="cache_dir: expected a path"):
+        forcekit.Context("cpu", cache_dir=["x"])
+    with pytest.raises(TypeError, match="database: expected a path"):
+        forcekit.tune("ga", "float", device="cpu", database=1.5)
+    c = forcekit.Context("cpu", cache_dir=tmp_path)  # a pathlib.Path is a path
+    assert c.cache_dir == str(tmp_path)
