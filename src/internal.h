@@ -162,9 +162,11 @@ typedef struct fk_kernel_desc {
     void (*pair_function)(const fk__physics *physics, const double *pair, double qq, double r,
                           double *force, double *energy);
 
-    /* Host reference: forces (components per particle) and optional potentials. */
+    /* Host reference: forces (components per particle) and optional potentials of the particles
+     * first .. end - 1 (forces[0] is particle first's), each summed over all particles. */
     fk_status (*reference)(const struct fk_kernel_desc *kernel, const fk_particles *particles,
-                           const fk_physics *physics, double *forces, double *potentials);
+                           const fk_physics *physics, size_t first, size_t end, double *forces,
+                           double *potentials);
     /* NULL when the pair arithmetic is +, -, *, / and sqrt only, which reproducible mode makes
      * correctly rounded (the same bits everywhere); else what is not correctly rounded in OpenCL
      * ("exp"), and reproducible mode can then not promise bit identity. */
@@ -275,11 +277,14 @@ fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int re
 
 /* Reference implementations (reference.c, reference_molecular.c), for the descriptors. */
 fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,
-                           const fk_physics *physics, double *forces, double *potentials);
+                           const fk_physics *physics, size_t first, size_t end, double *forces,
+                           double *potentials);
 fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *particles,
-                            const fk_physics *physics, double *forces, double *potentials);
+                            const fk_physics *physics, size_t first, size_t end, double *forces,
+                            double *potentials);
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
-                                  const fk_physics *physics, double *forces, double *potentials);
+                                  const fk_physics *physics, size_t first, size_t end,
+                                  double *forces, double *potentials);
 /* A validated pair table in double: parameters per pair as in fk_kernel_info.pair_format. */
 typedef struct fk__pair_params {
     size_t types;

@@ -6,13 +6,14 @@
 #include "internal.h"
 
 fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,
-                           const fk_physics *physics, double *forces, double *potentials)
+                           const fk_physics *physics, size_t first, size_t end, double *forces,
+                           double *potentials)
 {
     (void)kernel;
     const size_t n = particles->count;
     const double eps2 = physics ? physics->eps * physics->eps : 0.0;
     const double *x = particles->position;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = first; i < end; ++i) {
         double ax = 0, ay = 0, az = 0, phi = 0;
         for (size_t j = 0; j < n; ++j) {
             if (j == i)
@@ -31,17 +32,18 @@ fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *par
             az += dz * m_inv_s3;
             phi -= m * inv_s;
         }
-        forces[3 * i] = ax;
-        forces[3 * i + 1] = ay;
-        forces[3 * i + 2] = az;
+        forces[3 * (i - first)] = ax;
+        forces[3 * (i - first) + 1] = ay;
+        forces[3 * (i - first) + 2] = az;
         if (potentials)
-            potentials[i] = phi;
+            potentials[i - first] = phi;
     }
     return FK_OK;
 }
 
 fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *particles,
-                            const fk_physics *physics, double *forces, double *potentials)
+                            const fk_physics *physics, size_t first, size_t end, double *forces,
+                            double *potentials)
 {
     (void)kernel;
     const size_t n = particles->count;
@@ -49,7 +51,7 @@ fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *pa
     const double *x = particles->position, *v = particles->velocity;
     if (!v)
         return FK_ERR_INVALID_ARGUMENT;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = first; i < end; ++i) {
         double acc[6] = {0, 0, 0, 0, 0, 0}, phi = 0;
         for (size_t j = 0; j < n; ++j) {
             if (j == i)
@@ -71,20 +73,45 @@ fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *pa
             }
             phi -= m / s;
         }
-        memcpy(forces + 6 * i, acc, sizeof acc);
+        memcpy(forces + 6 * (i - first), acc, sizeof acc);
         if (potentials)
-            potentials[i] = phi;
+            potentials[i - first] = phi;
     }
     return FK_OK;
+}
+
+static int all_finite(const double *values, size_t count)
+{
+    for (size_t k = 0; k < count; ++k)
+        if (!isfinite(values[k]))
+            return 0;
+    return 1;
+}
+
+fk_status fk_reference_forces_rows(const char *kernel, const fk_particles *particles,
+                                   const fk_physics *physics, size_t first, size_t end,
+                                   double *forces, double *potentials)
+{
+    const fk_kernel_desc *desc = fk__kernel_desc(kernel);
+    if (!desc || !particles || !forces || !particles->position)
+        return FK_ERR_INVALID_ARGUMENT;
+    const size_t n = particles->count;
+    if (n == 0)
+        return FK_ERR_INVALID_INPUT;
+    if (first >= end || end > n)
+        return FK_ERR_INVALID_ARGUMENT;
+    /* NaN or Inf would not stop the sums: every force that meets one would come out NaN with no
+     * error, where fk_eval_set_particles refuses the same input. */
+    if (!all_finite(particles->position, 3 * n) ||
+        (particles->mass && !all_finite(particles->mass, n)) ||
+        (particles->velocity && !all_finite(particles->velocity, 3 * n)))
+        return FK_ERR_INVALID_INPUT;
+    return desc->reference(desc, particles, physics, first, end, forces, potentials);
 }
 
 fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
                               const fk_physics *physics, double *forces, double *potentials)
 {
-    const fk_kernel_desc *desc = fk__kernel_desc(kernel);
-    if (!desc || !particles || !forces || !particles->position)
-        return FK_ERR_INVALID_ARGUMENT;
-    if (particles->count == 0)
-        return FK_ERR_INVALID_INPUT;
-    return desc->reference(desc, particles, physics, forces, potentials);
+    return fk_reference_forces_rows(kernel, particles, physics, 0, particles ? particles->count : 0,
+                                    forces, potentials);
 }

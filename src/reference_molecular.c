@@ -37,7 +37,8 @@ static fk_status build_lists(const size_t *pairs, size_t count, size_t n, exclus
 }
 
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
-                                  const fk_physics *physics, double *forces, double *potentials)
+                                  const fk_physics *physics, size_t first, size_t end,
+                                  double *forces, double *potentials)
 {
     char message[256]; /* the status says what failed; the reference has no context to keep it */
     const size_t message_size = sizeof message;
@@ -66,7 +67,7 @@ fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particl
         status = build_lists(exclusions, exclusion_count, n, &lists);
 
     const double *x = particles->position;
-    for (size_t i = 0; status == FK_OK && i < n; ++i) {
+    for (size_t i = first; status == FK_OK && i < end; ++i) {
         for (size_t e = lists.start[i]; e < lists.start[i + 1]; ++e)
             excluded[lists.partner[e]] = 1;
         const double qi = !kernel->charged ? 0.0 : particles->mass ? particles->mass[i] : 1.0;
@@ -97,9 +98,9 @@ fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particl
         for (size_t e = lists.start[i]; e < lists.start[i + 1]; ++e)
             excluded[lists.partner[e]] = 0;
         for (int k = 0; k < 3; ++k)
-            forces[3 * i + (size_t)k] = force[k];
+            forces[3 * (i - first) + (size_t)k] = force[k];
         if (potentials)
-            potentials[i] = energy;
+            potentials[i - first] = energy;
     }
     free(lists.start);
     free(lists.partner);

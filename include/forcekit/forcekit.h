@@ -913,9 +913,18 @@ typedef struct fk_physics {
     size_t exclusion_count;
 } fk_physics;
 
-/* forces: force_components values per particle; potentials may be NULL. */
+/* forces: force_components values per particle; potentials may be NULL. A NaN or Inf position,
+ * mass/charge or velocity is FK_ERR_INVALID_INPUT (0.2; 0.1 returned NaN forces). */
 FK_API fk_status fk_reference_forces(const char *kernel, const fk_particles *particles,
                                      const fk_physics *physics, double *forces, double *potentials);
+/* The same for the particles first .. end - 1 only (added in 0.2): forces holds their
+ * (end - first) * force_components values, potentials (may be NULL) their end - first, each
+ * summed over all particles. A caller computes a large reference in slices of rows, so that it
+ * can stop in between (the Python binding checks for Ctrl-C) or spread them over threads.
+ * first >= end or end > particles->count is FK_ERR_INVALID_ARGUMENT. */
+FK_API fk_status fk_reference_forces_rows(const char *kernel, const fk_particles *particles,
+                                          const fk_physics *physics, size_t first, size_t end,
+                                          double *forces, double *potentials);
 
 #ifdef __cplusplus
 }

@@ -12,12 +12,14 @@ Arrays: float64 C-contiguous (N, 3) positions (and (N,) masses/charges) are pass
 without a copy; other real dtypes and non-contiguous arrays are converted once; anything else is a
 TypeError or ValueError naming the argument. A failing C call raises a ForcekitError subclass
 whose ``detail`` is the context's last error (the OpenCL call that failed, the build log).
-The GIL is released while the library works (set_particles, compute, tune).
+The GIL is released while the library works (set_particles, compute, tune); threads may share
+a context (the binding serializes them and sizes every result under the context's lock).
 """
 
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -108,12 +110,77 @@ def _as_int32(value: Any, name: str, count: int) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.int32)
 
 
+_INT_MAX = 2**31 - 1
+_SIZE_MAX = 2**64 - 1
+
+
+def _integer(value: Any, name: str, low: int, high: int) -> int:
+    """value as a Python int in low .. high, or a TypeError / ValueError naming the argument (the
+    C fields behind these are int or size_t: an out-of-range value must not reach nanobind's
+    conversion, whose TypeError names no argument)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{name}: must lie in {low} .. {high}, got {value}")
+    return value
+
+
+def _real(value: Any, name: str) -> float:
+    """value as a float, or a TypeError naming the argument (float("x") names none)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__}") from exc
+
+
+def _finite(array: Optional[np.ndarray], name: str) -> None:
+    """A ValueError (InvalidInputError) naming the argument and the first bad row when array
+    holds a NaN or Inf: the host reference would return NaN forces for it."""
+    if array is None or np.isfinite(array).all():
+        return
+    bad = np.argwhere(~np.isfinite(array))[0]
+    raise InvalidInputError(2, "invalid input",
+                            f"{name}: non-finite value {array[tuple(bad)]} at particle {bad[0]}")
+
+
+def _path(value: Any, name: str) -> Optional[str]:
+    """A directory argument as str (a pathlib.Path too), or a TypeError naming it."""
+    if value is None:
+        return None
+    try:
+        value = os.fspath(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a path (str or os.PathLike), got {type(value).__name__}") from None
+    return value if isinstance(value, str) else os.fsdecode(value)
+
+
+def _unroll(unroll: Any) -> Tuple[int, int]:
+    if unroll is None:
+        return 0, 0
+    try:
+        pair = tuple(unroll)
+    except TypeError:
+        raise TypeError(f"unroll: expected a pair (unroll_i, unroll_j), got {type(unroll).__name__}") from None
+    if len(pair) != 2:
+        raise ValueError(f"unroll: expected a pair (unroll_i, unroll_j), got {len(pair)} values")
+    return (_integer(pair[0], "unroll[0]", 0, _INT_MAX), _integer(pair[1], "unroll[1]", 0, _INT_MAX))
+
+
 def _box(box: Any) -> List[float]:
     if box is None:
         return [0.0, 0.0, 0.0]
     if isinstance(box, numbers.Real):
         return [float(box)] * 3
-    values = [float(v) for v in np.asarray(box, dtype=np.float64).ravel()]
+    try:
+        values = [float(v) for v in np.asarray(box, dtype=np.float64).ravel()]
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"box: expected one length or three (Lx, Ly, Lz), got {box!r}") from exc
     if len(values) != 3:
         raise ValueError(f"box: expected one length or three (Lx, Ly, Lz), got {len(values)}")
     return values
@@ -132,7 +199,10 @@ def _law_parameters(info: Dict[str, Any], parameters: Optional[Sequence[float]],
     (kappa=..., dielectric=...)."""
     values = [0.0] * 4
     if parameters is not None:
-        raw = [float(v) for v in np.asarray(parameters, dtype=np.float64).ravel()]
+        try:
+            raw = [float(v) for v in np.asarray(parameters, dtype=np.float64).ravel()]
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"parameters: expected up to 4 numbers, got {parameters!r}") from exc
         if len(raw) > 4:
             raise ValueError(f"parameters: at most 4 values, got {len(raw)}")
         values[: len(raw)] = raw
@@ -144,7 +214,10 @@ def _law_parameters(info: Dict[str, Any], parameters: Optional[Sequence[float]],
                 + (f" (its parameters: {', '.join(known)})" if known else "")
             )
         p = known[name]
-        given = [float(v) for v in np.atleast_1d(np.asarray(value, dtype=np.float64))]
+        try:
+            given = [float(v) for v in np.atleast_1d(np.asarray(value, dtype=np.float64))]
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name}: expected {p['count']} number(s), got {value!r}") from exc
         if len(given) != p["count"]:
             raise ValueError(f"{name}: expected {p['count']} value(s), got {len(given)}")
         values[p["first"] : p["first"] + p["count"]] = given
@@ -196,6 +269,7 @@ class Context:
                  cache_dir: Optional[str] = None, device_timing: bool = True):
         if device is not None and not isinstance(device, str):
             raise TypeError(f"device: expected a selector string, got {type(device).__name__}")
+        kernel_dir, cache_dir = _path(kernel_dir, "kernel_dir"), _path(cache_dir, "cache_dir")
         self._impl = _core.Context(device, kernel_dir, cache_dir, bool(device_timing))
 
     @property
@@ -290,29 +364,28 @@ class Context:
             The rest map one to one onto fk_eval_config (include/forcekit/forcekit.h).
         """
         info = _kernel_info(kernel)
-        if accum is not None and accum not in _ACCUMS:
+        if accum is not None and (not isinstance(accum, str) or accum not in _ACCUMS):
             raise ValueError(f"accum: unknown accumulator {accum!r}; known: {', '.join(_ACCUMS)}")
-        if algorithm not in _ALGORITHMS:
+        if not isinstance(algorithm, str) or algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm: unknown pair loop {algorithm!r}; known: {', '.join(_ALGORITHMS)}")
         o = _core.EvalOptions()
         o.kernel = kernel
         o.accum = accum
         o.algorithm = _core.algorithm_find(algorithm)
-        o.eps = float(eps)
-        o.cutoff = float(cutoff)
-        o.coulomb = float(coulomb)
+        o.eps = _real(eps, "eps")
+        o.cutoff = _real(cutoff, "cutoff")
+        o.coulomb = _real(coulomb, "coulomb")
         o.box = _box(box)
         o.parameters = _law_parameters(info, parameters, law_parameters)
         o.potential = bool(potential)
         o.reproducible = bool(reproducible)
-        o.skin = float(skin)
-        o.expected_count = int(expected_count)
-        if unroll is not None:
-            o.unroll_i, o.unroll_j = (int(u) for u in unroll)
-        o.work_group_size = int(work_group_size)
+        o.skin = _real(skin, "skin")
+        o.expected_count = _integer(expected_count, "expected_count", 0, _SIZE_MAX)
+        o.unroll_i, o.unroll_j = _unroll(unroll)
+        o.work_group_size = _integer(work_group_size, "work_group_size", 0, _INT_MAX)
         o.local_tiling = 0 if local_tiling is None else (1 if local_tiling else -1)
-        o.j_splits = int(j_splits)
-        o.lanes = int(lanes)
+        o.j_splits = _integer(j_splits, "j_splits", -_INT_MAX - 1, _INT_MAX)
+        o.lanes = _integer(lanes, "lanes", -_INT_MAX - 1, _INT_MAX)
         modes = {"on_the_fly": 0, "afterwards": 1}
         lists = {"auto": 0, "half": 1, "full": 2}
         scales = {"each_upload": 0, "keep": 1}
@@ -323,10 +396,10 @@ class Context:
                                    ("neighbor_lists", neighbor_lists, lists),
                                    ("scale_policy", scale_policy, scales),
                                    ("result_type", result_type, results)):
-            if value not in table:
+            if not isinstance(value, str) or value not in table:
                 raise ValueError(f"{name}: expected one of {', '.join(table)}, got {value!r}")
         o.exclusion_mode = modes[exclusion_mode]
-        o.max_exclusions = int(max_exclusions)
+        o.max_exclusions = _integer(max_exclusions, "max_exclusions", 0, _INT_MAX)
         o.neighbor_lists = lists[neighbor_lists]
         o.scale_policy = scales[scale_policy]
         o.result_type = results[result_type]
@@ -347,6 +420,8 @@ class Evaluator:
         self._potentials: Optional[np.ndarray] = None
 
     def __repr__(self) -> str:
+        if self.context._impl.closed:  # the evaluator still works; the device name is gone
+            return f"<forcekit.Evaluator {self.kernel} N={self._impl.count} on a closed context>"
         return f"<forcekit.Evaluator {self.kernel} N={self._impl.count} on {self.context.device['name']!r}>"
 
     @property
@@ -393,6 +468,8 @@ class Evaluator:
             raise StateError(13, "calls in the wrong order", "update_positions before set_particles")
         positions = _as_float_array(positions, "positions", (n, 3))
         vel = None if velocities is None else _as_float_array(velocities, "velocities", (n, 3))
+        # The binding checks the count again under the context's lock: another thread's
+        # set_particles may have changed it since.
         self._impl.update_positions(positions, vel)
 
     def set_pair_table(self, table: Any, present: Any = None) -> None:
@@ -437,25 +514,21 @@ class Evaluator:
         meanwhile. Returns an (N, force_components) float64 array: a new one, or out, which must be
         a C-contiguous float64 array of that shape. The device time is kept in last_seconds, the
         potentials (with potential=True) in potentials()."""
-        n = self._impl.count
-        if n == 0:
-            raise StateError(13, "calls in the wrong order", "compute before set_particles")
-        shape = (n, self._impl.components)
-        if out is None:
-            out = np.empty(shape, dtype=np.float64)
-        else:
+        if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError(f"out: expected a numpy array, got {type(out).__name__}")
             if out.dtype != np.float64:
                 raise TypeError(f"out: expected dtype float64, got {out.dtype}")
-            if out.shape != shape:
-                raise ValueError(f"out: expected shape {shape}, got {out.shape}")
+            if out.ndim != 2:
+                raise ValueError(f"out: expected shape (N, {self._impl.components}), got {out.shape}")
             if not out.flags.c_contiguous or not out.flags.writeable:
                 raise ValueError("out: must be C-contiguous and writeable")
-        potentials = np.empty(n, dtype=np.float64) if self._impl.potential else None
-        self.last_seconds = self._impl.compute(out, potentials)
+        # N is read, out's shape checked and the result arrays sized where they are filled, under
+        # the context's lock in the binding: another thread's set_particles may change N at any
+        # time between two calls (issue #32: a Python-side size overran the heap).
+        forces, potentials, self.last_seconds = self._impl.compute(out)
         self._potentials = potentials
-        return out
+        return out if out is not None else forces
 
     def potentials(self) -> np.ndarray:
         """The per-particle potentials of the last compute (evaluator(..., potential=True)):
@@ -502,27 +575,43 @@ def reference_forces(
     **law_parameters: Any,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """The library's double-precision O(N^2) host reference (fk_reference_forces): forces, or
-    (forces, potentials) with potential=True. Same arguments as Context.evaluator + set_particles."""
+    (forces, potentials) with potential=True. Same arguments as Context.evaluator + set_particles.
+    NaN or Inf input raises InvalidInputError (a ValueError) naming the argument; Ctrl-C stops it
+    (KeyboardInterrupt: it runs in slices of rows and checks between them)."""
     info = _kernel_info(kernel)
     positions = _as_float_array(positions, "positions", (None, 3))
     n = positions.shape[0]
+    if n == 0:
+        raise ValueError("positions: at least one particle is needed, got shape (0, 3)")
     masses = None if masses_or_charges is None else _as_float_array(masses_or_charges, "masses_or_charges", (n,))
     vel = None if velocities is None else _as_float_array(velocities, "velocities", (n, 3))
     typ = None if types is None else _as_int32(types, "types", n)
+    for array, name in ((positions, "positions"), (masses, "masses_or_charges"), (vel, "velocities")):
+        _finite(array, name)
     values, ntypes = None, 0
     if pair_table is not None:
-        arr = np.asarray(pair_table, dtype=np.float64)
+        try:
+            arr = np.asarray(pair_table, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError("pair_table: expected a real numeric array") from exc
         if arr.ndim != 3 or arr.shape[0] != arr.shape[1] or arr.shape[2] != info["pair_parameters"]:
             raise ValueError(f"pair_table: expected shape (T, T, {info['pair_parameters']}), got {arr.shape}")
         ntypes, values = arr.shape[0], np.ascontiguousarray(arr).reshape(-1)
     excl = None
     if exclusions is not None:
-        excl = np.ascontiguousarray(np.asarray(exclusions).reshape(-1, 2), dtype=np.uint64)
-    forces = np.empty((n, info["force_components"]), dtype=np.float64)
-    pots = np.empty(n, dtype=np.float64) if potential else None
-    _core.reference_forces(kernel, positions, masses, vel, typ, float(eps), float(cutoff),
-                           float(coulomb), _law_parameters(info, parameters, law_parameters),
-                           _box(box), values, ntypes, excl, forces, pots)
+        arr = np.asarray(exclusions)
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError(f"exclusions: expected an integer array, got dtype {arr.dtype}")
+        if arr.size and (arr.ndim != 2 or arr.shape[1] != 2):
+            raise ValueError(f"exclusions: expected shape (K, 2), got {arr.shape}")
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            raise ValueError(f"exclusions: indices must lie in 0 .. {n - 1}")
+        excl = np.ascontiguousarray(arr.reshape(-1, 2), dtype=np.uint64)
+    # Computed in slices of rows, so Ctrl-C (KeyboardInterrupt) stops it between two.
+    forces, pots = _core.reference_forces(
+        kernel, positions, masses, vel, typ, _real(eps, "eps"), _real(cutoff, "cutoff"),
+        _real(coulomb, "coulomb"), _law_parameters(info, parameters, law_parameters), _box(box),
+        values, ntypes, excl, bool(potential))
     return (forces, pots) if potential else forces
 
 
@@ -551,18 +640,32 @@ def tune(
         context or device: where to tune (a new Context(device) when no context is given).
         n: 0 every N bucket; else only the bucket holding n, measured at n.
         budget_seconds: whole run (0: 600 s).
-        progress: called with a dict after each candidate; return True to stop. It must not use
-            the same context.
+        progress: called with a dict after each candidate; return True to stop. Using the
+            context being tuned from it raises RuntimeError (its thread holds the context).
+    Ctrl-C stops the run after the current candidate (KeyboardInterrupt), with or without
+    progress.
     Returns a dict: kernel, accum, device keys, database written, seconds, buckets (each with
     its best point or None).
     """
     _kernel_info(kernel)
-    if accum is not None and accum not in _ACCUMS:
+    if accum is not None and (not isinstance(accum, str) or accum not in _ACCUMS):
         raise ValueError(f"accum: unknown accumulator {accum!r}; known: {', '.join(_ACCUMS)}")
+    if context is not None and not isinstance(context, Context):
+        raise TypeError(f"context: expected a forcekit.Context, got {type(context).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress: expected a callable, got {type(progress).__name__}")
+    database = _path(database, "database")
+    n = _integer(n, "n", 0, _SIZE_MAX)
+    budget_seconds = _real(budget_seconds, "budget_seconds")
+    seed = _integer(seed, "seed", 0, _SIZE_MAX)
+    ui, uj = _unroll(unroll)
+    work_group_size = _integer(work_group_size, "work_group_size", 0, _INT_MAX)
+    j_splits = _integer(j_splits, "j_splits", -_INT_MAX - 1, _INT_MAX)
+    lanes = _integer(lanes, "lanes", -_INT_MAX - 1, _INT_MAX)
+    tiling = 0 if local_tiling is None else (1 if local_tiling else -1)
     if context is None:
         context = Context(device)
-    ui, uj = (0, 0) if unroll is None else (int(unroll[0]), int(unroll[1]))
-    tiling = 0 if local_tiling is None else (1 if local_tiling else -1)
-    return _core.tune(context._impl, kernel, accum, int(n), float(budget_seconds), database,
-                      int(seed), ui, uj, int(work_group_size), tiling, int(j_splits), int(lanes),
-                      progress)
+    # Ctrl-C stops the run after the current candidate (KeyboardInterrupt), with or without a
+    # progress callback.
+    return _core.tune(context._impl, kernel, accum, n, budget_seconds, database, seed, ui, uj,
+                      work_group_size, tiling, j_splits, lanes, progress)

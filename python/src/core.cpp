@@ -2,24 +2,45 @@
 //
 // This module only marshals: argument checking that Python does better (dtypes, shapes, names)
 // lives in forcekit/__init__.py, every computation is the C library's. Arrays arrive here already
-// float64 / int32 / uint64 and C-contiguous, so nb::ndarray binds them without a copy.
+// float64 / int32 / uint64 and C-contiguous, so nb::ndarray binds them without a copy. Sizes are
+// still checked here too (a wrong size would be a heap overflow, not an exception).
 //
 // Threads: forcekit.h says one context and its evaluations are used by one thread at a time.
-// Every call into the C library that touches a context releases the GIL and then takes that
-// context's mutex (never the other order), so Python threads sharing a context are serialized
-// without a deadlock, and threads with their own contexts run in parallel.
+// Every call into the C library that touches a context goes through Context::locked: it releases
+// the GIL and then takes that context's mutex, never the other order, so Python threads sharing
+// a context are serialized, and threads with their own contexts run in parallel. The rules that
+// keep this free of deadlocks and races (issue #32):
+//  - No thread waits for a context's mutex while it holds the GIL. A thread holding the mutex may
+//    need the GIL (fk_tune_run's progress callback calls Python), so waiting for the mutex with
+//    the GIL held could deadlock. Destructors run with the GIL held and cannot release it for a
+//    wait of unknown length (a tune runs for minutes; at interpreter exit the holder may never
+//    come back), so ~Evaluator only try-locks and otherwise hands its evaluation to the thread
+//    that holds the mutex, which destroys it when it lets go (Context::retire).
+//  - Everything that depends on the evaluation's state is read and sized under the mutex: the
+//    particle count, the arrays compute() fills (allocated there, wrapped into numpy arrays after),
+//    the counts update_positions() checks, the last error of a failed call. A set_particles from
+//    another thread can change N between any two calls, never within one.
+//  - A thread that holds the mutex (a tune's progress callback) and calls into the same context
+//    again gets a RuntimeError instead of locking a mutex it already holds.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -38,7 +59,8 @@ using Types = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::
 using Pairs = nb::ndarray<const uint64_t, nb::shape<-1, 2>, nb::c_contig, nb::device::cpu>;
 using Flags = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Output = nb::ndarray<double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using Output1 = nb::ndarray<double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Result2 = nb::ndarray<nb::numpy, double, nb::ndim<2>>;
+using Result1 = nb::ndarray<nb::numpy, double, nb::ndim<1>>;
 
 // forcekit._errors.from_status(status, name, detail) builds the exception; set by __init__.py.
 // A plain reference that is never released: an nb::object here would be released by a C++
@@ -55,21 +77,79 @@ PyObject *error_factory = nullptr;
     throw nb::python_error();
 }
 
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...)
+{
+    char text[512];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    return text;
+}
+
+// A call's outcome as seen under the context's mutex: the status, and the context's last error
+// read before another thread's call could replace it. Raised once the GIL is back.
+struct Outcome {
+    fk_status status = FK_OK;
+    std::string detail;
+    std::string value_error; // a size check that failed (a ValueError naming the argument)
+    bool closed = false;     // the context was closed
+
+    void raise_if_failed() const
+    {
+        if (closed)
+            throw std::runtime_error("the context was closed");
+        if (!value_error.empty())
+            throw nb::value_error(value_error.c_str());
+        if (status != FK_OK)
+            raise_status(status, detail.c_str());
+    }
+};
+
+// A numpy array that takes over a buffer allocated without the GIL (under the context's mutex).
+nb::object adopt(std::unique_ptr<double[]> data, size_t rows, size_t columns)
+{
+    double *raw = data.get();
+    nb::capsule owner(raw, [](void *p) noexcept { delete[] static_cast<double *>(p); });
+    data.release();
+    if (columns == 0)
+        return Result1(raw, {rows}, owner).cast();
+    return Result2(raw, {rows, columns}, owner).cast();
+}
+
+std::unique_ptr<double[]> allocate(size_t count)
+{
+    return std::unique_ptr<double[]>(new (std::nothrow) double[count ? count : 1]);
+}
+
 struct Context {
     fk_context *context = nullptr;
     std::mutex mutex;
-    size_t live = 0;      // evaluations created from it and not yet destroyed
-    bool closing = false; // close() was called: destroyed when the last evaluation goes
+    // The thread that holds mutex (a default id when none): a call from that same thread (a
+    // tune's progress callback) must not lock it again.
+    std::atomic<std::thread::id> holder{};
+    size_t live = 0;                  // evaluations created from it and not yet destroyed (mutex)
+    std::atomic<bool> closing{false}; // close() was called: destroyed when the last evaluation goes
+    // Evaluations whose Python objects went while another thread held mutex: that thread
+    // destroys them when it lets go of it (retire). pending_mutex is only ever held for a push or
+    // a swap, never while waiting for anything else.
+    std::mutex pending_mutex;
+    std::vector<fk_eval *> pending;
+    // Fixed for the life of the context: copied once, readable without the mutex.
+    fk_device_info device{};
+    std::string kernel_dir;
+    std::optional<std::string> cache_dir;
 
-    Context(std::optional<std::string> device, std::optional<std::string> kernel_dir,
-            std::optional<std::string> cache_dir, bool device_timing)
+    Context(std::optional<std::string> device_selector, std::optional<std::string> kernels,
+            std::optional<std::string> cache, bool device_timing)
     {
         fk_context_config config{};
         config.struct_size = sizeof config;
-        config.device = device ? device->c_str() : nullptr;
+        config.device = device_selector ? device_selector->c_str() : nullptr;
         config.device_timing = device_timing ? FK_DEVICE_TIMING_ON : FK_DEVICE_TIMING_OFF;
-        config.kernel_dir = kernel_dir ? kernel_dir->c_str() : nullptr;
-        config.cache_dir = cache_dir ? cache_dir->c_str() : nullptr;
+        config.kernel_dir = kernels ? kernels->c_str() : nullptr;
+        config.cache_dir = cache ? cache->c_str() : nullptr;
         fk_status status;
         {
             nb::gil_scoped_release release;
@@ -81,11 +161,97 @@ struct Context {
             context = nullptr;
             raise_status(status, detail.c_str());
         }
+        device = *fk_context_device(context);
+        kernel_dir = fk_context_kernel_dir(context);
+        if (const char *d = fk_context_cache_dir(context))
+            cache_dir = d;
     }
+    // The Python object is gone, so no evaluation (each keeps it alive) and no tune (its argument)
+    // uses the context: nothing holds the mutex.
     ~Context()
     {
+        for (fk_eval *e : pending)
+            fk_eval_destroy(e);
         fk_context_destroy(context);
     }
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    // Runs f() with the mutex held and the GIL released; call it with the GIL held. f must not
+    // touch Python objects (it may raise nothing but C++ exceptions of its own).
+    template <class F> auto locked(F &&f) -> decltype(f())
+    {
+        if (holder.load() == std::this_thread::get_id())
+            throw std::runtime_error(
+                "forcekit: this thread is already inside a call on this context (a tune() "
+                "progress callback must not use the context being tuned)");
+        nb::gil_scoped_release release;
+        mutex.lock();
+        holder.store(std::this_thread::get_id());
+        struct Unlock {
+            Context *c;
+            ~Unlock()
+            {
+                c->unlock();
+            }
+        } unlock_at_exit{this};
+        return f();
+    }
+
+    // With the mutex held: destroys what was retired meanwhile, lets go of the mutex, and takes it
+    // back for evaluations retired while it was being released (else they would wait for the next
+    // call). A failed try_lock means another thread holds it and will do the same.
+    void unlock()
+    {
+        for (;;) {
+            destroy_pending();
+            holder.store(std::thread::id());
+            mutex.unlock();
+            {
+                std::lock_guard<std::mutex> guard(pending_mutex);
+                if (pending.empty())
+                    return;
+            }
+            if (!mutex.try_lock())
+                return;
+            holder.store(std::this_thread::get_id());
+        }
+    }
+
+    void destroy_pending()
+    {
+        std::vector<fk_eval *> retired;
+        {
+            std::lock_guard<std::mutex> guard(pending_mutex);
+            retired.swap(pending);
+        }
+        for (fk_eval *e : retired) {
+            fk_eval_destroy(e);
+            --live;
+        }
+        release_if_unused();
+    }
+
+    // An evaluation whose Python object goes (with the GIL held, so without waiting for the
+    // mutex): destroyed now if the mutex is free, else by the thread that holds it.
+    void retire(fk_eval *eval)
+    {
+        {
+            std::lock_guard<std::mutex> guard(pending_mutex);
+            pending.push_back(eval);
+        }
+        // This thread may hold the mutex further up its stack (an evaluation collected inside a
+        // tune's progress callback): that call's unlock destroys it. try_lock from the owner
+        // would be undefined.
+        if (holder.load() == std::this_thread::get_id())
+            return;
+        if (mutex.try_lock()) {
+            holder.store(std::this_thread::get_id());
+            unlock();
+        }
+    }
+
+    // With the mutex held.
     void release_if_unused()
     {
         if (closing && live == 0 && context) {
@@ -93,19 +259,27 @@ struct Context {
             context = nullptr;
         }
     }
-    Context(const Context &) = delete;
-    Context &operator=(const Context &) = delete;
 
-    fk_context *get() const
+    // With the mutex held: the context for a new use, or nullptr once closed.
+    fk_context *usable() const
     {
-        if (!context || closing)
-            throw std::runtime_error("the context was closed");
-        return context;
+        return closing ? nullptr : context;
     }
-    void check(fk_status status) const
+
+    // With the mutex held.
+    Outcome outcome(fk_status status) const
     {
-        if (status != FK_OK)
-            raise_status(status, context ? fk_context_last_error(context) : "");
+        Outcome o;
+        o.status = status;
+        if (status != FK_OK && context)
+            o.detail = fk_context_last_error(context);
+        return o;
+    }
+
+    void check_open() const
+    {
+        if (closing)
+            throw std::runtime_error("the context was closed");
     }
 };
 
@@ -173,13 +347,18 @@ struct Evaluator {
     nb::object owner; // the Python Context: keeps it alive while this evaluation exists
     Context *ctx;
     fk_eval *eval = nullptr;
-    size_t count = 0; // particles of the last successful set_particles
+    // Particles of the last successful set_particles; written under the context's mutex, read
+    // anywhere (the authoritative reads are under the mutex too).
+    std::atomic<size_t> count{0};
     size_t components = 0;
+    size_t pair_parameters = 0;
     bool potential = false;
 
     Evaluator(nb::object context_object, const EvalOptions &o) : owner(context_object)
     {
         ctx = nb::cast<Context *>(context_object);
+        const fk_kernel_info *info = fk_kernel_find(o.kernel.c_str());
+        pair_parameters = info ? info->pair_parameters : 0;
         fk_eval_config config{};
         config.struct_size = sizeof config;
         config.kernel = o.kernel.c_str();
@@ -210,88 +389,158 @@ struct Evaluator {
         config.neighbor_lists = o.neighbor_lists;
         config.positions = o.positions;
         potential = o.potential;
-        fk_status status;
-        {
-            nb::gil_scoped_release release;
-            std::lock_guard<std::mutex> lock(ctx->mutex);
-            status = fk_eval_create(ctx->get(), &config, &eval);
-        }
-        if (status != FK_OK) {
-            std::string detail = fk_context_last_error(ctx->context);
-            fk_eval_destroy(eval);
-            eval = nullptr;
-            raise_status(status, detail.c_str());
-        }
-        components = fk_eval_force_components(eval);
-        ++ctx->live;
+        // Created and counted in one hold of the mutex: a close() in between would otherwise
+        // destroy the context under the new evaluation.
+        Outcome out = ctx->locked([&] {
+            Outcome result;
+            fk_context *context = ctx->usable();
+            if (!context) {
+                result.closed = true;
+                return result;
+            }
+            result = ctx->outcome(fk_eval_create(context, &config, &eval));
+            if (result.status != FK_OK) {
+                fk_eval_destroy(eval);
+                eval = nullptr;
+                return result;
+            }
+            components = fk_eval_force_components(eval);
+            ++ctx->live;
+            return result;
+        });
+        out.raise_if_failed();
     }
-    // Runs with the GIL held (deallocation); a thread computing on another evaluation of this
-    // context holds the mutex without the GIL and lets go of it before taking the GIL back.
+    // Runs with the GIL held (deallocation): never waits for the mutex (see the top of the file).
     ~Evaluator()
     {
-        if (eval) {
-            std::lock_guard<std::mutex> lock(ctx->mutex);
-            fk_eval_destroy(eval);
-            --ctx->live;
-        }
-        ctx->release_if_unused();
+        if (eval)
+            ctx->retire(eval);
     }
     Evaluator(const Evaluator &) = delete;
     Evaluator &operator=(const Evaluator &) = delete;
 
-    template <class F> void call(F &&f)
-    {
-        fk_status status;
-        {
-            nb::gil_scoped_release release;
-            std::lock_guard<std::mutex> lock(ctx->mutex);
-            status = f();
-        }
-        ctx->check(status);
-    }
-
     void set_particles(Positions positions, std::optional<Vector> masses,
                        std::optional<Positions> velocities, std::optional<Types> types)
     {
+        const size_t n = positions.shape(0);
+        if (masses && masses->shape(0) != n)
+            throw nb::value_error(
+                format("masses_or_charges: expected shape (%zu,), got (%zu,)", n, masses->shape(0))
+                    .c_str());
+        if (velocities && velocities->shape(0) != n)
+            throw nb::value_error(
+                format("velocities: expected shape (%zu, 3), got (%zu, 3)", n, velocities->shape(0))
+                    .c_str());
+        if (types && types->shape(0) != n)
+            throw nb::value_error(
+                format("types: expected shape (%zu,), got (%zu,)", n, types->shape(0)).c_str());
         fk_particles particles = {};
-        particles.count = positions.shape(0);
+        particles.count = n;
         particles.position = positions.data();
         particles.mass = masses ? masses->data() : nullptr;
         particles.velocity = velocities ? velocities->data() : nullptr;
         particles.type = types ? reinterpret_cast<const int *>(types->data()) : nullptr;
-        count = 0;
-        call([&] { return fk_eval_set_particles(eval, &particles); });
-        count = particles.count;
+        ctx->locked([&] {
+               Outcome o = ctx->outcome(fk_eval_set_particles(eval, &particles));
+               // One store: a reader outside the mutex (update_positions' early check) never sees
+               // a count between the old and the new.
+               count = o.status == FK_OK ? n : 0;
+               return o;
+           })
+            .raise_if_failed();
     }
 
     void update_positions(Positions positions, std::optional<Positions> velocities)
     {
         const double *v = velocities ? velocities->data() : nullptr;
-        call([&] { return fk_eval_update_positions(eval, positions.data(), v); });
+        ctx->locked([&] {
+               Outcome o;
+               const size_t n = count;
+               if (n == 0) {
+                   o.status = FK_ERR_STATE;
+                   o.detail = "update_positions before set_particles";
+               } else if (positions.shape(0) != n) {
+                   o.value_error = format("positions: expected shape (%zu, 3), got (%zu, 3)", n,
+                                          positions.shape(0));
+               } else if (velocities && velocities->shape(0) != n) {
+                   o.value_error = format("velocities: expected shape (%zu, 3), got (%zu, 3)", n,
+                                          velocities->shape(0));
+               } else {
+                   o = ctx->outcome(fk_eval_update_positions(eval, positions.data(), v));
+               }
+               return o;
+           })
+            .raise_if_failed();
     }
 
-    double compute(Output forces, std::optional<Output1> potentials)
+    // Returns (forces, potentials or None, device seconds). The result arrays are sized by the
+    // particle count under the mutex, where they are filled: new arrays, or out when its shape
+    // is (N, components) for the N of that moment.
+    nb::tuple compute(std::optional<Output> out)
     {
         double seconds = 0;
-        double *p = potentials ? potentials->data() : nullptr;
-        call([&] {
+        size_t n = 0;
+        std::unique_ptr<double[]> forces, potentials;
+        Outcome result = ctx->locked([&] {
+            Outcome o;
+            n = count;
+            if (n == 0) {
+                o.status = FK_ERR_STATE;
+                o.detail = "compute before set_particles";
+                return o;
+            }
+            double *target = nullptr;
+            if (out) {
+                if (out->shape(0) != n || out->shape(1) != components) {
+                    o.value_error = format("out: expected shape (%zu, %zu), got (%zu, %zu)", n,
+                                           components, out->shape(0), out->shape(1));
+                    return o;
+                }
+                target = out->data();
+            } else {
+                forces = allocate(n * components);
+                target = forces.get();
+            }
+            if (potential)
+                potentials = allocate(n);
+            if (!target || (potential && !potentials)) {
+                o.status = FK_ERR_HOST_MEMORY;
+                o.detail = "allocating the result arrays";
+                return o;
+            }
             fk_status status = fk_eval_compute(eval, &seconds);
             if (status == FK_OK)
-                status = fk_eval_read_forces(eval, forces.data());
-            if (status == FK_OK && p)
-                status = fk_eval_read_potentials(eval, p);
-            return status;
+                status = fk_eval_read_forces(eval, target);
+            if (status == FK_OK && potential)
+                status = fk_eval_read_potentials(eval, potentials.get());
+            return ctx->outcome(status);
         });
-        return seconds;
+        result.raise_if_failed();
+        // out itself is returned by the Python layer (a cast here would be a new array object).
+        nb::object f = out ? nb::none() : adopt(std::move(forces), n, components);
+        nb::object p = potential ? adopt(std::move(potentials), n, 0) : nb::none();
+        return nb::make_tuple(f, p, seconds);
     }
 
     void set_pair_table(size_t types, Vector values, std::optional<Flags> present)
     {
+        // types * types * P values (and types * types flags), or the library reads past them.
+        const size_t p = pair_parameters;
+        if (types == 0 || types > (size_t)INT_MAX || values.shape(0) / types / types != p ||
+            values.shape(0) != types * types * p)
+            throw nb::value_error(format("table: expected %zu x %zu x %zu values, got %zu", types,
+                                         types, p, values.shape(0))
+                                      .c_str());
+        if (present && present->shape(0) != types * types)
+            throw nb::value_error(format("present: expected %zu x %zu flags, got %zu", types, types,
+                                         present->shape(0))
+                                      .c_str());
         fk_pair_table table = {};
         table.types = types;
         table.values = values.data();
         table.present = present ? present->data() : nullptr;
-        call([&] { return fk_eval_set_pair_table(eval, &table); });
+        ctx->locked([&] { return ctx->outcome(fk_eval_set_pair_table(eval, &table)); })
+            .raise_if_failed();
     }
 
     void set_exclusions(Pairs pairs)
@@ -299,15 +548,16 @@ struct Evaluator {
         static_assert(sizeof(size_t) == sizeof(uint64_t), "size_t must be 64-bit");
         const size_t *data = reinterpret_cast<const size_t *>(pairs.data());
         const size_t n = pairs.shape(0);
-        call([&] { return fk_eval_set_exclusions(eval, n ? data : nullptr, n); });
+        ctx->locked(
+               [&] { return ctx->outcome(fk_eval_set_exclusions(eval, n ? data : nullptr, n)); })
+            .raise_if_failed();
     }
 
-    nb::dict variant() const
+    nb::dict variant()
     {
         fk_variant v;
         std::memset(&v, 0, sizeof v);
-        fk_status status = fk_eval_get_variant(eval, &v);
-        ctx->check(status);
+        ctx->locked([&] { return ctx->outcome(fk_eval_get_variant(eval, &v)); }).raise_if_failed();
         static const char *sources[] = {"explicit", "default", "user_db", "shipped_db"};
         nb::dict out;
         out["unroll_i"] = v.unroll_i;
@@ -327,11 +577,18 @@ struct Evaluator {
         return out;
     }
 
-    nb::tuple reproducible() const
+    nb::tuple reproducible()
     {
-        const char *reason = nullptr;
-        int r = fk_eval_reproducible(eval, &reason);
-        return nb::make_tuple(r, reason ? std::string(reason) : std::string());
+        int r = 0;
+        std::string why;
+        ctx->locked([&] {
+            const char *reason = nullptr;
+            r = fk_eval_reproducible(eval, &reason);
+            if (reason)
+                why = reason;
+            return Outcome();
+        });
+        return nb::make_tuple(r, why);
     }
 };
 
@@ -382,16 +639,35 @@ nb::list accumulators()
     return out;
 }
 
-// The double-precision host reference (fk_reference_forces).
-void reference_forces(const std::string &kernel, Positions positions, std::optional<Vector> masses,
-                      std::optional<Positions> velocities, std::optional<Types> types, double eps,
-                      double cutoff, double coulomb, std::vector<double> parameters,
-                      std::vector<double> box, std::optional<Vector> pair_values, size_t pair_types,
-                      std::optional<Pairs> exclusions, Output forces,
-                      std::optional<Output1> potentials)
+// The double-precision host reference: (forces, potentials or None). Computed in slices of
+// rows (fk_reference_forces_rows) with the GIL released, checking for Ctrl-C between them: an
+// O(N^2) reference at large N takes minutes, and a single call could not be interrupted.
+nb::tuple reference_forces(const std::string &kernel, Positions positions,
+                           std::optional<Vector> masses, std::optional<Positions> velocities,
+                           std::optional<Types> types, double eps, double cutoff, double coulomb,
+                           std::vector<double> parameters, std::vector<double> box,
+                           std::optional<Vector> pair_values, size_t pair_types,
+                           std::optional<Pairs> exclusions, bool potential)
 {
+    const fk_kernel_info *info = fk_kernel_find(kernel.c_str());
+    if (!info)
+        throw nb::value_error(format("kernel: unknown force law '%s'", kernel.c_str()).c_str());
+    const size_t n = positions.shape(0);
+    const size_t components = info->force_components;
+    if (n == 0)
+        throw nb::value_error("positions: at least one particle is needed, got shape (0, 3)");
+    if (masses && masses->shape(0) != n)
+        throw nb::value_error("masses_or_charges: one value per particle expected");
+    if (velocities && velocities->shape(0) != n)
+        throw nb::value_error("velocities: one row per particle expected");
+    if (types && types->shape(0) != n)
+        throw nb::value_error("types: one value per particle expected");
+    if (pair_values && (pair_types == 0 || pair_types > (size_t)INT_MAX ||
+                        pair_values->shape(0) / pair_types / pair_types != info->pair_parameters ||
+                        pair_values->shape(0) != pair_types * pair_types * info->pair_parameters))
+        throw nb::value_error("pair_table: expected T x T x (the law's pair parameters) values");
     fk_particles particles = {};
-    particles.count = positions.shape(0);
+    particles.count = n;
     particles.position = positions.data();
     particles.mass = masses ? masses->data() : nullptr;
     particles.velocity = velocities ? velocities->data() : nullptr;
@@ -415,14 +691,31 @@ void reference_forces(const std::string &kernel, Positions positions, std::optio
         physics.exclusions = reinterpret_cast<const size_t *>(exclusions->data());
         physics.exclusion_count = exclusions->shape(0);
     }
-    double *p = potentials ? potentials->data() : nullptr;
-    fk_status status;
-    {
-        nb::gil_scoped_release release;
-        status = fk_reference_forces(kernel.c_str(), &particles, &physics, forces.data(), p);
+    std::unique_ptr<double[]> forces = allocate(n * components);
+    std::unique_ptr<double[]> potentials = potential ? allocate(n) : nullptr;
+    if (!forces || (potential && !potentials))
+        throw std::bad_alloc();
+    // About 2^21 pair terms a slice: milliseconds, so Ctrl-C is prompt and the slices' own cost
+    // (a GIL round trip, the law's setup) is negligible.
+    const size_t rows = std::max<size_t>(1, ((size_t)1 << 21) / n);
+    for (size_t first = 0; first < n; first += rows) {
+        const size_t end = std::min(n, first + rows);
+        fk_status status;
+        {
+            nb::gil_scoped_release release;
+            status = fk_reference_forces_rows(kernel.c_str(), &particles, &physics, first, end,
+                                              forces.get() + first * components,
+                                              potential ? potentials.get() + first : nullptr);
+        }
+        if (status != FK_OK)
+            raise_status(status, "fk_reference_forces rejected the input (coincident particles "
+                                 "without softening, an exclusion or type out of range, a "
+                                 "parameter out of range)");
+        if (PyErr_CheckSignals() != 0)
+            throw nb::python_error();
     }
-    if (status != FK_OK)
-        raise_status(status, "fk_reference_forces rejected the input");
+    nb::object p = potential ? adopt(std::move(potentials), n, 0) : nb::none();
+    return nb::make_tuple(adopt(std::move(forces), n, components), p);
 }
 
 nb::dict point_dict(const fk_tune_point &p)
@@ -446,10 +739,14 @@ nb::dict point_dict(const fk_tune_point &p)
 }
 
 struct TuneCallback {
-    nb::object progress;
-    bool failed = false;
+    nb::object progress; // None: only the Ctrl-C check
+    bool failed = false; // the callback raised, or a signal handler did (the error is set)
 };
 
+// Called by fk_tune_run after each candidate, on the thread that holds the context's mutex, with
+// the GIL released: it takes the GIL, which is safe because no thread waits for the mutex while
+// holding the GIL (the top of this file). Without a Python callback it only runs the signal
+// handlers, so that Ctrl-C stops a tune after the current candidate.
 int tune_progress(const fk_tune_progress *progress, void *user)
 {
     TuneCallback *cb = static_cast<TuneCallback *>(user);
@@ -457,20 +754,25 @@ int tune_progress(const fk_tune_progress *progress, void *user)
         return 1;
     nb::gil_scoped_acquire acquire;
     try {
-        nb::dict d;
-        d["bucket_index"] = progress->bucket_index;
-        d["bucket_count"] = progress->bucket_count;
-        d["n"] = progress->n;
-        d["done"] = progress->done;
-        d["planned"] = progress->planned;
-        d["elapsed"] = progress->elapsed;
-        d["budget"] = progress->budget;
-        d["best_seconds"] = progress->best_seconds;
-        nb::object stop = cb->progress(d);
-        const int truth = PyObject_IsTrue(stop.ptr()); // any truthy value stops, None does not
-        if (truth < 0)
+        int stop = 0;
+        if (!cb->progress.is_none()) {
+            nb::dict d;
+            d["bucket_index"] = progress->bucket_index;
+            d["bucket_count"] = progress->bucket_count;
+            d["n"] = progress->n;
+            d["done"] = progress->done;
+            d["planned"] = progress->planned;
+            d["elapsed"] = progress->elapsed;
+            d["budget"] = progress->budget;
+            d["best_seconds"] = progress->best_seconds;
+            nb::object answer = cb->progress(d);
+            stop = PyObject_IsTrue(answer.ptr()); // any truthy value stops, None does not
+            if (stop < 0)
+                throw nb::python_error();
+        }
+        if (PyErr_CheckSignals() != 0)
             throw nb::python_error();
-        return truth;
+        return stop;
     } catch (nb::python_error &e) {
         e.restore(); // this thread's error indicator, re-raised after fk_tune_run returns
         cb->failed = true;
@@ -499,24 +801,25 @@ nb::dict tune(nb::object context_object, const std::string &kernel,
     config.j_splits = j_splits;
     config.lanes = lanes;
     TuneCallback cb{progress};
-    if (!progress.is_none()) {
-        config.progress = tune_progress;
-        config.user = &cb;
-    }
+    config.progress = tune_progress;
+    config.user = &cb;
     fk_tune_result *result = nullptr;
-    fk_status status;
-    {
-        nb::gil_scoped_release release;
-        std::lock_guard<std::mutex> lock(ctx->mutex);
-        status = fk_tune_run(ctx->get(), &config, &result);
-    }
+    Outcome outcome = ctx->locked([&] {
+        Outcome o;
+        fk_context *context = ctx->usable();
+        if (!context) {
+            o.closed = true;
+            return o;
+        }
+        return ctx->outcome(fk_tune_run(context, &config, &result));
+    });
     if (cb.failed) {
         fk_tune_result_free(result);
         throw nb::python_error();
     }
-    if (status != FK_OK) {
+    if (outcome.status != FK_OK || outcome.closed) {
         fk_tune_result_free(result);
-        ctx->check(status);
+        outcome.raise_if_failed();
     }
     static const char *searches[] = {"exhaustive", "sampled", "skipped"};
     nb::dict out;
@@ -576,23 +879,42 @@ NB_MODULE(_core, m)
              "device_timing"_a = true)
         .def("close",
              [](Context &c) {
-                 nb::gil_scoped_release release;
-                 std::lock_guard<std::mutex> lock(c.mutex);
-                 c.closing = true;
-                 c.release_if_unused();
+                 c.locked([&] {
+                     c.closing = true;
+                     c.release_if_unused();
+                     return 0;
+                 });
              })
-        .def_prop_ro("closed", [](const Context &c) { return c.closing || !c.context; })
+        .def_prop_ro("closed", [](const Context &c) { return c.closing.load(); })
+        // Evaluations not yet destroyed (the tests check that retired ones do go).
+        .def_prop_ro("_live", [](Context &c) { return c.locked([&] { return c.live; }); })
         .def_prop_ro("device",
-                     [](const Context &c) { return device_dict(*fk_context_device(c.get())); })
+                     [](const Context &c) {
+                         c.check_open();
+                         return device_dict(c.device);
+                     })
         .def_prop_ro("last_error",
-                     [](const Context &c) { return std::string(fk_context_last_error(c.get())); })
+                     [](Context &c) {
+                         c.check_open();
+                         return c.locked([&] {
+                             return std::string(c.context ? fk_context_last_error(c.context) : "");
+                         });
+                     })
         .def_prop_ro("warnings",
-                     [](const Context &c) { return std::string(fk_context_warnings(c.get())); })
+                     [](Context &c) {
+                         c.check_open();
+                         return c.locked([&] {
+                             return std::string(c.context ? fk_context_warnings(c.context) : "");
+                         });
+                     })
         .def_prop_ro("kernel_dir",
-                     [](const Context &c) { return std::string(fk_context_kernel_dir(c.get())); })
+                     [](const Context &c) {
+                         c.check_open();
+                         return c.kernel_dir;
+                     })
         .def_prop_ro("cache_dir", [](const Context &c) {
-            const char *d = fk_context_cache_dir(c.get());
-            return d ? nb::object(nb::str(d)) : nb::none();
+            c.check_open();
+            return c.cache_dir ? nb::object(nb::str(c.cache_dir->c_str())) : nb::none();
         });
 
     nb::class_<EvalOptions>(m, "EvalOptions")
@@ -628,20 +950,19 @@ NB_MODULE(_core, m)
         .def("set_particles", &Evaluator::set_particles, "positions"_a, "masses"_a.none(),
              "velocities"_a.none(), "types"_a.none())
         .def("update_positions", &Evaluator::update_positions, "positions"_a, "velocities"_a.none())
-        .def("compute", &Evaluator::compute, "forces"_a, "potentials"_a.none())
+        .def("compute", &Evaluator::compute, "out"_a.none().noconvert())
         .def("set_pair_table", &Evaluator::set_pair_table, "types"_a, "values"_a,
              "present"_a.none())
         .def("set_exclusions", &Evaluator::set_exclusions, "pairs"_a)
         .def_prop_ro("variant", &Evaluator::variant)
         .def_prop_ro("reproducible", &Evaluator::reproducible)
-        .def_ro("count", &Evaluator::count)
+        .def_prop_ro("count", [](const Evaluator &e) { return e.count.load(); })
         .def_ro("components", &Evaluator::components)
         .def_ro("potential", &Evaluator::potential);
 
     m.def("reference_forces", &reference_forces, "kernel"_a, "positions"_a, "masses"_a.none(),
           "velocities"_a.none(), "types"_a.none(), "eps"_a, "cutoff"_a, "coulomb"_a, "parameters"_a,
-          "box"_a, "pair_values"_a.none(), "pair_types"_a, "exclusions"_a.none(), "forces"_a,
-          "potentials"_a.none());
+          "box"_a, "pair_values"_a.none(), "pair_types"_a, "exclusions"_a.none(), "potential"_a);
     m.def("tune", &tune, "context"_a, "kernel"_a, "accum"_a.none(), "n"_a, "budget_seconds"_a,
           "database"_a.none(), "seed"_a, "unroll_i"_a, "unroll_j"_a, "work_group_size"_a,
           "local_tiling"_a, "j_splits"_a, "lanes"_a, "progress"_a.none());
