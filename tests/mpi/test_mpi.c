@@ -27,7 +27,8 @@
  *   replicated  every rank passing the whole system (fk_mpi_eval_set_all_particles): one
  *             device's forces when the ranks agree; FK_ERR_INVALID_ARGUMENT on every rank, naming
  *             rank 1, when rank 1 has fewer particles, one coordinate one ulp away, a drifted
- *             update (update_all_positions) or another eps at create (issue #32).
+ *             update (update_all_positions) or another eps at create, and block steps
+ *             (fk_mpi_sources) with another accumulator on rank 1 (issue #32).
  *
  * Exit status 0 when every check passed on every rank; rank 0 prints what failed.
  */
@@ -868,8 +869,20 @@ static void check_replicated(void)
               "another eps on rank 1: %s '%s'", fk_status_string(status),
               fk_mpi_eval_last_error(NULL));
         fk_mpi_eval_destroy(none);
+        /* 6. block steps: another accumulator on rank 1 (fixed64 reduces integers where ref
+         * gathers doubles: mismatched collectives) is refused at create */
+        fk_sources_config sources_config = FK_CONFIG_INIT(fk_sources_config);
+        sources_config.capacity = 16;
+        sources_config.accum = rank == 1 ? "ref" : "fixed64";
+        fk_mpi_sources *sources = NULL;
+        status = fk_mpi_sources_create(context, &sources_config, MPI_COMM_WORLD, &sources);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT && sources == NULL &&
+                  strstr(fk_mpi_sources_last_error(NULL), "rank 1's config differs from rank 0's"),
+              "another accumulator on rank 1: %s '%s'", fk_status_string(status),
+              fk_mpi_sources_last_error(NULL));
+        fk_mpi_sources_destroy(sources);
     }
-    /* 6. update_all_positions needs set_all_particles */
+    /* 7. update_all_positions needs set_all_particles */
     size_t first = 0, count = 0;
     slice_of(n, rank, &first, &count);
     fk_particles slice = view("ga", &s, first, count);
