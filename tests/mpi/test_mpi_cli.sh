@@ -100,7 +100,8 @@ fi
 # rank 1: the job fails on every rank with the library's message (before, rank 1 read 450 ranks'
 # worth of forces into its 400-particle buffer: a heap overflow under ASan); (b) two different
 # 500-particle files: the job fails (before, it exited 0 with forces 101% wrong); (c) simulate
-# with a different --seed on rank 1 (different generated systems) fails the same way.
+# with a different --seed on rank 1 (different generated systems) fails the same way; (d) so does
+# another --exclude file on rank 1 (exit 0 before the command compared them).
 "$forcekit" generate --model plummer --n 500 --seed 21 --out "$work/in500a.txt" 2>/dev/null
 "$forcekit" generate --model plummer --n 500 --seed 22 --out "$work/in500b.txt" 2>/dev/null
 "$forcekit" generate --model plummer --n 400 --seed 21 --out "$work/in400.txt" 2>/dev/null
@@ -146,5 +147,12 @@ different_inputs "forces, two different 500-particle files" "rank 1's particles 
 different_inputs "simulate, another --seed on rank 1" "rank 1's particles differ from rank 0's" \
     1 2 "$forcekit" simulate --kernel ga --system plummer --n 200 --steps 2 --seed @ \
     --checkpoint "$work/never.txt"
+# (d) another exclusion file on rank 1 (the command compares pair tables and exclusions).
+printf '0 1\n' > "$work/exclude0.txt"
+printf '0 2\n' > "$work/exclude1.txt"
+different_inputs "forces, another --exclude file on rank 1" "the ranks read different pair tables or exclusions" \
+    "$work/exclude0.txt" "$work/exclude1.txt" \
+    "$forcekit" forces --kernel lj --accum fixed64 --box "$box" --in "$work/lj.txt" --exclude @ \
+    --out "$work/never.txt"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
