@@ -337,9 +337,9 @@ static void assert_unit_computes(int unit, const particles *p)
         pot[k] = calloc((size_t)ni, sizeof(double));
         assert_int_equal(libs[k].set_ti(&unit, &ti), 0);
         libs[k].firsthalf(&unit, &nj, &ni, p->id, xi, vi, p->a, p->jerk, pot[k], &eps2, h2);
-        assert_int_equal(libs[k].lasthalf(&unit, &nj, &ni, p->id, xi, vi, &eps2, h2, acc[k],
-                                          jerk[k], pot[k]),
-                         0);
+        assert_int_equal(
+            libs[k].lasthalf(&unit, &nj, &ni, p->id, xi, vi, &eps2, h2, acc[k], jerk[k], pot[k]),
+            0);
     }
     for (int i = 0; i < ni; ++i) {
         const double scale_a = sqrt(acc[1][i][0] * acc[1][i][0] + acc[1][i][1] * acc[1][i][1] +
@@ -347,8 +347,7 @@ static void assert_unit_computes(int unit, const particles *p)
                                1.0;
         for (int c = 0; c < 3; ++c) {
             assert_true(fabs(acc[0][i][c] - acc[1][i][c]) / scale_a < 1e-11);
-            assert_true(fabs(jerk[0][i][c] - jerk[1][i][c]) / (fabs(jerk[1][i][c]) + 10.0) <
-                        1e-11);
+            assert_true(fabs(jerk[0][i][c] - jerk[1][i][c]) / (fabs(jerk[1][i][c]) + 10.0) < 1e-11);
         }
         assert_true(fabs(pot[0][i] - pot[1][i]) / fabs(pot[1][i]) < 1e-11);
     }
@@ -436,10 +435,8 @@ int main(int argc, char **argv)
     }
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_forces_agree),
-        cmocka_unit_test(test_neighbour_lists_agree),
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_close_names_its_unit),
+        cmocka_unit_test(test_forces_agree),    cmocka_unit_test(test_neighbour_lists_agree),
+        cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_close_names_its_unit),
         cmocka_unit_test(test_hermite_plummer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -453,7 +453,8 @@ static void test_bad_checkpoints(void **state)
     fkt_sim_destroy(sim);
     fkt_particle_set_free(&set);
 }
-/* ---- checkpoint integrity (issue #32) --------------------------------------------------------- */
+/* ---- checkpoint integrity (issue #32) ---------------------------------------------------------
+ */
 
 /* The file at path, whole, NUL-terminated; *length its size. */
 static char *read_whole(const char *path, size_t *length)
@@ -587,9 +588,8 @@ static void test_checkpoint_integrity(void **state)
     const char *checksum_line = strstr(edited, "\nend\n");
     assert_non_null(checksum_line);
     size_t body = (size_t)(checksum_line - edited) + strlen("\nend\n");
-    const int appended =
-        snprintf(edited + body, 64, "checksum XXH3-64 %016llx\n",
-                 (unsigned long long)fkt_sim_checkpoint_checksum(edited, body));
+    const int appended = snprintf(edited + body, 64, "checksum XXH3-64 %016llx\n",
+                                  (unsigned long long)fkt_sim_checkpoint_checksum(edited, body));
     assert_int_equal(fk_test_write_file(bad, edited, body + (size_t)appended), 0);
     fkt_sim_checkpoint checkpoint;
     if (fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error) != FK_OK)
@@ -957,11 +957,11 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_energy_slope),    cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_two_body_verlet), cmocka_unit_test(test_two_body_hermite),
-        cmocka_unit_test(test_lj_fluid_drift),  cmocka_unit_test(test_restart_bit_identical),
-        cmocka_unit_test(test_bad_checkpoints), cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_collapse_stops),  cmocka_unit_test(test_parallel_passes),
+        cmocka_unit_test(test_energy_slope),         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_two_body_verlet),      cmocka_unit_test(test_two_body_hermite),
+        cmocka_unit_test(test_lj_fluid_drift),       cmocka_unit_test(test_restart_bit_identical),
+        cmocka_unit_test(test_bad_checkpoints),      cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_collapse_stops),       cmocka_unit_test(test_parallel_passes),
         cmocka_unit_test(test_checkpoint_integrity),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);

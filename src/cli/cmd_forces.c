@@ -125,8 +125,9 @@ static int check_finite(const forces_run *run, const fk_kernel_info *kernel)
 
 #ifdef FK_CLI_MPI
 /* Under mpirun: every rank has read the file and passes all of it to the distributed evaluation
- * (which checks that every rank read the same and takes rank r's slice, an equal split), every rank gets all the results, rank 0 writes them. Failures are
- * agreed on by all ranks (libforcekit_mpi), which exit with the same code; rank 0 prints why. */
+ * (which checks that every rank read the same and takes rank r's slice, an equal split), every rank
+ * gets all the results, rank 0 writes them. Failures are agreed on by all ranks (libforcekit_mpi),
+ * which exit with the same code; rank 0 prints why. */
 static int forces_distributed(const forces_options *options, const fk_kernel_info *kernel,
                               const fk_accum_info *accum, const fk_eval_config *config,
                               forces_run *run)

@@ -127,8 +127,8 @@ fk_status fk__mpi_gather_figures(fk__mpi_part *part, int root, fk_mpi_rank_figur
     /* The figures are read after a failure too (the command reports them with the error): a
      * successful gather keeps the last failed call's error instead of clearing it. */
     char error[FK__MPI_ERROR_TEXT];
-    status = fk__mpi_agree_on(part->comm, status, part->local_error, error,
-                              &part->figures.wait_seconds);
+    status =
+        fk__mpi_agree_on(part->comm, status, part->local_error, error, &part->figures.wait_seconds);
     part->local_error[0] = '\0';
     if (status != FK_OK) {
         memcpy(part->error, error, sizeof error);

@@ -220,14 +220,14 @@ static uint64_t config_digest(const fk_eval_config *given)
 {
     fk_eval_config c;
     memset(&c, 0, sizeof c);
-    const size_t size = given->struct_size && given->struct_size < sizeof c ? given->struct_size
-                                                                             : sizeof c;
+    const size_t size =
+        given->struct_size && given->struct_size < sizeof c ? given->struct_size : sizeof c;
     memcpy(&c, given, size);
     XXH3_state_t state;
     XXH3_64bits_reset(&state);
     digest_string(&state, c.kernel);
     digest_string(&state, c.accum);
-    const int ints[] = {c.potential,  c.reproducible, c.exclusion_mode, c.algorithm,
+    const int ints[] = {c.potential,   c.reproducible, c.exclusion_mode, c.algorithm,
                         c.result_type, c.scale_policy, c.positions};
     const double doubles[] = {c.eps, c.cutoff, c.coulomb, c.skin};
     XXH3_64bits_update(&state, ints, sizeof ints);

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *body = (const char *)data + 1;
         const size_t length = size - 1;
         const int newline = length > 0 && body[length - 1] != '\n'; /* end the last line */
-        enum { line = 34 };                                        /* "checksum XXH3-64 " 16 "\n" */
+        enum { line = 34 }; /* "checksum XXH3-64 " 16 "\n" */
         uint8_t *file = malloc(length + 1 + line + 1);
         if (!file)
             return 0;
