@@ -13,6 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Header-only (as src/cache.c): the checkpoints' checksum. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static void set_message(char *buffer, size_t size, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_message(char *buffer, size_t size, const char *format, ...)
@@ -650,34 +654,117 @@ double fkt_sim_energy_slope(const fkt_sim_sample *samples, size_t count, double 
 /* ---------------------------------------------------------------------------------------------- */
 /* Checkpoints */
 
+/* The writer's output and the checksum of everything it wrote (the file's bytes: it writes "\n"
+ * line ends, the canonical form). */
+typedef struct checksum_writer {
+    FILE *file;
+    XXH3_state_t hash;
+    int failed;
+} checksum_writer;
+
+static void emit(checksum_writer *w, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void emit(checksum_writer *w, const char *format, ...)
+{
+    char text[1024]; /* the longest piece is an option line: 32 + 480 bytes */
+    va_list args;
+    va_start(args, format);
+    const int length = vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    if (length < 0 || (size_t)length >= sizeof text) {
+        w->failed = 1;
+        return;
+    }
+    XXH3_64bits_update(&w->hash, text, (size_t)length);
+    if (fwrite(text, 1, (size_t)length, w->file) != (size_t)length)
+        w->failed = 1;
+}
+
 static int write_checkpoint_body(FILE *file, const fkt_sim *sim, const fkt_sim_option *options,
                                  size_t option_count, const fkt_sim_sample *samples,
                                  size_t sample_count)
 {
     const int has_jerk = sim->jerk != NULL;
-    fprintf(file, "forcekit-checkpoint %d\n", FKT_SIM_CHECKPOINT_VERSION);
-    fprintf(file, "# forcekit simulate state; continue with --restart FILE and the same options. "
-                  "Numbers are C99 hexadecimal floats (exact).\n");
+    checksum_writer w = {.file = file};
+    XXH3_64bits_reset(&w.hash);
+    emit(&w, "forcekit-checkpoint %d\n", FKT_SIM_CHECKPOINT_VERSION);
+    emit(&w, "# forcekit simulate state; continue with --restart FILE and the same options. "
+             "Numbers are C99 hexadecimal floats (exact). The last line is the XXH3-64 of every "
+             "line before it.\n");
     for (size_t o = 0; o < option_count; ++o) {
-        fprintf(file, "option %s ", options[o].key);
-        for (const char *c = options[o].value; *c; ++c) /* one line per option */
-            fputc(*c == '\n' || *c == '\r' ? ' ' : *c, file);
-        fputc('\n', file);
+        char value[sizeof options[o].value];
+        size_t k = 0;
+        for (const char *c = options[o].value; *c && k + 1 < sizeof value; ++c) /* one line */
+            value[k++] = *c == '\n' || *c == '\r' ? ' ' : *c;
+        value[k] = '\0';
+        emit(&w, "option %s %s\n", options[o].key, value);
     }
-    fprintf(file, "step %llu\nn %zu\ncolumns %d\nsamples %zu\n", (unsigned long long)sim->step,
-            sim->n, has_jerk ? 12 : 9, sample_count);
+    emit(&w, "step %llu\nn %zu\ncolumns %d\nsamples %zu\n", (unsigned long long)sim->step, sim->n,
+         has_jerk ? 12 : 9, sample_count);
     for (size_t s = 0; s < sample_count; ++s)
-        fprintf(file, "%llu %a %a\n", (unsigned long long)samples[s].step, samples[s].kinetic,
-                samples[s].potential);
-    fprintf(file, "particles\n");
-    for (size_t i = 0; i < sim->n; ++i) {
+        emit(&w, "%llu %a %a\n", (unsigned long long)samples[s].step, samples[s].kinetic,
+             samples[s].potential);
+    emit(&w, "particles\n");
+    for (size_t i = 0; i < sim->n && !w.failed; ++i) {
         const double *rows[] = {sim->position, sim->velocity, sim->acceleration, sim->jerk};
         for (int r = 0; r < (has_jerk ? 4 : 3); ++r)
             for (int k = 0; k < 3; ++k)
-                fprintf(file, r == 0 && k == 0 ? "%a" : " %a", rows[r][3 * i + (size_t)k]);
-        fputc('\n', file);
+                emit(&w, r == 0 && k == 0 ? "%a" : " %a", rows[r][3 * i + (size_t)k]);
+        emit(&w, "\n");
     }
-    return fprintf(file, "end\n") < 0 ? -1 : 0;
+    emit(&w, "end\n");
+    if (w.failed)
+        return -1;
+    return fprintf(file, "checksum XXH3-64 %016llx\n",
+                   (unsigned long long)XXH3_64bits_digest(&w.hash)) < 0
+               ? -1
+               : 0;
+}
+
+/* A line's canonical form for the checksum: its text without the terminator ("\n", or "\r\n" from
+ * a CRLF conversion), then "\n". */
+static void hash_line(XXH3_state_t *hash, const char *text, size_t length)
+{
+    if (length > 0 && text[length - 1] == '\n')
+        --length;
+    if (length > 0 && text[length - 1] == '\r')
+        --length;
+    XXH3_64bits_update(hash, text, length);
+    XXH3_64bits_update(hash, "\n", 1);
+}
+
+uint64_t fkt_sim_checkpoint_checksum(const char *body, size_t size)
+{
+    XXH3_state_t hash;
+    XXH3_64bits_reset(&hash);
+    size_t at = 0;
+    while (at < size) {
+        const char *newline = memchr(body + at, '\n', size - at);
+        const size_t length = newline ? (size_t)(newline - (body + at)) + 1 : size - at;
+        hash_line(&hash, body + at, length);
+        at += length;
+    }
+    return XXH3_64bits_digest(&hash);
+}
+
+/* "checksum XXH3-64 " and 16 hexadecimal digits. */
+static int parse_checksum_line(const char *line, uint64_t *value)
+{
+    static const char prefix[] = "checksum XXH3-64 ";
+    if (strncmp(line, prefix, sizeof prefix - 1) != 0)
+        return 0;
+    const char *digits = line + sizeof prefix - 1;
+    uint64_t v = 0;
+    for (int k = 0; k < 16; ++k) {
+        const char c = digits[k];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    if (digits[16] != '\0')
+        return 0;
+    *value = v;
+    return 1;
 }
 
 typedef struct checkpoint_parts {
@@ -735,9 +822,12 @@ typedef struct reader {
     size_t capacity;
     size_t number;
     int too_long; /* a line beyond FKT_IO_MAX_LINE: input too large */
+    int hashing;  /* the lines read go into hash (all but the checksum line) */
+    XXH3_state_t hash;
 } reader;
 
-/* The next line without its newline; NULL at the end of the file. */
+/* The next line without its line end ("\n" or "\r\n": a CRLF copy reads the same); NULL at the
+ * end of the file. */
 static char *next_line(reader *r)
 {
     long length = fkt_io_getline(&r->line, &r->capacity, r->file);
@@ -746,9 +836,70 @@ static char *next_line(reader *r)
     if (length < 0)
         return NULL;
     r->number++;
+    if (r->hashing)
+        hash_line(&r->hash, r->line, (size_t)length);
     if (length > 0 && r->line[length - 1] == '\n')
-        r->line[length - 1] = '\0';
+        r->line[--length] = '\0';
+    if (length > 0 && r->line[length - 1] == '\r')
+        r->line[--length] = '\0';
     return r->line;
+}
+
+/* The first pass: the checksum of every line but the last, against the last line's
+ * ("checksum XXH3-64 H"), before anything else in the file is believed. Returns the problem, or
+ * NULL with *stored the checksum; detail holds the text of a problem made here. */
+static const char *verify_checksum(reader *r, uint64_t *stored, char *detail, size_t size)
+{
+    XXH3_state_t hash;
+    XXH3_64bits_reset(&hash);
+    char *held = NULL; /* the line before the current one, hashed once another follows it */
+    size_t held_capacity = 0;
+    long held_length = -1, length = 0;
+    for (;;) {
+        length = fkt_io_getline(&r->line, &r->capacity, r->file);
+        if (length == -2)
+            r->too_long = 1;
+        if (length < 0)
+            break;
+        if (held_length >= 0)
+            hash_line(&hash, held, (size_t)held_length);
+        char *swap_line = held;
+        size_t swap_capacity = held_capacity;
+        held = r->line;
+        held_capacity = r->capacity;
+        held_length = length;
+        r->line = swap_line;
+        r->capacity = swap_capacity;
+    }
+    const char *problem = NULL;
+    if (r->too_long || ferror(r->file)) {
+        problem = ""; /* reported by the caller */
+    } else if (length == -3) {
+        snprintf(detail, size, "cannot read checkpoint %s: out of memory", r->path);
+        problem = detail;
+    } else {
+        if (held_length > 0 && held[held_length - 1] == '\n')
+            held[--held_length] = '\0';
+        if (held_length > 0 && held[held_length - 1] == '\r')
+            held[--held_length] = '\0';
+        const uint64_t computed = XXH3_64bits_digest(&hash);
+        if (held_length < 0 || !parse_checksum_line(held, stored)) {
+            snprintf(detail, size,
+                     "checkpoint %s is damaged: its last line is not 'checksum XXH3-64 "
+                     "<16 hex digits>' (truncated or edited?)",
+                     r->path);
+            problem = detail;
+        } else if (computed != *stored) {
+            snprintf(detail, size,
+                     "checkpoint %s is damaged: checksum mismatch (its content's XXH3-64 is "
+                     "%016llx, its last line says %016llx: the file was changed after it was "
+                     "written)",
+                     r->path, (unsigned long long)computed, (unsigned long long)*stored);
+            problem = detail;
+        }
+    }
+    free(held);
+    return problem;
 }
 
 /* "KEY VALUE" with an unsigned integer value. */
@@ -842,6 +993,9 @@ fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoi
     }
     const char *problem = NULL;
     char detail[160] = "";
+    /* A whole-file refusal (a damaged file) is reported without a line number. */
+    char whole[4608] = ""; /* a path (up to PATH_MAX) and the reason */
+    uint64_t stored = 0;
     char *line = next_line(&r);
     int version = 0;
     char tail = 0;
@@ -850,12 +1004,43 @@ fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoi
                   "VERSION')";
         goto done;
     }
+    if (version == 1) {
+        /* Format 1 had no checksum, and was written only by development versions before 0.2.0
+         * (checkpoints arrived with 0.2.0): a restart that cannot be checked is refused rather
+         * than trusted, and the run it came from can be repeated from its inputs. */
+        problem = "checkpoint format version 1 has no checksum and is no longer read (it came "
+                  "only from development versions before 0.2.0: repeat that run); this "
+                  "forcekit reads 2";
+        goto done;
+    }
     if (version != FKT_SIM_CHECKPOINT_VERSION) {
         snprintf(detail, sizeof detail, "checkpoint format version %d; this forcekit reads %d",
                  version, FKT_SIM_CHECKPOINT_VERSION);
         problem = detail;
         goto done;
     }
+    /* The checksum first, over the whole file; then the content, hashed again as it is parsed
+     * (the bytes parsed are the bytes checked, whatever happened to the file in between). */
+    if (fseek(r.file, 0, SEEK_SET) != 0) {
+        snprintf(whole, sizeof whole,
+                 "cannot read checkpoint %s twice (the checksum, then the content): it must be "
+                 "a regular file",
+                 path);
+        goto done;
+    }
+    problem = verify_checksum(&r, &stored, whole, sizeof whole);
+    if (problem) {
+        problem = NULL; /* in whole, or r.too_long / a read error */
+        goto done;
+    }
+    if (fseek(r.file, 0, SEEK_SET) != 0) {
+        snprintf(whole, sizeof whole, "cannot read checkpoint %s again", path);
+        goto done;
+    }
+    r.number = 0;
+    r.hashing = 1;
+    XXH3_64bits_reset(&r.hash);
+    line = next_line(&r); /* the version line, read above */
     unsigned long long value = 0;
     /* options and comments, up to "step" */
     for (;;) {
@@ -965,13 +1150,26 @@ fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoi
         problem = "truncated: no 'end' line after the particles";
         goto done;
     }
+    r.hashing = 0; /* the checksum line */
+    uint64_t again = 0;
+    line = next_line(&r);
+    if (!line || !parse_checksum_line(line, &again) || again != stored ||
+        XXH3_64bits_digest(&r.hash) != stored) {
+        snprintf(whole, sizeof whole,
+                 "checkpoint %s is damaged: checksum mismatch (the file changed while it was "
+                 "read, or holds text after 'end')",
+                 path);
+        goto done;
+    }
     if (next_line(&r)) {
-        problem = "text after 'end'";
+        problem = "text after the checksum line";
         goto done;
     }
 done:;
-    if (r.too_long)
+    if (r.too_long) {
         problem = "input too large: a line longer than FKT_IO_MAX_LINE (1 MiB)";
+        whole[0] = '\0';
+    }
     const int read_error = ferror(r.file);
     fclose(r.file);
     free(r.line);
@@ -979,6 +1177,11 @@ done:;
         set_message(error, error_size, "cannot read checkpoint %s", path);
         fkt_sim_checkpoint_free(checkpoint);
         return FK_ERR_IO;
+    }
+    if (whole[0]) {
+        set_message(error, error_size, "%s", whole);
+        fkt_sim_checkpoint_free(checkpoint);
+        return FK_ERR_PARSE;
     }
     if (problem) {
         set_message(error, error_size, "%s:%zu: %s", path, r.number, problem);

@@ -167,7 +167,7 @@ double fkt_sim_energy_slope(const fkt_sim_sample *samples, size_t count, double 
 /* Checkpoints: a text file, every floating-point number as a C99 hexadecimal float (%a), so a
  * restart reads back exactly what was written:
  *
- *   forcekit-checkpoint 1
+ *   forcekit-checkpoint 2
  *   option KEY VALUE          (the options of the run, compared on restart)
  *   step S
  *   n N
@@ -175,8 +175,13 @@ double fkt_sim_energy_slope(const fkt_sim_sample *samples, size_t count, double 
  *   samples M                 then M lines: step kinetic potential
  *   particles                 then N lines of `columns` numbers
  *   end
+ *   checksum XXH3-64 H        (16 lowercase hex digits)
  *
- * written to a temporary file in the same directory, synced and renamed over FILE. */
+ * written to a temporary file in the same directory, synced and renamed over FILE. H is XXH3-64
+ * (seed 0) of every line before it in canonical form: each line's text without its line end,
+ * followed by "\n" (the bytes the writer writes; a copy converted to CRLF line ends has the same
+ * checksum and reads the same). The reader checks it before it parses anything else (format 1,
+ * without it, is refused). */
 
 #define FKT_SIM_MAX_OPTIONS 64
 typedef struct fkt_sim_option {
@@ -195,7 +200,7 @@ typedef struct fkt_sim_checkpoint {
     size_t sample_count;
 } fkt_sim_checkpoint;
 
-#define FKT_SIM_CHECKPOINT_VERSION 1
+#define FKT_SIM_CHECKPOINT_VERSION 2
 
 /* Writes sim's state, the options and the samples to path atomically. FK_ERR_IO with the detail in
  * error. */
@@ -204,10 +209,15 @@ fk_status fkt_sim_checkpoint_write(const char *path, const fkt_sim *sim,
                                    const fkt_sim_sample *samples, size_t sample_count, char *error,
                                    size_t error_size);
 /* Reads a checkpoint. FK_ERR_IO (cannot read) or FK_ERR_PARSE (not a checkpoint, another version,
- * malformed or truncated: the message names the file and line). */
+ * damaged: "checkpoint FILE is damaged: checksum mismatch ...", or malformed or truncated: the
+ * message names the file and line). */
 fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoint, char *error,
                                   size_t error_size);
 void fkt_sim_checkpoint_free(fkt_sim_checkpoint *checkpoint);
+/* The checksum of body (size bytes: every line before the checksum line, line ends "\n" or
+ * "\r\n"), as the writer computes it: for tests and the fuzz harness, which append
+ * "checksum XXH3-64 %016llx\n" to an edited body. */
+uint64_t fkt_sim_checkpoint_checksum(const char *body, size_t size);
 /* The value of key, NULL when absent. */
 const char *fkt_sim_checkpoint_option(const fkt_sim_checkpoint *checkpoint, const char *key);
 

@@ -501,7 +501,8 @@ expect_json "simulate --json has the documented keys" "$WORK/sim-full.json" \
     'all(k in d for k in ("kernel", "accum", "n", "steps", "dt", "device", "seconds", "steps_per_second", "relative_energy_drift", "energy_slope_per_time", "energy_slope_per_step", "samples", "integrator", "algorithm", "state_checksum")) and d["kernel"] == "lj" and d["n"] == 108 and d["steps"] == 40 and d["integrator"] == "verlet"'
 expect_json "simulate samples every 10 steps, energy finite and conserved" "$WORK/sim-full.json" \
     'd["samples"]["step"] == [0, 10, 20, 30, 40] and len(d["samples"]["energy"]) == 5 and all(math.isfinite(e) for e in d["samples"]["energy"]) and d["relative_energy_drift"] < 1e-3 and abs(d["samples"]["kinetic"][0] + d["samples"]["potential"][0] - d["samples"]["energy"][0]) < 1e-9'
-if [ -f "$WORK/full.ckpt" ] && head -n 1 "$WORK/full.ckpt" | grep -q '^forcekit-checkpoint 1$'; then
+if [ -f "$WORK/full.ckpt" ] && head -n 1 "$WORK/full.ckpt" | grep -q '^forcekit-checkpoint 2$' &&
+    tail -n 1 "$WORK/full.ckpt" | grep -q '^checksum XXH3-64 [0-9a-f]\{16\}$'; then
     pass "simulate --checkpoint writes a checkpoint"
 else
     fail "simulate --checkpoint writes a checkpoint"
@@ -547,7 +548,29 @@ expect_exit "simulate --restart beyond --steps exits 2" 2 $SIM --steps 10 --rest
 expect_exit "simulate --restart of a missing file exits 2" 2 $SIM --steps 40 --restart "$WORK/nonexistent.ckpt"
 head -n 40 "$WORK/half.ckpt" >"$WORK/truncated.ckpt"
 expect_exit "simulate --restart of a truncated checkpoint exits 2" 2 $SIM --steps 40 --restart "$WORK/truncated.ckpt"
-expect_stderr "a truncated checkpoint is named" "truncated.ckpt:"
+expect_stderr "a truncated checkpoint is named" "truncated.ckpt is damaged"
+# Issue #32: a checkpoint ends with the XXH3-64 of its content, checked before anything in it is
+# believed: an edited step, one bit flipped in a particle line (a '1' digit made '0', which still
+# parses) and a flipped energy sample exit 2 as damaged; a CRLF copy restarts as the original.
+sed 's/^step 25$/step 0/' "$WORK/half.ckpt" >"$WORK/step0.ckpt"
+expect_exit "simulate --restart of a checkpoint edited from step 25 to step 0 exits 2" 2 $SIM --steps 40 --restart "$WORK/step0.ckpt"
+expect_stderr "the edited checkpoint is refused as damaged" "step0.ckpt is damaged: checksum mismatch"
+flip_line=$(( $(grep -n '^particles$' "$WORK/half.ckpt" | cut -d: -f1) + 10 ))
+sed "${flip_line}s/1/0/" "$WORK/half.ckpt" >"$WORK/flipped.ckpt"
+if cmp -s "$WORK/half.ckpt" "$WORK/flipped.ckpt"; then
+    fail "the bit flip changed the checkpoint"
+else
+    expect_exit "simulate --restart of a checkpoint with one bit flipped in a particle line exits 2" 2 $SIM --steps 40 --restart "$WORK/flipped.ckpt"
+    expect_stderr "the flipped checkpoint is refused as damaged" "flipped.ckpt is damaged: checksum mismatch"
+fi
+sample_line=$(( $(grep -n '^samples ' "$WORK/half.ckpt" | cut -d: -f1) + 2 ))
+sed "${sample_line}s/\( [^1]*\)1/\10/" "$WORK/half.ckpt" >"$WORK/sample.ckpt" # in an energy
+expect_exit "simulate --restart of a checkpoint with a flipped energy sample exits 2" 2 $SIM --steps 40 --restart "$WORK/sample.ckpt"
+expect_stderr "the flipped energy sample is refused as damaged" "sample.ckpt is damaged: checksum mismatch"
+sed 's/$/\r/' "$WORK/half.ckpt" >"$WORK/crlf.ckpt"
+expect_exit "simulate --restart of a CRLF copy exits 0" 0 $SIM --steps 40 --restart "$WORK/crlf.ckpt" --json
+expect_json "a restart from the CRLF copy ends bit-identical to the uninterrupted run" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-full.json"'"))["samples"] and d["restarted_from_step"] == 25'
 # Checked before the first step (issue #13): a missing directory is the user's to fix.
 expect_exit "simulate --checkpoint into a missing directory exits 2 at once" 2 $SIM --steps 100000 --checkpoint "$WORK/no/such/dir.ckpt"
 expect_stderr "simulate --checkpoint into a missing directory says so" "No such file or directory"

@@ -314,6 +314,92 @@ static void test_bad_input(void **state)
     particles_free(&p);
 }
 
+/* ---- g6_close_ closes only the unit it names (issue #32) ----------------------------------- */
+
+/* acc, jerk and pot of the first npipes particles of p on unit of libsapporo, against the
+ * comparison library's unit of the same ID: agree to 1e-11 of each target's scale, as in
+ * test_forces_agree. */
+static void assert_unit_computes(int unit, const particles *p)
+{
+    const int npipes = libs[0].npipes();
+    int ni = p->n < npipes ? p->n : npipes, nj = p->n;
+    double ti = 0.02, eps2 = 1e-3;
+    double(*xi)[3] = calloc((size_t)ni, sizeof *xi), (*vi)[3] = calloc((size_t)ni, sizeof *vi);
+    double *h2 = calloc((size_t)ni, sizeof(double));
+    double(*acc[2])[3], (*jerk[2])[3], *pot[2];
+    for (int i = 0; i < ni; ++i) {
+        g6_host_predict(p, i, ti, xi[i], vi[i]);
+        h2[i] = eps2;
+    }
+    for (int k = 0; k < 2; ++k) {
+        acc[k] = calloc((size_t)ni, sizeof *acc[k]);
+        jerk[k] = calloc((size_t)ni, sizeof *jerk[k]);
+        pot[k] = calloc((size_t)ni, sizeof(double));
+        assert_int_equal(libs[k].set_ti(&unit, &ti), 0);
+        libs[k].firsthalf(&unit, &nj, &ni, p->id, xi, vi, p->a, p->jerk, pot[k], &eps2, h2);
+        assert_int_equal(
+            libs[k].lasthalf(&unit, &nj, &ni, p->id, xi, vi, &eps2, h2, acc[k], jerk[k], pot[k]),
+            0);
+    }
+    for (int i = 0; i < ni; ++i) {
+        const double scale_a = sqrt(acc[1][i][0] * acc[1][i][0] + acc[1][i][1] * acc[1][i][1] +
+                                    acc[1][i][2] * acc[1][i][2]) +
+                               1.0;
+        for (int c = 0; c < 3; ++c) {
+            assert_true(fabs(acc[0][i][c] - acc[1][i][c]) / scale_a < 1e-11);
+            assert_true(fabs(jerk[0][i][c] - jerk[1][i][c]) / (fabs(jerk[1][i][c]) + 10.0) < 1e-11);
+        }
+        assert_true(fabs(pot[0][i] - pot[1][i]) / fabs(pot[1][i]) < 1e-11);
+    }
+    for (int k = 0; k < 2; ++k) {
+        free(acc[k]);
+        free(jerk[k]);
+        free(pot[k]);
+    }
+    free(xi);
+    free(vi);
+    free(h2);
+}
+
+/* g6_open_(0); g6_open_(1); g6_close_(1); g6_close_(1): the second close names no open unit and
+ * must fail without closing unit 0 (the fallback to the only open unit serves ph4's calls with
+ * an unset ID, never close). The same after a failed 17th open: closing the ID that never opened
+ * leaves the other units alone. Unit 0 still computes the comparison library's forces. */
+static void test_close_names_its_unit(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    particles p;
+    particles_random(&p, 40, &rng);
+    g6lib *lib = &libs[0];
+    int zero = 0, one = 1;
+    for (int k = 0; k < 2; ++k)
+        load_all(&libs[k], zero, &p);
+    assert_int_equal(lib->open(&one), 0);
+    assert_int_equal(lib->close(&one), 0);
+    assert_int_not_equal(lib->close(&one), 0); /* already closed */
+    assert_unit_computes(zero, &p);
+
+    /* 16 open (0 and 101 .. 115), the 17th refused; then only 0 stays open, and closing the
+     * 17th's ID must not reach it. */
+    int ids[15];
+    for (int k = 0; k < 15; ++k) {
+        ids[k] = 101 + k;
+        assert_int_equal(lib->open(&ids[k]), 0);
+    }
+    int seventeenth = 116;
+    assert_int_not_equal(lib->open(&seventeenth), 0);
+    for (int k = 0; k < 15; ++k)
+        assert_int_equal(lib->close(&ids[k]), 0);
+    assert_int_not_equal(lib->close(&seventeenth), 0);
+    assert_unit_computes(zero, &p);
+    for (int k = 0; k < 2; ++k)
+        assert_int_equal(libs[k].close(&zero), 0);
+    assert_int_not_equal(lib->close(&zero), 0);
+    particles_free(&p);
+}
+
 /* ---- the Hermite block-step integrator of tests/g6/g6_driver.c ----------------------------- */
 
 /* The same Plummer sphere through both libraries: no NaN, a small energy error, and libsapporo's
@@ -349,9 +435,8 @@ int main(int argc, char **argv)
     }
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_forces_agree),
-        cmocka_unit_test(test_neighbour_lists_agree),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_forces_agree),    cmocka_unit_test(test_neighbour_lists_agree),
+        cmocka_unit_test(test_bad_input),       cmocka_unit_test(test_close_names_its_unit),
         cmocka_unit_test(test_hermite_plummer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -353,6 +353,14 @@ static void test_restart_bit_identical(void **state)
     fkt_particle_set_free(&set);
 }
 
+/* Appends the checksum line of the text in buffer, as the writer would after it. */
+static void append_checksum(char *buffer, size_t size)
+{
+    const size_t length = strlen(buffer);
+    snprintf(buffer + length, size - length, "checksum XXH3-64 %016llx\n",
+             (unsigned long long)fkt_sim_checkpoint_checksum(buffer, length));
+}
+
 static void test_bad_checkpoints(void **state)
 {
     (void)state;
@@ -382,7 +390,7 @@ static void test_bad_checkpoints(void **state)
         assert_int_equal(fk_test_write_file(bad, text, cut), 0);
         if (fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error) != FK_ERR_PARSE)
             fail_msg("a checkpoint cut after %zu of %zu bytes was accepted", cut, length);
-        assert_non_null(strstr(error, "bad.checkpoint:"));
+        assert_non_null(strstr(error, "bad.checkpoint"));
     }
     /* another version */
     char *edited = strdup(text);
@@ -418,19 +426,22 @@ static void test_bad_checkpoints(void **state)
                      FK_ERR_INVALID_ARGUMENT);
     /* Issue #13: a header's counts drive no allocation before the data is read (a 71-byte file
      * asked for 24.7 GB; ASan stops at such a request). */
-    char huge[160];
+    char huge[200];
     snprintf(huge, sizeof huge,
              "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 4294967296\n",
              FKT_SIM_CHECKPOINT_VERSION);
+    append_checksum(huge, sizeof huge); /* so that the parser reads the header */
     assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
     assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
     assert_non_null(strstr(error, "truncated"));
     snprintf(huge, sizeof huge,
              "forcekit-checkpoint %d\nstep 0\nn 1073741824\ncolumns 12\nsamples 0\nparticles\n",
              FKT_SIM_CHECKPOINT_VERSION);
+    append_checksum(huge, sizeof huge);
     assert_int_equal(fk_test_write_file(bad, huge, strlen(huge)), 0);
     assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
-    assert_non_null(strstr(error, "fewer particle lines"));
+    /* the checksum line comes where the first particle line should */
+    assert_non_null(strstr(error, "expected 12 finite numbers"));
     /* an endless line (a checkpoint path naming /dev/zero) is input too large */
     assert_int_equal(fkt_sim_checkpoint_read("/dev/zero", &checkpoint, error, sizeof error),
                      FK_ERR_PARSE);
@@ -438,6 +449,208 @@ static void test_bad_checkpoints(void **state)
     free(edited);
     free(bad);
     free(missing);
+    free(path);
+    fkt_sim_destroy(sim);
+    fkt_particle_set_free(&set);
+}
+/* ---- checkpoint integrity (issue #32) ---------------------------------------------------------
+ */
+
+/* The file at path, whole, NUL-terminated; *length its size. */
+static char *read_whole(const char *path, size_t *length)
+{
+    FILE *file = fopen(path, "rb");
+    assert_non_null(file);
+    size_t capacity = 1 << 16, used = 0;
+    char *text = malloc(capacity);
+    assert_non_null(text);
+    size_t got;
+    while ((got = fread(text + used, 1, capacity - used - 1, file)) > 0) {
+        used += got;
+        if (used + 1 == capacity) {
+            capacity *= 2;
+            text = realloc(text, capacity);
+            assert_non_null(text);
+        }
+    }
+    fclose(file);
+    text[used] = '\0';
+    *length = used;
+    return text;
+}
+
+/* Reads text (length bytes) written to path: must be refused as damaged, naming the file. */
+static void assert_damaged(const char *path, const char *text, size_t length, const char *what)
+{
+    fkt_sim_checkpoint checkpoint;
+    char error[4608] = "";
+    assert_int_equal(fk_test_write_file(path, text, length), 0);
+    const fk_status status = fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error);
+    if (status == FK_OK) {
+        fkt_sim_checkpoint_free(&checkpoint);
+        fail_msg("%s: accepted", what);
+    }
+    assert_int_equal(status, FK_ERR_PARSE);
+    if (!strstr(error, "is damaged") || !strstr(error, path))
+        fail_msg("%s: refused, but not as damaged: %s", what, error);
+}
+
+/* k steps of sim from the checkpoint at path, in a fresh simulation of config and set: the state
+ * then (positions, velocities) into position and velocity (3 n each). */
+static void restart_from(const char *path, const fkt_sim_config *config,
+                         const fkt_particle_set *set, unsigned k, double *position,
+                         double *velocity)
+{
+    fkt_sim_checkpoint checkpoint;
+    char error[4608] = "";
+    if (fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error) != FK_OK)
+        fail_msg("%s", error);
+    fkt_sim *resumed = create_sim(config, set);
+    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
+                    checkpoint.acceleration, checkpoint.jerk);
+    step_sim(resumed, k);
+    memcpy(position, resumed->position, 3 * set->count * sizeof *position);
+    memcpy(velocity, resumed->velocity, 3 * set->count * sizeof *velocity);
+    fkt_sim_checkpoint_free(&checkpoint);
+    fkt_sim_destroy(resumed);
+}
+
+/* A real checkpoint (108 lj particles at step 20, three energy samples) under every damage the
+ * audit found accepted (3 of 20 bit flips in particle lines, a flipped energy sample, `step 20`
+ * edited to `step 0`): 200 random single-bit flips anywhere in the particle lines, a flip in every
+ * bit of one energy sample's digits, the step edit, a removed checksum line, and format 1 are
+ * all refused as damaged (format 1: as unread). The same body with a recomputed checksum reads
+ * (the checksum is the guard, and fkt_sim_checkpoint_checksum is the writer's). A CRLF copy reads
+ * the same values and its restart ends in the same bits as the original's. */
+static void test_checkpoint_integrity(void **state)
+{
+    (void)state;
+    fkt_particle_set set = {0};
+    double box[3];
+    assert_int_equal(
+        fkt_generate_lj_fluid(108, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
+        FK_OK);
+    const fkt_sim_config config = lj_fluid_config("float", box);
+    fkt_sim *sim = create_sim(&config, &set);
+    fkt_sim_sample samples[3];
+    for (int s = 0; s < 3; ++s) {
+        if (s)
+            step_sim(sim, 10);
+        samples[s].step = sim->step;
+        assert_int_equal(fkt_sim_energy(sim, &samples[s].kinetic, &samples[s].potential), FK_OK);
+    }
+    fkt_sim_option options[1] = {{"kernel", "lj"}};
+    char *path = temp_path("integrity.checkpoint"), *bad = temp_path("damaged.checkpoint");
+    char error[4608] = "";
+    assert_int_equal(
+        fkt_sim_checkpoint_write(path, sim, options, 1, samples, 3, error, sizeof error), FK_OK);
+    size_t length = 0;
+    char *text = read_whole(path, &length);
+    char *edited = malloc(2 * length + 64);
+    assert_non_null(edited);
+    /* the particle lines: from after "particles\n" to "end\n" */
+    const char *particles = strstr(text, "\nparticles\n"), *end = strstr(text, "\nend\n");
+    assert_non_null(particles);
+    assert_non_null(end);
+    const size_t first = (size_t)(particles - text) + strlen("\nparticles\n");
+    const size_t last = (size_t)(end - text) + 1; /* one past the last particle line */
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    for (int flip = 0; flip < 200; ++flip) {
+        memcpy(edited, text, length);
+        const size_t at = first + (size_t)(fk_test_rng_uniform(&rng) * (double)(last - first));
+        const int bit = (int)(fk_test_rng_uniform(&rng) * 8);
+        edited[at] = (char)(edited[at] ^ (1 << bit));
+        char what[96];
+        snprintf(what, sizeof what, "bit %d of byte %zu (a particle line) flipped", bit, at);
+        assert_damaged(bad, edited, length, what);
+    }
+    /* every bit of the last energy sample's characters but its line end */
+    const char *sample = strstr(text, "\n20 ");
+    assert_non_null(sample);
+    const size_t sample_start = (size_t)(sample - text) + 1;
+    const size_t sample_end = (size_t)(strchr(text + sample_start, '\n') - text);
+    for (size_t at = sample_start; at < sample_end; ++at)
+        for (int bit = 0; bit < 8; ++bit) {
+            memcpy(edited, text, length);
+            edited[at] = (char)(edited[at] ^ (1 << bit));
+            assert_damaged(bad, edited, length, "a flipped energy sample");
+        }
+    /* `step 20` -> `step 0` (a shorter file) */
+    const char *step = strstr(text, "\nstep 20\n");
+    assert_non_null(step);
+    const size_t step_at = (size_t)(step - text) + strlen("\nstep ");
+    memcpy(edited, text, step_at);
+    edited[step_at] = '0';
+    memcpy(edited + step_at + 1, text + step_at + 2, length - step_at - 2);
+    assert_damaged(bad, edited, length - 1, "step 20 edited to step 0");
+    /* ... accepted once the checksum is the edited body's: the checksum is what refused it */
+    const char *checksum_line = strstr(edited, "\nend\n");
+    assert_non_null(checksum_line);
+    size_t body = (size_t)(checksum_line - edited) + strlen("\nend\n");
+    const int appended = snprintf(edited + body, 64, "checksum XXH3-64 %016llx\n",
+                                  (unsigned long long)fkt_sim_checkpoint_checksum(edited, body));
+    assert_int_equal(fk_test_write_file(bad, edited, body + (size_t)appended), 0);
+    fkt_sim_checkpoint checkpoint;
+    if (fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error) != FK_OK)
+        fail_msg("the edited body with its own checksum: %s", error);
+    assert_int_equal(checkpoint.step, 0);
+    fkt_sim_checkpoint_free(&checkpoint);
+    /* no checksum line (cut after "end") */
+    body = (size_t)(end - text) + strlen("\nend\n");
+    assert_damaged(bad, text, body, "the checksum line removed");
+    /* format 1: the same body under the old header, no checksum: refused, not trusted */
+    memcpy(edited, text, body);
+    edited[strlen("forcekit-checkpoint ")] = '1';
+    assert_int_equal(fk_test_write_file(bad, edited, body), 0);
+    assert_int_equal(fkt_sim_checkpoint_read(bad, &checkpoint, error, sizeof error), FK_ERR_PARSE);
+    assert_non_null(strstr(error, "version 1 has no checksum"));
+
+    /* CRLF line ends: the same checkpoint, and a restart from it ends in the same bits */
+    size_t crlf_length = 0;
+    for (size_t k = 0; k < length; ++k) {
+        if (text[k] == '\n')
+            edited[crlf_length++] = '\r';
+        edited[crlf_length++] = text[k];
+    }
+    char *crlf = temp_path("crlf.checkpoint");
+    assert_int_equal(fk_test_write_file(crlf, edited, crlf_length), 0);
+    fkt_sim_checkpoint original, converted;
+    assert_int_equal(fkt_sim_checkpoint_read(path, &original, error, sizeof error), FK_OK);
+    if (fkt_sim_checkpoint_read(crlf, &converted, error, sizeof error) != FK_OK)
+        fail_msg("the CRLF copy: %s", error);
+    assert_int_equal(converted.step, original.step);
+    assert_int_equal(converted.n, original.n);
+    assert_int_equal(converted.sample_count, original.sample_count);
+    assert_memory_equal(converted.samples, original.samples,
+                        original.sample_count * sizeof *original.samples);
+    assert_string_equal(fkt_sim_checkpoint_option(&converted, "kernel"), "lj");
+    assert_same_bits(converted.position, original.position, 3 * original.n, "CRLF positions");
+    assert_same_bits(converted.velocity, original.velocity, 3 * original.n, "CRLF velocities");
+    assert_same_bits(converted.acceleration, original.acceleration, 3 * original.n,
+                     "CRLF accelerations");
+    fkt_sim_checkpoint_free(&original);
+    fkt_sim_checkpoint_free(&converted);
+    const size_t values = 3 * set.count;
+    double *position[2], *velocity[2];
+    for (int k = 0; k < 2; ++k) {
+        position[k] = malloc(values * sizeof(double));
+        velocity[k] = malloc(values * sizeof(double));
+        assert_non_null(position[k]);
+        assert_non_null(velocity[k]);
+    }
+    restart_from(path, &config, &set, 10, position[0], velocity[0]);
+    restart_from(crlf, &config, &set, 10, position[1], velocity[1]);
+    assert_same_bits(position[1], position[0], values, "positions after the CRLF restart");
+    assert_same_bits(velocity[1], velocity[0], values, "velocities after the CRLF restart");
+    for (int k = 0; k < 2; ++k) {
+        free(position[k]);
+        free(velocity[k]);
+    }
+    free(crlf);
+    free(edited);
+    free(text);
+    free(bad);
     free(path);
     fkt_sim_destroy(sim);
     fkt_particle_set_free(&set);
@@ -744,11 +957,12 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_energy_slope),    cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_two_body_verlet), cmocka_unit_test(test_two_body_hermite),
-        cmocka_unit_test(test_lj_fluid_drift),  cmocka_unit_test(test_restart_bit_identical),
-        cmocka_unit_test(test_bad_checkpoints), cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_collapse_stops),  cmocka_unit_test(test_parallel_passes),
+        cmocka_unit_test(test_energy_slope),         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_two_body_verlet),      cmocka_unit_test(test_two_body_hermite),
+        cmocka_unit_test(test_lj_fluid_drift),       cmocka_unit_test(test_restart_bit_identical),
+        cmocka_unit_test(test_bad_checkpoints),      cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_collapse_stops),       cmocka_unit_test(test_parallel_passes),
+        cmocka_unit_test(test_checkpoint_integrity),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }

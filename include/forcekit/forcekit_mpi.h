@@ -72,6 +72,24 @@ FK_API fk_status fk_mpi_eval_set_particles(fk_mpi_eval *eval, const fk_particles
 /* Collective: new positions (and velocities for gaj, else NULL) of this rank's slice. */
 FK_API fk_status fk_mpi_eval_update_positions(fk_mpi_eval *eval, const double *position,
                                               const double *velocity);
+/* Replicated data (added in 0.2, issue #32), as when every rank reads the same files (the
+ * command under mpirun): every rank passes all N particles, the same on every rank, and takes
+ * the equal split's slice [N r / P, N (r + 1) / P) itself. The ranks first check that they hold
+ * one system: the same N and the same XXH3-64 digest of the positions, masses, velocities and
+ * types (and of which of them are given); otherwise every rank returns FK_ERR_INVALID_ARGUMENT
+ * with one message naming the first rank that differs from rank 0 ("set_all_particles: the
+ * ranks were given different particles: rank 0 has 500 particles, rank 1 has 400 ..."), and no
+ * slice is taken: a caller that sized its buffers for its own N can then trust
+ * fk_mpi_eval_read_all_*. The cost: one pass over the arrays and two 16-byte broadcasts.
+ * update_all_positions: all N new positions (and velocities for gaj), checked the same way (a
+ * rank whose integration drifted is caught), after a successful set_all_particles
+ * (FK_ERR_STATE otherwise). fk_mpi_eval_create checks the same way that the ranks' configs
+ * agree on the physics (kernel, accumulator, eps, cutoff, Coulomb, the law's parameters, box,
+ * exclusion mode, pair loop, skin, result type, scale policy, positions, and config.physics with
+ * its pair table and exclusions). */
+FK_API fk_status fk_mpi_eval_set_all_particles(fk_mpi_eval *eval, const fk_particles *all);
+FK_API fk_status fk_mpi_eval_update_all_positions(fk_mpi_eval *eval, const double *position,
+                                                  const double *velocity);
 /* Collective: every rank computes its share and the results are combined on every rank.
  * *seconds (may be NULL): this rank's device time. With FK_SCALE_KEEP, a rank whose compute
  * overflowed rescales by itself (fk_eval_wait) and the others then rescale too and compute again,

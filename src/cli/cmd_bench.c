@@ -407,7 +407,8 @@ static fk_status generate_system(bench_run *run, const bench_options *options)
 
 #ifdef FK_CLI_MPI
 /* Under mpirun: R timed steps (update, compute, combine) of the distributed evaluation. Every
- * rank generated the same system; rank r passes its slice (an equal split). */
+ * rank generated the same system and passes all of it (the library checks that they agree and
+ * takes rank r's slice, an equal split). */
 static int bench_distributed(bench_run *run, const bench_options *options)
 {
     const int rank = cli_mpi_rank(), ranks = cli_mpi_ranks();
@@ -427,8 +428,13 @@ static int bench_distributed(bench_run *run, const bench_options *options)
         return cli_exit_code(status);
     }
     const fk_particles all = fkt_particle_set_view(&run->particles);
-    const fk_particles slice = cli_mpi_slice(&all, NULL);
-    status = fk_mpi_eval_set_particles(m, &slice);
+    /* The library checks that every rank generated the same system, then takes this rank's
+     * slice; the steps below update that slice with the same positions. */
+    status = fk_mpi_eval_set_all_particles(m, &all);
+    size_t first = 0;
+    fk_mpi_eval_slice(m, &first);
+    const fk_particles slice = {.position = all.position + 3 * first,
+                                .velocity = all.velocity ? all.velocity + 3 * first : NULL};
     if (status == FK_OK) /* warm-up: first-launch costs are not a step's */
         status = fk_mpi_eval_compute(m, NULL);
     fk_mpi_eval_reset_figures(m);

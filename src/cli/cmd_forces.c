@@ -124,9 +124,10 @@ static int check_finite(const forces_run *run, const fk_kernel_info *kernel)
 }
 
 #ifdef FK_CLI_MPI
-/* Under mpirun: every rank has read the file; rank r passes its slice (an equal split) to the
- * distributed evaluation, every rank gets all the results, rank 0 writes them. Failures are
- * agreed on by all ranks (libforcekit_mpi), which exit with the same code; rank 0 prints why. */
+/* Under mpirun: every rank has read the file and passes all of it to the distributed evaluation
+ * (which checks that every rank read the same and takes rank r's slice, an equal split), every rank
+ * gets all the results, rank 0 writes them. Failures are agreed on by all ranks (libforcekit_mpi),
+ * which exit with the same code; rank 0 prints why. */
 static int forces_distributed(const forces_options *options, const fk_kernel_info *kernel,
                               const fk_accum_info *accum, const fk_eval_config *config,
                               forces_run *run)
@@ -146,9 +147,11 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
         return cli_exit_code(status);
     }
     const fk_particles all = fkt_particle_set_view(&run->particles);
-    const fk_particles slice = cli_mpi_slice(&all, NULL);
     double seconds = NAN;
-    status = fk_mpi_eval_set_particles(m, &slice);
+    /* Every rank passes what it read; the library checks that the ranks read the same system
+     * (issue #32: a rank with another file made the others' results wrong, or overran rank's
+     * buffers of its own N) and takes each rank's slice. */
+    status = fk_mpi_eval_set_all_particles(m, &all);
     fk_mpi_eval_reset_figures(m); /* the figures of the compute alone */
     if (status == FK_OK)
         status = fk_mpi_eval_compute(m, &seconds);

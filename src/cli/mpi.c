@@ -4,11 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef FK_CLI_MPI
 #include <mpi.h>
 
 #include "forcekit/forcekit_mpi.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 static int active, rank, ranks = 1;
 /* This rank's device, "P:D name", for the JSON document's per-rank figures: which GPU each rank
@@ -42,6 +46,13 @@ void cli_mpi_finish(int code)
      * libforcekit_mpi are agreed on by every rank, which all return the same code. */
     if (code != 0) {
         fflush(NULL);
+        /* A failure every rank agreed on is printed by rank 0 alone; another rank's abort,
+         * reached at once, could kill rank 0 before its message left (seen: the line cut after
+         * "forcekit: invalid argument: "). The other ranks give it a second first. */
+        if (rank != 0) {
+            const struct timespec pause = {.tv_sec = 1, .tv_nsec = 0};
+            nanosleep(&pause, NULL);
+        }
         MPI_Abort(MPI_COMM_WORLD, code);
     }
     MPI_Finalize();
@@ -89,17 +100,33 @@ const char *cli_mpi_device(char *selector)
     return chosen;
 }
 
-fk_particles cli_mpi_slice(const fk_particles *all, size_t *first_out)
+/* Whether every rank read the same pair table and exclusions (--params, --exclude: each rank
+ * reads its own copy of the files): XXH3-64 of them, compared through one reduction of the digest
+ * and its complement (the largest of both is every rank's only when all are equal). The
+ * library's config check (fk_mpi_eval_create) covers the other options; these go to the local
+ * evaluation directly. */
+static int same_tables_everywhere(const fk_eval_config *config, const fk_pair_table *table,
+                                  const size_t *exclusions, size_t exclusion_count)
 {
-    const size_t first = all->count * (size_t)rank / (size_t)ranks;
-    const size_t count = all->count * ((size_t)rank + 1) / (size_t)ranks - first;
-    if (first_out)
-        *first_out = first;
-    return (fk_particles){.count = count,
-                          .position = all->position + 3 * first,
-                          .mass = all->mass ? all->mass + first : NULL,
-                          .velocity = all->velocity ? all->velocity + 3 * first : NULL,
-                          .type = all->type ? all->type + first : NULL};
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    const unsigned long long sizes[2] = {table ? table->types : 0, exclusion_count};
+    XXH3_64bits_update(&state, sizes, sizeof sizes);
+    const fk_kernel_info *info = fk_kernel_find(config->kernel);
+    if (table && table->types && info) {
+        const size_t pairs = table->types * table->types;
+        if (table->values)
+            XXH3_64bits_update(&state, table->values,
+                               pairs * info->pair_parameters * sizeof *table->values);
+        if (table->present)
+            XXH3_64bits_update(&state, table->present, pairs);
+    }
+    if (exclusion_count)
+        XXH3_64bits_update(&state, exclusions, 2 * exclusion_count * sizeof *exclusions);
+    const unsigned long long digest = XXH3_64bits_digest(&state);
+    unsigned long long both[2] = {digest, ~digest};
+    MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return both[0] == ~both[1];
 }
 
 fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
@@ -124,6 +151,13 @@ fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
         fk_mpi_eval_destroy(m);
         return FK_ERR_UNSUPPORTED;
     }
+    if (!same_tables_everywhere(config, table, exclusions, exclusion_count)) {
+        snprintf(message, size,
+                 "the ranks read different pair tables or exclusions (--params, --exclude): "
+                 "every rank must read the same files");
+        fk_mpi_eval_destroy(m);
+        return FK_ERR_INVALID_ARGUMENT;
+    }
     fk_eval *eval = fk_mpi_eval_local(m);
     if (table)
         status = fk_eval_set_pair_table(eval, table);
@@ -141,7 +175,7 @@ fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
 /* The simulation's backend: one distributed evaluation; this rank's slice is an equal split. */
 static struct sim_state {
     fk_mpi_eval *m;
-    size_t first, count, n;
+    size_t n;
     char error[1200];
 } sim_state;
 
@@ -156,11 +190,12 @@ static fk_status sim_create(void *user, fk_context *context, const fk_eval_confi
                                          s->error, sizeof s->error);
     if (status != FK_OK)
         return status;
-    fk_particles slice = cli_mpi_slice(all, &s->first);
-    s->count = slice.count;
+    fk_particles particles = *all;
     if (strcmp(config->kernel, "gaj") != 0)
-        slice.velocity = NULL; /* only gaj reads them */
-    status = fk_mpi_eval_set_particles(s->m, &slice);
+        particles.velocity = NULL; /* only gaj reads them */
+    /* Every rank generated or read (or restarted from) its own copy: the library checks that
+     * they are one system (issue #32) before it takes this rank's slice. */
+    status = fk_mpi_eval_set_all_particles(s->m, &particles);
     if (status == FK_OK)
         *local = fk_mpi_eval_local(s->m);
     return status;
@@ -169,9 +204,9 @@ static fk_status sim_create(void *user, fk_context *context, const fk_eval_confi
 static fk_status sim_update(void *user, const double *position, const double *velocity)
 {
     struct sim_state *s = user;
-    /* Velocities are gathered only when the particles were set with them (gaj: sim_create). */
-    return fk_mpi_eval_update_positions(s->m, position + 3 * s->first,
-                                        velocity ? velocity + 3 * s->first : NULL);
+    /* Every rank integrated all particles; the library checks that their positions still agree
+     * (velocities are gathered only when the particles were set with them: gaj). */
+    return fk_mpi_eval_update_all_positions(s->m, position, velocity);
 }
 
 static fk_status sim_compute(void *user, double *seconds)

@@ -33,10 +33,9 @@ cJSON *cli_mpi_sim_figures(void);
 struct fk_mpi_eval;
 /* Collective: the same object for any distributed evaluation. */
 cJSON *cli_mpi_figures_json(struct fk_mpi_eval *eval);
-/* This rank's slice of all: an equal split in rank order; *first (may be NULL) its first index. */
-fk_particles cli_mpi_slice(const fk_particles *all, size_t *first);
 /* Collective: the distributed evaluation of config with the pair table (NULL: none) and the
- * exclusions applied to it, refused in the spatial scheme (their indices are global); on
+ * exclusions applied to it, refused in the spatial scheme (their indices are global) and when
+ * the ranks read different tables or exclusions; on
  * failure *out is NULL and message (size bytes) says why, the same on every rank. */
 fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
                             const fk_pair_table *table, const size_t *exclusions,

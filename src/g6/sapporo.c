@@ -75,7 +75,9 @@ static int slot_of_id(int id)
 /* The unit a call's ID names: the one opened under that ID, else, when exactly one is open, that
  * one. Sapporo keeps one device for the process and ignores the ID of every call; clients rely on
  * it: ph4's standalone program opens whatever its uninitialised jdata::gpu_id holds and then calls
- * with its MPI rank. */
+ * with its MPI rank. Every call that uses a unit takes this rule (set_ti, set_j_particle, the
+ * calc halves, the neighbour lists: with one unit open they can only mean that one, and with two
+ * or more an unknown ID is refused); g6_close_ does not: it ends only the unit of its own ID. */
 static int slot_for_call(int id)
 {
     const int exact = slot_of_id(id);
@@ -241,7 +243,12 @@ G6_EXPORT int g6_open_(int *id)
 
 G6_EXPORT int g6_close_(int *id)
 {
-    const int slot = id ? slot_for_call(*id) : -1;
+    /* Only the unit opened under this ID: the fallback to the only open unit (slot_for_call)
+     * serves the calls of a client whose ID was never set, but a close that reached another
+     * unit would end a unit its owner still uses (g6_open_(0); g6_open_(1); g6_close_(1);
+     * g6_close_(1) closed 0; so did closing the ID of an open that had failed). An ID that is
+     * not open, or already closed, is an error and touches nothing. */
+    const int slot = id ? slot_of_id(*id) : -1;
     if (slot < 0)
         return report(NULL, "g6_close: ID %d is not open", id ? *id : -1);
     unit_free(g6_units[slot]);

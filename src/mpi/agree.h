@@ -46,7 +46,17 @@ fk_status fk__mpi_everyone_fails(fk__mpi_part *part, fk_status status, const cha
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Collective: every rank's figures on root, in rank order. */
+/* Collective, for input every rank must hold the same of (replicated data: each rank read the
+ * same files): every rank's count of items and digest of their bytes against rank 0's. On a
+ * difference every rank returns FK_ERR_INVALID_ARGUMENT with one message naming the lowest rank
+ * that differs ("CALL: the ranks were given different ITEMS: rank 0 has 500 ITEMS, rank 1 has
+ * 400 ..." or "... rank 1's ITEMS differ from rank 0's ..."; count 0 on every rank: one item,
+ * "rank 1's ITEM differs ..."). Two broadcasts of 16 bytes and one
+ * reduction of an int; nothing is allocated. */
+fk_status fk__mpi_agree_replicated(fk__mpi_part *part, const char *call, const char *items,
+                                   unsigned long long count, uint64_t digest);
+/* Collective: every rank's figures on root, in rank order. On success the error of the last
+ * failed call stays. */
 fk_status fk__mpi_gather_figures(fk__mpi_part *part, int root, fk_mpi_rank_figures *figures);
 
 #endif

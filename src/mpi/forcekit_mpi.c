@@ -30,6 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Header-only, as in src/cache.c: the digests of replicated input (fk_mpi_eval_set_all_particles)
+ * link nothing. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define ERROR_TEXT FK__MPI_ERROR_TEXT
 
 /* Why the last fk_mpi_eval_create of this thread failed (fk_mpi_eval_last_error(NULL)). */
@@ -53,6 +58,9 @@ struct fk_mpi_eval {
      * position until set_particles succeeded. */
     double *gather_to;
     int has_mass, has_velocity, has_type;
+    /* The system came from fk_mpi_eval_set_all_particles (every rank holds all of it):
+     * fk_mpi_eval_update_all_positions may follow. */
+    int replicated;
     /* The results of the last compute, as bits: allgather, all N (OR'ed across the ranks);
      * spatial, this rank's slice, and all N once fk_mpi_eval_read_all_* gathered them. */
     uint64_t *forces, *potentials;
@@ -175,6 +183,81 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
     return FK_OK;
 }
 
+/* Digests of what the ranks must hold the same of: every byte that defines the computation, and
+ * which optional parts are present (an absent array and an array of zeros differ). */
+static void digest_bytes(XXH3_state_t *state, const void *bytes, size_t size)
+{
+    const unsigned char present = bytes != NULL;
+    XXH3_64bits_update(state, &present, 1);
+    if (bytes && size)
+        XXH3_64bits_update(state, bytes, size);
+}
+
+static void digest_string(XXH3_state_t *state, const char *text)
+{
+    digest_bytes(state, text, text ? strlen(text) + 1 : 0);
+}
+
+static uint64_t particles_digest(const fk_particles *all)
+{
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    const unsigned long long count = all->count;
+    XXH3_64bits_update(&state, &count, sizeof count);
+    digest_bytes(&state, all->position, 3 * all->count * sizeof *all->position);
+    digest_bytes(&state, all->mass, all->count * sizeof *all->mass);
+    digest_bytes(&state, all->velocity, 3 * all->count * sizeof *all->velocity);
+    digest_bytes(&state, all->type, all->count * sizeof *all->type);
+    return XXH3_64bits_digest(&state);
+}
+
+/* The physics and the choices every rank must share: the force law and accumulator, softening,
+ * cutoff, Coulomb constant, the law's parameters, box, exclusion mode, pair loop, skin, result
+ * type, scale policy, positions, and config.physics (with its pair table and exclusions) when
+ * given. Tuning choices (unroll, work-group size, tiling, j-splits, lanes) may differ with the
+ * ranks' devices and are left out; so is expected_count. */
+static uint64_t config_digest(const fk_eval_config *given)
+{
+    fk_eval_config c;
+    memset(&c, 0, sizeof c);
+    const size_t size =
+        given->struct_size && given->struct_size < sizeof c ? given->struct_size : sizeof c;
+    memcpy(&c, given, size);
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    digest_string(&state, c.kernel);
+    digest_string(&state, c.accum);
+    const int ints[] = {c.potential,   c.reproducible, c.exclusion_mode, c.algorithm,
+                        c.result_type, c.scale_policy, c.positions};
+    const double doubles[] = {c.eps, c.cutoff, c.coulomb, c.skin};
+    XXH3_64bits_update(&state, ints, sizeof ints);
+    XXH3_64bits_update(&state, doubles, sizeof doubles);
+    XXH3_64bits_update(&state, c.parameters, sizeof c.parameters);
+    XXH3_64bits_update(&state, c.box, sizeof c.box);
+    digest_bytes(&state, c.physics, 0);
+    if (c.physics) {
+        const fk_physics *p = c.physics;
+        const double values[] = {p->eps, p->cutoff, p->coulomb, p->box[0], p->box[1], p->box[2]};
+        XXH3_64bits_update(&state, values, sizeof values);
+        XXH3_64bits_update(&state, p->parameters, sizeof p->parameters);
+        const fk_pair_table *table = p->pair_table;
+        digest_bytes(&state, table, 0);
+        if (table && table->types) {
+            const size_t pairs = (size_t)table->types * table->types;
+            const unsigned long long types = table->types;
+            XXH3_64bits_update(&state, &types, sizeof types);
+            const fk_kernel_info *info = c.kernel ? fk_kernel_find(c.kernel) : NULL;
+            const size_t per = info ? info->pair_parameters : 0;
+            digest_bytes(&state, table->values, pairs * per * sizeof *table->values);
+            digest_bytes(&state, table->present, pairs * sizeof *table->present);
+        }
+        const unsigned long long exclusions = p->exclusions ? p->exclusion_count : 0;
+        XXH3_64bits_update(&state, &exclusions, sizeof exclusions);
+        digest_bytes(&state, p->exclusions, 2 * exclusions * sizeof *p->exclusions);
+    }
+    return XXH3_64bits_digest(&state);
+}
+
 fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, MPI_Comm comm,
                              fk_mpi_eval **out)
 {
@@ -195,6 +278,11 @@ fk_status fk_mpi_eval_create(fk_context *context, const fk_eval_config *config, 
     else
         status = create_local(m, config);
     status = fk__mpi_agree(&m->part, status);
+    /* Every rank must evaluate the same physics: a rank with another box or cutoff would compute
+     * its share of another system, silently. */
+    if (status == FK_OK)
+        status = fk__mpi_agree_replicated(&m->part, "fk_mpi_eval_create", "config", 0,
+                                          config_digest(config));
     if (status == FK_OK) {
         /* Every rank must run the same loop, or the shares would not tile the particles. */
         fk_variant variant;
@@ -325,6 +413,7 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     if (!m)
         return FK_ERR_INVALID_ARGUMENT;
     m->computed = 0;
+    m->replicated = 0;
     fk_status status = FK_OK;
     unsigned long long count = 0;
     if (!local)
@@ -856,6 +945,91 @@ fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
     if (status != FK_OK)
         return status;
     return upload(m, position, velocity, 0);
+}
+
+/* This rank's part of the equal split of n particles: [n r / P, n (r + 1) / P). */
+static size_t equal_slice(const fk_mpi_eval *m, size_t n, size_t *first)
+{
+    const unsigned long long rank = (unsigned long long)m->part.rank,
+                             ranks = (unsigned long long)m->part.size;
+    *first = (size_t)(n * rank / ranks);
+    return (size_t)(n * (rank + 1) / ranks) - *first;
+}
+
+fk_status fk_mpi_eval_set_all_particles(fk_mpi_eval *m, const fk_particles *all)
+{
+    if (!m)
+        return FK_ERR_INVALID_ARGUMENT;
+    m->computed = 0;
+    m->replicated = 0;
+    fk_status status = FK_OK;
+    if (!all)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "set_all_particles: NULL particles");
+    else if (all->count && !all->position)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "set_all_particles: NULL positions");
+    else if (all->count > (size_t)INT_MAX / 3) /* before n r / P is formed */
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "set_all_particles: %zu particles: at most %d over MPI",
+                                    all->count, INT_MAX / 3);
+    status = fk__mpi_agree(&m->part, status);
+    if (status != FK_OK)
+        return status;
+    /* Before any slice is taken: ranks that read different files would otherwise each pass a
+     * slice of their own system, and the caller's all-N buffers would not hold the sum. */
+    status = fk__mpi_agree_replicated(&m->part, "set_all_particles", "particles", all->count,
+                                      particles_digest(all));
+    if (status != FK_OK)
+        return status;
+    size_t first = 0;
+    const size_t count = equal_slice(m, all->count, &first);
+    const fk_particles slice = {.count = count,
+                                .position = all->position + 3 * first,
+                                .mass = all->mass ? all->mass + first : NULL,
+                                .velocity = all->velocity ? all->velocity + 3 * first : NULL,
+                                .type = all->type ? all->type + first : NULL};
+    status = fk_mpi_eval_set_particles(m, &slice);
+    m->replicated = status == FK_OK;
+    return status;
+}
+
+fk_status fk_mpi_eval_update_all_positions(fk_mpi_eval *m, const double *position,
+                                           const double *velocity)
+{
+    if (!m)
+        return FK_ERR_INVALID_ARGUMENT;
+    m->computed = 0;
+    fk_status status = FK_OK;
+    if (!m->replicated)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_STATE,
+                                    "update_all_positions without a successful "
+                                    "set_all_particles");
+    else if (!position)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "update_all_positions: NULL positions");
+    else if (m->has_velocity && !velocity)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
+                                    "update_all_positions: NULL velocities (the particles have "
+                                    "them)");
+    status = fk__mpi_agree(&m->part, status);
+    if (status != FK_OK)
+        return status;
+    /* Ranks that integrate the same system the same way hold the same bits; a rank that drifted
+     * (another restart file, another integration) is caught here, not in wrong forces. The
+     * velocities count only where the particles carry them (gaj). */
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    XXH3_64bits_update(&state, position, 3 * m->n * sizeof *position);
+    if (m->has_velocity)
+        XXH3_64bits_update(&state, velocity, 3 * m->n * sizeof *velocity);
+    status = fk__mpi_agree_replicated(&m->part, "update_all_positions", "positions", m->n,
+                                      XXH3_64bits_digest(&state));
+    if (status != FK_OK)
+        return status;
+    const size_t first = (size_t)m->firsts[m->part.rank];
+    return fk_mpi_eval_update_positions(m, position + 3 * first,
+                                        m->has_velocity ? velocity + 3 * first : NULL);
 }
 
 /* This rank's compute and read: allgather, all N results into forces (its share nonzero);

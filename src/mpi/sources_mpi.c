@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define ERROR_TEXT FK__MPI_ERROR_TEXT
 #define SUMS 7 /* ax ay az jx jy jz phi */
 
@@ -35,6 +38,20 @@ static fk_status engine_fail(fk_mpi_sources *m, fk_status status, const char *ca
 {
     return fk__mpi_local_fail(&m->part, status, "%s: %s: %s", call, fk_status_string(status),
                               fk_context_last_error(m->context));
+}
+
+/* What every rank's engine must share (as used, after the defaults): the accumulator, the
+ * positions' form and max_targets. Capacity is each rank's own. */
+static uint64_t config_digest(const fk_sources_config *used)
+{
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    const char *accum = used->accum ? used->accum : "";
+    XXH3_64bits_update(&state, accum, strlen(accum) + 1);
+    const unsigned long long values[2] = {(unsigned long long)used->positions,
+                                          (unsigned long long)used->max_targets};
+    XXH3_64bits_update(&state, values, sizeof values);
+    return XXH3_64bits_digest(&state);
 }
 
 fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *config, MPI_Comm comm,
@@ -57,13 +74,20 @@ fk_status fk_mpi_sources_create(fk_context *context, const fk_sources_config *co
                                context ? "config" : "context");
     else if ((status = fk_sources_create(context, config, &m->engine)) != FK_OK)
         status = engine_fail(m, status, "fk_sources_create");
+    uint64_t digest = 0;
     if (status == FK_OK) {
         fk_sources_config used;
         fk_sources_get_config(m->engine, &used);
         m->max_targets = used.max_targets;
         m->fixed64 = used.accum && strcmp(used.accum, "fixed64") == 0;
+        digest = config_digest(&used);
     }
     status = fk__mpi_agree(&m->part, status);
+    /* The ranks must agree on what decides their collectives: fixed64 reduces integers where the
+     * others gather doubles, and max_targets bounds every block step (a rank with another one
+     * would fail a step the others run, and leave them waiting). */
+    if (status == FK_OK)
+        status = fk__mpi_agree_replicated(&m->part, "fk_mpi_sources_create", "config", 0, digest);
     if (status != FK_OK) {
         memcpy(create_error, m->part.error, sizeof create_error);
         fk_mpi_sources_destroy(m);

@@ -117,7 +117,7 @@ G6_EXPORT int g6_open_(int *id)
 
 G6_EXPORT int g6_close_(int *id)
 {
-    const int slot = slot_for_call(id);
+    const int slot = id ? slot_of_id(*id) : -1; /* only its own unit, as libsapporo's */
     if (slot < 0)
         return 1;
     unit *u = units[slot];

@@ -24,6 +24,11 @@
  *             update loop) and ranks that disagree on the arrays they give: every rank returns
  *             the same status, and the message names the failing rank; nothing hangs (CTest's
  *             timeout bounds the run).
+ *   replicated  every rank passing the whole system (fk_mpi_eval_set_all_particles): one
+ *             device's forces when the ranks agree; FK_ERR_INVALID_ARGUMENT on every rank, naming
+ *             rank 1, when rank 1 has fewer particles, one coordinate one ulp away, a drifted
+ *             update (update_all_positions) or another eps at create, and block steps
+ *             (fk_mpi_sources) with another accumulator on rank 1 (issue #32).
  *
  * Exit status 0 when every check passed on every rank; rank 0 prints what failed.
  */
@@ -770,6 +775,129 @@ static void check_failures(void)
     free_system(&s);
 }
 
+/* Replicated input (issue #32): every rank passes the whole system (fk_mpi_eval_set_all_particles,
+ * as the command's ranks each read the same file). The same system on every rank: the forces of
+ * one plain fk_eval, bit for bit (fixed64), and the same after update_all_positions. A rank with
+ * fewer particles, or one coordinate one ulp away, or one position moved at an update, or another
+ * eps at create: every rank fails with FK_ERR_INVALID_ARGUMENT and the message naming rank 1
+ * (before these checks a rank with fewer particles overran its own buffers in read_all, and a
+ * rank with other particles gave everyone wrong forces with FK_OK). */
+static void check_replicated(void)
+{
+    const size_t n = 200;
+    system_t s = make_system("ga", n, 0);
+    const fk_eval_config config = make_config("ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, &s);
+    fk_mpi_eval *m = NULL;
+    if (fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m) != FK_OK) {
+        CHECK(0, "create: %s", fk_mpi_eval_last_error(NULL));
+        free_system(&s);
+        return;
+    }
+    fk_eval *plain = NULL;
+    double *forces = malloc(3 * n * sizeof *forces), *expected = malloc(3 * n * sizeof *expected);
+    fk_particles all = view("ga", &s, 0, n);
+    fk_status status = fk_eval_create(context, &config, &plain);
+    if (status == FK_OK)
+        status = fk_eval_set_particles(plain, &all);
+    if (status == FK_OK)
+        status = fk_eval_compute(plain, NULL);
+    if (status == FK_OK)
+        status = fk_eval_read_forces(plain, expected);
+    CHECK(status == FK_OK && forces && expected, "plain evaluation: %s", fk_status_string(status));
+    /* 1. the same system everywhere */
+    status = fk_mpi_eval_set_all_particles(m, &all);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_read_all_forces(m, forces);
+    CHECK(status == FK_OK, "set_all_particles: %s", fk_mpi_eval_last_error(m));
+    CHECK(fk_mpi_eval_count(m) == n, "count %zu", fk_mpi_eval_count(m));
+    CHECK(status != FK_OK || memcmp(forces, expected, 3 * n * sizeof *forces) == 0,
+          "set_all_particles: not one device's forces");
+    status = fk_mpi_eval_update_all_positions(m, s.position, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_read_all_forces(m, forces);
+    CHECK(status == FK_OK && memcmp(forces, expected, 3 * n * sizeof *forces) == 0,
+          "update_all_positions: %s", fk_mpi_eval_last_error(m));
+    if (ranks > 1) {
+        /* 2. rank 1 read a shorter file */
+        fk_particles mine = all;
+        if (rank == 1)
+            mine.count = n - 50;
+        status = fk_mpi_eval_set_all_particles(m, &mine);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT &&
+                  strstr(fk_mpi_eval_last_error(m), "rank 0 has 200 particles, rank 1 has 150"),
+              "fewer particles on rank 1: %s '%s'", fk_status_string(status),
+              fk_mpi_eval_last_error(m));
+        if (rank == 0)
+            printf("replicated: fewer particles on rank 1: %s\n", fk_mpi_eval_last_error(m));
+        CHECK(fk_mpi_eval_read_all_forces(m, forces) == FK_ERR_STATE,
+              "read_all after a refused set_all_particles");
+        /* 3. rank 1's copy differs in one coordinate by one ulp */
+        const double kept = s.position[3 * 77 + 1];
+        if (rank == 1)
+            s.position[3 * 77 + 1] = nextafter(kept, 2.0);
+        status = fk_mpi_eval_set_all_particles(m, &all);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT &&
+                  strstr(fk_mpi_eval_last_error(m), "rank 1's particles differ from rank 0's"),
+              "one ulp on rank 1: %s '%s'", fk_status_string(status), fk_mpi_eval_last_error(m));
+        s.position[3 * 77 + 1] = kept;
+        /* 4. the same again, then rank 1's positions drift at an update */
+        status = fk_mpi_eval_set_all_particles(m, &all);
+        CHECK(status == FK_OK, "set_all_particles again: %s", fk_mpi_eval_last_error(m));
+        if (rank == 1)
+            s.position[3 * 5] += 1e-9;
+        status = fk_mpi_eval_update_all_positions(m, s.position, NULL);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT &&
+                  strstr(fk_mpi_eval_last_error(m), "rank 1's positions differ from rank 0's"),
+              "drifted update on rank 1: %s '%s'", fk_status_string(status),
+              fk_mpi_eval_last_error(m));
+        if (rank == 0)
+            printf("replicated: drifted update on rank 1: %s\n", fk_mpi_eval_last_error(m));
+        if (rank == 1)
+            s.position[3 * 5] -= 1e-9;
+        /* 5. another eps on rank 1 at create */
+        fk_eval_config other = config;
+        if (rank == 1)
+            other.eps = 0.06;
+        fk_mpi_eval *none = NULL;
+        status = fk_mpi_eval_create(context, &other, MPI_COMM_WORLD, &none);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT && none == NULL &&
+                  strstr(fk_mpi_eval_last_error(NULL), "rank 1's config differs from rank 0's"),
+              "another eps on rank 1: %s '%s'", fk_status_string(status),
+              fk_mpi_eval_last_error(NULL));
+        fk_mpi_eval_destroy(none);
+        /* 6. block steps: another accumulator on rank 1 (fixed64 reduces integers where ref
+         * gathers doubles: mismatched collectives) is refused at create */
+        fk_sources_config sources_config = FK_CONFIG_INIT(fk_sources_config);
+        sources_config.capacity = 16;
+        sources_config.accum = rank == 1 ? "ref" : "fixed64";
+        fk_mpi_sources *sources = NULL;
+        status = fk_mpi_sources_create(context, &sources_config, MPI_COMM_WORLD, &sources);
+        CHECK(status == FK_ERR_INVALID_ARGUMENT && sources == NULL &&
+                  strstr(fk_mpi_sources_last_error(NULL), "rank 1's config differs from rank 0's"),
+              "another accumulator on rank 1: %s '%s'", fk_status_string(status),
+              fk_mpi_sources_last_error(NULL));
+        fk_mpi_sources_destroy(sources);
+    }
+    /* 7. update_all_positions needs set_all_particles */
+    size_t first = 0, count = 0;
+    slice_of(n, rank, &first, &count);
+    fk_particles slice = view("ga", &s, first, count);
+    status = fk_mpi_eval_set_particles(m, &slice);
+    CHECK(status == FK_OK, "set_particles: %s", fk_mpi_eval_last_error(m));
+    status = fk_mpi_eval_update_all_positions(m, s.position, NULL);
+    CHECK(status == FK_ERR_STATE, "update_all_positions after set_particles: %s",
+          fk_status_string(status));
+    fk_eval_destroy(plain);
+    fk_mpi_eval_destroy(m);
+    free(forces);
+    free(expected);
+    free_system(&s);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -824,6 +952,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(what, "all") || !strcmp(what, "failures"))
         check_failures();
+    if (!strcmp(what, "all") || !strcmp(what, "replicated"))
+        check_replicated();
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

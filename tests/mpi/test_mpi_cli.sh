@@ -95,5 +95,64 @@ else
     check "missing input: the message names the file" grep -q "missing.txt" "$work/err"
     check "missing input: no output file" test ! -e "$work/never.txt"
 fi
+# Every rank reads its own copy of the input (issue #32): the ranks must agree on it. A per-rank
+# wrapper gives rank 0 one file and the other ranks another. (a) 500 particles on rank 0, 400 on
+# rank 1: the job fails on every rank with the library's message (before, rank 1 read 450 ranks'
+# worth of forces into its 400-particle buffer: a heap overflow under ASan); (b) two different
+# 500-particle files: the job fails (before, it exited 0 with forces 101% wrong); (c) simulate
+# with a different --seed on rank 1 (different generated systems) fails the same way; (d) so does
+# another --exclude file on rank 1 (exit 0 before the command compared them).
+"$forcekit" generate --model plummer --n 500 --seed 21 --out "$work/in500a.txt" 2>/dev/null
+"$forcekit" generate --model plummer --n 500 --seed 22 --out "$work/in500b.txt" 2>/dev/null
+"$forcekit" generate --model plummer --n 400 --seed 21 --out "$work/in400.txt" 2>/dev/null
+cat > "$work/per-rank.sh" <<'EOF_WRAPPER'
+#!/bin/sh
+# per-rank.sh RANK0_ARG OTHER_ARG FORCEKIT ARGS...: runs FORCEKIT ARGS with every @ replaced by
+# RANK0_ARG on rank 0 and by OTHER_ARG on the others (Open MPI's or MPICH's rank variable).
+first=$1 other=$2
+shift 2
+rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+[ "$rank" = 0 ] && mine=$first || mine=$other
+command=$1
+shift
+for argument in "$@"; do
+    [ "$argument" = @ ] && argument=$mine
+    set -- "$@" "$argument"
+    shift
+done
+exec "$command" "$@"
+EOF_WRAPPER
+chmod +x "$work/per-rank.sh"
+different_inputs() { # description expected-message-part mpiexec-args...
+    local what=$1 expect=$2 code=0
+    shift 2
+    "${mpiexec[@]}" -np 2 "$work/per-rank.sh" "$@" > /dev/null 2> "$work/err" || code=$?
+    if [ "$code" -eq 0 ]; then
+        echo "FAILED: $what: exited 0"
+        failed=$((failed + 1))
+        return
+    fi
+    check "$what: exit 2, not $code" test "$code" -eq 2
+    check "$what: the message says the ranks' inputs differ" grep -q "$expect" "$work/err"
+    check "$what: no sanitizer report" bash -c '! grep -q "Sanitizer" "$1"' _ "$work/err"
+    check "$what: no output file" test ! -e "$work/never.txt"
+}
+different_inputs "forces, 500 particles on rank 0 and 400 on rank 1" \
+    "rank 0 has 500 particles, rank 1 has 400" \
+    "$work/in500a.txt" "$work/in400.txt" \
+    "$forcekit" forces --kernel ga --accum fixed64 --eps 0.01 --in @ --out "$work/never.txt"
+different_inputs "forces, two different 500-particle files" "rank 1's particles differ from rank 0's" \
+    "$work/in500a.txt" "$work/in500b.txt" \
+    "$forcekit" forces --kernel ga --accum fixed64 --eps 0.01 --in @ --out "$work/never.txt"
+different_inputs "simulate, another --seed on rank 1" "rank 1's particles differ from rank 0's" \
+    1 2 "$forcekit" simulate --kernel ga --system plummer --n 200 --steps 2 --seed @ \
+    --checkpoint "$work/never.txt"
+# (d) another exclusion file on rank 1 (the command compares pair tables and exclusions).
+printf '0 1\n' > "$work/exclude0.txt"
+printf '0 2\n' > "$work/exclude1.txt"
+different_inputs "forces, another --exclude file on rank 1" "the ranks read different pair tables or exclusions" \
+    "$work/exclude0.txt" "$work/exclude1.txt" \
+    "$forcekit" forces --kernel lj --accum fixed64 --box "$box" --in "$work/lj.txt" --exclude @ \
+    --out "$work/never.txt"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
