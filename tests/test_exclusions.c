@@ -24,6 +24,8 @@
  * - a particle with more partners (83) than the on-the-fly kernel can ever hold (64 slots): a
  *   clear error on the fly, no limit afterwards; automatic slots rebuilt as the exclusions change;
  * - fk_eval_update_positions: the subtraction uses the new positions;
+ * - every slot in use on the fly: particles with exactly 4 and 8 partners (the automatic slots are
+ *   filled in fours, so the last slot holds a partner), lj and ljc_constant, float and double;
  * - the symmetric and cell-list loops in both modes (the subtraction runs after them too): fixed64
  *   bit-identical to all-pairs in reproducible mode, float and fixed64 against the reference; a
  *   periodic box with an excluded pair that only the minimum image brings within the cutoff.
@@ -61,7 +63,8 @@ static int teardown(void **state)
 /* Systems */
 
 enum { TYPES = 2, ON_THE_FLY_SLOTS = 8 };
-static const char *const kernel_name = "ljc_constant";
+/* ljc_constant everywhere but test_full_slots (lj) */
+static const char *kernel_name = "ljc_constant";
 
 typedef struct test_system {
     size_t n;
@@ -783,6 +786,55 @@ static void test_cells_periodic(void **state)
     free_system(&s);
 }
 
+/* The excluded pairs of s replaced by every pair with 0 < |i - j| <= reach: interior particles
+ * then have exactly 2 reach partners (the bonded pairs stay excluded: |i - j| = 1). */
+static void exclude_within(test_system *s, size_t reach)
+{
+    free(s->exclusions);
+    s->exclusions = NULL;
+    s->exclusion_count = 0;
+    size_t capacity = 0;
+    for (size_t i = 0; i < s->n; ++i)
+        for (size_t j = i + 1; j < s->n && j <= i + reach; ++j)
+            add_pair(s, &capacity, i, j);
+}
+
+/* On the fly with every slot in use: the slots are filled in fours (int4 records), so particles
+ * with exactly 4 and exactly 8 partners fill the automatic 4 and 8 slots to the last one, where a
+ * slot loop that stops one short would count an excluded pair (a bonded one among them: 1e4 times
+ * the included terms). lj (its terms alone) and ljc_constant, float and double, against the
+ * reference that skips the excluded pairs exactly. */
+static void test_full_slots(void **state)
+{
+    (void)state;
+    static const char *const laws[] = {"lj", "ljc_constant"};
+    static const char *const full[] = {"float", "double"};
+    for (size_t l = 0; l < 2; ++l) {
+        kernel_name = laws[l];
+        for (size_t reach = 2; reach <= 4; reach += 2) {
+            test_system s;
+            make_system(&s, 150, 0, 0);
+            exclude_within(&s, reach);
+            reference ref = make_reference(&s);
+            for (size_t a = 0; a < 2; ++a) {
+                const run_options o = {.accum = full[a], .on_the_fly = 1};
+                result r;
+                if (!evaluate(&s, o, &r))
+                    continue;
+                char what[96];
+                snprintf(what, sizeof what, "%s %s on the fly, %zu partners in %zu slots",
+                         kernel_name, full[a], 2 * reach, 2 * reach);
+                const double worst = check(what, &s, &ref, o, &r);
+                fprintf(stderr, "%s: worst error / allowed %.3g\n", what, worst);
+                free_result(&r);
+            }
+            free_reference(&ref);
+            free_system(&s);
+        }
+    }
+    kernel_name = "ljc_constant";
+}
+
 int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
@@ -791,6 +843,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),
         cmocka_unit_test(test_update_positions),        cmocka_unit_test(test_symmetric),
         cmocka_unit_test(test_cells_periodic),          cmocka_unit_test(test_neighbors_periodic),
+        cmocka_unit_test(test_full_slots),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
