@@ -451,8 +451,8 @@ static void test_fixed64_quantum(void **state)
         const double sum = (double)out[0] / params.scale;
         const double error = fabs((double)((long double)sum - exact));
         if (!(error <= (double)count * quantum / 2))
-            fail_msg("draw %d: %d terms, largest %g: error %g, above N q / 2 = %g (q = 2^%d)",
-                     draw, count, max_term, error, (double)count * quantum / 2, -k);
+            fail_msg("draw %d: %d terms, largest %g: error %g, above N q / 2 = %g (q = 2^%d)", draw,
+                     count, max_term, error, (double)count * quantum / 2, -k);
 
         /* one odd multiple of q (below 2^24 q: a float, and below max|term|, whose 2^k is at
          * least L / 4 >= 2^(59 - 31)) */

@@ -839,10 +839,14 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_modes_against_reference), cmocka_unit_test(test_exact_cancellation),
-        cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),
-        cmocka_unit_test(test_update_positions),        cmocka_unit_test(test_symmetric),
-        cmocka_unit_test(test_cells_periodic),          cmocka_unit_test(test_neighbors_periodic),
+        cmocka_unit_test(test_modes_against_reference),
+        cmocka_unit_test(test_exact_cancellation),
+        cmocka_unit_test(test_many_partners),
+        cmocka_unit_test(test_automatic_slots),
+        cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_symmetric),
+        cmocka_unit_test(test_cells_periodic),
+        cmocka_unit_test(test_neighbors_periodic),
         cmocka_unit_test(test_full_slots),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -772,12 +772,12 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_energy_slope),    cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_two_body_verlet), cmocka_unit_test(test_two_body_hermite),
-        cmocka_unit_test(test_lj_fluid_drift),  cmocka_unit_test(test_restart_bit_identical),
-        cmocka_unit_test(test_bad_checkpoints), cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_restart_hermite_double),
-        cmocka_unit_test(test_collapse_stops),  cmocka_unit_test(test_parallel_passes),
+        cmocka_unit_test(test_energy_slope),           cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_two_body_verlet),        cmocka_unit_test(test_two_body_hermite),
+        cmocka_unit_test(test_lj_fluid_drift),         cmocka_unit_test(test_restart_bit_identical),
+        cmocka_unit_test(test_bad_checkpoints),        cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_restart_hermite_double), cmocka_unit_test(test_collapse_stops),
+        cmocka_unit_test(test_parallel_passes),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }
