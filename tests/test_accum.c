@@ -454,8 +454,7 @@ static void test_fixed64_quantum(void **state)
             fail_msg("draw %d: %d terms, largest %g: error %g, above N q / 2 = %g (q = 2^%d)", draw,
                      count, max_term, error, (double)count * quantum / 2, -k);
 
-        /* one odd multiple of q (below 2^24 q: a float, and below max|term|, whose 2^k is at
-         * least L / 4 >= 2^(59 - 31)) */
+        /* one odd multiple of q: below 2^23 q, a float, and below max|term| >= 2^50 q */
         const float odd = (float)ldexp(2.0 * floor(fk_test_rng_uniform(&rng) * 0x1p22) + 1.0, -k);
         assert_true(ldexp((double)odd, k) < 0x1p24 && fabs((double)odd) <= max_term);
         run_fixed64(&odd, 1, &params, 0.0f, out);
