@@ -465,6 +465,31 @@ static void test_fixed64_quantum(void **state)
     }
 }
 
+/* A term exactly at the limit L (as a multiple of the scale), of either sign, is an overflow:
+ * cl/accum/fixed64.clh's contract ("at or above L"), which the lane form's flag (the largest |x|
+ * >= L) keeps too, so the scalar and lane forms must draw the line at the same place. */
+static void test_fixed64_limit_exact(void **state)
+{
+    (void)state;
+    enum { TERMS = 100 };
+    float terms[TERMS];
+    double max_term = 0;
+    for (int k = 0; k < TERMS; ++k) {
+        terms[k] = random_float(10);
+        max_term = fmax(max_term, fabs(terms[k]));
+    }
+    fk_accum_bound bound = {.max_term = max_term, .max_sum = 0, .count = TERMS};
+    fk_accum_params params;
+    assert_true(fk__choose_fixed64(&bound, &params));
+    const float at_limit = params.acc_param[1] / params.acc_param[0]; /* powers of two: exact */
+    assert_true((double)at_limit * params.scale == (double)params.acc_param[1]);
+    int64_t out[4];
+    run_fixed64(terms, TERMS, &params, at_limit, out);
+    assert_true(out[2] == INT64_MIN);
+    run_fixed64(terms, TERMS, &params, -at_limit, out);
+    assert_true(out[2] == INT64_MIN);
+}
+
 /* The host's choices: fixed64 leaves room for N terms, LARGE bounds every partial sum. */
 static void test_host_parameters(void **state)
 {
@@ -511,6 +536,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_narumi_renormalization),
         cmocka_unit_test(test_fixed64_conversion_and_overflow),
         cmocka_unit_test(test_fixed64_quantum),
+        cmocka_unit_test(test_fixed64_limit_exact),
         cmocka_unit_test(test_host_parameters),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
