@@ -36,9 +36,10 @@
 #
 # Outcomes: killed (a test failed, or the run timed out), survived (every test passed: a gap in the
 # suite, or an equivalent mutant, which the list's desc must then say), stale, build-failed (the
-# mutant does not compile: fix the entry), not-run (a Python mutant without --venv). Kill rate =
+# mutant does not compile: fix the entry), not-run (a Python mutant without --venv), error (the
+# tests could not run: a missing command, no test matched, pytest's own errors). Kill rate =
 # killed / (killed + survived). Exit status 0 when the rate is at least the threshold and no entry
-# is stale or fails to build; 1 otherwise; 2 for usage errors.
+# is stale, fails to build or ends in error; 1 otherwise; 2 for usage errors.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -73,9 +74,12 @@ done
 case "$jobs" in '' | *[!0-9]* | 0) echo "mutants.sh: -j needs a positive number" >&2; exit 2 ;; esac
 case "$default_timeout" in '' | *[!0-9]*) echo "mutants.sh: --timeout needs seconds" >&2; exit 2 ;; esac
 [ -f "$list_file" ] || { echo "mutants.sh: no list $list_file" >&2; exit 2; }
-if [ -n "$venv" ] && [ ! -x "$venv/bin/python" ]; then
-    echo "mutants.sh: --venv $venv has no bin/python" >&2
-    exit 2
+if [ -n "$venv" ]; then
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "mutants.sh: --venv $venv has no bin/python" >&2
+        exit 2
+    fi
+    venv=$(cd "$venv" && pwd) # the tests run elsewhere
 fi
 
 # The list's parser and the snippet operations (exact text, no regular expressions).
@@ -275,12 +279,21 @@ run_mutant() { # slot name file kind tests filter timeout desc
         if [ -z "$outcome" ]; then
             set +e
             (cd "$dir/src/build" && FK_TEST_FILTER=$filter POCL_CACHE_DIR=$dir/pocl-cache \
-                timeout "$bound" ctest -R "$tests" --output-on-failure -j 1) >>"$mlog" 2>&1
+                timeout "$bound" ctest -R "$tests" --no-tests=error --output-on-failure -j 1) \
+                >>"$mlog" 2>&1
             status=$?
             set -e
         fi
     fi
     cp -p "$dir/original" "$src/$file"
+    # Not a verdict on the mutant: the tests could not run (command missing, nothing collected,
+    # pytest's usage or internal errors). See the mutant's log.
+    if [ -z "$outcome" ] && { [ "$status" -eq 126 ] || [ "$status" -eq 127 ] ||
+        { [ "$kind" = python ] && [ "$status" -ge 2 ] && [ "$status" -ne 124 ]; } ||
+        grep -q "No tests were found" "$mlog"; }; then
+        outcome=error
+        by="the tests did not run (exit $status): $mlog"
+    fi
     if [ -z "$outcome" ]; then
         if [ "$status" -eq 124 ]; then
             outcome=killed
@@ -293,7 +306,7 @@ run_mutant() { # slot name file kind tests filter timeout desc
             else
                 # ctest's summary names the failed programs; the first failed cmocka test too
                 by=$(sed -n '/The following tests FAILED/,$p' "$mlog" | grep -o '[0-9]* - [^ ]*' |
-                    sed 's/^[0-9]* - //' | paste -sd, -) || true
+                    sed 's/^[0-9]* - //' | awk '!seen[$0]++' | paste -sd, -) || true
                 local fn
                 fn=$(grep -m1 -o '\[  FAILED  \] [a-z_0-9]*' "$mlog" | sed 's/.*\] //') || true
                 by=${by:-ctest}${fn:+ ($fn)}
@@ -328,7 +341,7 @@ for pid in "${pids[@]}"; do wait "$pid" || failed_slots=1; done
 # The kill table, in the list's order.
 echo | tee -a "$log"
 printf '| mutant | where | outcome | by | seconds |\n|---|---|---|---|---|\n' | tee -a "$log"
-killed=0 survived=0 stale=0 build_failed=0 not_run=0
+killed=0 survived=0 stale=0 build_failed=0 not_run=0 errors=0
 for entry in "${entries[@]}"; do
     IFS=$'\x1f' read -r name file kind tests filter timeout occurrences desc <<<"$entry"
     line=$(awk -F'\t' -v n="$name" '$1 == n' "$results")
@@ -343,6 +356,7 @@ for entry in "${entries[@]}"; do
     stale) stale=$((stale + 1)) ;;
     build-failed) build_failed=$((build_failed + 1)) ;;
     not-run) not_run=$((not_run + 1)) ;;
+    *) errors=$((errors + 1)) ;;
     esac
     printf '| %s | %s | %s | %s | %s |\n' "$name" "$file" "$outcome" "$by" "$seconds" |
         tee -a "$log"
@@ -352,7 +366,8 @@ rate=0
 [ "$counted" -eq 0 ] || rate=$(awk -v k="$killed" -v c="$counted" 'BEGIN { printf "%.1f", 100 * k / c }')
 echo | tee -a "$log"
 echo "killed $killed, survived $survived, stale $stale, build-failed $build_failed," \
-    "not run $not_run: kill rate $rate% of $counted (threshold $threshold%)" | tee -a "$log"
+    "not run $not_run, errors $errors: kill rate $rate% of $counted (threshold $threshold%)" |
+    tee -a "$log"
 status=0
 if [ "$stale" -gt 0 ]; then
     echo "!!! STALE MUTANTS: their snippets no longer occur exactly once; update the list !!!" |
@@ -361,6 +376,11 @@ if [ "$stale" -gt 0 ]; then
 fi
 if [ "$build_failed" -gt 0 ]; then
     echo "!!! MUTANTS THAT DO NOT BUILD: fix their entries !!!" | tee -a "$log" >&2
+    status=1
+fi
+if [ "$errors" -gt 0 ]; then
+    echo "!!! MUTANTS WHOSE TESTS DID NOT RUN (outcome error): see their logs !!!" |
+        tee -a "$log" >&2
     status=1
 fi
 [ "$failed_slots" -eq 0 ] || status=1
