@@ -245,6 +245,7 @@ run_mutant() { # slot name file kind tests filter timeout desc
     local dir=$work/slot-$slot start outcome="" by="" status=0
     local src=$dir/src mlog=$dir/$name.log
     start=$(date +%s)
+    : >"$mlog"
     cp -p "$src/$file" "$dir/original"
     if ! python3 "$helper" apply "$list_file" "$src" "$name"; then
         outcome=stale
@@ -255,7 +256,7 @@ run_mutant() { # slot name file kind tests filter timeout desc
         local site=$dir/py-site
         rm -rf "$site" "$dir/py-cache"
         if ! "$venv/bin/pip" install -q --no-build-isolation --no-deps --target "$site" \
-            "$src/python" --config-settings=build-dir="$dir/py-ext" >"$mlog" 2>&1; then
+            "$src/python" --config-settings=build-dir="$dir/py-ext" >>"$mlog" 2>&1; then
             outcome=build-failed
         else
             local selection=()
@@ -271,7 +272,7 @@ run_mutant() { # slot name file kind tests filter timeout desc
         case "$file" in
         cl/*) ;; # kernels are read from the tree at run time (FORCEKIT_KERNEL_DIR)
         *)
-            if ! cmake --build "$dir/src/build" -j 1 >"$mlog" 2>&1; then
+            if ! cmake --build "$dir/src/build" -j 1 >>"$mlog" 2>&1; then
                 outcome=build-failed
             fi
             ;;
@@ -305,8 +306,10 @@ run_mutant() { # slot name file kind tests filter timeout desc
                 by=${by:-pytest}
             else
                 # ctest's summary names the failed programs; the first failed cmocka test too
-                by=$(sed -n '/The following tests FAILED/,$p' "$mlog" | grep -o '[0-9]* - [^ ]*' |
-                    sed 's/^[0-9]* - //' | awk '!seen[$0]++' | paste -sd, -) || true
+                by=$(sed -n '/The following tests FAILED/,$p' "$mlog" |
+                    grep -oE '^[[:space:]]*[0-9]+ - [A-Za-z_0-9]+ \(' |
+                    sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \($//' | awk '!seen[$0]++' |
+                    paste -sd, -) || true
                 local fn
                 fn=$(grep -m1 -o '\[  FAILED  \] [a-z_0-9]*' "$mlog" | sed 's/.*\] //') || true
                 by=${by:-ctest}${fn:+ ($fn)}
