@@ -445,14 +445,24 @@ static void test_fixed64_quantum(void **state)
         assert_true(fk__choose_fixed64(&bound, &params));
         int64_t out[4];
         run_fixed64(terms, count, &params, 0.0f, out);
-        long double exact = 0; /* 64-bit significand: its rounding stays far below q */
-        for (int t = 0; t < count; ++t)
-            exact += terms[t];
-        const double sum = (double)out[0] / params.scale;
-        const double error = fabs((double)((long double)sum - exact));
-        if (!(error <= (double)count * quantum / 2))
-            fail_msg("draw %d: %d terms, largest %g: error %g, above N q / 2 = %g (q = 2^%d)", draw,
-                     count, max_term, error, (double)count * quantum / 2, -k);
+        /* The error in units of q, exactly: the sum can exceed 2^53 q, where a double (and, for
+         * large N, a long double sum of the terms) no longer holds it. Each term times 2^k is
+         * exact in double; its integer part sums exactly in int64 (|sum| < 2^62), the fractions
+         * (below 1 each) in double, far below 1. The device's integer, at its own scale, in units
+         * of q: a shift of an int64, exact in long double (64-bit significand). */
+        int64_t whole = 0;
+        double fractions = 0;
+        for (int t = 0; t < count; ++t) {
+            const double scaled = ldexp((double)terms[t], k);
+            const double integral = trunc(scaled);
+            whole += (int64_t)integral;
+            fractions += scaled - integral;
+        }
+        const long double device = ldexpl((long double)out[0], k - params.exponent);
+        const double error = fabs((double)(device - (long double)whole) - fractions);
+        if (!(error <= (double)count / 2))
+            fail_msg("draw %d: %d terms, largest %g: error %g q, above N / 2 q (q = 2^%d)", draw,
+                     count, max_term, error, -k);
 
         /* one odd multiple of q: below 2^23 q, a float, and below max|term| >= 2^50 q */
         const float odd = (float)ldexp(2.0 * floor(fk_test_rng_uniform(&rng) * 0x1p22) + 1.0, -k);
