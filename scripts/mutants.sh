@@ -220,8 +220,10 @@ prepare_slot() { # slot
     mkdir -p "$dir/src" "$dir/pocl-cache"
     find "$dir/src" -mindepth 1 -maxdepth 1 ! -name build -exec rm -rf {} +
     # (a tracked file deleted in the tree is skipped: --ignore-failed-read)
+    # (extracted with the current time, -m: the build tree kept from an earlier run must not keep
+    # an object newer than its restored source; ccache makes the rebuild cheap)
     (cd "$root" && git ls-files -z --cached --others --exclude-standard |
-        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$dir/src"
+        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xmf - -C "$dir/src"
     if [ -e "$root/../shared" ]; then
         ln -sfn "$(cd "$root/../shared" && pwd)" "$dir/shared"
     fi
@@ -286,7 +288,18 @@ run_mutant() { # slot name file kind tests filter timeout desc
             set -e
         fi
     fi
-    cp -p "$dir/original" "$src/$file"
+    # Restored with a new time, and for host code rebuilt at once: the next mutant (a kernel's
+    # needs no build) must not run with this one's objects.
+    cp "$dir/original" "$src/$file"
+    case "$kind:$file" in
+    python:* | *:cl/*) ;;
+    *)
+        if ! cmake --build "$dir/src/build" -j 1 >>"$mlog" 2>&1; then
+            echo "mutants.sh: slot $slot does not build after restoring $file: see $mlog" >&2
+            exit 1
+        fi
+        ;;
+    esac
     # Not a verdict on the mutant: the tests could not run (command missing, nothing collected,
     # pytest's usage or internal errors). See the mutant's log.
     if [ -z "$outcome" ] && { [ "$status" -eq 126 ] || [ "$status" -eq 127 ] ||
