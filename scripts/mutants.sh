@@ -8,6 +8,9 @@
 #   NAME...          run only these mutants (default: all of the list)
 #   --list           print the list (name, file, tests, description) and check every snippet;
 #                    runs nothing
+#   --baseline       run each distinct test selection of the list once on the unmutated copy
+#                    (slot 0) and report the ones that fail: such a selection would "kill" any
+#                    mutant. Runs no mutant; exit 1 when one fails
 #   -j N             N mutants at once, each in its own scratch copy and build (default 1)
 #   --venv DIR       a Python venv with scikit-build-core, nanobind, numpy and pytest (as
 #                    scripts/test.sh's stage 4 makes): the Python mutants run their pytest
@@ -50,6 +53,7 @@ venv=${FORCEKIT_MUTANTS_VENV:-}
 default_timeout=600
 threshold=95
 list_only=0
+baseline=0
 names=()
 usage() {
     sed -n '/^# Usage:/,/^# The list:/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -58,6 +62,7 @@ usage() {
 while [ $# -gt 0 ]; do
     case "$1" in
     --list) list_only=1 ;;
+    --baseline) baseline=1 ;;
     -j) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
     -j*) jobs=${1#-j} ;;
     --venv) [ $# -ge 2 ] || usage; venv=$2; shift ;;
@@ -336,6 +341,51 @@ run_mutant() { # slot name file kind tests filter timeout desc
         tee -a "$log"
 }
 
+# --baseline: every distinct selection once, unmutated, in slot 0.
+if [ "$baseline" -eq 1 ]; then
+    prepare_slot 0 || exit 1
+    dir=$work/slot-0
+    failed=0
+    declare -A seen=()
+    while IFS=$'\x1f' read -r name file kind tests filter timeout _ desc; do
+        key="$kind|$tests|$filter"
+        [ -z "${seen[$key]:-}" ] || continue
+        seen[$key]=1
+        blog=$dir/baseline-$name.log
+        start=$(date +%s)
+        set +e
+        if [ "$kind" = python ]; then
+            if [ -z "$venv" ]; then
+                printf '%-44s %-10s\n' "pytest $tests" not-run | tee -a "$log"
+                continue
+            fi
+            site=$dir/py-site
+            rm -rf "$site" "$dir/py-cache"
+            "$venv/bin/pip" install -q --no-build-isolation --no-deps --target "$site" \
+                "$dir/src/python" --config-settings=build-dir="$dir/py-ext" >"$blog" 2>&1 &&
+                (cd "$dir/src/python/tests" && read -r -a selection <<<"$tests" &&
+                    PYTHONPATH=$site FORCEKIT_CACHE_DIR=$dir/py-cache POCL_CACHE_DIR=$dir/pocl-cache \
+                        timeout "${timeout:-$default_timeout}" "$venv/bin/python" -m pytest -q \
+                        -p no:cacheprovider "${selection[@]}") >>"$blog" 2>&1
+        else
+            (cd "$dir/src/build" && FK_TEST_FILTER=$filter POCL_CACHE_DIR=$dir/pocl-cache \
+                timeout "${timeout:-$default_timeout}" ctest -R "$tests" --no-tests=error \
+                --output-on-failure -j 1) >"$blog" 2>&1
+        fi
+        status=$?
+        set -e
+        verdict=pass
+        if [ "$status" -ne 0 ]; then
+            verdict="FAILS (exit $status): $blog"
+            failed=1
+        fi
+        printf '%-44s %s  %s s\n' "$tests${filter:+ ($filter)}" "$verdict" \
+            "$(($(date +%s) - start))" | tee -a "$log"
+    done <<<"$table"
+    [ "$failed" -eq 0 ] || echo "!!! SELECTIONS THAT FAIL WITHOUT A MUTANT: fix them first !!!" >&2
+    exit "$failed"
+fi
+
 # The work: mutant k goes to slot k mod jobs; each slot runs its share in order.
 mapfile -t entries <<<"$table"
 count=${#entries[@]}
@@ -345,7 +395,7 @@ for ((slot = 0; slot < jobs; ++slot)); do
     (
         prepare_slot "$slot" || exit 1
         for ((k = slot; k < count; k += jobs)); do
-            IFS=$'\x1f' read -r name file kind tests filter timeout occurrences desc <<<"${entries[$k]}"
+            IFS=$'\x1f' read -r name file kind tests filter timeout _ desc <<<"${entries[$k]}"
             run_mutant "$slot" "$name" "$file" "$kind" "$tests" "$filter" "$timeout"
         done
     ) &
@@ -359,7 +409,7 @@ echo | tee -a "$log"
 printf '| mutant | where | outcome | by | seconds |\n|---|---|---|---|---|\n' | tee -a "$log"
 killed=0 survived=0 stale=0 build_failed=0 not_run=0 errors=0
 for entry in "${entries[@]}"; do
-    IFS=$'\x1f' read -r name file kind tests filter timeout occurrences desc <<<"$entry"
+    IFS=$'\x1f' read -r name file kind tests filter timeout _ desc <<<"$entry"
     line=$(awk -F'\t' -v n="$name" '$1 == n' "$results")
     if [ -z "$line" ]; then
         outcome=missing by="slot failed" seconds=-
