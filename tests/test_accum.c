@@ -6,7 +6,9 @@
  * bit for bit against a host emulation compiled without contraction (an FMA anywhere changes
  * bits), Narumi's renormalization against the exact fixed-point sum (including 1,000 ties of one
  * sign, which overflow Narumi's LOWER_SHIFT 7), and fixed64's rounding, exact sums and sticky
- * overflow sentinel. Also the host side: the choice of scale and LARGE, and the decoders.
+ * overflow sentinel, and its accuracy against the exact sum within the quantum its contract gives
+ * (a scale one bit coarser fails). Also the host side: the choice of scale and LARGE, and the
+ * decoders.
  */
 #include <fenv.h>
 #include <float.h>
@@ -408,6 +410,96 @@ static void test_fixed64_conversion_and_overflow(void **state)
     assert_true(out[2] == llrint((double)below * params.scale));
 }
 
+/* fixed64's accuracy from its quantum. The host's scale is the one the accumulator's contract
+ * gives (cl/accum/fixed64.clh: 2^k the largest power of two with max|term| 2^k < L/2, L =
+ * 2^(62 - ceil(log2 N))), derived here from the terms alone, and with it the quantum q = 2^-k:
+ * a sum of N terms, each rounded to the nearest multiple of q, is within N q / 2 of the exact sum,
+ * and a single term within q / 2. The term (2m + 1) q is exact at that quantum, while at a scale
+ * one bit coarser it is a tie, rounded (to even) by a whole q: any draw tells the two apart. */
+static void test_fixed64_quantum(void **state)
+{
+    (void)state;
+    enum { TERMS = 1000, DRAWS = 8 };
+    static float terms[TERMS];
+    for (int draw = 0; draw < DRAWS; ++draw) {
+        const int count = 2 + (int)(fk_test_rng_uniform(&rng) * (TERMS - 1));
+        const int range = 1 + (int)(fk_test_rng_uniform(&rng) * 30);
+        double max_term = 0;
+        for (int k = 0; k < count; ++k) {
+            terms[k] = random_float(range);
+            max_term = fmax(max_term, fabs(terms[k]));
+        }
+        int bits = 0;
+        while ((1 << bits) < count)
+            ++bits;
+        const double half_limit = ldexp(1.0, 62 - bits - 1);
+        int k = 0;
+        while (ldexp(max_term, k + 1) < half_limit)
+            ++k;
+        while (!(ldexp(max_term, k) < half_limit))
+            --k;
+        const double quantum = ldexp(1.0, -k);
+
+        fk_accum_bound bound = {.max_term = max_term, .max_sum = 0, .count = (size_t)count};
+        fk_accum_params params;
+        assert_true(fk__choose_fixed64(&bound, &params));
+        int64_t out[4];
+        run_fixed64(terms, count, &params, 0.0f, out);
+        /* The error in units of q, exactly: the sum can exceed 2^53 q, where a double (and, for
+         * large N, a long double sum of the terms) no longer holds it. Each term times 2^k is
+         * exact in double; its integer part sums exactly in int64 (|sum| < 2^62), the fractions
+         * (below 1 each) in double, far below 1. The device's integer, at its own scale, in units
+         * of q: a shift of an int64, exact in long double (64-bit significand). */
+        int64_t whole = 0;
+        double fractions = 0;
+        for (int t = 0; t < count; ++t) {
+            const double scaled = ldexp((double)terms[t], k);
+            const double integral = trunc(scaled);
+            whole += (int64_t)integral;
+            fractions += scaled - integral;
+        }
+        const long double device = ldexpl((long double)out[0], k - params.exponent);
+        const double error = fabs((double)(device - (long double)whole) - fractions);
+        if (!(error <= (double)count / 2))
+            fail_msg("draw %d: %d terms, largest %g: error %g q, above N / 2 q (q = 2^%d)", draw,
+                     count, max_term, error, -k);
+
+        /* one odd multiple of q: below 2^23 q, a float, and below max|term| >= 2^50 q */
+        const float odd = (float)ldexp(2.0 * floor(fk_test_rng_uniform(&rng) * 0x1p22) + 1.0, -k);
+        assert_true(ldexp((double)odd, k) < 0x1p24 && fabs((double)odd) <= max_term);
+        run_fixed64(&odd, 1, &params, 0.0f, out);
+        const double single = (double)out[0] / params.scale;
+        if (!(fabs(single - (double)odd) <= quantum / 2))
+            fail_msg("draw %d: the term %a came back as %a: error %g, above q / 2 = %g", draw,
+                     (double)odd, single, fabs(single - (double)odd), quantum / 2);
+    }
+}
+
+/* A term exactly at the limit L (as a multiple of the scale), of either sign, is an overflow:
+ * cl/accum/fixed64.clh's contract ("at or above L"), which the lane form's flag (the largest |x|
+ * >= L) keeps too, so the scalar and lane forms must draw the line at the same place. */
+static void test_fixed64_limit_exact(void **state)
+{
+    (void)state;
+    enum { TERMS = 100 };
+    float terms[TERMS];
+    double max_term = 0;
+    for (int k = 0; k < TERMS; ++k) {
+        terms[k] = random_float(10);
+        max_term = fmax(max_term, fabs(terms[k]));
+    }
+    fk_accum_bound bound = {.max_term = max_term, .max_sum = 0, .count = TERMS};
+    fk_accum_params params;
+    assert_true(fk__choose_fixed64(&bound, &params));
+    const float at_limit = params.acc_param[1] / params.acc_param[0]; /* powers of two: exact */
+    assert_true((double)at_limit * params.scale == (double)params.acc_param[1]);
+    int64_t out[4];
+    run_fixed64(terms, TERMS, &params, at_limit, out);
+    assert_true(out[2] == INT64_MIN);
+    run_fixed64(terms, TERMS, &params, -at_limit, out);
+    assert_true(out[2] == INT64_MIN);
+}
+
 /* The host's choices: fixed64 leaves room for N terms, LARGE bounds every partial sum. */
 static void test_host_parameters(void **state)
 {
@@ -453,6 +545,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_composite_add),
         cmocka_unit_test(test_narumi_renormalization),
         cmocka_unit_test(test_fixed64_conversion_and_overflow),
+        cmocka_unit_test(test_fixed64_quantum),
+        cmocka_unit_test(test_fixed64_limit_exact),
         cmocka_unit_test(test_host_parameters),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -577,6 +577,47 @@ static void test_wrap(void **state)
     fk_test_system_free(&s);
 }
 
+/* As test_wrap, with the wraps along z: the displacement check takes the minimum image on every
+ * axis, so a particle wrapped by one box length in z has hardly moved and nothing is rebuilt (a
+ * check without z's image would rebuild at every such step: forces still right, the count not).
+ * Run both ways: the host's check (src/loops/cell_grid.c) and the device's (cl/cells_build.cl). */
+static void test_wrap_z(void **state)
+{
+    (void)state;
+    test_system s;
+    fk_test_system_alloc(&s, "lj", 729, &rng);
+    const double box = fk_test_quantize(9 * 1.1);
+    fk_test_system_lattice(&s, 0, s.n, 9, 1.1, (double[3]){0.55, 0.55, 0.55}, 0.15, &rng);
+    s.physics.cutoff = 2.0; /* default skin 0.24 */
+    for (int d = 0; d < 3; ++d)
+        s.physics.box[d] = box;
+    fk_eval *eval = make_eval(&s, "float", (eval_options){.algorithm = FK_ALGORITHM_CELLS});
+    const fk_particles particles = fk_test_system_view(&s);
+    expect_ok(fk_eval_set_particles(eval, &particles), "set_particles");
+    outputs out = make_outputs(s.n);
+    for (int step = 0; step < 3; ++step) {
+        for (size_t i = 0; i < 3 * s.n; ++i)
+            s.position[i] = fk_test_quantize(s.position[i] + 0.01 * (step % 2 ? 1 : -1));
+        s.position[3 * (10 * (size_t)step + 10) + 2] += box;
+        s.position[3 * (10 * (size_t)step + 20) + 2] -= box;
+        expect_ok(fk_eval_update_positions(eval, s.position, NULL), "update_positions");
+        fk_variant v;
+        fk_eval_get_variant(eval, &v);
+        if (v.cell_rebuilds != 1)
+            fail_msg("step %d: %zu cell rebuilds after wraps in z (1 expected: the first build)",
+                     step, v.cell_rebuilds);
+        reference ref = make_reference(&s);
+        compute_read(eval, s.n, &out);
+        const double worst = worst_error("wrap z", &s, &ref, "float", out.force, out.potential);
+        free_reference(&ref);
+        if (worst > 1)
+            fail_msg("step %d: worst error %.3g times the bound", step, worst);
+    }
+    free_outputs(&out);
+    fk_eval_destroy(eval);
+    fk_test_system_free(&s);
+}
+
 /* The skin: cutoff 2, default skin 0.24, 30 steps of small random moves (each coordinate by at
  * most 0.02, so no particle can move skin / 2 = 0.12 in the first three steps), alternately
  * through set_particles and update_positions; every third step checked against the reference
@@ -754,6 +795,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bound_accumulators),
         cmocka_unit_test(test_skin),
         cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_wrap_z),
         cmocka_unit_test_setup_teardown(test_uniform_open, fk_test_device_checks_on,
                                         fk_test_device_checks_off),
         cmocka_unit_test_setup_teardown(test_skin, fk_test_device_checks_on,
@@ -761,6 +803,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_inputs, fk_test_device_checks_on,
                                         fk_test_device_checks_off),
         cmocka_unit_test_setup_teardown(test_wrap, fk_test_device_checks_on,
+                                        fk_test_device_checks_off),
+        cmocka_unit_test_setup_teardown(test_wrap_z, fk_test_device_checks_on,
                                         fk_test_device_checks_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -24,6 +24,9 @@
  * - a particle with more partners (83) than the on-the-fly kernel can ever hold (64 slots): a
  *   clear error on the fly, no limit afterwards; automatic slots rebuilt as the exclusions change;
  * - fk_eval_update_positions: the subtraction uses the new positions;
+ * - every slot in use on the fly: particles with exactly 4 and 8 partners (the automatic slots are
+ *   filled in fours, so the last slot holds a partner), lj and ljc_constant, float and double,
+ *   all-pairs, and the neighbour lists and cells (their lane forms) in a periodic box;
  * - the symmetric and cell-list loops in both modes (the subtraction runs after them too): fixed64
  *   bit-identical to all-pairs in reproducible mode, float and fixed64 against the reference; a
  *   periodic box with an excluded pair that only the minimum image brings within the cutoff.
@@ -61,7 +64,8 @@ static int teardown(void **state)
 /* Systems */
 
 enum { TYPES = 2, ON_THE_FLY_SLOTS = 8 };
-static const char *const kernel_name = "ljc_constant";
+/* ljc_constant everywhere but test_full_slots (lj) */
+static const char *kernel_name = "ljc_constant";
 
 typedef struct test_system {
     size_t n;
@@ -341,6 +345,7 @@ typedef struct run_options {
     int max_exclusions; /* on the fly: 0 automatic */
     int algorithm;
     int j_splits;
+    int lanes; /* fk_eval_config.lanes (the neighbour lists' lane form): 0 automatic */
     /* > 0: run with this data scale (fixed64's 2^k, narumi's LARGE) instead of the eval's own;
      * only the packed words are meaningful then */
     double forced_scale;
@@ -368,6 +373,7 @@ static fk_eval *create(const test_system *s, run_options o)
                              .unroll_i = 2,
                              .unroll_j = 2,
                              .j_splits = o.j_splits,
+                             .lanes = o.lanes,
                              .potential = 1,
                              .cutoff = s->physics.cutoff,
                              .reproducible = o.reproducible,
@@ -783,14 +789,142 @@ static void test_cells_periodic(void **state)
     free_system(&s);
 }
 
+/* The excluded pairs of s replaced by every pair with 0 < |i - j| <= reach: interior particles
+ * then have exactly 2 reach partners (the bonded pairs stay excluded: |i - j| = 1). */
+static void exclude_within(test_system *s, size_t reach)
+{
+    free(s->exclusions);
+    s->exclusions = NULL;
+    s->exclusion_count = 0;
+    size_t capacity = 0;
+    for (size_t i = 0; i < s->n; ++i)
+        for (size_t j = i + 1; j < s->n && j <= i + reach; ++j)
+            add_pair(s, &capacity, i, j);
+}
+
+/* The included pairs' part of the bound widened by each term's sensitivity |r dF/dr| (and the
+ * potential's): a pure LJ term near its minimum is the difference of nearly equal parts, and its
+ * float rounding is relative to the parts, not to their small difference. For LJ, |rep| + |att|
+ * <= 3.4 (|F| + |r F'|) at every r (F' = (-13 rep + 7 att) / r); Coulomb's r F' = -2 F. */
+static void widen_for_cancellation(const test_system *s, reference *ref)
+{
+    const size_t n = s->n;
+    const double stretch = 1e-6;
+    unsigned char *excluded = calloc(n * n, 1);
+    assert_non_null(excluded);
+    for (size_t e = 0; e < s->exclusion_count; ++e) {
+        const size_t i = s->exclusions[2 * e], j = s->exclusions[2 * e + 1];
+        excluded[i * n + j] = excluded[j * n + i] = 1;
+    }
+    const fk_kernel_desc *kernel = fk__kernel_desc(kernel_name);
+    fk__physics resolved;
+    char message[256];
+    assert_int_equal(fk__physics_resolve(kernel, &s->physics, &resolved, message, sizeof message),
+                     FK_OK);
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j) {
+            if (j == i || excluded[i * n + j])
+                continue;
+            double d[3];
+            for (int k = 0; k < 3; ++k)
+                d[k] = s->position[3 * i + (size_t)k] - s->position[3 * j + (size_t)k];
+            fk__minimum_image(&resolved, d);
+            const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            const double *pair = s->values + 2 * ((size_t)s->type[i] * TYPES + (size_t)s->type[j]);
+            const double qq = s->charge[i] * s->charge[j];
+            double f, u, f_far, u_far;
+            fk__pair_function_shifted(kernel, &resolved, pair, qq, r, &f, &u);
+            fk__pair_function_shifted(kernel, &resolved, pair, qq, r * (1.0 + stretch), &f_far,
+                                      &u_far);
+            ref->included[i] += fabs(f_far - f) / stretch;
+            ref->pot_included[i] += 0.5 * fabs(u_far - u) / stretch;
+        }
+    free(excluded);
+}
+
+/* On the fly with every slot in use: the slots are filled in fours (int4 records), so particles
+ * with exactly 4 and exactly 8 partners fill the automatic 4 and 8 slots to the last one, where a
+ * slot loop that stops one short would count an excluded pair (a bonded one among them: 1e4 times
+ * the included terms). lj (its terms alone) and ljc_constant, float and double, against the
+ * reference that skips the excluded pairs exactly (the pair part of the bound widened for LJ's
+ * cancellation: widen_for_cancellation); and float with the neighbour lists and cells in a
+ * periodic box. */
+static void test_full_slots(void **state)
+{
+    (void)state;
+    static const char *const laws[] = {"lj", "ljc_constant"};
+    static const char *const full[] = {"float", "double"};
+    for (size_t l = 0; l < 2; ++l) {
+        kernel_name = laws[l];
+        for (size_t reach = 2; reach <= 4; reach += 2) {
+            test_system s;
+            make_system(&s, 150, 0, 0);
+            exclude_within(&s, reach);
+            reference ref = make_reference(&s);
+            widen_for_cancellation(&s, &ref);
+            for (size_t a = 0; a < 2; ++a) {
+                const run_options o = {.accum = full[a], .on_the_fly = 1};
+                result r;
+                if (!evaluate(&s, o, &r))
+                    continue;
+                char what[96];
+                snprintf(what, sizeof what, "%s %s on the fly, %zu partners in %zu slots",
+                         kernel_name, full[a], 2 * reach, 2 * reach);
+                const double worst = check(what, &s, &ref, o, &r);
+                fprintf(stderr, "%s: worst error / allowed %.3g\n", what, worst);
+                free_result(&r);
+            }
+            free_reference(&ref);
+            free_system(&s);
+        }
+        /* The grid loops in a periodic box (cutoff 2.5), whose lane forms check the slots in code
+         * of their own (cl/neighbors.cl). */
+        for (size_t reach = 2; reach <= 4; reach += 2) {
+            test_system s;
+            make_system(&s, 216, 0, 1);
+            exclude_within(&s, reach);
+            reference ref = make_reference(&s);
+            widen_for_cancellation(&s, &ref);
+            /* the neighbour lists' scalar walk and lane form (explicit: the test's unrolling
+             * would ask for the scalar walk), the cells */
+            static const fk_algorithm grid[] = {FK_ALGORITHM_NEIGHBORS, FK_ALGORITHM_NEIGHBORS,
+                                                FK_ALGORITHM_CELLS};
+            static const int lanes[] = {-1, 8, 0};
+            for (size_t g = 0; g < 3; ++g) {
+                const run_options o = {.accum = "float",
+                                       .on_the_fly = 1,
+                                       .algorithm = (int)grid[g],
+                                       .lanes = lanes[g]};
+                result r;
+                assert_true(evaluate(&s, o, &r));
+                char what[96];
+                snprintf(what, sizeof what, "%s float on the fly, %s%s, %zu partners in %zu slots",
+                         kernel_name, fk_algorithm_name(grid[g]), lanes[g] > 0 ? " in lanes" : "",
+                         2 * reach, 2 * reach);
+                const double worst = check(what, &s, &ref, o, &r);
+                fprintf(stderr, "%s: worst error / allowed %.3g\n", what, worst);
+                free_result(&r);
+            }
+            free_reference(&ref);
+            free_system(&s);
+        }
+    }
+    kernel_name = "ljc_constant";
+}
+
 int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_modes_against_reference), cmocka_unit_test(test_exact_cancellation),
-        cmocka_unit_test(test_many_partners),           cmocka_unit_test(test_automatic_slots),
-        cmocka_unit_test(test_update_positions),        cmocka_unit_test(test_symmetric),
-        cmocka_unit_test(test_cells_periodic),          cmocka_unit_test(test_neighbors_periodic),
+        cmocka_unit_test(test_modes_against_reference),
+        cmocka_unit_test(test_exact_cancellation),
+        cmocka_unit_test(test_many_partners),
+        cmocka_unit_test(test_automatic_slots),
+        cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_symmetric),
+        cmocka_unit_test(test_cells_periodic),
+        cmocka_unit_test(test_neighbors_periodic),
+        cmocka_unit_test(test_full_slots),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

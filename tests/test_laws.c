@@ -2,7 +2,8 @@
  * Every force law of the registry, without naming one: for each law fk_kernel_at() lists, on fresh
  * random inputs in the law's own columns (masses, velocities, charges, two particle types, each of
  * the law's named parameters away from its default), every pair loop that takes the law (all-pairs,
- * symmetric, and cells and neighbors where the law has a cutoff), with float and fixed64, against
+ * symmetric, also in blocks small enough for full off-diagonal block pairs, and cells and
+ * neighbors where the law has a cutoff), with float and fixed64, against
  * the library's double-precision reference (fk_reference_forces). A law added to the registry is
  * tested here without a change to this file.
  *
@@ -237,9 +238,10 @@ static void draw_input(const fk_kernel_info *law, fk_test_rng *rng, law_input *i
 }
 
 /* One law with one loop and accumulator: the device's forces and potentials against the
- * reference, max |F - F_ref| / max |F_ref|. */
-static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const char *accum,
-                      const law_input *in)
+ * reference, max |F - F_ref| / max |F_ref|. unroll_i and work_group_size: the variant's shape (0:
+ * the library's choice). */
+static void check_law_shaped(const fk_kernel_info *law, fk_algorithm algorithm, const char *accum,
+                             const law_input *in, int unroll_i, int work_group_size)
 {
     const int molecular = is_molecular(law);
     /* One physics description for the evaluation and the reference (fk_eval_config.physics). */
@@ -254,6 +256,9 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
     config.potential = 1;
     config.algorithm = (int)algorithm;
     config.physics = &physics;
+    config.unroll_i = unroll_i;
+    config.unroll_j = unroll_i ? 1 : 0;
+    config.work_group_size = work_group_size;
     if ((algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS) && !molecular)
         return; /* cells and lists need a cutoff, which gravity has not (an error, tested in
                  * test_cells and test_neighbors) */
@@ -305,6 +310,12 @@ static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const c
                  law->name, fk_algorithm_name(algorithm), accum, worst, potential_worst);
 }
 
+static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const char *accum,
+                      const law_input *in)
+{
+    check_law_shaped(law, algorithm, accum, in, 0, 0);
+}
+
 static void every_law_every_loop(void **state)
 {
     (void)state;
@@ -321,6 +332,26 @@ static void every_law_every_loop(void **state)
         for (size_t a = 0; a < sizeof algorithms / sizeof algorithms[0]; ++a)
             for (size_t c = 0; c < 2; ++c)
                 check_law(law, algorithms[a], accumulators[c], in);
+    }
+    free(in);
+}
+
+/* The symmetric loop in blocks of 16 (1 x 16): N = 216 has 13 full blocks and a partial one, so
+ * its full off-diagonal block pairs (the path the default blocks of 256 never take at this N: one
+ * block, evaluated one-sided) run for every law, float and fixed64. */
+static void every_law_symmetric_blocks(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, seed ^ 0x5bd1e995u);
+    law_input *in = malloc(sizeof *in);
+    assert_non_null(in);
+    static const char *const accumulators[] = {"float", "fixed64"};
+    for (size_t index = 0; fk_kernel_at(index); ++index) {
+        const fk_kernel_info *law = fk_kernel_at(index);
+        draw_input(law, &rng, in);
+        for (size_t c = 0; c < 2; ++c)
+            check_law_shaped(law, FK_ALGORITHM_SYMMETRIC, accumulators[c], in, 1, 16);
     }
     free(in);
 }
@@ -355,6 +386,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(two_bodies),
         cmocka_unit_test(every_law_every_loop),
+        cmocka_unit_test(every_law_symmetric_blocks),
         cmocka_unit_test(physics_given_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

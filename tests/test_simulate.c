@@ -11,7 +11,7 @@
  *   every sampled energy is finite and within 1e-3 of E0 (relative).
  * - Checkpoints: a written checkpoint reads back bit for bit; a run restored from one continues
  *   bit-identically to an uninterrupted run (lj with float, all-pairs and cells rebuilt every
- *   step, gaj with Hermite); truncated,
+ *   step, gaj with Hermite, float and double: the double run's jerks are not floats); truncated,
  *   malformed and future-version files are rejected with FK_ERR_PARSE, a missing one FK_ERR_IO.
  * - fk_eval_update_positions gives the bits set_particles gives for the same positions (float,
  *   fixed64 whose scale must follow the data, gaj velocities, exclusions subtracted afterwards,
@@ -359,6 +359,34 @@ static void append_checksum(char *buffer, size_t size)
     const size_t length = strlen(buffer);
     snprintf(buffer + length, size - length, "checksum XXH3-64 %016llx\n",
              (unsigned long long)fkt_sim_checkpoint_checksum(buffer, length));
+}
+
+/* Hermite with the double accumulator: jerks that a float cannot hold, so the checkpoint must read
+ * them back at full width for the restart to be bit-identical (the float run's jerks round-trip
+ * even at float width). */
+static void test_restart_hermite_double(void **state)
+{
+    (void)state;
+    if (!fk_context_device(fk_test_context)->fp64) {
+        fprintf(stderr, "no fp64 on this device: the double accumulator is not built\n");
+        return;
+    }
+    fkt_particle_set set = {0};
+    assert_int_equal(fkt_generate_plummer(64, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
+    fkt_sim_config hermite = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.002};
+    hermite.eval.kernel = "gaj";
+    hermite.eval.accum = "double";
+    hermite.eval.eps = 0.01;
+    /* the case this is about: some jerk is not a float */
+    fkt_sim *sim = create_sim(&hermite, &set);
+    step_sim(sim, 1);
+    size_t wide = 0;
+    for (size_t v = 0; v < 3 * set.count; ++v)
+        wide += (double)(float)sim->jerk[v] != sim->jerk[v];
+    fkt_sim_destroy(sim);
+    assert_true(wide > 0);
+    check_restart(&hermite, &set, 25, "gaj-double.checkpoint");
+    fkt_particle_set_free(&set);
 }
 
 static void test_bad_checkpoints(void **state)
@@ -957,12 +985,12 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_energy_slope),         cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_two_body_verlet),      cmocka_unit_test(test_two_body_hermite),
-        cmocka_unit_test(test_lj_fluid_drift),       cmocka_unit_test(test_restart_bit_identical),
-        cmocka_unit_test(test_bad_checkpoints),      cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_collapse_stops),       cmocka_unit_test(test_parallel_passes),
-        cmocka_unit_test(test_checkpoint_integrity),
+        cmocka_unit_test(test_energy_slope),           cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_two_body_verlet),        cmocka_unit_test(test_two_body_hermite),
+        cmocka_unit_test(test_lj_fluid_drift),         cmocka_unit_test(test_restart_bit_identical),
+        cmocka_unit_test(test_bad_checkpoints),        cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_restart_hermite_double), cmocka_unit_test(test_collapse_stops),
+        cmocka_unit_test(test_parallel_passes),        cmocka_unit_test(test_checkpoint_integrity),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }

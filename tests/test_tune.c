@@ -2,7 +2,8 @@
  * The tuning database and the autotuner: device keys and their normalisation, lookup fallbacks at
  * each level, the nearest N bucket, user entries over shipped ones, corrupt files (a warning, never
  * an error), fk_eval_create taking its variant from the database, a variant with a deliberately
- * wrong result rejected before it is timed, resuming an interrupted run, and a tiny budget.
+ * wrong result rejected before it is timed (one wrong everywhere, one wrong at the last particle
+ * only), resuming an interrupted run, and a tiny budget.
  */
 #include <dirent.h>
 #include <math.h>
@@ -735,6 +736,67 @@ static void test_wrong_variant_rejected(void **state)
     free(kernels);
 }
 
+/* A variant wrong only at the tail: with UNROLL_J = 2 the last particle (n - 1, in the partial
+ * last i-block: N = 1000, blocks of 64) is loaded 0.25 away from where it is, so its force alone is
+ * wrong. The correctness check must sample that particle too (the first and the last are always
+ * among its targets), or the variant would be accepted into the database. */
+static void test_wrong_tail_rejected(void **state)
+{
+    (void)state;
+    char *kernels = path_in_work("wrong-tail-cl");
+    char source[4096];
+    snprintf(source, sizeof source, "%s/cl", fk_test_source_dir());
+    copy_tree(source, kernels);
+    char header[4096];
+    snprintf(header, sizeof header, "%s/forces/ga.clh", kernels);
+    size_t size = 0;
+    char *text = fk__read_file(header, &size);
+    assert_non_null(text);
+    /* n is the pair loop kernel's own argument at every fk_load_i of cl/pairwise.cl */
+    const char *fault = "\n#if UNROLL_J == 2\n"
+                        "static inline float4 fk_test_moved(float4 body, int last)\n"
+                        "{\n    if (last)\n        body.x += 0.25f;\n    return body;\n}\n"
+                        "#define fk_load_i(body, aux, i) fk_test_moved(fk_load_i(body, aux, i), "
+                        "(i) == n - 1)\n"
+                        "#endif\n";
+    char *patched = malloc(size + strlen(fault) + 1);
+    assert_non_null(patched);
+    memcpy(patched, text, size);
+    memcpy(patched + size, fault, strlen(fault) + 1);
+    write_text(header, patched);
+    free(text);
+    free(patched);
+
+    char *database = path_in_work("wrong-tail.json");
+    setenv("FORCEKIT_TUNING_DB", database, 1);
+    setenv("FORCEKIT_SHIPPED_TUNING_DB", "off", 1);
+    fk_context_config context_config = {.kernel_dir = kernels};
+    fk_context *context = NULL;
+    assert_int_equal(fk_context_create(&context_config, &context), FK_OK);
+    fk_tune_config config = narrow_config(1000, NULL);
+    config.unroll_j = 2; /* the wrong variant alone */
+    fk_tune_result *result = NULL;
+    fk_status status = fk_tune_run(context, &config, &result);
+    if (status != FK_OK)
+        fail_msg("tune: %s", fk_context_last_error(context));
+    assert_int_equal(result->bucket_count, 1);
+    const fk_tune_bucket_result *b = &result->buckets[0];
+    const fk_tune_point *wrong = find_point(b, 1, 2);
+    assert_non_null(wrong);
+    if (wrong->outcome != FK_TUNE_WRONG_RESULT)
+        fail_msg("a variant wrong at the last particle only was accepted (outcome %d, error %g, "
+                 "tolerance %g)",
+                 (int)wrong->outcome, wrong->error, wrong->tolerance);
+    assert_true(wrong->error > wrong->tolerance);
+    assert_false(b->has_best && b->best.unroll_j == 2);
+    fk_tune_result_free(result);
+    fk_context_destroy(context);
+    unsetenv("FORCEKIT_TUNING_DB");
+    unsetenv("FORCEKIT_SHIPPED_TUNING_DB");
+    free(database);
+    free(kernels);
+}
+
 typedef struct stop_after {
     size_t measured, limit;
 } stop_after;
@@ -1179,6 +1241,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_database_and_lanes),
         cmocka_unit_test(test_tuner_searches_lanes),
         cmocka_unit_test(test_wrong_variant_rejected),
+        cmocka_unit_test(test_wrong_tail_rejected),
         cmocka_unit_test(test_molecular_small_bucket),
         cmocka_unit_test(test_resume_after_interruption),
         cmocka_unit_test(test_tiny_budget),
