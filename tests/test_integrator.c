@@ -1,0 +1,813 @@
+/* The device integrator (fk_integrator, issue #33): velocity Verlet and Langevin BAOAB on the
+ * device around the evaluation's pair loops.
+ *
+ * - Bit for bit: with reproducible fixed64 the forces of a position are the same bits whichever
+ *   way they are computed, so a host loop through the same evaluation's public step path
+ *   (update_positions, compute, read_forces) doing the scheme's double operations must give the
+ *   integrator's trajectory exactly, over enough steps that the lists are rebuilt several times:
+ *   this checks the arithmetic, the order of the kicks, the wrap, the noise and the rebuild
+ *   decision (stale lists would miss pairs and change the forces).
+ * - Against double: a host integrator with fk_reference_forces (on the positions as the device
+ *   holds them), float and fixed64, every loop.
+ * - Energy conservation, the Langevin temperature, bit identity across loops and work-group sizes,
+ *   the noise against its host version, and misuse. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "forcekit/forcekit.h"
+#include "integrator.h"
+#include "test_support.h"
+
+/* The LJ fluid: 6^3 particles at density 0.8, rc 2.5 (at most half the box side, 3.23). */
+#define SIDE 6
+#define N (SIDE * SIDE * SIDE)
+#define DENSITY 0.8
+#define DT 0.005
+
+typedef struct fluid {
+    double box;
+    double x[3 * N], v[3 * N], mass[N];
+} fluid;
+
+/* A jittered lattice with velocities at temperature about t (zero total momentum) and masses
+ * in [1, 2) (unit masses when unit). */
+static void make_fluid(fluid *f, double t, int unit, fk_test_rng *rng)
+{
+    f->box = cbrt(N / DENSITY);
+    fk_test_jittered_lattice(f->x, SIDE, f->box / SIDE, 0.1, rng);
+    double mean[3] = {0, 0, 0};
+    for (size_t i = 0; i < N; ++i) {
+        f->mass[i] = unit ? 1.0 : 1.0 + fk_test_rng_uniform(rng);
+        for (int k = 0; k < 3; ++k) {
+            const double u1 = 1.0 - fk_test_rng_uniform(rng), u2 = fk_test_rng_uniform(rng);
+            f->v[3 * i + k] =
+                sqrt(t / f->mass[i]) * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+            mean[k] += f->v[3 * i + k] / N;
+        }
+    }
+    for (size_t i = 0; i < N; ++i)
+        for (int k = 0; k < 3; ++k)
+            f->v[3 * i + k] -= mean[k];
+}
+
+static fk_eval *make_eval(const fluid *f, const char *accum, int algorithm, int reproducible,
+                          int work_group_size, int potential)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "lj";
+    config.accum = accum;
+    config.cutoff = 2.5;
+    config.box[0] = config.box[1] = config.box[2] = f->box;
+    config.algorithm = algorithm;
+    config.skin = 0.3;
+    config.reproducible = reproducible;
+    config.work_group_size = work_group_size;
+    config.potential = potential;
+    if (strcmp(accum, "fixed64") == 0) /* the host loop of the bit tests keeps the scale too */
+        config.scale_policy = FK_SCALE_KEEP;
+    fk_eval *eval = NULL;
+    if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
+        fail_msg("fk_eval_create (%s, %s): %s", accum, fk_algorithm_name(algorithm),
+                 fk_context_last_error(fk_test_context));
+    fk_particles particles = {.count = N, .position = f->x};
+    if (fk_eval_set_particles(eval, &particles) != FK_OK)
+        fail_msg("set_particles: %s", fk_context_last_error(fk_test_context));
+    return eval;
+}
+
+static fk_integrator *make_integrator(fk_eval *eval, const fluid *f, int kind, int masses)
+{
+    fk_integrator_config config = FK_CONFIG_INIT(fk_integrator_config);
+    config.kind = kind;
+    config.dt = DT;
+    if (kind == FK_INTEGRATOR_LANGEVIN) {
+        config.temperature = 1.0;
+        config.friction = 2.0;
+        config.seed = 0x123456789abcdefull;
+    }
+    if (masses) {
+        config.masses = f->mass;
+        config.mass_count = N;
+    }
+    fk_integrator *integrator = NULL;
+    if (fk_integrator_create(eval, &config, &integrator) != FK_OK)
+        fail_msg("fk_integrator_create: %s", fk_context_last_error(fk_test_context));
+    if (fk_integrator_set_state(integrator, f->x, f->v, 0) != FK_OK)
+        fail_msg("set_state: %s", fk_context_last_error(fk_test_context));
+    return integrator;
+}
+
+static void step_ok(fk_integrator *integrator, uint64_t steps)
+{
+    if (fk_integrator_step(integrator, steps) != FK_OK)
+        fail_msg("fk_integrator_step: %s", fk_context_last_error(fk_test_context));
+}
+
+/* src/simulate.c's wrap, the same operations as the device's. */
+static double wrap(double x, double side)
+{
+    if (x >= 0 && x < side)
+        return x;
+    x -= side * floor(x / side);
+    if (x >= side)
+        x -= side;
+    if (x < 0)
+        x += side;
+    return x;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Bit for bit against the host loop through the same evaluation */
+
+static void eval_forces(fk_eval *eval, const double *x, double *force)
+{
+    if (fk_eval_update_positions(eval, x, NULL) != FK_OK || fk_eval_compute(eval, NULL) != FK_OK ||
+        fk_eval_read_forces(eval, force) != FK_OK)
+        fail_msg("host loop: %s", fk_context_last_error(fk_test_context));
+}
+
+/* The scheme on the host with the evaluation's forces: the operations of cl/integrate.cl. */
+static void host_loop(fk_eval *eval, const fluid *f, int kind, uint64_t steps, double *x, double *v)
+{
+    const double h = 0.5 * DT, gamma_dt = 2.0 * DT;
+    const double c1 = exp(-gamma_dt), c2 = sqrt(-expm1(-2.0 * gamma_dt));
+    const uint64_t seed = 0x123456789abcdefull;
+    double *force = malloc(3 * N * sizeof *force);
+    assert_non_null(force);
+    memcpy(x, f->x, sizeof f->x);
+    memcpy(v, f->v, sizeof f->v);
+    eval_forces(eval, x, force);
+    for (uint64_t s = 0; s < steps; ++s) {
+        for (size_t i = 0; i < N; ++i) {
+            const double w = 1.0 / f->mass[i], noise = c2 * sqrt(1.0 / f->mass[i]);
+            double z[3];
+            fk__integrator_noise_host(seed, s, (uint32_t)i, z);
+            for (int k = 0; k < 3; ++k) {
+                const size_t m = 3 * i + (size_t)k;
+                v[m] = v[m] + h * (force[m] * w);
+                if (kind == FK_INTEGRATOR_LANGEVIN) {
+                    x[m] = x[m] + h * v[m];
+                    v[m] = c1 * v[m] + noise * z[k];
+                    x[m] = x[m] + h * v[m];
+                } else {
+                    x[m] = x[m] + DT * v[m];
+                }
+                x[m] = wrap(x[m], f->box);
+            }
+        }
+        eval_forces(eval, x, force);
+        for (size_t m = 0; m < 3 * N; ++m)
+            v[m] = v[m] + h * (force[m] * (1.0 / f->mass[m / 3]));
+    }
+    free(force);
+}
+
+static void assert_same_bits(const double *a, const double *b, size_t count, const char *what)
+{
+    for (size_t m = 0; m < count; ++m)
+        if (memcmp(&a[m], &b[m], sizeof a[m]) != 0)
+            fail_msg("%s %zu differs: %a vs %a", what, m, a[m], b[m]);
+}
+
+static void bits_against_host_loop(int kind, int algorithm)
+{
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    double *x = malloc(3 * N * sizeof *x), *v = malloc(3 * N * sizeof *v);
+    double *gx = malloc(3 * N * sizeof *gx), *gv = malloc(3 * N * sizeof *gv);
+    assert_true(f && x && v && gx && gv);
+    make_fluid(f, 1.5, 0, &rng);
+    fk_eval *device = make_eval(f, "fixed64", algorithm, 1, 0, 0);
+    fk_eval *host = make_eval(f, "fixed64", algorithm, 1, 0, 0);
+    fk_integrator *integrator = make_integrator(device, f, kind, 1);
+    const uint64_t steps = 120;
+    /* in uneven groups of calls: the trajectory must not depend on them */
+    step_ok(integrator, 1);
+    step_ok(integrator, 50);
+    step_ok(integrator, steps - 51);
+    uint64_t step = 0, rebuilds = 0;
+    assert_int_equal(fk_integrator_get_state(integrator, gx, gv, &step), FK_OK);
+    assert_int_equal(step, steps);
+    assert_int_equal(fk_integrator_counters(integrator, &rebuilds, NULL, NULL), FK_OK);
+    if (algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS)
+        if (rebuilds < 3) /* the check must have been exercised */
+            fail_msg("only %llu rebuilds in %llu steps", (unsigned long long)rebuilds,
+                     (unsigned long long)steps);
+    host_loop(host, f, kind, steps, x, v);
+    assert_same_bits(gx, x, 3 * N, "position");
+    assert_same_bits(gv, v, 3 * N, "velocity");
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(device);
+    fk_eval_destroy(host);
+    free(f);
+    free(x);
+    free(v);
+    free(gx);
+    free(gv);
+}
+
+static void test_verlet_bits_all_pairs(void **state)
+{
+    (void)state;
+    bits_against_host_loop(FK_INTEGRATOR_VERLET, FK_ALGORITHM_ALL_PAIRS);
+}
+
+static void test_verlet_bits_neighbors(void **state)
+{
+    (void)state;
+    bits_against_host_loop(FK_INTEGRATOR_VERLET, FK_ALGORITHM_NEIGHBORS);
+}
+
+static void test_langevin_bits_cells(void **state)
+{
+    (void)state;
+    bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_CELLS);
+}
+
+static void test_langevin_bits_neighbors(void **state)
+{
+    (void)state;
+    bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_NEIGHBORS);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Against a double host integrator */
+
+/* Velocity Verlet in double with fk_reference_forces on the positions rounded to float (what the
+ * device's pair loops see), unit masses. */
+static void reference_verlet(const char *kernel, const fk_physics *physics, size_t n,
+                             const double *mass, uint64_t steps, double dt, double *x, double *v,
+                             int periodic, double box)
+{
+    double *force = malloc(3 * n * sizeof *force), *held = malloc(3 * n * sizeof *held);
+    assert_true(force && held);
+    const int gravity = strcmp(kernel, "ga") == 0;
+    for (uint64_t s = 0; s <= steps; ++s) {
+        for (size_t m = 0; m < 3 * n; ++m)
+            held[m] = (double)(float)x[m];
+        fk_particles particles = {.count = n, .position = held, .mass = gravity ? mass : NULL};
+        assert_int_equal(fk_reference_forces(kernel, &particles, physics, force, NULL), FK_OK);
+        for (size_t m = 0; m < 3 * n; ++m) {
+            const double a = gravity ? force[m] : force[m] / mass[m / 3];
+            if (s > 0)
+                v[m] += 0.5 * dt * a; /* closing the previous step */
+            if (s < steps) {
+                v[m] += 0.5 * dt * a;
+                x[m] += dt * v[m];
+                if (periodic)
+                    x[m] = wrap(x[m], box);
+            }
+        }
+    }
+    free(force);
+    free(held);
+}
+
+/* The largest |a - b| over count values, minimum image for positions in a box. */
+static double max_difference(const double *a, const double *b, size_t count, double box)
+{
+    double worst = 0;
+    for (size_t m = 0; m < count; ++m) {
+        double d = a[m] - b[m];
+        if (box > 0)
+            d -= box * rint(d / box);
+        worst = fmax(worst, fabs(d));
+    }
+    return worst;
+}
+
+static void lj_against_reference(const char *accum, int algorithm)
+{
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    double *x = malloc(3 * N * sizeof *x), *v = malloc(3 * N * sizeof *v);
+    double *gx = malloc(3 * N * sizeof *gx), *gv = malloc(3 * N * sizeof *gv);
+    assert_true(f && x && v && gx && gv);
+    make_fluid(f, 1.0, 0, &rng);
+    fk_eval *eval = make_eval(f, accum, algorithm, 0, 0, 0);
+    fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_VERLET, 1);
+    const uint64_t steps = 10;
+    step_ok(integrator, steps);
+    assert_int_equal(fk_integrator_get_state(integrator, gx, gv, NULL), FK_OK);
+    memcpy(x, f->x, sizeof f->x);
+    memcpy(v, f->v, sizeof f->v);
+    fk_physics physics = {.cutoff = 2.5, .box = {f->box, f->box, f->box}};
+    reference_verlet("lj", &physics, N, f->mass, steps, DT, x, v, 1, f->box);
+    /* The float pair terms carry about 1e-6 of the largest force (~1e2 here: the closest pair is
+     * at least 0.97 apart on this lattice): over 10 steps of 0.005 that moves a velocity by about
+     * 2e-6 and a position by 5e-8 (measured on POCL); the tolerances are 20x that. */
+    const double dx = max_difference(gx, x, 3 * N, f->box), dv = max_difference(gv, v, 3 * N, 0);
+    fprintf(stderr, "lj %s/%s: positions off by %.3g, velocities by %.3g\n", accum,
+            fk_algorithm_name(algorithm), dx, dv);
+    if (!(dx <= 1e-6 && dv <= 5e-5))
+        fail_msg("%s/%s: positions off by %g, velocities by %g", accum,
+                 fk_algorithm_name(algorithm), dx, dv);
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+    free(f);
+    free(x);
+    free(v);
+    free(gx);
+    free(gv);
+}
+
+static void test_lj_reference_loops(void **state)
+{
+    (void)state;
+    const int algorithms[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC, FK_ALGORITHM_CELLS,
+                              FK_ALGORITHM_NEIGHBORS};
+    const char *accums[] = {"float", "fixed64"};
+    for (size_t a = 0; a < 2; ++a)
+        for (size_t l = 0; l < sizeof algorithms / sizeof algorithms[0]; ++l)
+            lj_against_reference(accums[a], algorithms[l]);
+}
+
+/* ga, open boundaries, masses of the evaluation. */
+static void test_ga_reference(void **state)
+{
+    (void)state;
+    enum { G = 150 };
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    double x[3 * G], v[3 * G], mass[G], gx[3 * G], gv[3 * G], rx[3 * G], rv[3 * G];
+    for (size_t i = 0; i < G; ++i) {
+        mass[i] = (0.5 + fk_test_rng_uniform(&rng)) / G;
+        for (int k = 0; k < 3; ++k) {
+            x[3 * i + k] = 2.0 * fk_test_rng_uniform(&rng) - 1.0;
+            v[3 * i + k] = 0.3 * (fk_test_rng_uniform(&rng) - 0.5);
+        }
+    }
+    const char *accums[] = {"float", "fixed64"};
+    for (size_t a = 0; a < 2; ++a) {
+        fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+        config.kernel = "ga";
+        config.accum = accums[a];
+        config.eps = 0.05;
+        fk_eval *eval = NULL;
+        assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
+        fk_particles particles = {.count = G, .position = x, .mass = mass};
+        assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+        fk_integrator_config ic = FK_CONFIG_INIT(fk_integrator_config);
+        ic.dt = 0.002;
+        fk_integrator *integrator = NULL;
+        assert_int_equal(fk_integrator_create(eval, &ic, &integrator), FK_OK);
+        assert_int_equal(fk_integrator_set_state(integrator, x, v, 0), FK_OK);
+        step_ok(integrator, 20);
+        assert_int_equal(fk_integrator_get_state(integrator, gx, gv, NULL), FK_OK);
+        memcpy(rx, x, sizeof x);
+        memcpy(rv, v, sizeof v);
+        fk_physics physics = {.eps = 0.05};
+        /* the masses as the device holds them (float) */
+        double held_mass[G];
+        for (size_t i = 0; i < G; ++i)
+            held_mass[i] = (double)(float)mass[i];
+        reference_verlet("ga", &physics, G, held_mass, 20, 0.002, rx, rv, 0, 0);
+        /* accelerations of at most m / eps^2 ~ 4 with float errors ~1e-6 of them: over 20 steps of
+         * 0.002, a few 1e-9 in v and 1e-10 in x (measured on POCL); the tolerances are 30x */
+        const double dx = max_difference(gx, rx, 3 * G, 0), dv = max_difference(gv, rv, 3 * G, 0);
+        fprintf(stderr, "ga %s: positions off by %.3g, velocities by %.3g\n", accums[a], dx, dv);
+        if (!(dx <= 2e-9 && dv <= 1e-7))
+            fail_msg("ga/%s: positions off by %g, velocities by %g", accums[a], dx, dv);
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(eval);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Energies */
+
+/* The largest change of the total energy over blocks x every steps of the double host Verlet
+ * (fk_reference_forces at the double positions), unit masses. */
+static double host_energy_change(const fluid *f, int blocks, int every)
+{
+    double *x = malloc(3 * N * sizeof *x), *v = malloc(3 * N * sizeof *v);
+    double *force = malloc(3 * N * sizeof *force), *potential = malloc(N * sizeof *potential);
+    assert_true(x && v && force && potential);
+    memcpy(x, f->x, sizeof f->x);
+    memcpy(v, f->v, sizeof f->v);
+    fk_physics physics = {.cutoff = 2.5, .box = {f->box, f->box, f->box}};
+    double e0 = 0, worst = 0;
+    for (int block = 0; block <= blocks; ++block) {
+        if (block > 0)
+            reference_verlet("lj", &physics, N, f->mass, (uint64_t)every, DT, x, v, 1, f->box);
+        fk_particles particles = {.count = N, .position = x};
+        assert_int_equal(fk_reference_forces("lj", &particles, &physics, force, potential), FK_OK);
+        double e = 0;
+        for (size_t i = 0; i < N; ++i)
+            e += 0.5 * (v[3 * i] * v[3 * i] + v[3 * i + 1] * v[3 * i + 1] +
+                        v[3 * i + 2] * v[3 * i + 2]) +
+                 potential[i];
+        if (block == 0)
+            e0 = e;
+        worst = fmax(worst, fabs(e - e0));
+    }
+    free(x);
+    free(v);
+    free(force);
+    free(potential);
+    return worst;
+}
+
+static void test_verlet_energy(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    assert_non_null(f);
+    make_fluid(f, 1.0, 1, &rng);
+    fk_eval *eval = make_eval(f, "float", FK_ALGORITHM_NEIGHBORS, 0, 0, 1);
+    fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_VERLET, 0);
+    double k0 = 0, u0 = 0;
+    assert_int_equal(fk_integrator_energies(integrator, &k0, &u0), FK_OK);
+    /* the kinetic energy against the host's sum of the same velocities */
+    double k_host = 0;
+    for (size_t m = 0; m < 3 * N; ++m)
+        k_host += 0.5 * f->v[m] * f->v[m];
+    FK_ASSERT_NEAR(k0, k_host, 1e-12 * k_host);
+    enum { BLOCKS = 30, EVERY = 10 };
+    const double e0 = k0 + u0;
+    double worst = 0;
+    for (int block = 0; block < BLOCKS; ++block) {
+        step_ok(integrator, EVERY);
+        double k = 0, u = 0;
+        assert_int_equal(fk_integrator_energies(integrator, &k, &u), FK_OK);
+        worst = fmax(worst, fabs(k + u - e0));
+    }
+    /* Verlet's total energy fluctuates by O(dt^2) around the shadow Hamiltonian's: the device's
+     * float forces (1e-6 of the double ones) must not change that fluctuation measurably, while
+     * a wrong half kick or a stale list changes it by orders of magnitude. */
+    const double host = host_energy_change(f, BLOCKS, EVERY);
+    fprintf(stderr, "energy: kinetic %.6g potential %.6g, largest change %.4g (double host %.4g)\n",
+            k0, u0, worst, host);
+    if (!(worst <= 1.05 * host + 1e-4 * fabs(e0)))
+        fail_msg("total energy moved by %g over 300 steps, the double host loop's by %g", worst,
+                 host);
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+    free(f);
+}
+
+/* The energies are fixed-point sums: the same bits for the same state, whichever loop computed
+ * its potentials (fixed64 reproducible). */
+static void test_energy_bits_across_loops(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    assert_non_null(f);
+    make_fluid(f, 1.0, 0, &rng);
+    const int algorithms[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_NEIGHBORS};
+    double energies[2][2];
+    for (int l = 0; l < 2; ++l) {
+        fk_eval *eval = make_eval(f, "fixed64", algorithms[l], 1, 0, 1);
+        fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_VERLET, 1);
+        step_ok(integrator, 25);
+        assert_int_equal(fk_integrator_energies(integrator, &energies[l][0], &energies[l][1]),
+                         FK_OK);
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(eval);
+    }
+    assert_same_bits(energies[0], energies[1], 2, "energy");
+    free(f);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Langevin */
+
+/* Philox-4x32-10's known answers (Salmon et al., Random123's kat_vectors). */
+static void test_philox_known_answers(void **state)
+{
+    (void)state;
+    const uint32_t cases[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
+         0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+         0x94fdcceb, 0x5001e420, 0x24126ea1}};
+    for (int c = 0; c < 3; ++c) {
+        uint32_t out[4];
+        fk__philox4x32_10(cases[c], cases[c] + 4, out);
+        for (int k = 0; k < 4; ++k)
+            assert_int_equal(out[k], cases[c][6 + k]);
+    }
+}
+
+/* The device's deviates are the host's bits, and standard normal: mean and variance within five
+ * standard errors over 3 N x 40 draws, and the fourth moment (3 for a normal) too. */
+static void test_noise(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    double *z = malloc(3 * N * sizeof *z);
+    assert_true(f && z);
+    make_fluid(f, 1.0, 1, &rng);
+    fk_eval *eval = make_eval(f, "float", FK_ALGORITHM_ALL_PAIRS, 0, 0, 0);
+    fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_LANGEVIN, 0);
+    double sum = 0, sum2 = 0, sum4 = 0;
+    const int steps = 40;
+    for (int s = 0; s < steps; ++s) {
+        const uint64_t step = (uint64_t)s * 1000003u + ((uint64_t)s << 33);
+        assert_int_equal(fk__integrator_noise(integrator, step, z), FK_OK);
+        for (size_t i = 0; i < N; ++i) {
+            double expected[3];
+            fk__integrator_noise_host(0x123456789abcdefull, step, (uint32_t)i, expected);
+            assert_same_bits(z + 3 * i, expected, 3, "deviate");
+            for (int k = 0; k < 3; ++k) {
+                const double d = z[3 * i + k];
+                sum += d;
+                sum2 += d * d;
+                sum4 += d * d * d * d;
+            }
+        }
+    }
+    const double count = 3.0 * N * steps;
+    FK_ASSERT_NEAR(sum / count, 0.0, 5.0 / sqrt(count));
+    FK_ASSERT_NEAR(sum2 / count, 1.0, 5.0 * sqrt(2.0 / count));
+    FK_ASSERT_NEAR(sum4 / count, 3.0, 5.0 * sqrt(96.0 / count));
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+    free(f);
+    free(z);
+}
+
+/* With reproducible fixed64 the Langevin trajectory is the same bits for two loops and two
+ * work-group sizes. */
+static void test_langevin_bits_across_loops(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    double *x[3], *v[3];
+    assert_non_null(f);
+    make_fluid(f, 1.0, 0, &rng);
+    const int algorithms[3] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_ALL_PAIRS,
+                               FK_ALGORITHM_NEIGHBORS};
+    const int groups[3] = {16, 64, 0};
+    for (int r = 0; r < 3; ++r) {
+        x[r] = malloc(3 * N * sizeof *x[r]);
+        v[r] = malloc(3 * N * sizeof *v[r]);
+        assert_true(x[r] && v[r]);
+        fk_eval *eval = make_eval(f, "fixed64", algorithms[r], 1, groups[r], 0);
+        fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_LANGEVIN, 1);
+        step_ok(integrator, 60);
+        assert_int_equal(fk_integrator_get_state(integrator, x[r], v[r], NULL), FK_OK);
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(eval);
+    }
+    for (int r = 1; r < 3; ++r) {
+        assert_same_bits(x[r], x[0], 3 * N, "position");
+        assert_same_bits(v[r], v[0], 3 * N, "velocity");
+    }
+    for (int r = 0; r < 3; ++r) {
+        free(x[r]);
+        free(v[r]);
+    }
+    free(f);
+}
+
+/* The kinetic temperature of the LJ fluid under Langevin at T = 1: its mean over the run within
+ * five standard errors (from the run's own block averages) of 1, and the standard error itself
+ * small enough for that to mean something. */
+static void test_langevin_temperature(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    assert_non_null(f);
+    make_fluid(f, 0.5, 0, &rng); /* started cold: the thermostat must bring it to T */
+    fk_eval *eval = make_eval(f, "float", FK_ALGORITHM_NEIGHBORS, 0, 0, 0);
+    fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_LANGEVIN, 1);
+    step_ok(integrator, 600); /* 3 time units: 6 / friction */
+    enum { BLOCKS = 20, SAMPLES = 15, EVERY = 10 };
+    double block_mean[BLOCKS], total = 0;
+    for (int b = 0; b < BLOCKS; ++b) {
+        double sum = 0;
+        for (int s = 0; s < SAMPLES; ++s) {
+            step_ok(integrator, EVERY);
+            double k = 0;
+            assert_int_equal(fk_integrator_energies(integrator, &k, NULL), FK_OK);
+            sum += 2.0 * k / (3.0 * N); /* no constraint: 3 N degrees of freedom */
+        }
+        block_mean[b] = sum / SAMPLES;
+        total += block_mean[b];
+    }
+    const double mean = total / BLOCKS;
+    double var = 0;
+    for (int b = 0; b < BLOCKS; ++b)
+        var += (block_mean[b] - mean) * (block_mean[b] - mean);
+    const double error = sqrt(var / (BLOCKS - 1) / BLOCKS);
+    /* one sample's spread is sqrt(2 / (3 N)) = 0.056; blocks of 0.75 time units (1.5 / friction)
+     * are nearly independent, so the error is about 0.056 / sqrt(300 / 5) */
+    fprintf(stderr, "kinetic temperature %.5f +- %.5f\n", mean, error);
+    if (!(error < 0.02))
+        fail_msg("the temperature's standard error %g is too large for the test", error);
+    if (!(fabs(mean - 1.0) <= 5.0 * error + 0.005))
+        fail_msg("mean kinetic temperature %g +- %g, expected 1", mean, error);
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+    free(f);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Misuse */
+
+static void test_misuse(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    assert_non_null(f);
+    make_fluid(f, 1.0, 0, &rng);
+    fk_integrator_config config = FK_CONFIG_INIT(fk_integrator_config);
+    config.dt = DT;
+    fk_integrator *integrator = (fk_integrator *)f; /* must be cleared on failure */
+
+    /* NULL everywhere */
+    assert_int_equal(fk_integrator_create(NULL, &config, &integrator), FK_ERR_INVALID_ARGUMENT);
+    assert_null(integrator);
+    fk_eval *eval = make_eval(f, "float", FK_ALGORITHM_CELLS, 0, 0, 0);
+    assert_int_equal(fk_integrator_create(eval, NULL, &integrator), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_create(eval, &config, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_set_state(NULL, f->x, f->v, 0), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_step(NULL, 1), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_get_state(NULL, f->x, f->v, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_energies(NULL, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_counters(NULL, NULL, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    fk_integrator_destroy(NULL);
+
+    /* bad configurations */
+    struct {
+        int kind;
+        double dt, temperature, friction;
+        const double *masses;
+        size_t mass_count;
+        size_t struct_size;
+    } bad[] = {
+        {7, DT, 0, 0, NULL, 0, sizeof config},
+        {0, 0, 0, 0, NULL, 0, sizeof config},
+        {0, -DT, 0, 0, NULL, 0, sizeof config},
+        {0, NAN, 0, 0, NULL, 0, sizeof config},
+        {0, INFINITY, 0, 0, NULL, 0, sizeof config},
+        {0, DT, 1.0, 0, NULL, 0, sizeof config},      /* Verlet with a temperature */
+        {1, DT, 0, 1.0, NULL, 0, sizeof config},      /* Langevin without */
+        {1, DT, 1.0, 0, NULL, 0, sizeof config},      /* nor friction */
+        {1, DT, -1.0, 1.0, NULL, 0, sizeof config},   /* negative */
+        {0, DT, 0, 0, f->mass, N - 1, sizeof config}, /* the wrong count */
+        {0, DT, 0, 0, NULL, 5, sizeof config},        /* a count without masses */
+        {0, DT, 0, 0, NULL, 0, 3},                    /* an implausible struct_size */
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; ++c) {
+        fk_integrator_config b = FK_CONFIG_INIT(fk_integrator_config);
+        b.struct_size = bad[c].struct_size;
+        b.kind = bad[c].kind;
+        b.dt = bad[c].dt;
+        b.temperature = bad[c].temperature;
+        b.friction = bad[c].friction;
+        b.masses = bad[c].masses;
+        b.mass_count = bad[c].mass_count;
+        integrator = (fk_integrator *)f;
+        if (fk_integrator_create(eval, &b, &integrator) != FK_ERR_INVALID_ARGUMENT)
+            fail_msg("bad configuration %zu accepted", c);
+        assert_null(integrator);
+        assert_true(fk_context_last_error(fk_test_context)[0] != '\0');
+    }
+    double masses[N];
+    for (size_t i = 0; i < N; ++i)
+        masses[i] = i == 17 ? 0.0 : 1.0;
+    config.masses = masses;
+    config.mass_count = N;
+    assert_int_equal(fk_integrator_create(eval, &config, &integrator), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "mass 17"));
+    config.masses = NULL;
+    config.mass_count = 0;
+
+    /* wrong state */
+    assert_int_equal(fk_integrator_create(eval, &config, &integrator), FK_OK);
+    assert_int_equal(fk_integrator_step(integrator, 1), FK_ERR_STATE);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "set_state"));
+    double k = 0, u = 0;
+    assert_int_equal(fk_integrator_get_state(integrator, f->x, NULL, NULL), FK_ERR_STATE);
+    assert_int_equal(fk_integrator_energies(integrator, &k, NULL), FK_ERR_STATE);
+    assert_int_equal(fk_integrator_set_state(integrator, NULL, NULL, 0), FK_ERR_INVALID_ARGUMENT);
+    double saved = f->x[40];
+    f->x[40] = NAN;
+    assert_int_equal(fk_integrator_set_state(integrator, f->x, NULL, 0), FK_ERR_INVALID_INPUT);
+    f->x[40] = saved;
+    assert_int_equal(fk_integrator_set_state(integrator, f->x, NULL, 7), FK_OK);
+    assert_int_equal(fk_integrator_energies(integrator, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_integrator_energies(integrator, &k, &u), FK_ERR_STATE); /* no potential */
+    assert_int_equal(fk_integrator_energies(integrator, &k, NULL), FK_OK);
+    FK_ASSERT_NEAR(k, 0.0, 0.0); /* velocities NULL: at rest */
+    assert_int_equal(fk_integrator_step(integrator, 3), FK_OK);
+    uint64_t step = 0;
+    assert_int_equal(fk_integrator_get_state(integrator, NULL, NULL, &step), FK_OK);
+    assert_int_equal(step, 10);
+    /* a compute in flight on the evaluation */
+    assert_int_equal(fk_eval_compute_async(eval), FK_OK);
+    assert_int_equal(fk_integrator_step(integrator, 1), FK_ERR_STATE);
+    assert_int_equal(fk_eval_wait(eval, NULL), FK_OK);
+    assert_int_equal(fk_integrator_step(integrator, 1), FK_OK);
+    /* the evaluation's own calls between steps: the integrator rebuilds from its positions */
+    assert_int_equal(fk_eval_update_positions(eval, f->x, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+    assert_int_equal(fk_integrator_step(integrator, 2), FK_OK);
+    /* the particles changed under it */
+    fk_particles fewer = {.count = N - 1, .position = f->x};
+    assert_int_equal(fk_eval_set_particles(eval, &fewer), FK_OK);
+    assert_int_equal(fk_integrator_step(integrator, 1), FK_ERR_STATE);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "changed"));
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+
+    /* an evaluation without particles, and gravity without softening */
+    fk_eval_config ec = FK_CONFIG_INIT(fk_eval_config);
+    ec.kernel = "ga";
+    assert_int_equal(fk_eval_create(fk_test_context, &ec, &eval), FK_OK);
+    assert_int_equal(fk_integrator_create(eval, &config, &integrator), FK_ERR_STATE);
+    double gm[N];
+    for (size_t i = 0; i < N; ++i)
+        gm[i] = 1.0 / N;
+    fk_particles particles = {.count = N, .position = f->x, .mass = gm};
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    assert_int_equal(fk_integrator_create(eval, &config, &integrator), FK_ERR_UNSUPPORTED);
+    fk_eval_destroy(eval);
+    ec.eps = 0.1;
+    assert_int_equal(fk_eval_create(fk_test_context, &ec, &eval), FK_OK);
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    config.masses = gm; /* gravity takes the evaluation's masses */
+    config.mass_count = N;
+    assert_int_equal(fk_integrator_create(eval, &config, &integrator), FK_ERR_INVALID_ARGUMENT);
+    fk_eval_destroy(eval);
+    free(f);
+}
+
+/* A force that is not finite (two particles on top of each other) stops the run with a status
+ * naming the particle, and the state must be set again. */
+static void test_collapse(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f);
+    assert_non_null(f);
+    make_fluid(f, 1.0, 1, &rng);
+    fk_eval *eval = make_eval(f, "float", FK_ALGORITHM_ALL_PAIRS, 0, 0, 0);
+    fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_VERLET, 0);
+    /* particle 1 on top of particle 0: the molecular kernels' coincidence check is
+     * set_particles', not the integrator's, so the first forces are NaN */
+    for (int k = 0; k < 3; ++k)
+        f->x[3 + k] = f->x[k];
+    fk_status status = fk_integrator_set_state(integrator, f->x, f->v, 0);
+    if (status == FK_OK)
+        status = fk_integrator_step(integrator, 5);
+    if (status == FK_OK) {
+        double *x = malloc(3 * N * sizeof *x);
+        status = fk_integrator_get_state(integrator, x, NULL, NULL);
+        free(x);
+    }
+    assert_true(status == FK_ERR_INVALID_INPUT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "not finite"));
+    assert_int_equal(fk_integrator_step(integrator, 1), FK_ERR_STATE);
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+    free(f);
+}
+
+int main(int argc, char **argv)
+{
+    FK_TEST_PREPARE(argc, argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_noise),
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_collapse),
+        cmocka_unit_test(test_verlet_bits_all_pairs),
+        cmocka_unit_test(test_verlet_bits_neighbors),
+        cmocka_unit_test(test_langevin_bits_cells),
+        cmocka_unit_test(test_langevin_bits_neighbors),
+        cmocka_unit_test(test_langevin_bits_across_loops),
+        cmocka_unit_test(test_lj_reference_loops),
+        cmocka_unit_test(test_ga_reference),
+        cmocka_unit_test(test_verlet_energy),
+        cmocka_unit_test(test_energy_bits_across_loops),
+        cmocka_unit_test(test_langevin_temperature),
+    };
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
+}
