@@ -58,6 +58,10 @@ static void make_fluid(fluid *f, double t, int unit, fk_test_rng *rng)
             f->v[3 * i + k] -= mean[k];
 }
 
+/* Exclusions for the next make_eval (exclude afterwards), or none. */
+static const size_t *next_exclusions;
+static size_t next_exclusion_count;
+
 static fk_eval *make_eval(const fluid *f, const char *accum, int algorithm, int reproducible,
                           int work_group_size, int potential)
 {
@@ -73,10 +77,15 @@ static fk_eval *make_eval(const fluid *f, const char *accum, int algorithm, int 
     config.potential = potential;
     if (strcmp(accum, "fixed64") == 0) /* the host loop of the bit tests keeps the scale too */
         config.scale_policy = FK_SCALE_KEEP;
+    if (next_exclusions)
+        config.exclusion_mode = FK_EXCLUDE_AFTERWARDS;
     fk_eval *eval = NULL;
     if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
         fail_msg("fk_eval_create (%s, %s): %s", accum, fk_algorithm_name(algorithm),
                  fk_context_last_error(fk_test_context));
+    if (next_exclusions &&
+        fk_eval_set_exclusions(eval, next_exclusions, next_exclusion_count) != FK_OK)
+        fail_msg("set_exclusions: %s", fk_context_last_error(fk_test_context));
     fk_particles particles = {.count = N, .position = f->x};
     if (fk_eval_set_particles(eval, &particles) != FK_OK)
         fail_msg("set_particles: %s", fk_context_last_error(fk_test_context));
@@ -239,21 +248,37 @@ static void test_langevin_bits_neighbors(void **state)
     bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_NEIGHBORS);
 }
 
+/* Exclude afterwards: the device's subtraction pass is part of the integrator's forces. */
+static void test_verlet_bits_exclusions(void **state)
+{
+    (void)state;
+    size_t pairs[2 * (N / 2)];
+    for (size_t p = 0; p < N / 2; ++p) { /* lattice neighbours along z: 2p and 2p + 1 */
+        pairs[2 * p] = 2 * p;
+        pairs[2 * p + 1] = 2 * p + 1;
+    }
+    next_exclusions = pairs;
+    next_exclusion_count = N / 2;
+    bits_against_host_loop(FK_INTEGRATOR_VERLET, FK_ALGORITHM_NEIGHBORS);
+    next_exclusions = NULL;
+    next_exclusion_count = 0;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Against a double host integrator */
 
 /* Velocity Verlet in double with fk_reference_forces on the positions rounded to float (what the
- * device's pair loops see), unit masses. */
-static void reference_verlet(const char *kernel, const fk_physics *physics, size_t n,
-                             const double *mass, uint64_t steps, double dt, double *x, double *v,
-                             int periodic, double box)
+ * device's pair loops see; held_in_float 0: as they are, for double-single positions). */
+static void reference_verlet_held(const char *kernel, const fk_physics *physics, size_t n,
+                                  const double *mass, uint64_t steps, double dt, double *x,
+                                  double *v, int periodic, double box, int held_in_float)
 {
     double *force = malloc(3 * n * sizeof *force), *held = malloc(3 * n * sizeof *held);
     assert_true(force && held);
     const int gravity = strcmp(kernel, "ga") == 0;
     for (uint64_t s = 0; s <= steps; ++s) {
         for (size_t m = 0; m < 3 * n; ++m)
-            held[m] = (double)(float)x[m];
+            held[m] = held_in_float ? (double)(float)x[m] : x[m];
         fk_particles particles = {.count = n, .position = held, .mass = gravity ? mass : NULL};
         assert_int_equal(fk_reference_forces(kernel, &particles, physics, force, NULL), FK_OK);
         for (size_t m = 0; m < 3 * n; ++m) {
@@ -270,6 +295,13 @@ static void reference_verlet(const char *kernel, const fk_physics *physics, size
     }
     free(force);
     free(held);
+}
+
+static void reference_verlet(const char *kernel, const fk_physics *physics, size_t n,
+                             const double *mass, uint64_t steps, double dt, double *x, double *v,
+                             int periodic, double box)
+{
+    reference_verlet_held(kernel, physics, n, mass, steps, dt, x, v, periodic, box, 1);
 }
 
 /* The largest |a - b| over count values, minimum image for positions in a box. */
@@ -332,11 +364,14 @@ static void test_lj_reference_loops(void **state)
             lj_against_reference(accums[a], algorithms[l]);
 }
 
-/* ga and gaj, open boundaries, masses of the evaluation. */
+/* ga and gaj, open boundaries, masses of the evaluation; ga with double-single positions and ref
+ * (double pair arithmetic), whose forces agree with double to about 1e-13: the records' low parts
+ * written by the integrator must be right. The energies against the reference's at the final
+ * state. */
 static void test_ga_reference(void **state)
 {
     (void)state;
-    enum { G = 150 };
+    enum { G = 150, STEPS = 20 };
     fk_test_rng rng;
     fk_test_rng_init(&rng, fk_test_seed());
     double x[3 * G], v[3 * G], mass[G], gx[3 * G], gv[3 * G], rx[3 * G], rv[3 * G];
@@ -348,12 +383,26 @@ static void test_ga_reference(void **state)
         }
     }
     /* gaj too: its first three outputs are ga's accelerations (its jerk is not used) */
-    const char *kernels[] = {"ga", "ga", "gaj"}, *accums[] = {"float", "fixed64", "float"};
-    for (size_t a = 0; a < 3; ++a) {
+    const struct {
+        const char *kernel, *accum;
+        int ds;
+        double dx, dv, du; /* tolerances: positions, velocities, potential energy (relative) */
+    } cases[] = {
+        /* accelerations of at most m / eps^2 ~ 4 with float errors ~1e-6 of them: over 20 steps
+         * of 0.002, a few 1e-9 in v and 1e-10 in x (measured on POCL); the tolerances are 30x */
+        {"ga", "float", 0, 2e-9, 1e-7, 1e-6},
+        {"ga", "fixed64", 0, 2e-9, 1e-7, 1e-6},
+        {"gaj", "float", 0, 2e-9, 1e-7, 1e-6},
+        /* 1e-13 of the accelerations: 6e-17 in x and 1e-16 in v measured; 100x */
+        {"ga", "ref", 1, 1e-14, 1e-13, 1e-12},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
-        config.kernel = kernels[a];
-        config.accum = accums[a];
+        config.kernel = cases[c].kernel;
+        config.accum = cases[c].accum;
         config.eps = 0.05;
+        config.potential = 1;
+        config.positions = cases[c].ds ? FK_POSITIONS_DOUBLE_SINGLE : FK_POSITIONS_FLOAT;
         fk_eval *eval = NULL;
         assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
         fk_particles particles = {.count = G, .position = x, .mass = mass, .velocity = v};
@@ -363,23 +412,41 @@ static void test_ga_reference(void **state)
         fk_integrator *integrator = NULL;
         assert_int_equal(fk_integrator_create(eval, &ic, &integrator), FK_OK);
         assert_int_equal(fk_integrator_set_state(integrator, x, v, 0), FK_OK);
-        step_ok(integrator, 20);
+        step_ok(integrator, STEPS);
         assert_int_equal(fk_integrator_get_state(integrator, gx, gv, NULL), FK_OK);
+        double kinetic = 0, potential = 0;
+        assert_int_equal(fk_integrator_energies(integrator, &kinetic, &potential), FK_OK);
         memcpy(rx, x, sizeof x);
         memcpy(rv, v, sizeof v);
         fk_physics physics = {.eps = 0.05};
-        /* the masses as the device holds them (float) */
+        /* the masses as the device holds them (float, or a float pair) */
         double held_mass[G];
-        for (size_t i = 0; i < G; ++i)
-            held_mass[i] = (double)(float)mass[i];
-        reference_verlet("ga", &physics, G, held_mass, 20, 0.002, rx, rv, 0, 0);
-        /* accelerations of at most m / eps^2 ~ 4 with float errors ~1e-6 of them: over 20 steps of
-         * 0.002, a few 1e-9 in v and 1e-10 in x (measured on POCL); the tolerances are 30x */
+        for (size_t i = 0; i < G; ++i) {
+            const float hi = (float)mass[i];
+            held_mass[i] = cases[c].ds ? (double)hi + (double)(float)(mass[i] - hi) : hi;
+        }
+        reference_verlet_held("ga", &physics, G, held_mass, STEPS, 0.002, rx, rv, 0, 0,
+                              !cases[c].ds);
         const double dx = max_difference(gx, rx, 3 * G, 0), dv = max_difference(gv, rv, 3 * G, 0);
-        fprintf(stderr, "%s %s: positions off by %.3g, velocities by %.3g\n", kernels[a], accums[a],
-                dx, dv);
-        if (!(dx <= 2e-9 && dv <= 1e-7))
-            fail_msg("%s/%s: positions off by %g, velocities by %g", kernels[a], accums[a], dx, dv);
+        /* the energies at the device's final state */
+        double held[3 * G], force[3 * G], phi[G], k_ref = 0, u_ref = 0;
+        for (size_t m = 0; m < 3 * G; ++m)
+            held[m] = cases[c].ds ? gx[m] : (double)(float)gx[m];
+        fk_particles final = {.count = G, .position = held, .mass = held_mass};
+        assert_int_equal(fk_reference_forces("ga", &final, &physics, force, phi), FK_OK);
+        for (size_t i = 0; i < G; ++i) {
+            const double *w = gv + 3 * i;
+            k_ref += 0.5 * held_mass[i] * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+            u_ref += 0.5 * held_mass[i] * phi[i];
+        }
+        fprintf(stderr, "%s %s%s: positions off by %.3g, velocities by %.3g, U by %.3g\n",
+                cases[c].kernel, cases[c].accum, cases[c].ds ? " ds" : "", dx, dv,
+                fabs(potential - u_ref) / fabs(u_ref));
+        if (!(dx <= cases[c].dx && dv <= cases[c].dv))
+            fail_msg("%s/%s: positions off by %g, velocities by %g", cases[c].kernel,
+                     cases[c].accum, dx, dv);
+        FK_ASSERT_NEAR(kinetic, k_ref, 1e-12 * k_ref);
+        FK_ASSERT_NEAR(potential, u_ref, cases[c].du * fabs(u_ref));
         fk_integrator_destroy(integrator);
         fk_eval_destroy(eval);
     }
@@ -804,6 +871,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_verlet_bits_neighbors),
         cmocka_unit_test(test_langevin_bits_cells),
         cmocka_unit_test(test_langevin_bits_neighbors),
+        cmocka_unit_test(test_verlet_bits_exclusions),
         cmocka_unit_test(test_langevin_bits_across_loops),
         cmocka_unit_test(test_lj_reference_loops),
         cmocka_unit_test(test_ga_reference),
