@@ -4,6 +4,34 @@
 #include "eval/device_step.h"
 #include "eval_internal.h"
 
+/* *buffer as a buffer kernels may write: set_particles creates the particle buffers read-only (a
+ * hint the driver may act on, and writing such a buffer from a kernel is undefined), so the first
+ * time a read-only one is replaced by a read-write copy. */
+static fk_status make_writable(fk_eval *eval, cl_mem *buffer, const char *what)
+{
+    cl_mem_flags flags = 0;
+    size_t bytes = 0;
+    cl_int err = clGetMemObjectInfo(*buffer, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetMemObjectInfo(*buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(eval->context, "clGetMemObjectInfo (particles)", err);
+    if (!(flags & CL_MEM_READ_ONLY))
+        return FK_OK;
+    cl_mem copy = NULL;
+    fk_status status = fk__eval_create_buffer(eval, &copy, CL_MEM_READ_WRITE, bytes, NULL, what);
+    if (status != FK_OK)
+        return status;
+    err = clEnqueueCopyBuffer(eval->context->queue, *buffer, copy, 0, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseMemObject(copy);
+        return fk__cl_fail(eval->context, "clEnqueueCopyBuffer (particles)", err);
+    }
+    clReleaseMemObject(*buffer); /* the copy was enqueued first: the runtime keeps it alive */
+    *buffer = copy;
+    return FK_OK;
+}
+
 fk_status fk__eval_device_begin(fk_eval *eval)
 {
     fk_status status = fk__eval_begin(eval, "the integrator's step");
@@ -16,6 +44,11 @@ fk_status fk__eval_device_begin(fk_eval *eval)
         if (err != CL_SUCCESS)
             return fk__cl_fail(eval->context, "clEnqueueWriteBuffer (particles)", err);
     }
+    status = make_writable(eval, &eval->body, "particles");
+    if (status == FK_OK && eval->kernel->needs_velocity)
+        status = make_writable(eval, &eval->body_aux, "velocities");
+    if (status != FK_OK)
+        return status;
     eval->host_body_current = 0; /* the host does not see the device's positions */
     eval->computed = 0;
     return FK_OK;

@@ -8,8 +8,9 @@
 #include "eval.h"
 
 /* FK_OK when the evaluation can take positions from the device now: particles set, no compute in
- * flight (FK_ERR_STATE otherwise), the last host write of its particles finished. Marks the host's
- * copy of the particles stale and the results not computed: the caller writes eval->body next. */
+ * flight (FK_ERR_STATE otherwise), the last host write of its particles finished, and the particle
+ * buffers (body; gaj's body_aux) writable by kernels. Marks the host's copy of the particles stale
+ * and the results not computed: the caller writes eval->body next. */
 fk_status fk__eval_device_begin(fk_eval *eval);
 
 /* The loop's prepare on the positions now in eval->body (the cell grid's check, and a rebuild of
