@@ -13,7 +13,9 @@
  *   (the evaluation's pair loop, the exclusion subtraction and cl/decode.cl into `force`)
  *   fk_integrate_verdict  one work-item: stops the remaining steps of the group when the lists
  *                         went stale, fixed64 overflowed or a force was not finite
- * and after the last step of a group fk_integrate_kick closes it. Every kernel returns at once
+ * and after the last step of a group fk_integrate_kick closes it. Hermite (gaj) instead runs
+ * fk_integrate_predict (the records of the predicted positions and velocities), the forces into the
+ * second force buffer, the verdict and fk_integrate_correct. Every kernel returns at once
  * once the verdict stopped the group, so the host can enqueue a group of steps without waiting
  * and learn from one read (flags) where it stopped.
  *
@@ -47,6 +49,11 @@
 /* 1: Langevin BAOAB; 0: velocity Verlet. */
 #ifndef FK_LANGEVIN
 #define FK_LANGEVIN 0
+#endif
+/* 1: 4th-order Hermite (gaj: forces are accelerations then jerks, and the device's velocity
+ * records feed the jerk); FK_LANGEVIN must be 0. */
+#ifndef FK_HERMITE
+#define FK_HERMITE 0
 #endif
 /* 1: the loop keeps cell or neighbour lists: check the displacements since their build. */
 #ifndef FK_CHECK_LISTS
@@ -249,6 +256,19 @@ static float4 fk_store_body(global float4 *body, const uint i, const double3 x)
 #endif
 }
 
+/* gaj's velocity records (fk__velocity_records: rounded to nearest, the fourth value 0, with
+ * double-single the low parts in the second record). */
+static void fk_store_velocity(global float4 *aux, const uint i, const double3 v)
+{
+    const float3 h = convert_float3(v);
+#if FK_DS_POSITIONS
+    aux[2 * (size_t)i] = (float4)(h, 0.0f);
+    aux[2 * (size_t)i + 1] = (float4)(convert_float3(v - convert_double3(h)), 0.0f);
+#else
+    aux[i] = (float4)(h, 0.0f);
+#endif
+}
+
 /* The lists' check (cl/cells_build.cl's fk_cells_check, the same float operations in the same
  * order) against the positions of their build; threshold2 is (skin / 2)^2, or a little less. */
 static void fk_check_moved(const float4 p, global const float4 *reference, const uint i,
@@ -294,6 +314,71 @@ kernel void fk_integrate_set(const uint n, global double *x, const double4 box,
     const double3 xi = fk_wrap3(vload3(i, x), box);
     vstore3(xi, i, x);
     fk_store_body(body, i, xi);
+}
+
+/* gaj's velocity records from the state (set_state, and the energies' evaluation). */
+kernel void fk_integrate_set_velocities(const uint n, global const double *v, global float4 *aux)
+{
+    const uint i = get_global_id(0);
+    if (i < n)
+        fk_store_velocity(aux, i, vload3(i, v));
+}
+
+/* Particle i's acceleration and jerk (gaj's six outputs); not finite: recorded, 0 returned. */
+static int fk_acceleration_jerk(global const fk_force_t *force, const uint i, global int *flags,
+                                double3 *a, double3 *j)
+{
+    const size_t at = (size_t)i * FK_FORCE_COMPONENTS;
+    double f[6];
+    for (int k = 0; k < 6; ++k) {
+        f[k] = (double)force[at + (size_t)k];
+        if (!(fabs(f[k]) <= DBL_MAX)) {
+            atomic_min(&flags[FK_FLAG_NONFINITE], (int)i);
+            return 0;
+        }
+    }
+    *a = (double3)(f[0], f[1], f[2]);
+    *j = (double3)(f[3], f[4], f[5]);
+    return 1;
+}
+
+/* Hermite's predictor (src/simulate.c's hermite_step, the same operations): the predicted
+ * positions and velocities go to the particle and velocity records only. */
+kernel void fk_integrate_predict(const uint n, global const double *x, global const double *v,
+                                 global const fk_force_t *force, const double dt,
+                                 global float4 *body, global float4 *aux, global int *flags)
+{
+    const uint i = get_global_id(0);
+    if (i >= n || flags[FK_FLAG_HALT] >= 0)
+        return;
+    double3 a, j;
+    if (!fk_acceleration_jerk(force, i, flags, &a, &j))
+        return;
+    const double3 xi = vload3(i, x), vi = vload3(i, v);
+    const double3 xp = xi + dt * (vi + dt * (0.5 * a + dt * (j / 6.0)));
+    const double3 vp = vi + dt * (a + dt * (0.5 * j));
+    fk_store_body(body, i, xp);
+    fk_store_velocity(aux, i, vp);
+}
+
+/* Hermite's corrector in the time-symmetric form, from the step's first forces (force) and those
+ * at the prediction (next); half_dt = dt / 2 and twelfth = dt^2 / 12 from the host. */
+kernel void fk_integrate_correct(const uint n, global double *x, global double *v,
+                                 global const fk_force_t *force, global const fk_force_t *next,
+                                 const double half_dt, const double twelfth, global int *flags)
+{
+    const uint i = get_global_id(0);
+    if (i >= n || flags[FK_FLAG_HALT] >= 0)
+        return;
+    double3 a, j, a1, j1;
+    if (!fk_acceleration_jerk(force, i, flags, &a, &j) ||
+        !fk_acceleration_jerk(next, i, flags, &a1, &j1))
+        return;
+    const double3 xi = vload3(i, x), vi = vload3(i, v);
+    const double3 v1 = vi + half_dt * (a + a1) + twelfth * (j - j1);
+    const double3 x1 = xi + half_dt * (vi + v1) + twelfth * (a - a1);
+    vstore3(v1, i, v);
+    vstore3(x1, i, x);
 }
 
 /* One step up to the forces (see the top of the file). h = dt / 2. Langevin: c1 = exp(-gamma dt),

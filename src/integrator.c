@@ -47,14 +47,19 @@ struct fk_integrator {
     int has_potential; /* the evaluation computes potentials */
     double box[3];
     cl_program program;
-    cl_kernel set, step, verdict, kick, energies, noise;
+    cl_kernel set, step, verdict, kick, energies, noise, set_velocities, predict, correct;
     /* x, v: the state (3 doubles per particle); force, potential: the last decoded forces and
      * potentials (eval->result_size bytes each); inverse_mass (1 for gravity), kinetic_mass (the
      * masses of the kinetic energy), noise_scale (Langevin: sqrt(1 - c1^2) sqrt(kT / m));
      * reference: the float4 positions of the lists' build; flags; energy_out: 2 doubles. */
     cl_mem x, v, force, potential, inverse_mass, kinetic_mass, noise_scale, reference, flags,
         energy_out;
-    double c1; /* Langevin: exp(-friction dt) */
+    /* Hermite: the forces (accelerations and jerks) of even and odd steps, force_odd the second
+     * (force is the first), and a scratch buffer for the energies' evaluation. */
+    cl_mem force_odd, force_scratch;
+    int hermite;
+    cl_mem forces_target; /* where the forces of the next forces_attempt go */
+    double c1;            /* Langevin: exp(-friction dt) */
     cl_float threshold2;
     uint64_t step_index;
     int state_set;        /* set_state succeeded and no step failed since */
@@ -184,8 +189,9 @@ void fk_integrator_destroy(fk_integrator *integrator)
     if (!integrator)
         return;
     clFinish(integrator->context->queue);
-    cl_kernel kernels[] = {integrator->set,  integrator->step,     integrator->verdict,
-                           integrator->kick, integrator->energies, integrator->noise};
+    cl_kernel kernels[] = {integrator->set,     integrator->step,           integrator->verdict,
+                           integrator->kick,    integrator->energies,       integrator->noise,
+                           integrator->predict, integrator->set_velocities, integrator->correct};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -198,6 +204,8 @@ void fk_integrator_destroy(fk_integrator *integrator)
                         integrator->noise_scale,
                         integrator->reference,
                         integrator->flags,
+                        integrator->force_odd,
+                        integrator->force_scratch,
                         integrator->energy_out};
     for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
         if (buffers[k])
@@ -210,11 +218,15 @@ void fk_integrator_destroy(fk_integrator *integrator)
 static fk_status check_config(fk_context *context, const fk_eval *eval,
                               const fk_integrator_config *config, int gravity)
 {
-    if (config->kind != FK_INTEGRATOR_VERLET && config->kind != FK_INTEGRATOR_LANGEVIN)
+    if (config->kind != FK_INTEGRATOR_VERLET && config->kind != FK_INTEGRATOR_LANGEVIN &&
+        config->kind != FK_INTEGRATOR_HERMITE)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "fk_integrator_config.kind %d: FK_INTEGRATOR_VERLET (0) or "
-                        "FK_INTEGRATOR_LANGEVIN (1)",
+                        "fk_integrator_config.kind %d: FK_INTEGRATOR_VERLET (0), "
+                        "FK_INTEGRATOR_LANGEVIN (1) or FK_INTEGRATOR_HERMITE (2)",
                         config->kind);
+    if (config->kind == FK_INTEGRATOR_HERMITE && !eval->kernel->needs_velocity)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "Hermite needs the jerk: gaj, not %s",
+                        eval->kernel->info.name);
     if (!(config->dt > 0) || !isfinite(config->dt))
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_integrator_config.dt is %g: a time step > 0 is required", config->dt);
@@ -229,7 +241,8 @@ static fk_status check_config(fk_context *context, const fk_eval *eval,
                             config->friction);
     } else if (config->temperature != 0 || config->friction != 0) {
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "velocity Verlet takes no temperature or friction (they are Langevin's)");
+                        "%s takes no temperature or friction (they are Langevin's)",
+                        config->kind == FK_INTEGRATOR_HERMITE ? "Hermite" : "velocity Verlet");
     }
     if (config->masses && gravity)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -286,10 +299,10 @@ static fk_status create_kernels(fk_integrator *integrator)
     snprintf(options, sizeof options,
              "-D FK_DS_POSITIONS=%d -D FK_FORCE_DOUBLE=%d -D FK_FORCE_COMPONENTS=%u "
              "-D FK_PERIODIC=%d -D FK_LANGEVIN=%d -D FK_CHECK_LISTS=%d -D FK_GRAVITY=%d "
-             "-D FK_ENERGY_WG=%d",
+             "-D FK_ENERGY_WG=%d -D FK_HERMITE=%d",
              fk__eval_ds(eval), eval->result_size == 8, eval->kernel->info.force_components,
              integrator->periodic, integrator->config.kind == FK_INTEGRATOR_LANGEVIN,
-             integrator->lists, integrator->gravity, ENERGY_GROUP);
+             integrator->lists, integrator->gravity, ENERGY_GROUP, integrator->hermite);
     fk_program_result built;
     fk_status status = fk__program_build_file(context, "integrate.cl", options, &built);
     if (status != FK_OK)
@@ -303,7 +316,10 @@ static fk_status create_kernels(fk_integrator *integrator)
                    {&integrator->verdict, "fk_integrate_verdict"},
                    {&integrator->kick, "fk_integrate_kick"},
                    {&integrator->energies, "fk_integrate_energies"},
-                   {&integrator->noise, "fk_integrate_noise"}};
+                   {&integrator->noise, "fk_integrate_noise"},
+                   {&integrator->set_velocities, "fk_integrate_set_velocities"},
+                   {&integrator->predict, "fk_integrate_predict"},
+                   {&integrator->correct, "fk_integrate_correct"}};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
         cl_int err = CL_SUCCESS;
         *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
@@ -404,6 +420,7 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     integrator->periodic = eval->law.physics.periodic;
     memcpy(integrator->box, eval->law.physics.box, sizeof integrator->box);
     integrator->lists = eval->loop->invalidate != NULL;
+    integrator->hermite = copy.kind == FK_INTEGRATOR_HERMITE;
     integrator->has_potential = eval->config.potential != 0;
     integrator->interval = INTERVAL_GUESS;
     const size_t n = eval->count;
@@ -421,6 +438,10 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
         status = create_buffer(integrator, &integrator->v, state_bytes, NULL, "velocities");
     if (status == FK_OK)
         status = create_buffer(integrator, &integrator->force, force_bytes, NULL, "forces");
+    if (status == FK_OK && integrator->hermite)
+        status = create_buffer(integrator, &integrator->force_odd, force_bytes, NULL, "forces");
+    if (status == FK_OK && integrator->hermite)
+        status = create_buffer(integrator, &integrator->force_scratch, force_bytes, NULL, "forces");
     if (status == FK_OK)
         status = create_buffer(integrator, &integrator->potential,
                                integrator->has_potential ? n * eval->result_size : 16, NULL,
@@ -520,9 +541,25 @@ static fk_status prepare_lists(fk_integrator *integrator)
     return FK_OK;
 }
 
+/* The forces of the state after `step` steps: Hermite alternates two buffers (a step needs its
+ * first forces and those at its prediction); the others keep one. */
+static cl_mem forces_of(const fk_integrator *integrator, uint64_t step)
+{
+    return integrator->hermite && (step & 1) ? integrator->force_odd : integrator->force;
+}
+
+static fk_status enqueue_forces_into(fk_integrator *integrator, cl_mem target)
+{
+    return fk__eval_enqueue_device_forces(integrator->eval, target,
+                                          integrator->has_potential ? integrator->potential : NULL,
+                                          integrator->flags, FLAG_OVERFLOW);
+}
+
+/* The forces a stopped or new state waits for: the next step's (step_index + 1) during a step,
+ * set by forces_target. */
 static fk_status enqueue_forces(fk_integrator *integrator)
 {
-    return fk__eval_enqueue_device_forces(integrator->eval, integrator->force,
+    return fk__eval_enqueue_device_forces(integrator->eval, integrator->forces_target,
                                           integrator->has_potential ? integrator->potential : NULL,
                                           integrator->flags, FLAG_OVERFLOW);
 }
@@ -578,6 +615,20 @@ static fk_status forces_attempt(fk_integrator *integrator)
     return status;
 }
 
+/* gaj: the velocity records from the state (its jerk reads them). */
+static fk_status write_velocities(fk_integrator *integrator)
+{
+    if (!integrator->eval->kernel->needs_velocity)
+        return FK_OK;
+    const cl_uint count = (cl_uint)integrator->count;
+    fk_status status = FK__SET_ARGS(integrator->context, integrator->set_velocities,
+                                    "fk_integrate_set_velocities", 0, FK__ARG(count),
+                                    FK__ARG(integrator->v), FK__ARG(integrator->eval->body_aux));
+    return status == FK_OK ? enqueue_kernel(integrator, integrator->set_velocities,
+                                            integrator->count, "fk_integrate_set_velocities")
+                           : status;
+}
+
 fk_status fk_integrator_set_state(fk_integrator *integrator, const double *positions,
                                   const double *velocities, uint64_t step)
 {
@@ -623,7 +674,10 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->set, n, "fk_integrate_set");
     if (status == FK_OK)
+        status = write_velocities(integrator);
+    if (status == FK_OK)
         status = prepare_lists(integrator);
+    integrator->forces_target = forces_of(integrator, step);
     if (status == FK_OK) {
         status = fk__eval_device_rescale(eval); /* a scale for these positions */
         if (status == FK_OK && eval->accum->choose_parameters)
@@ -644,9 +698,51 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     return FK_OK;
 }
 
+/* Hermite's corrector of step `step` (from the forces of its start and of its prediction). */
+static fk_status enqueue_correct(fk_integrator *integrator, uint64_t step)
+{
+    const cl_uint n = (cl_uint)integrator->count;
+    const cl_double dt = integrator->config.dt;
+    const cl_double half = 0.5 * dt, twelfth = dt * dt / 12.0; /* src/simulate.c's */
+    const cl_mem first = forces_of(integrator, step), next = forces_of(integrator, step + 1);
+    fk_status status =
+        FK__SET_ARGS(integrator->context, integrator->correct, "fk_integrate_correct", 0,
+                     FK__ARG(n), FK__ARG(integrator->x), FK__ARG(integrator->v), FK__ARG(first),
+                     FK__ARG(next), FK__ARG(half), FK__ARG(twelfth), FK__ARG(integrator->flags));
+    return status == FK_OK
+               ? enqueue_kernel(integrator, integrator->correct, n, "fk_integrate_correct")
+               : status;
+}
+
+/* Hermite's step `step`: the predictor from its first forces, the forces at the prediction into
+ * the other buffer, the verdict, the corrector. */
+static fk_status enqueue_hermite_step(fk_integrator *integrator, uint64_t step, cl_int index)
+{
+    fk_context *context = integrator->context;
+    fk_eval *eval = integrator->eval;
+    const cl_uint n = (cl_uint)integrator->count;
+    const cl_double dt = integrator->config.dt;
+    const cl_mem first = forces_of(integrator, step), next = forces_of(integrator, step + 1);
+    fk_status status =
+        FK__SET_ARGS(context, integrator->predict, "fk_integrate_predict", 0, FK__ARG(n),
+                     FK__ARG(integrator->x), FK__ARG(integrator->v), FK__ARG(first), FK__ARG(dt),
+                     FK__ARG(eval->body), FK__ARG(eval->body_aux), FK__ARG(integrator->flags));
+    if (status == FK_OK)
+        status = enqueue_kernel(integrator, integrator->predict, n, "fk_integrate_predict");
+    if (status == FK_OK)
+        status = enqueue_forces_into(integrator, next);
+    if (status == FK_OK)
+        status = enqueue_verdict(integrator, index);
+    if (status == FK_OK)
+        status = enqueue_correct(integrator, step);
+    return status;
+}
+
 /* Enqueues step `step` of a group (index within it, for the verdict). */
 static fk_status enqueue_step(fk_integrator *integrator, uint64_t step, cl_int index)
 {
+    if (integrator->hermite)
+        return enqueue_hermite_step(integrator, step, index);
     fk_context *context = integrator->context;
     fk_eval *eval = integrator->eval;
     const cl_uint n = (cl_uint)integrator->count;
@@ -671,7 +767,7 @@ static fk_status enqueue_step(fk_integrator *integrator, uint64_t step, cl_int i
     if (status == FK_OK)
         integrator->close_pending = 1;
     if (status == FK_OK)
-        status = enqueue_forces(integrator);
+        status = enqueue_forces_into(integrator, integrator->force);
     if (status == FK_OK)
         status = enqueue_verdict(integrator, index);
     return status;
@@ -719,6 +815,7 @@ static fk_status resume(fk_integrator *integrator)
     if (integrator->flags_host[FLAG_NONFINITE] < n)
         return flag_failure(integrator, step);
     const int moved = integrator->flags_host[FLAG_MOVED] != 0;
+    integrator->forces_target = forces_of(integrator, step);
     fk_status status;
     if (moved) {
         integrator->interval = integrator->since_rebuild + 1;
@@ -736,7 +833,11 @@ static fk_status resume(fk_integrator *integrator)
         if (status == FK_OK)
             status = forces_attempt(integrator);
     }
-    return status == FK_OK ? flag_failure(integrator, step) : status;
+    if (status == FK_OK)
+        status = flag_failure(integrator, step);
+    if (status == FK_OK && integrator->hermite) /* the stopped step's corrector */
+        status = enqueue_correct(integrator, integrator->step_index);
+    return status;
 }
 
 fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
@@ -845,6 +946,35 @@ fk_status fk_integrator_get_state(fk_integrator *integrator, double *positions, 
     return FK_OK;
 }
 
+/* Hermite's last evaluation was at the predicted positions: the potentials at the corrected
+ * ones, from one more evaluation (into a scratch buffer: the trajectory does not see it). An
+ * overflow there is reported, not rescaled, so that asking for energies never changes the
+ * trajectory. */
+static fk_status hermite_potentials(fk_integrator *integrator)
+{
+    fk_context *context = integrator->context;
+    fk_eval *eval = integrator->eval;
+    fk_status status = fk__eval_device_begin(eval);
+    const cl_uint count = (cl_uint)integrator->count;
+    const cl_double4 box = box4(integrator);
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, integrator->set, "fk_integrate_set", 0, FK__ARG(count),
+                              FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->body));
+    if (status == FK_OK)
+        status = enqueue_kernel(integrator, integrator->set, integrator->count, "fk_integrate_set");
+    if (status == FK_OK)
+        status = write_velocities(integrator);
+    integrator->forces_target = integrator->force_scratch;
+    if (status == FK_OK)
+        status = forces_attempt(integrator);
+    if (status == FK_OK && (integrator->flags_host[FLAG_OVERFLOW] < (cl_int)count))
+        status = fk__fail(context, FK_ERR_OVERFLOW,
+                          "the potential energy: particle %d's sum left the %s accumulator's range "
+                          "at the corrected positions (the state is kept)",
+                          integrator->flags_host[FLAG_OVERFLOW], eval->accum->info.name);
+    return status;
+}
+
 fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic, double *potential)
 {
     if (!integrator || (!kinetic && !potential))
@@ -858,6 +988,8 @@ fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic, dou
                         "the potential energy needs the evaluation's potentials "
                         "(fk_eval_config.potential)");
     status = check_last_kick(integrator);
+    if (status == FK_OK && potential && integrator->hermite)
+        status = hermite_potentials(integrator);
     if (status != FK_OK)
         return status;
     const cl_uint n = (cl_uint)integrator->count, count = integrator->has_potential ? 2 : 1;

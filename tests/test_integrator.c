@@ -453,6 +453,179 @@ static void test_ga_reference(void **state)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Hermite (gaj) */
+
+enum { HG = 150, HERMITE_STEPS = 20 };
+#define HERMITE_DT 0.002
+
+static void hermite_cluster(double *x, double *v, double *mass)
+{
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    for (size_t i = 0; i < HG; ++i) {
+        mass[i] = (0.5 + fk_test_rng_uniform(&rng)) / HG;
+        for (int k = 0; k < 3; ++k) {
+            x[3 * i + k] = 2.0 * fk_test_rng_uniform(&rng) - 1.0;
+            v[3 * i + k] = 0.3 * (fk_test_rng_uniform(&rng) - 0.5);
+        }
+    }
+}
+
+static fk_eval *hermite_eval(const char *accum, int algorithm, int reproducible, const double *x,
+                             const double *v, const double *mass)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "gaj";
+    config.accum = accum;
+    config.eps = 0.05;
+    config.potential = 1;
+    config.algorithm = algorithm;
+    config.reproducible = reproducible;
+    if (strcmp(accum, "fixed64") == 0)
+        config.scale_policy = FK_SCALE_KEEP;
+    fk_eval *eval = NULL;
+    if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
+        fail_msg("gaj: %s", fk_context_last_error(fk_test_context));
+    fk_particles particles = {.count = HG, .position = x, .mass = mass, .velocity = v};
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    return eval;
+}
+
+static fk_integrator *hermite_integrator(fk_eval *eval, const double *x, const double *v)
+{
+    fk_integrator_config config = FK_CONFIG_INIT(fk_integrator_config);
+    config.kind = FK_INTEGRATOR_HERMITE;
+    config.dt = HERMITE_DT;
+    fk_integrator *integrator = NULL;
+    if (fk_integrator_create(eval, &config, &integrator) != FK_OK)
+        fail_msg("Hermite: %s", fk_context_last_error(fk_test_context));
+    assert_int_equal(fk_integrator_set_state(integrator, x, v, 0), FK_OK);
+    return integrator;
+}
+
+/* src/simulate.c's hermite_step with the forces of `eval` (accelerations and jerks), or with the
+ * double reference at the positions and velocities rounded to float (eval NULL). */
+static void host_hermite(fk_eval *eval, const double *mass, double *x, double *v)
+{
+    const double dt = HERMITE_DT, half = 0.5 * dt, twelfth = dt * dt / 12.0;
+    double *f0 = malloc(6 * HG * sizeof *f0), *f1 = malloc(6 * HG * sizeof *f1);
+    double *xp = malloc(3 * HG * sizeof *xp), *vp = malloc(3 * HG * sizeof *vp);
+    assert_true(f0 && f1 && xp && vp);
+    fk_physics physics = {.eps = 0.05};
+    for (int s = 0; s <= HERMITE_STEPS; ++s) {
+        const double *px = s == 0 ? x : xp, *pv = s == 0 ? v : vp;
+        double *out = s == 0 ? f0 : f1;
+        if (eval) {
+            if (fk_eval_update_positions(eval, px, pv) != FK_OK ||
+                fk_eval_compute(eval, NULL) != FK_OK || fk_eval_read_forces(eval, out) != FK_OK)
+                fail_msg("host Hermite: %s", fk_context_last_error(fk_test_context));
+        } else {
+            double hx[3 * HG], hv[3 * HG], hm[HG];
+            for (size_t m = 0; m < 3 * HG; ++m) {
+                hx[m] = (double)(float)px[m];
+                hv[m] = (double)(float)pv[m];
+            }
+            for (size_t i = 0; i < HG; ++i)
+                hm[i] = (double)(float)mass[i];
+            fk_particles particles = {.count = HG, .position = hx, .mass = hm, .velocity = hv};
+            assert_int_equal(fk_reference_forces("gaj", &particles, &physics, out, NULL), FK_OK);
+        }
+        if (s > 0) { /* correct step s - 1 */
+            for (size_t i = 0; i < HG; ++i)
+                for (int k = 0; k < 3; ++k) {
+                    const size_t m = 3 * i + (size_t)k;
+                    const double a = f0[6 * i + k], j = f0[6 * i + 3 + k];
+                    const double a1 = f1[6 * i + k], j1 = f1[6 * i + 3 + k];
+                    const double v1 = v[m] + half * (a + a1) + twelfth * (j - j1);
+                    x[m] = x[m] + half * (v[m] + v1) + twelfth * (a - a1);
+                    v[m] = v1;
+                }
+            memcpy(f0, f1, 6 * HG * sizeof *f0);
+        }
+        if (s == HERMITE_STEPS)
+            break;
+        for (size_t i = 0; i < HG; ++i)
+            for (int k = 0; k < 3; ++k) {
+                const size_t m = 3 * i + (size_t)k;
+                const double a = f0[6 * i + k], j = f0[6 * i + 3 + k];
+                xp[m] = x[m] + dt * (v[m] + dt * (0.5 * a + dt * (j / 6.0)));
+                vp[m] = v[m] + dt * (a + dt * (0.5 * j));
+            }
+    }
+    free(f0);
+    free(f1);
+    free(xp);
+    free(vp);
+}
+
+/* With reproducible fixed64: the host loop's bits, all-pairs and symmetric, in uneven calls. */
+static void test_hermite_bits(void **state)
+{
+    (void)state;
+    double x[3 * HG], v[3 * HG], mass[HG], gx[3 * HG], gv[3 * HG], hx[3 * HG], hv[3 * HG];
+    hermite_cluster(x, v, mass);
+    const int algorithms[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC};
+    for (int l = 0; l < 2; ++l) {
+        fk_eval *device = hermite_eval("fixed64", algorithms[l], 1, x, v, mass);
+        fk_eval *host = hermite_eval("fixed64", algorithms[l], 1, x, v, mass);
+        fk_integrator *integrator = hermite_integrator(device, x, v);
+        step_ok(integrator, 7);
+        step_ok(integrator, HERMITE_STEPS - 7);
+        assert_int_equal(fk_integrator_get_state(integrator, gx, gv, NULL), FK_OK);
+        memcpy(hx, x, sizeof x);
+        memcpy(hv, v, sizeof v);
+        host_hermite(host, mass, hx, hv);
+        assert_same_bits(gx, hx, 3 * HG, "position");
+        assert_same_bits(gv, hv, 3 * HG, "velocity");
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(device);
+        fk_eval_destroy(host);
+    }
+}
+
+/* Against the double reference (fk_reference_forces' gaj), and the energies at the end. */
+static void test_hermite_reference(void **state)
+{
+    (void)state;
+    double x[3 * HG], v[3 * HG], mass[HG], gx[3 * HG], gv[3 * HG], hx[3 * HG], hv[3 * HG];
+    hermite_cluster(x, v, mass);
+    fk_eval *eval = hermite_eval("float", FK_ALGORITHM_ALL_PAIRS, 0, x, v, mass);
+    fk_integrator *integrator = hermite_integrator(eval, x, v);
+    step_ok(integrator, HERMITE_STEPS);
+    assert_int_equal(fk_integrator_get_state(integrator, gx, gv, NULL), FK_OK);
+    double kinetic = 0, potential = 0;
+    assert_int_equal(fk_integrator_energies(integrator, &kinetic, &potential), FK_OK);
+    memcpy(hx, x, sizeof x);
+    memcpy(hv, v, sizeof v);
+    host_hermite(NULL, mass, hx, hv);
+    const double dx = max_difference(gx, hx, 3 * HG, 0), dv = max_difference(gv, hv, 3 * HG, 0);
+    /* the energies at the device's final state, the masses as the device holds them */
+    double held[3 * HG], force[3 * HG], phi[HG], k_ref = 0, u_ref = 0;
+    for (size_t m = 0; m < 3 * HG; ++m)
+        held[m] = (double)(float)gx[m];
+    double held_mass[HG];
+    for (size_t i = 0; i < HG; ++i)
+        held_mass[i] = (double)(float)mass[i];
+    fk_physics physics = {.eps = 0.05};
+    fk_particles final = {.count = HG, .position = held, .mass = held_mass};
+    assert_int_equal(fk_reference_forces("ga", &final, &physics, force, phi), FK_OK);
+    for (size_t i = 0; i < HG; ++i) {
+        const double *w = gv + 3 * i;
+        k_ref += 0.5 * held_mass[i] * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+        u_ref += 0.5 * held_mass[i] * phi[i];
+    }
+    fprintf(stderr, "Hermite: positions off by %.3g, velocities by %.3g, U by %.3g\n", dx, dv,
+            fabs(potential - u_ref) / fabs(u_ref));
+    /* as ga's Verlet: float pair terms, 1e-6 of accelerations up to ~4 and jerks; 30x measured */
+    if (!(dx <= 2e-9 && dv <= 1e-7))
+        fail_msg("Hermite: positions off by %g, velocities by %g", dx, dv);
+    FK_ASSERT_NEAR(kinetic, k_ref, 1e-12 * k_ref);
+    FK_ASSERT_NEAR(potential, u_ref, 1e-6 * fabs(u_ref));
+    fk_integrator_destroy(integrator);
+    fk_eval_destroy(eval);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Energies */
 
 /* The largest change of the total energy over blocks x every steps of the double host Verlet
@@ -741,6 +914,7 @@ static void test_misuse(void **state)
         {0, DT, 0, 0, f->mass, N - 1, sizeof config}, /* the wrong count */
         {0, DT, 0, 0, NULL, 5, sizeof config},        /* a count without masses */
         {0, DT, 0, 0, NULL, 0, 3},                    /* an implausible struct_size */
+        {2, DT, 0, 0, NULL, 0, sizeof config},        /* Hermite on lj: no jerk */
     };
     for (size_t c = 0; c < sizeof bad / sizeof bad[0]; ++c) {
         fk_integrator_config b = FK_CONFIG_INIT(fk_integrator_config);
@@ -875,6 +1049,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_langevin_bits_across_loops),
         cmocka_unit_test(test_lj_reference_loops),
         cmocka_unit_test(test_ga_reference),
+        cmocka_unit_test(test_hermite_bits),
+        cmocka_unit_test(test_hermite_reference),
         cmocka_unit_test(test_verlet_energy),
         cmocka_unit_test(test_energy_bits_across_loops),
         cmocka_unit_test(test_langevin_temperature),

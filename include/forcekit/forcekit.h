@@ -894,13 +894,17 @@ FK_API void fk_tune_result_free(fk_tune_result *result);
 typedef struct fk_integrator fk_integrator;
 
 typedef enum fk_integrator_kind {
-    /* Velocity Verlet (kick-drift-kick), NVE. gaj: its jerk output is ignored. */
+    /* Velocity Verlet (kick-drift-kick), NVE. gaj: its jerk output is not used. */
     FK_INTEGRATOR_VERLET = 0,
     /* Langevin dynamics, BAOAB splitting (Leimkuhler & Matthews 2013): a half kick, a half
      * drift, the exact Ornstein-Uhlenbeck update of the velocities at config.temperature with
      * config.friction, a half drift, the forces, a half kick. The noise is a counter-based
      * function of (seed, step, particle), the same bits on every device with fp64. */
-    FK_INTEGRATOR_LANGEVIN = 1
+    FK_INTEGRATOR_LANGEVIN = 1,
+    /* 4th-order Hermite with a shared step (Makino & Aarseth 1992), gaj only: predict x and v
+     * from a and the jerk, evaluate a and the jerk at the prediction, correct in the
+     * time-symmetric form; src/simulate.c's operations. */
+    FK_INTEGRATOR_HERMITE = 2
 } fk_integrator_kind;
 
 typedef struct fk_integrator_config {
@@ -909,7 +913,7 @@ typedef struct fk_integrator_config {
     double dt;          /* the time step, > 0 and finite; required */
     /* Langevin: k_B T in the force law's energy units (> 0), the friction gamma in 1/time
      * (> 0), and the seed of the random numbers (any value; 0 is a seed like another). Verlet
-     * requires all three zero. */
+     * and Hermite require temperature and friction zero (the seed is not used). */
     double temperature, friction;
     uint64_t seed;
     /* The masses of the dynamics (count values, each > 0 and finite), copied at create; NULL:
@@ -954,7 +958,9 @@ FK_API fk_status fk_integrator_get_state(fk_integrator *integrator, double *posi
  * in 64-bit fixed point from per-particle doubles, so the same state gives the same bits on every
  * device, work-group size and loop. potential needs the evaluation's potentials
  * (fk_eval_config.potential), else FK_ERR_STATE. Molecular kernels: the sum of the per-particle
- * potentials (each half of its pairs); gravity: half the sum of m_i phi_i. */
+ * potentials (each half of its pairs); gravity: half the sum of m_i phi_i. Hermite's last
+ * evaluation was at the predicted positions: its potential takes one more evaluation at the
+ * current ones (which never changes the trajectory; an overflow there is FK_ERR_OVERFLOW). */
 FK_API fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic,
                                         double *potential);
 /* Counters (any pointer may be NULL): the lists' rebuilds the integrator asked for, the fixed64
