@@ -791,14 +791,17 @@ static fk_status close_step(fk_integrator *integrator)
     return status;
 }
 
-/* Steps in the next group: with lists, up to where the next rebuild is expected. */
+/* Steps in the next group: with lists, up to where the next rebuild is expected (the last
+ * interval between rebuilds); past that, a quarter of the steps since the last rebuild at a time,
+ * so that a longer interval costs few waits and a stop wastes at most a quarter of it. */
 static uint64_t group_size(const fk_integrator *integrator, uint64_t remaining)
 {
     uint64_t size = GROUP_MAX;
-    if (integrator->lists)
-        size = integrator->interval > integrator->since_rebuild
-                   ? integrator->interval - integrator->since_rebuild
-                   : 1;
+    if (integrator->lists) {
+        const uint64_t since = integrator->since_rebuild;
+        size = integrator->interval > since ? integrator->interval - since
+                                            : (since / 4 > 1 ? since / 4 : 1);
+    }
     if (size > GROUP_MAX)
         size = GROUP_MAX;
     return size < remaining ? size : remaining;
