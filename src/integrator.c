@@ -181,6 +181,53 @@ void fk__integrator_noise_host(uint64_t seed, uint64_t step, uint32_t particle, 
     out[2] = b[0];
 }
 
+/* exp(x) - 1 for x <= 0 by fixed double operations, so that Langevin's constants are the same bits
+ * on every platform (a libm's exp may differ in the last bit): x halved k times to |x| < 2^-4, the
+ * Taylor series of expm1 to x^13 (below 1e-17 of the result there), then k doublings through
+ * expm1(2y) = expm1(y) (expm1(y) + 2). */
+static double langevin_expm1(double x)
+{
+    if (!(x > -745.0))
+        return -1.0;
+    int k = 0;
+    while (x < -0.0625) {
+        x = 0.5 * x;
+        ++k;
+    }
+    double p = 1.0 / 6227020800.0; /* 1/13! */
+    const double inverse_factorials[11] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                           1.0 / 362880.0,    1.0 / 40320.0,    1.0 / 5040.0,
+                                           1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,
+                                           1.0 / 6.0,         1.0 / 2.0};
+    for (int t = 0; t < 11; ++t)
+        p = inverse_factorials[t] + x * p;
+    double e = x + x * (x * p);
+    for (; k > 0; --k)
+        e = e * (e + 2.0);
+    return e;
+}
+
+/* exp(x) for x <= 0 the same way: x = m ln 2 + r with |r| <= ln 2 / 2 (fdlibm's split of ln 2,
+ * exact products), exp(r) by its Taylor series to r^17, times 2^m. */
+static double langevin_exp(double x)
+{
+    if (!(x > -745.0))
+        return 0.0;
+    const double m = floor(x * 1.44269504088896340736 + 0.5);
+    const double r = (x - m * 6.93147180369123816490e-01) - m * 1.90821492927058770002e-10;
+    double p = 1.0;
+    for (int t = 17; t >= 1; --t) /* 1 + r/1 (1 + r/2 (1 + ... (1 + r/17))) */
+        p = 1.0 + (r / (double)t) * p;
+    return ldexp(p, (int)m);
+}
+
+void fk__integrator_langevin_constants(double friction, double dt, double *c1, double *c2)
+{
+    const double gamma_dt = friction * dt;
+    *c1 = langevin_exp(-gamma_dt);
+    *c2 = sqrt(-langevin_expm1(-2.0 * gamma_dt)); /* sqrt(1 - c1^2), without the cancellation */
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Create and destroy */
 
@@ -357,9 +404,8 @@ static fk_status create_constants(fk_integrator *integrator, const double *masse
     }
     const size_t stride = fk__eval_body_floats(eval);
     /* Langevin's exact Ornstein-Uhlenbeck step: v' = c1 v + sqrt(1 - c1^2) sqrt(kT / m) z */
-    const double gamma_dt = config->friction * config->dt;
-    integrator->c1 = exp(-gamma_dt);
-    const double c2 = sqrt(-expm1(-2.0 * gamma_dt));
+    double c2 = 0.0;
+    fk__integrator_langevin_constants(config->friction, config->dt, &integrator->c1, &c2);
     for (size_t i = 0; i < n; ++i) {
         double m = 1.0;
         if (integrator->gravity) { /* the evaluation's masses, as the device holds them */

@@ -24,6 +24,7 @@
 
 #include "forcekit/forcekit.h"
 #include "integrator.h"
+#include "splitmix64.h"
 #include "test_support.h"
 
 /* The LJ fluid: 6^3 particles at density 0.8, rc 2.5 (at most half the box side, 3.23). */
@@ -146,8 +147,9 @@ static void eval_forces(fk_eval *eval, const double *x, double *force)
 /* The scheme on the host with the evaluation's forces: the operations of cl/integrate.cl. */
 static void host_loop(fk_eval *eval, const fluid *f, int kind, uint64_t steps, double *x, double *v)
 {
-    const double h = 0.5 * DT, gamma_dt = 2.0 * DT;
-    const double c1 = exp(-gamma_dt), c2 = sqrt(-expm1(-2.0 * gamma_dt));
+    const double h = 0.5 * DT;
+    double c1, c2;
+    fk__integrator_langevin_constants(2.0, DT, &c1, &c2);
     const uint64_t seed = 0x123456789abcdefull;
     double *force = malloc(3 * N * sizeof *force);
     assert_non_null(force);
@@ -866,6 +868,95 @@ static void test_langevin_temperature(void **state)
     free(f);
 }
 
+/* Langevin's constants by fixed operations agree with the libm's to rounding. */
+static void test_langevin_constants(void **state)
+{
+    (void)state;
+    const double products[] = {1e-9, 1e-4, 0.01, 0.0625, 0.5, 1.0, 3.0, 50.0, 700.0};
+    for (size_t p = 0; p < sizeof products / sizeof products[0]; ++p) {
+        double c1, c2;
+        fk__integrator_langevin_constants(products[p], 1.0, &c1, &c2);
+        const double e1 = exp(-products[p]), e2 = sqrt(-expm1(-2.0 * products[p]));
+        if (!(fabs(c1 - e1) <= 4e-16 * e1 && fabs(c2 - e2) <= 4e-16 * e2))
+            fail_msg("gamma dt %g: c1 %.17g (libm %.17g), c2 %.17g (libm %.17g)", products[p], c1,
+                     e1, c2, e2);
+    }
+}
+
+/* Golden trajectories (test_reproducible's way): fixed inputs, reproducible fixed64, 200 steps of
+ * Langevin and of Verlet, each the same checksum with all-pairs and neighbour lists, and on every
+ * device with fp64 that can run the mode (measured on POCL; Rusticl's llvmpipe has no fp64, so
+ * the GPU is the second device to hold to it). The state passes only through correctly rounded
+ * double operations, Philox and fixed-point sums (Langevin's constants included, by
+ * fk__integrator_langevin_constants), so a device that differs has a non-conforming double or a
+ * bug. */
+#define GOLDEN_LANGEVIN 0x1e8afaca048f7c8full
+#define GOLDEN_VERLET 0xcb3916bcfbe579c1ull
+
+static uint64_t fnv1a_doubles(const double *values, size_t count, uint64_t hash)
+{
+    for (size_t m = 0; m < count; ++m) {
+        uint64_t bits;
+        memcpy(&bits, &values[m], sizeof bits);
+        for (int b = 0; b < 8; ++b) {
+            hash ^= (bits >> (8 * b)) & 0xffu;
+            hash *= 0x100000001b3ull;
+        }
+    }
+    return hash;
+}
+
+static void test_golden_trajectories(void **state)
+{
+    (void)state;
+    fluid *f = malloc(sizeof *f);
+    int *type = malloc(N * sizeof *type);
+    double *charge = malloc(N * sizeof *charge);
+    assert_true(f && type && charge);
+    const double spacing = 1.125; /* density 0.70; the coordinates are exact in float */
+    f->box = SIDE * spacing;
+    fk_test_fixed_lattice(SIDE, spacing, 20261128u, f->x, type, charge);
+    uint64_t seed = 33;
+    for (size_t i = 0; i < N; ++i) {
+        f->mass[i] = 1.0 + 0.5 * (double)(i % 3);
+        for (int k = 0; k < 3; ++k)
+            f->v[3 * i + k] = 2.0 * (fk_splitmix64_float_uniform(&seed) - 0.5);
+    }
+    const int kinds[2] = {FK_INTEGRATOR_LANGEVIN, FK_INTEGRATOR_VERLET};
+    const uint64_t golden[2] = {GOLDEN_LANGEVIN, GOLDEN_VERLET};
+    const int algorithms[2] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_NEIGHBORS};
+    double *x = malloc(3 * N * sizeof *x), *v = malloc(3 * N * sizeof *v);
+    assert_true(x && v);
+    int mismatches = 0;
+    for (int k = 0; k < 2; ++k)
+        for (int l = 0; l < 2; ++l) {
+            fk_eval *eval = make_eval(f, "fixed64", algorithms[l], 1, 0, 0);
+            if (fk_eval_reproducible(eval, NULL) != 1) {
+                fprintf(stderr, "SKIPPED: this device cannot run the reproducible mode\n");
+                fk_eval_destroy(eval);
+                continue;
+            }
+            fk_integrator *integrator = make_integrator(eval, f, kinds[k], 1);
+            step_ok(integrator, 200);
+            assert_int_equal(fk_integrator_get_state(integrator, x, v, NULL), FK_OK);
+            const uint64_t hash =
+                fnv1a_doubles(v, 3 * N, fnv1a_doubles(x, 3 * N, 0xcbf29ce484222325ull));
+            fprintf(stderr, "%s %s: 0x%016llx%s\n", k ? "verlet" : "langevin",
+                    fk_algorithm_name(algorithms[l]), (unsigned long long)hash,
+                    hash == golden[k] ? "" : " (differs from the golden value)");
+            mismatches += hash != golden[k];
+            fk_integrator_destroy(integrator);
+            fk_eval_destroy(eval);
+        }
+    free(x);
+    free(v);
+    free(f);
+    free(type);
+    free(charge);
+    if (mismatches)
+        fail_msg("%d golden trajectory checksums differ", mismatches);
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Misuse */
 
@@ -1033,11 +1124,38 @@ static void test_collapse(void **state)
     free(f);
 }
 
+/* Devices without fp64: the integrator refuses them (tested here), and the other tests are not
+ * run. */
+static void test_no_fp64(void **state)
+{
+    (void)state;
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "lj";
+    config.cutoff = 2.5;
+    config.unroll_i = config.unroll_j = 1; /* small shapes: llvmpipe holds 32 work-items */
+    config.work_group_size = 16;
+    fk_eval *eval = NULL;
+    if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
+        fail_msg("%s", fk_context_last_error(fk_test_context));
+    double x[6] = {0, 0, 0, 1.1, 0, 0};
+    fk_particles particles = {.count = 2, .position = x};
+    assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
+    fk_integrator_config ic = FK_CONFIG_INIT(fk_integrator_config);
+    ic.dt = DT;
+    fk_integrator *integrator = NULL;
+    assert_int_equal(fk_integrator_create(eval, &ic, &integrator), FK_ERR_UNSUPPORTED);
+    assert_null(integrator);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "fp64"));
+    fk_eval_destroy(eval);
+}
+
 int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_langevin_constants),
+        cmocka_unit_test(test_golden_trajectories),
         cmocka_unit_test(test_noise),
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_collapse),
@@ -1055,5 +1173,14 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_energy_bits_across_loops),
         cmocka_unit_test(test_langevin_temperature),
     };
+    struct fk_context *probe = NULL;
+    if (fk_test_open_context(&probe) != 0)
+        return 1;
+    const int fp64 = fk_context_device(probe)->fp64;
+    fk_context_destroy(probe);
+    if (!fp64) {
+        const struct CMUnitTest refused[] = {cmocka_unit_test(test_no_fp64)};
+        return cmocka_run_group_tests(refused, fk_test_context_setup, fk_test_context_teardown);
+    }
     return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }
