@@ -188,6 +188,10 @@ static void assert_same_bits(const double *a, const double *b, size_t count, con
             fail_msg("%s %zu differs: %a vs %a", what, m, a[m], b[m]);
 }
 
+/* Nonzero: the next bit test sends particles 0 and 1 (lattice neighbours along z) at each other
+ * fast enough that their force leaves the fixed64 scale chosen at the start. */
+static int next_collision;
+
 static void bits_against_host_loop(int kind, int algorithm)
 {
     fk_test_rng rng;
@@ -197,6 +201,10 @@ static void bits_against_host_loop(int kind, int algorithm)
     double *gx = malloc(3 * N * sizeof *gx), *gv = malloc(3 * N * sizeof *gv);
     assert_true(f && x && v && gx && gv);
     make_fluid(f, 1.5, 0, &rng);
+    if (next_collision) {
+        f->v[2] = 8.0;
+        f->v[5] = -8.0;
+    }
     fk_eval *device = make_eval(f, "fixed64", algorithm, 1, 0, 0);
     fk_eval *host = make_eval(f, "fixed64", algorithm, 1, 0, 0);
     fk_integrator *integrator = make_integrator(device, f, kind, 1);
@@ -205,10 +213,12 @@ static void bits_against_host_loop(int kind, int algorithm)
     step_ok(integrator, 1);
     step_ok(integrator, 50);
     step_ok(integrator, steps - 51);
-    uint64_t step = 0, rebuilds = 0;
+    uint64_t step = 0, rebuilds = 0, rescales = 0;
     assert_int_equal(fk_integrator_get_state(integrator, gx, gv, &step), FK_OK);
     assert_int_equal(step, steps);
-    assert_int_equal(fk_integrator_counters(integrator, &rebuilds, NULL, NULL), FK_OK);
+    assert_int_equal(fk_integrator_counters(integrator, &rebuilds, &rescales, NULL), FK_OK);
+    if (next_collision && rescales < 2) /* set_state's, and at least one on the way */
+        fail_msg("the collision rescaled %llu times", (unsigned long long)rescales);
     if (algorithm == FK_ALGORITHM_CELLS || algorithm == FK_ALGORITHM_NEIGHBORS)
         if (rebuilds < 3) /* the check must have been exercised */
             fail_msg("only %llu rebuilds in %llu steps", (unsigned long long)rebuilds,
@@ -248,6 +258,18 @@ static void test_langevin_bits_neighbors(void **state)
 {
     (void)state;
     bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_NEIGHBORS);
+}
+
+/* A collision: fixed64 overflows mid-group, the integrator stops there, chooses a new scale from
+ * those positions and computes the step again, as the evaluation's FK_SCALE_KEEP does in the host
+ * loop: the same bits. */
+static void test_verlet_bits_rescale(void **state)
+{
+    (void)state;
+    next_collision = 1;
+    bits_against_host_loop(FK_INTEGRATOR_VERLET, FK_ALGORITHM_ALL_PAIRS);
+    bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_NEIGHBORS);
+    next_collision = 0;
 }
 
 /* Exclude afterwards: the device's subtraction pass is part of the integrator's forces. */
@@ -1164,6 +1186,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_langevin_bits_cells),
         cmocka_unit_test(test_langevin_bits_neighbors),
         cmocka_unit_test(test_verlet_bits_exclusions),
+        cmocka_unit_test(test_verlet_bits_rescale),
         cmocka_unit_test(test_langevin_bits_across_loops),
         cmocka_unit_test(test_lj_reference_loops),
         cmocka_unit_test(test_ga_reference),
