@@ -6,18 +6,19 @@
  * they always read.
  *
  * One step, as the host enqueues it (velocity Verlet; Langevin BAOAB differs only in the drift):
- *   fk_integrate_step     the previous step's closing half kick (close_previous), this step's
- *                         opening half kick, the drift (Verlet: x += dt v; BAOAB: a half drift,
- *                         the Ornstein-Uhlenbeck update, a half drift), the periodic wrap, the
- *                         particle records, and the lists' displacement check
+ *   fk_integrate_step     first the verdict on the previous step's forces (fk_stopped: the lists
+ *                         went stale in its drift, fixed64 overflowed or a force was not finite
+ *                         stop the group there, and every later kernel of the group does
+ *                         nothing), then the previous step's closing half kick (close_previous),
+ *                         this step's opening half kick, the drift (Verlet: x += dt v; BAOAB: a
+ *                         half drift, the Ornstein-Uhlenbeck update, a half drift), the periodic
+ *                         wrap, the particle records, and the lists' displacement check
  *   (the evaluation's pair loop, the exclusion subtraction and cl/decode.cl into `force`)
- *   fk_integrate_verdict  one work-item: stops the remaining steps of the group when the lists
- *                         went stale, fixed64 overflowed or a force was not finite
- * and after the last step of a group fk_integrate_kick closes it. Hermite (gaj) instead runs
- * fk_integrate_predict (the records of the predicted positions and velocities), the forces into the
- * second force buffer, the verdict and fk_integrate_correct. Every kernel returns at once
- * once the verdict stopped the group, so the host can enqueue a group of steps without waiting
- * and learn from one read (flags) where it stopped.
+ * and after the last step of a group, once the host has read the flags (the verdict on that last
+ * step), fk_integrate_kick closes it. Hermite (gaj) instead runs fk_integrate_predict (the
+ * verdict, then the records of the predicted positions and velocities), the forces into the
+ * second force buffer and fk_integrate_correct. So the host enqueues a group of steps without
+ * waiting and learns from one read (flags) where it stopped.
  *
  * Every operation here is an IEEE double operation that OpenCL requires to be correctly rounded
  * (+, -, *, /, sqrt, conversions) or exact (frexp, ldexp, rint, floor, integer arithmetic), with
@@ -70,10 +71,38 @@
 
 /* flags[]: written by the kernels, read by the host after a group of steps (src/integrator.c has
  * the same indices). */
-#define FK_FLAG_HALT 0      /* the step of the group at which it stopped; -1: none */
-#define FK_FLAG_MOVED 1     /* 1: a particle moved more than skin / 2 since the lists' build */
-#define FK_FLAG_OVERFLOW 2  /* cl/decode.cl's first overflowed particle; n: none */
-#define FK_FLAG_NONFINITE 3 /* the first particle with a force that is not finite; n: none */
+#define FK_FLAG_HALT 0 /* the step of the group whose forces could not be used; -1: none yet */
+/* 1: a particle moved more than skin / 2 since the lists' build, at FK_FLAG_MOVED + (step & 1):
+ * step k's kernel reads the word of step k - 1 while it writes its own */
+#define FK_FLAG_MOVED 1
+#define FK_FLAG_OVERFLOW 3  /* cl/decode.cl's first overflowed particle; n: none */
+#define FK_FLAG_NONFINITE 4 /* the first particle with a force that is not finite; n: none */
+
+/* Whether the group has stopped before its step `index`: the forces of step index - 1 cannot be
+ * used (the lists went stale in its drift, fixed64 overflowed, a force was not finite), or an
+ * earlier step stopped it. Every word read here was written by earlier kernels, except HALT,
+ * which work-item 0 of this kernel may write with the same verdict, and NONFINITE, which only a
+ * failing run (whose state is lost) writes in this kernel: every work-item decides alike. The
+ * first step of a group has none before it (the host checked the last step of the previous
+ * group). */
+static int fk_stopped(global int *flags, const int index, const int n)
+{
+    if (flags[FK_FLAG_HALT] >= 0)
+        return 1;
+    if (index == 0)
+        return 0;
+    return flags[FK_FLAG_MOVED + ((index - 1) & 1)] != 0 || flags[FK_FLAG_OVERFLOW] < n ||
+           flags[FK_FLAG_NONFINITE] < n;
+}
+
+/* fk_stopped, recording the stopped step for the host (work-item 0). */
+static int fk_stop_here(global int *flags, const int index, const uint n)
+{
+    const int stopped = fk_stopped(flags, index, (int)n);
+    if (stopped && get_global_id(0) == 0 && flags[FK_FLAG_HALT] < 0)
+        flags[FK_FLAG_HALT] = index - 1;
+    return stopped;
+}
 
 #if FK_FORCE_DOUBLE
 typedef double fk_force_t;
@@ -272,7 +301,8 @@ static void fk_store_velocity(global float4 *aux, const uint i, const double3 v)
 /* The lists' check (cl/cells_build.cl's fk_cells_check, the same float operations in the same
  * order) against the positions of their build; threshold2 is (skin / 2)^2, or a little less. */
 static void fk_check_moved(const float4 p, global const float4 *reference, const uint i,
-                           const float threshold2, const float4 box_f, global int *flags)
+                           const float threshold2, const float4 box_f, global int *flags,
+                           const int index)
 {
 #if FK_CHECK_LISTS
     float4 d = p - reference[i];
@@ -282,9 +312,9 @@ static void fk_check_moved(const float4 p, global const float4 *reference, const
     d.z -= box_f.z * rint(d.z / box_f.z);
 #endif
     if (d.x * d.x + d.y * d.y + d.z * d.z > threshold2)
-        flags[FK_FLAG_MOVED] = 1; /* every writer writes 1 */
+        flags[FK_FLAG_MOVED + (index & 1)] = 1; /* every writer writes 1 */
 #else
-    (void)p, (void)reference, (void)i, (void)threshold2, (void)box_f, (void)flags;
+    (void)p, (void)reference, (void)i, (void)threshold2, (void)box_f, (void)flags, (void)index;
 #endif
 }
 
@@ -346,10 +376,11 @@ static int fk_acceleration_jerk(global const fk_force_t *force, const uint i, gl
  * positions and velocities go to the particle and velocity records only. */
 kernel void fk_integrate_predict(const uint n, global const double *x, global const double *v,
                                  global const fk_force_t *force, const double dt,
-                                 global float4 *body, global float4 *aux, global int *flags)
+                                 global float4 *body, global float4 *aux, global int *flags,
+                                 const int index)
 {
     const uint i = get_global_id(0);
-    if (i >= n || flags[FK_FLAG_HALT] >= 0)
+    if (fk_stop_here(flags, index, n) || i >= n)
         return;
     double3 a, j;
     if (!fk_acceleration_jerk(force, i, flags, &a, &j))
@@ -368,7 +399,9 @@ kernel void fk_integrate_correct(const uint n, global double *x, global double *
                                  const double half_dt, const double twelfth, global int *flags)
 {
     const uint i = get_global_id(0);
-    if (i >= n || flags[FK_FLAG_HALT] >= 0)
+    /* this step's forces (next) must be usable: the words written before this kernel */
+    if (i >= n || flags[FK_FLAG_HALT] >= 0 || flags[FK_FLAG_OVERFLOW] < (int)n ||
+        flags[FK_FLAG_NONFINITE] < (int)n)
         return;
     double3 a, j, a1, j1;
     if (!fk_acceleration_jerk(force, i, flags, &a, &j) ||
@@ -390,10 +423,10 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
                               global const float4 *reference, const float threshold2,
                               const float4 box_f, global int *flags, global const double *noise,
                               const double c1, const uint seed_lo, const uint seed_hi,
-                              const uint step_lo, const uint step_hi)
+                              const uint step_lo, const uint step_hi, const int index)
 {
     const uint i = get_global_id(0);
-    if (i >= n || flags[FK_FLAG_HALT] >= 0)
+    if (fk_stop_here(flags, index, n) || i >= n)
         return;
     double3 a;
     if (!fk_acceleration(force, inverse_mass, i, flags, &a))
@@ -416,20 +449,11 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
     vstore3(vi, i, v);
     vstore3(xi, i, x);
     const float4 p = fk_store_body(body, i, xi);
-    fk_check_moved(p, reference, i, threshold2, box_f, flags);
+    fk_check_moved(p, reference, i, threshold2, box_f, flags, index);
 }
 
-/* After a step's forces: stop the group at this step when they cannot be used. */
-kernel void fk_integrate_verdict(const int n, const int step, global int *flags)
-{
-    if (get_global_id(0) != 0)
-        return;
-    if (flags[FK_FLAG_HALT] < 0 &&
-        (flags[FK_FLAG_MOVED] != 0 || flags[FK_FLAG_OVERFLOW] < n || flags[FK_FLAG_NONFINITE] < n))
-        flags[FK_FLAG_HALT] = step;
-}
-
-/* The closing half kick of the last step of a group. */
+/* The closing half kick of the last step of a group (enqueued once the host saw its forces are
+ * usable). */
 kernel void fk_integrate_kick(const uint n, global double *v, global const fk_force_t *force,
                               global const double *inverse_mass, const double h, global int *flags)
 {

@@ -3,7 +3,7 @@
  *
  * What crosses to the host, and when. set_state writes the state and waits for the first forces.
  * step enqueues the steps in groups: every kernel of a group (the integrator's, the pair loop's,
- * the decode's) goes to the in-order queue without a wait, and one read of four flag words after
+ * the decode's) goes to the in-order queue without a wait, and one read of five flag words after
  * the group says whether, and at which step, the group stopped: the cell or neighbour lists went
  * stale (a particle moved more than skin / 2 since their build: the check is in fk_integrate_step,
  * on the device), fixed64 overflowed, or a force was not finite. A stopped group leaves the state
@@ -30,7 +30,7 @@
 #include "loops/loop.h"
 
 /* cl/integrate.cl's flags[] */
-enum { FLAG_HALT = 0, FLAG_MOVED, FLAG_OVERFLOW, FLAG_NONFINITE, FLAG_COUNT };
+enum { FLAG_HALT = 0, FLAG_MOVED, FLAG_MOVED_ODD, FLAG_OVERFLOW, FLAG_NONFINITE, FLAG_COUNT };
 /* The most steps enqueued before the host looks at the flags. */
 enum { GROUP_MAX = 256 };
 /* The first guess of the steps between rebuilds (with lists), before one was seen. */
@@ -47,7 +47,7 @@ struct fk_integrator {
     int has_potential; /* the evaluation computes potentials */
     double box[3];
     cl_program program;
-    cl_kernel set, step, verdict, kick, energies, noise, set_velocities, predict, correct;
+    cl_kernel set, step, kick, energies, noise, set_velocities, predict, correct;
     /* x, v: the state (3 doubles per particle); force, potential: the last decoded forces and
      * potentials (eval->result_size bytes each); inverse_mass (1 for gravity), kinetic_mass (the
      * masses of the kinetic energy), noise_scale (Langevin: sqrt(1 - c1^2) sqrt(kT / m));
@@ -236,9 +236,9 @@ void fk_integrator_destroy(fk_integrator *integrator)
     if (!integrator)
         return;
     clFinish(integrator->context->queue);
-    cl_kernel kernels[] = {integrator->set,     integrator->step,           integrator->verdict,
-                           integrator->kick,    integrator->energies,       integrator->noise,
-                           integrator->predict, integrator->set_velocities, integrator->correct};
+    cl_kernel kernels[] = {
+        integrator->set,   integrator->step,    integrator->kick,           integrator->energies,
+        integrator->noise, integrator->predict, integrator->set_velocities, integrator->correct};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -360,7 +360,6 @@ static fk_status create_kernels(fk_integrator *integrator)
         const char *name;
     } kernels[] = {{&integrator->set, "fk_integrate_set"},
                    {&integrator->step, "fk_integrate_step"},
-                   {&integrator->verdict, "fk_integrate_verdict"},
                    {&integrator->kick, "fk_integrate_kick"},
                    {&integrator->energies, "fk_integrate_energies"},
                    {&integrator->noise, "fk_integrate_noise"},
@@ -471,7 +470,7 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     integrator->interval = INTERVAL_GUESS;
     const size_t n = eval->count;
     const cl_int none = (cl_int)n;
-    const cl_int reset[FLAG_COUNT] = {-1, 0, none, none};
+    const cl_int reset[FLAG_COUNT] = {-1, 0, 0, none, none};
     memcpy(integrator->flags_reset, reset, sizeof reset);
     status = create_constants(integrator, copy.masses);
     if (status == FK_OK)
@@ -610,15 +609,6 @@ static fk_status enqueue_forces(fk_integrator *integrator)
                                           integrator->flags, FLAG_OVERFLOW);
 }
 
-static fk_status enqueue_verdict(fk_integrator *integrator, cl_int step)
-{
-    const cl_int n = (cl_int)integrator->count;
-    fk_status status =
-        FK__SET_ARGS(integrator->context, integrator->verdict, "fk_integrate_verdict", 0,
-                     FK__ARG(n), FK__ARG(step), FK__ARG(integrator->flags));
-    return status == FK_OK ? enqueue_kernel(integrator, integrator->verdict, 1, "verdict") : status;
-}
-
 static cl_double4 box4(const fk_integrator *integrator)
 {
     const cl_double4 box = {{integrator->box[0], integrator->box[1], integrator->box[2], 0.0}};
@@ -654,8 +644,6 @@ static fk_status forces_attempt(fk_integrator *integrator)
     fk_status status = reset_flags(integrator);
     if (status == FK_OK)
         status = enqueue_forces(integrator);
-    if (status == FK_OK)
-        status = enqueue_verdict(integrator, 0);
     if (status == FK_OK)
         status = read_flags(integrator);
     return status;
@@ -761,7 +749,7 @@ static fk_status enqueue_correct(fk_integrator *integrator, uint64_t step)
 }
 
 /* Hermite's step `step`: the predictor from its first forces, the forces at the prediction into
- * the other buffer, the verdict, the corrector. */
+ * the other buffer, the corrector (the verdicts are the next predictor's and the host's). */
 static fk_status enqueue_hermite_step(fk_integrator *integrator, uint64_t step, cl_int index)
 {
     fk_context *context = integrator->context;
@@ -769,16 +757,14 @@ static fk_status enqueue_hermite_step(fk_integrator *integrator, uint64_t step, 
     const cl_uint n = (cl_uint)integrator->count;
     const cl_double dt = integrator->config.dt;
     const cl_mem first = forces_of(integrator, step), next = forces_of(integrator, step + 1);
-    fk_status status =
-        FK__SET_ARGS(context, integrator->predict, "fk_integrate_predict", 0, FK__ARG(n),
-                     FK__ARG(integrator->x), FK__ARG(integrator->v), FK__ARG(first), FK__ARG(dt),
-                     FK__ARG(eval->body), FK__ARG(eval->body_aux), FK__ARG(integrator->flags));
+    fk_status status = FK__SET_ARGS(
+        context, integrator->predict, "fk_integrate_predict", 0, FK__ARG(n), FK__ARG(integrator->x),
+        FK__ARG(integrator->v), FK__ARG(first), FK__ARG(dt), FK__ARG(eval->body),
+        FK__ARG(eval->body_aux), FK__ARG(integrator->flags), FK__ARG(index));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->predict, n, "fk_integrate_predict");
     if (status == FK_OK)
         status = enqueue_forces_into(integrator, next);
-    if (status == FK_OK)
-        status = enqueue_verdict(integrator, index);
     if (status == FK_OK)
         status = enqueue_correct(integrator, step);
     return status;
@@ -807,15 +793,13 @@ static fk_status enqueue_step(fk_integrator *integrator, uint64_t step, cl_int i
         FK__ARG(h), FK__ARG(dt), FK__ARG(close_previous), FK__ARG(box), FK__ARG(eval->body),
         FK__ARG(integrator->reference), FK__ARG(integrator->threshold2), FK__ARG(box_f),
         FK__ARG(integrator->flags), FK__ARG(integrator->noise_scale), FK__ARG(c1), FK__ARG(seed_lo),
-        FK__ARG(seed_hi), FK__ARG(step_lo), FK__ARG(step_hi));
+        FK__ARG(seed_hi), FK__ARG(step_lo), FK__ARG(step_hi), FK__ARG(index));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->step, n, "fk_integrate_step");
     if (status == FK_OK)
         integrator->close_pending = 1;
     if (status == FK_OK)
         status = enqueue_forces_into(integrator, integrator->force);
-    if (status == FK_OK)
-        status = enqueue_verdict(integrator, index);
     return status;
 }
 
@@ -856,14 +840,14 @@ static uint64_t group_size(const fk_integrator *integrator, uint64_t remaining)
 /* A group stopped at a step whose drift is done: the lists rebuilt or the scale chosen again
  * from these positions, and the step's forces computed again (after a rebuild, once more with a
  * new scale if they overflowed). */
-static fk_status resume(fk_integrator *integrator)
+static fk_status resume(fk_integrator *integrator, cl_int halt)
 {
     fk_eval *eval = integrator->eval;
     const uint64_t step = integrator->step_index + 1;
     const cl_int n = (cl_int)integrator->count;
     if (integrator->flags_host[FLAG_NONFINITE] < n)
         return flag_failure(integrator, step);
-    const int moved = integrator->flags_host[FLAG_MOVED] != 0;
+    const int moved = integrator->flags_host[FLAG_MOVED + (halt & 1)] != 0;
     integrator->forces_target = forces_of(integrator, step);
     fk_status status;
     if (moved) {
@@ -928,7 +912,12 @@ fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
             status = read_flags(integrator);
         if (status != FK_OK)
             break;
-        const cl_int halt = integrator->flags_host[FLAG_HALT];
+        cl_int halt = integrator->flags_host[FLAG_HALT];
+        const cl_int n = (cl_int)integrator->count, last = (cl_int)size - 1;
+        if (halt < 0 && (integrator->flags_host[FLAG_MOVED + (last & 1)] != 0 ||
+                         integrator->flags_host[FLAG_OVERFLOW] < n ||
+                         integrator->flags_host[FLAG_NONFINITE] < n))
+            halt = last; /* the verdict on the group's last step is the host's */
         if (halt < 0) {
             integrator->step_index += size;
             integrator->since_rebuild += size;
@@ -939,7 +928,7 @@ fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
         integrator->step_index += (uint64_t)halt;
         integrator->since_rebuild += (uint64_t)halt;
         remaining -= (uint64_t)halt;
-        status = resume(integrator);
+        status = resume(integrator, halt);
         if (status == FK_OK) {
             integrator->step_index += 1;
             integrator->since_rebuild += 1;
