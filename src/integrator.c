@@ -35,7 +35,8 @@ enum { FLAG_HALT = 0, FLAG_MOVED, FLAG_MOVED_ODD, FLAG_OVERFLOW, FLAG_NONFINITE,
 enum { GROUP_MAX = 256 };
 /* The first guess of the steps between rebuilds (with lists), before one was seen. */
 enum { INTERVAL_GUESS = 8 };
-/* Work-group size of the integrator's per-particle kernels and of the energy sum (FK_ENERGY_WG). */
+/* The rounding of the per-particle kernels' launch sizes, and the work-group size of the energy
+ * sum (FK_ENERGY_WG). */
 enum { GROUP = 64, ENERGY_GROUP = 64 };
 
 struct fk_integrator {
@@ -529,12 +530,15 @@ static fk_status begin(fk_integrator *integrator, int need_state, const char *ca
     return FK_OK;
 }
 
+/* A per-particle kernel over items work-items (rounded up to GROUP; each returns past the count).
+ * The work-group size is the runtime's: nothing here depends on it, and a device whose compiled
+ * kernel holds fewer than GROUP work-items still runs it. */
 static fk_status enqueue_kernel(fk_integrator *integrator, cl_kernel kernel, size_t items,
                                 const char *name)
 {
     const size_t group = GROUP, global = (items + group - 1) / group * group;
     const cl_int err = clEnqueueNDRangeKernel(integrator->context->queue, kernel, 1, NULL, &global,
-                                              &group, 0, NULL, NULL);
+                                              NULL, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)", name);
