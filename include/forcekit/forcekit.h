@@ -930,8 +930,8 @@ typedef struct fk_integrator_config {
  * positions are the integrator's and its own update and compute calls still work (on whatever
  * positions were last written). A new fk_eval_set_particles with another count makes the
  * integrator's calls FK_ERR_STATE. Gravity without softening (eps = 0) is FK_ERR_UNSUPPORTED (the
- * coincidence check needs the host), as are devices without fp64. The state must then be set
- * (fk_integrator_set_state) before stepping. */
+ * coincidence check needs the host), as are devices without fp64 and evaluations with a share
+ * (fk_eval_set_share). The state must then be set (fk_integrator_set_state) before stepping. */
 FK_API fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config,
                                       fk_integrator **integrator);
 FK_API void fk_integrator_destroy(fk_integrator *integrator);
@@ -939,7 +939,8 @@ FK_API void fk_integrator_destroy(fk_integrator *integrator);
 /* The state: positions (3 * count, required; every coordinate a finite float) and velocities
  * (3 * count; NULL: zero). Positions in a periodic box are wrapped into [0, L). Computes the
  * forces at these positions (the one blocking step: it rebuilds the lists and, for fixed64,
- * chooses the scale from these positions) and resets the step counter to step. */
+ * chooses the scale from these positions) and sets the step counter to step (Langevin's noise is
+ * keyed by it: a run continued from a saved state with its step draws the same numbers). */
 FK_API fk_status fk_integrator_set_state(fk_integrator *integrator, const double *positions,
                                          const double *velocities, uint64_t step);
 /* Advances n_steps steps on the device. The host waits only for the lists' rebuild decisions
@@ -963,8 +964,9 @@ FK_API fk_status fk_integrator_get_state(fk_integrator *integrator, double *posi
  * current ones (which never changes the trajectory; an overflow there is FK_ERR_OVERFLOW). */
 FK_API fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic,
                                         double *potential);
-/* Counters (any pointer may be NULL): the lists' rebuilds the integrator asked for, the fixed64
- * rescales, and the host waits for rebuild decisions (the groups of steps). */
+/* Counters since create (any pointer may be NULL): the lists' builds the integrator asked for
+ * (set_state's included), fixed64's scale choices (set_state's included) and the host's waits for
+ * the flags (one per group of steps, one more per stop). */
 FK_API fk_status fk_integrator_counters(const fk_integrator *integrator, uint64_t *rebuilds,
                                         uint64_t *rescales, uint64_t *syncs);
 
