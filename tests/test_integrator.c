@@ -260,6 +260,61 @@ static void test_langevin_bits_neighbors(void **state)
     bits_against_host_loop(FK_INTEGRATOR_LANGEVIN, FK_ALGORITHM_NEIGHBORS);
 }
 
+/* The evaluation's own calls between steps (an update to other positions and a compute, which
+ * rebuild its lists from those): the integrator rebuilds from its own and goes on with the same
+ * bits as one left alone. */
+static void test_eval_calls_between_steps(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed());
+    fluid *f = malloc(sizeof *f), *other = malloc(sizeof *other);
+    double *x[2], *v[2];
+    assert_true(f && other);
+    make_fluid(f, 1.0, 0, &rng);
+    /* the same sites shuffled: lists built there pair particle i with the wrong ones */
+    size_t order[N];
+    for (size_t i = 0; i < N; ++i)
+        order[i] = i;
+    for (size_t i = N - 1; i > 0; --i) {
+        const size_t j = (size_t)(fk_test_rng_uniform(&rng) * (double)(i + 1));
+        const size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (size_t i = 0; i < N; ++i)
+        for (int k = 0; k < 3; ++k)
+            other->x[3 * i + k] = f->x[3 * order[i] + k];
+    for (int r = 0; r < 2; ++r) {
+        x[r] = malloc(3 * N * sizeof *x[r]);
+        v[r] = malloc(3 * N * sizeof *v[r]);
+        assert_true(x[r] && v[r]);
+        fk_eval *eval = make_eval(f, "fixed64", FK_ALGORITHM_NEIGHBORS, 1, 0, 0);
+        fk_integrator *integrator = make_integrator(eval, f, FK_INTEGRATOR_LANGEVIN, 1);
+        step_ok(integrator, 30);
+        if (r == 1) {
+            fk_variant before, after;
+            assert_int_equal(fk_eval_get_variant(eval, &before), FK_OK);
+            assert_int_equal(fk_eval_update_positions(eval, other->x, NULL), FK_OK);
+            assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
+            assert_int_equal(fk_eval_get_variant(eval, &after), FK_OK);
+            assert_true(after.cell_rebuilds > before.cell_rebuilds); /* the case under test */
+        }
+        step_ok(integrator, 60);
+        assert_int_equal(fk_integrator_get_state(integrator, x[r], v[r], NULL), FK_OK);
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(eval);
+    }
+    assert_same_bits(x[1], x[0], 3 * N, "position");
+    assert_same_bits(v[1], v[0], 3 * N, "velocity");
+    for (int r = 0; r < 2; ++r) {
+        free(x[r]);
+        free(v[r]);
+    }
+    free(f);
+    free(other);
+}
+
 /* A collision: fixed64 overflows mid-group, the integrator stops there, chooses a new scale from
  * those positions and computes the step again, as the evaluation's FK_SCALE_KEEP does in the host
  * loop: the same bits. */
@@ -1187,6 +1242,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_langevin_bits_neighbors),
         cmocka_unit_test(test_verlet_bits_exclusions),
         cmocka_unit_test(test_verlet_bits_rescale),
+        cmocka_unit_test(test_eval_calls_between_steps),
         cmocka_unit_test(test_langevin_bits_across_loops),
         cmocka_unit_test(test_lj_reference_loops),
         cmocka_unit_test(test_ga_reference),
