@@ -895,6 +895,96 @@ FK_API fk_status fk_tune_run(fk_context *context, const fk_tune_config *config,
 FK_API void fk_tune_result_free(fk_tune_result *result);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Time integration on the device (added in 0.2, issue #33)                                       */
+
+/* An integrator advances the particles of an evaluation (fk_eval) in time without bringing them
+ * to the host: positions and velocities live on the device, each step's forces come from the
+ * evaluation's own pair loop (every force law, accumulator and loop), and the kick, drift,
+ * periodic wrap and the cell and neighbour lists' rebuild check run as kernels (cl/integrate.cl).
+ * The host sees the state only when it asks (fk_integrator_get_state, fk_integrator_energies).
+ * docs/simulate.md ("The library integrator") describes the schemes, the random numbers, the
+ * precision and when data crosses to the host. Needs a device with fp64 (cl_khr_fp64): the state
+ * is kept in double and the forces decoded on the device; FK_ERR_UNSUPPORTED elsewhere. */
+typedef struct fk_integrator fk_integrator;
+
+typedef enum fk_integrator_kind {
+    /* Velocity Verlet (kick-drift-kick), NVE. gaj: its jerk output is not used. */
+    FK_INTEGRATOR_VERLET = 0,
+    /* Langevin dynamics, BAOAB splitting (Leimkuhler & Matthews 2013): a half kick, a half
+     * drift, the exact Ornstein-Uhlenbeck update of the velocities at config.temperature with
+     * config.friction, a half drift, the forces, a half kick. The noise is a counter-based
+     * function of (seed, step, particle), the same bits on every device with fp64. */
+    FK_INTEGRATOR_LANGEVIN = 1,
+    /* 4th-order Hermite with a shared step (Makino & Aarseth 1992), gaj only: predict x and v
+     * from a and the jerk, evaluate a and the jerk at the prediction, correct in the
+     * time-symmetric form; src/simulate.c's operations. */
+    FK_INTEGRATOR_HERMITE = 2
+} fk_integrator_kind;
+
+typedef struct fk_integrator_config {
+    size_t struct_size; /* sizeof(fk_integrator_config), or 0 (0.2.0) */
+    int kind;           /* fk_integrator_kind; 0: velocity Verlet */
+    double dt;          /* the time step, > 0 and finite; required */
+    /* Langevin: k_B T in the force law's energy units (> 0), the friction gamma in 1/time
+     * (> 0), and the seed of the random numbers (any value; 0 is a seed like another). Verlet
+     * and Hermite require temperature and friction zero (the seed is not used). */
+    double temperature, friction;
+    uint64_t seed;
+    /* The masses of the dynamics (count values, each > 0 and finite), copied at create; NULL:
+     * all 1. Molecular kernels only: their fk_particles.mass holds charges. The gravity kernels
+     * (ga, gaj) give accelerations and take their masses from the evaluation's particles, so
+     * masses must be NULL there. */
+    const double *masses;
+    size_t mass_count; /* the number of masses given: the evaluation's particle count */
+} fk_integrator_config;
+
+/* Creates an integrator on an evaluation whose particles are set (fk_eval_set_particles: the
+ * count, masses or charges, types, pair table and exclusions stay those). The evaluation must
+ * outlive the integrator and is used by it: while the integrator steps, the evaluation's device
+ * positions are the integrator's and its own update and compute calls still work (on whatever
+ * positions were last written). A new fk_eval_set_particles with another count makes the
+ * integrator's calls FK_ERR_STATE. Gravity without softening (eps = 0) is FK_ERR_UNSUPPORTED (the
+ * coincidence check needs the host), as are devices without fp64 and evaluations with a share
+ * (fk_eval_set_share). The state must then be set (fk_integrator_set_state) before stepping. */
+FK_API fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config,
+                                      fk_integrator **integrator);
+FK_API void fk_integrator_destroy(fk_integrator *integrator);
+
+/* The state: positions (3 * count, required; every coordinate a finite float) and velocities
+ * (3 * count; NULL: zero). Positions in a periodic box are wrapped into [0, L). Computes the
+ * forces at these positions (the one blocking step: it rebuilds the lists and, for fixed64,
+ * chooses the scale from these positions) and sets the step counter to step (Langevin's noise is
+ * keyed by it: a run continued from a saved state with its step draws the same numbers). */
+FK_API fk_status fk_integrator_set_state(fk_integrator *integrator, const double *positions,
+                                         const double *velocities, uint64_t step);
+/* Advances n_steps steps on the device. The host waits only for the lists' rebuild decisions
+ * (one small read per group of steps, sized from the interval between rebuilds) and, when a
+ * rebuild or a fixed64 rescale is needed, for that; otherwise the steps are enqueued back to
+ * back. On return the steps are enqueued, not necessarily finished; get_state and energies wait.
+ * FK_ERR_INVALID_INPUT when a force became NaN or infinite (too large a time step): the state is
+ * then lost and must be set again; FK_ERR_OVERFLOW when fixed64 cannot hold the forces even after
+ * a new scale. */
+FK_API fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps);
+/* The current state, copied to the host (either may be NULL), and its step number (may be NULL):
+ * the only transfer of positions and velocities. Positions are wrapped into a periodic box. */
+FK_API fk_status fk_integrator_get_state(fk_integrator *integrator, double *positions,
+                                         double *velocities, uint64_t *step);
+/* Kinetic and potential energy of the current state (either may be NULL), summed on the device
+ * in 64-bit fixed point from per-particle doubles, so the same state gives the same bits on every
+ * device, work-group size and loop. potential needs the evaluation's potentials
+ * (fk_eval_config.potential), else FK_ERR_STATE. Molecular kernels: the sum of the per-particle
+ * potentials (each half of its pairs); gravity: half the sum of m_i phi_i. Hermite's last
+ * evaluation was at the predicted positions: its potential takes one more evaluation at the
+ * current ones (which never changes the trajectory; an overflow there is FK_ERR_OVERFLOW). */
+FK_API fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic,
+                                        double *potential);
+/* Counters since create (any pointer may be NULL): the lists' builds the integrator asked for
+ * (set_state's included), fixed64's scale choices (set_state's included) and the host's waits for
+ * the flags (one per group of steps, one more per stop). */
+FK_API fk_status fk_integrator_counters(const fk_integrator *integrator, uint64_t *rebuilds,
+                                        uint64_t *rescales, uint64_t *syncs);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Host reference: double precision, O(N^2), for tests and accuracy checks */
 
 /* A system's physics, one description for the reference and for an evaluation

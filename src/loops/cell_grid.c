@@ -603,3 +603,10 @@ fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
     }
     return act_on_check(eval, grid, has_reference, stats, seconds, rebuilt);
 }
+
+void fk__cell_grid_invalidate(fk__cell_grid *grid)
+{
+    grid->built = 0;
+    grid->current = 0;
+    grid->host_reference_valid = 0;
+}

@@ -67,6 +67,8 @@ fk_status fk__cell_grid_supports(const char *owner, const fk_kernel_desc *kernel
 fk_status fk__cell_grid_create(fk_eval *eval, fk__cell_grid *grid, const char *owner,
                                double *seconds, int *from_cache);
 void fk__cell_grid_release(fk__cell_grid *grid);
+/* Forgets the build: the next fk__cell_grid_update builds (the loops' invalidate). */
+void fk__cell_grid_invalidate(fk__cell_grid *grid);
 
 /* Brings the grid up to date with the positions on the device: one check, and a build when the
  * particles are new or some particle moved more than skin / 2 since the last build. *rebuilt

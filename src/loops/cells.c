@@ -331,6 +331,11 @@ static void cells_default_shape(const fk__tuning_query *query, fk__loop_shape *s
     shape->unroll_j = 1;
 }
 
+static void cells_invalidate(void *opaque)
+{
+    fk__cell_grid_invalidate(&((struct fk__cells *)opaque)->grid);
+}
+
 const fk__loop fk__loop_cells = {
     .name = "cells",
     .supports = cells_supports,
@@ -341,4 +346,5 @@ const fk__loop fk__loop_cells = {
     .destroy = cells_destroy,
     .tuning_space = cells_tuning_space,
     .default_shape = cells_default_shape,
+    .invalidate = cells_invalidate,
 };

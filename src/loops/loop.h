@@ -87,6 +87,11 @@ typedef struct fk__loop {
      * memory). */
     size_t (*tuning_space)(const fk__tuning_query *query, fk__loop_shape **shapes);
     void (*default_shape)(const fk__tuning_query *query, fk__loop_shape *shape);
+    /* Forgets the current build (cells, lists), so that the next prepare rebuilds from the
+     * positions then on the device; NULL for loops that keep none. For a caller that decides when
+     * the lists are stale itself (the integrator, src/integrator.c: its check on the device is
+     * against the positions of the build it asked for). */
+    void (*invalidate)(void *state);
 } fk__loop;
 
 /* The index of value in values[0 .. count), for shape coordinates; count when absent. */

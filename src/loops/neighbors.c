@@ -820,6 +820,14 @@ static void neighbors_default_shape(const fk__tuning_query *query, fk__loop_shap
     }
 }
 
+/* The lists come from the grid's build: both are rebuilt at the next prepare. */
+static void neighbors_invalidate(void *opaque)
+{
+    struct fk__neighbors *state = opaque;
+    state->built = 0;
+    fk__cell_grid_invalidate(&state->grid);
+}
+
 const fk__loop fk__loop_neighbors = {
     .name = "neighbors",
     .supports = neighbors_supports,
@@ -830,4 +838,5 @@ const fk__loop fk__loop_neighbors = {
     .destroy = neighbors_destroy,
     .tuning_space = neighbors_tuning_space,
     .default_shape = neighbors_default_shape,
+    .invalidate = neighbors_invalidate,
 };
