@@ -28,6 +28,8 @@ void fk_eval_destroy(fk_eval *eval)
         return;
     if (eval->pending || eval->body_written) /* the device may still read or write our memory */
         clFinish(eval->context->queue);
+    if (eval->pending_read) /* by its event too: clFinish alone is not enough on Rusticl 22.3 */
+        clWaitForEvents(1, &eval->pending_read);
     fk__eval_release_pending(eval);
     if (eval->partial == eval->result)
         eval->partial = NULL;
@@ -505,8 +507,12 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     eval->pending_first = eval->pending_last = NULL;
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
     if (status == FK_OK && read) {
-        cl_int state = CL_COMPLETE;
-        clGetEventInfo(read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+        /* Waited for by its own event, not only by clFinish: Mesa 22.3's Rusticl returns from
+         * clFinish before a non-blocking read has reached host memory, and the results were its
+         * zeros (issue #37; tests/rusticl/mapped_staging.c reproduces it). */
+        cl_int state = clWaitForEvents(1, &read);
+        if (state == CL_SUCCESS)
+            clGetEventInfo(read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
         if (state < 0)
             status = fk__cl_fail(context, "decode and read of the results", state);
     }
