@@ -103,6 +103,12 @@ struct fk_eval {
     /* The pair loop of config.algorithm (src/loops/loop.h) and its state, which it owns. */
     const struct fk__loop *loop;
     void *loop_state;
+    /* Fitting an automatic shape to the built kernels (issue #37, src/variant.c): the largest
+     * work-group size the last refused kernel allows (0: none refused), the cap the loops apply
+     * to an automatic work-group size (0: none), and why the shape was narrowed ("" if not). */
+    int fit_group;
+    int group_cap;
+    char variant_note[384];
 };
 
 /* Double-single positions (config.positions): the particle buffers hold two float4 records per

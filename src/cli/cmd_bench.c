@@ -74,11 +74,11 @@ enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
 
 typedef struct bench_options {
-    const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
-    const char *lanes;     /* --lanes: auto, off, 8 or 16 */
+    const char *kernel, *accum, *device, *algorithm;
+    cli_shape_options shape; /* --unroll (also "all" here), --wg, --splits, --tiling, --lanes */
     const char *lists;     /* --lists: auto, half or full */
     const char *positions; /* --positions: float or ds */
-    long long n, reps, seed, splits, work_group_size;
+    long long n, reps, seed;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
     int step, potential;       /* --step, --potential */
@@ -176,6 +176,7 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
         return status;
     }
     fk_eval_get_variant(eval, &result->variant);
+    cli_note_variant(eval);
     result->warm_start_seconds = result->variant.build_seconds;
     result->warm_from_cache = result->variant.program_from_cache;
 
@@ -331,55 +332,41 @@ static int prepare(bench_run *run, bench_options *options)
     if (cli_find_kernel("bench", options->kernel, &run->kernel) ||
         cli_find_accum("bench", options->accum, &run->accum))
         return CLI_EXIT_USAGE;
-    if (strcmp(options->unroll, "all") == 0) {
+    /* The shape's options as every command reads them (options.c); --unroll all is bench's. */
+    fk_eval_config shape = {0};
+    if (cli_shape_config("bench", &options->shape, &shape))
+        return CLI_EXIT_USAGE;
+    if (strcmp(options->shape.unroll, "all") == 0) {
         for (size_t i = 0; i < 4; ++i)
             for (size_t j = 0; j < 4; ++j) {
                 run->requested[run->requested_count][0] = unroll_factors[i];
                 run->requested[run->requested_count++][1] = unroll_factors[j];
             }
-    } else if (cli_parse_unroll(options->unroll, &run->requested[0][0], &run->requested[0][1])) {
-        run->requested_count = 1;
     } else {
-        return cli_usage_error("bench",
-                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, auto or all",
-                               options->unroll);
+        run->requested[0][0] = shape.unroll_i;
+        run->requested[0][1] = shape.unroll_j;
+        run->requested_count = 1;
     }
-    int tiling = 0;
-    if (options->tiling && strcmp(options->tiling, "on") == 0)
-        tiling = 1;
-    else if (options->tiling && strcmp(options->tiling, "off") == 0)
-        tiling = -1;
-    else if (options->tiling)
-        return cli_usage_error("bench", "--tiling '%s': expected on or off", options->tiling);
-    int lanes = 0;
-    if (options->lanes && strcmp(options->lanes, "off") == 0)
-        lanes = -1;
-    else if (options->lanes &&
-             (strcmp(options->lanes, "8") == 0 || strcmp(options->lanes, "16") == 0))
-        lanes = atoi(options->lanes);
-    else if (options->lanes && strcmp(options->lanes, "auto") != 0)
-        return cli_usage_error("bench", "--lanes '%s': expected auto, off, 8 or 16",
-                               options->lanes);
     /* The variant rules (src/variant.c) before any device work: --wg 5 with --unroll 4x4 and
      * tiling is refused here as the library would refuse it. */
     for (size_t v = 0; v < run->requested_count; ++v) {
         char reason[256];
-        if (!fk__variant_check(run->requested[v][0], run->requested[v][1],
-                               (int)options->work_group_size, tiling, reason, sizeof reason))
+        if (!fk__variant_check(run->requested[v][0], run->requested[v][1], shape.work_group_size,
+                               shape.local_tiling, reason, sizeof reason))
             return cli_usage_error("bench", "%s", reason);
     }
     const int gravity = cli_kernel_is_gravity(run->kernel->name);
     run->base = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
                                  .kernel = run->kernel->name,
                                  .accum = run->accum->name,
-                                 .work_group_size = (int)options->work_group_size,
-                                 .local_tiling = tiling,
-                                 .j_splits = (int)options->splits,
+                                 .work_group_size = shape.work_group_size,
+                                 .local_tiling = shape.local_tiling,
+                                 .j_splits = shape.j_splits,
                                  .eps = gravity ? options->eps : 0.0};
     /* N is known before the eval is created: the tuning database's entry for its bucket applies. */
     run->base.expected_count = (size_t)options->n;
     run->base.reproducible = options->reproducible;
-    run->base.lanes = lanes;
+    run->base.lanes = shape.lanes;
     fk_algorithm algorithm;
     if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
         return CLI_EXIT_USAGE;
@@ -526,7 +513,7 @@ static int bench_distributed(bench_run *run, const bench_options *options)
 int cmd_bench(int argc, char **argv)
 {
     bench_options options = {.accum = "float",
-                             .unroll = "auto",
+                             .shape = CLI_SHAPE_OPTIONS_INIT,
                              .reps = 10,
                              .seed = 1,
                              .eps = 0.01,
@@ -537,18 +524,10 @@ int cmd_bench(int argc, char **argv)
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
         {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "splits", .kind = CLI_INT, .value = &options.splits, .min = 1, .max = 1 << 20},
-        {.name = "wg",
-         .kind = CLI_INT,
-         .value = &options.work_group_size,
-         .min = 1,
-         .max = 1 << 20},
-        {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
-        {.name = "lanes", .kind = CLI_STRING, .value = &options.lanes},
+        CLI_SHAPE_OPTION_ENTRIES(options.shape),
         {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
@@ -601,7 +580,7 @@ int cmd_bench(int argc, char **argv)
         (options.result || options.potential || options.scale || options.device_timing))
         return cli_usage_error("bench",
                                "--result, --potential, --scale and --device-timing go with --step");
-    if (options.step && strcmp(options.unroll, "all") == 0)
+    if (options.step && strcmp(options.shape.unroll, "all") == 0)
         return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
     bench_run run = {0};
     int code = prepare(&run, &options);

@@ -116,6 +116,52 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
     return FK_OK;
 }
 
+/* An automatic shape whose built kernel the device refused (fk__variant_fit_kernel: too many
+ * work-items per group for its registers, or more local memory than the device has) is rebuilt
+ * at the largest work-group size that the device allows, down to 1, and the evaluation says so:
+ * variant.source FK_VARIANT_FITTED, the reason in fk_eval_variant_note. The loops take
+ * eval->group_cap where they choose an automatic size; the all-pairs and lane loops take the
+ * request's. An explicit work-group size never comes here: its refusal is the caller's answer. */
+static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
+                                     fk_variant *variant)
+{
+    fk_context *context = eval->context;
+    const int asked = request->work_group_size;
+    char refusal[256] = "";
+    snprintf(refusal, sizeof refusal, "%s", fk_context_last_error(context));
+    fk_status status = FK_ERR_UNSUPPORTED;
+    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && attempt < 12;
+         ++attempt) {
+        const int cap = eval->fit_group;
+        if (eval->group_cap && cap >= eval->group_cap)
+            break; /* no progress: the refusal stands */
+        eval->loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
+        eval->group_cap = cap;
+        eval->fit_group = 0;
+        if (variant->work_group_size > cap)
+            variant->work_group_size = cap;
+        /* the tiled loop takes its tile UNROLL_J at a time (fk__variant_check) */
+        while (variant->local_tiling && variant->unroll_j > 1 &&
+               variant->work_group_size % variant->unroll_j != 0)
+            variant->unroll_j /= 2;
+        request->work_group_size = variant->work_group_size;
+        request->unroll_j = variant->unroll_j;
+        fk__clear_error(context);
+        eval->variant = *variant;
+        eval->variant.program_from_cache = 1;
+        eval->variant.build_seconds = 0;
+        status = eval->loop->create(eval, request, &eval->loop_state);
+    }
+    if (status != FK_OK)
+        return status;
+    eval->variant.source = FK_VARIANT_FITTED;
+    snprintf(eval->variant_note, sizeof eval->variant_note,
+             "work-group size %d narrowed to %d: the automatic shape does not fit (%s)", asked,
+             eval->variant.work_group_size, refusal);
+    return FK_OK;
+}
+
 /* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
 fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
                                 unsigned exclusion_slots, fk_eval **out)
@@ -270,6 +316,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         eval->variant.build_seconds = 0;
         status = loop->create(eval, &request, &eval->loop_state);
     }
+    if (status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && config->work_group_size == 0)
+        status = fit_automatic_shape(eval, &request, &variant);
     eval->acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);
@@ -562,6 +610,11 @@ fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
         return FK_ERR_INVALID_ARGUMENT;
     *variant = eval->variant;
     return FK_OK;
+}
+
+const char *fk_eval_variant_note(const fk_eval *eval)
+{
+    return eval ? eval->variant_note : "";
 }
 
 size_t fk_eval_force_components(const fk_eval *eval)

@@ -276,10 +276,9 @@ static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, 
     if (status == FK_OK && state->half)
         status = fk__create_kernel(context, program, "fk_neighbors_gather", gather);
     if (status == FK_OK)
-        status = fk__check_work_group(context, *pairs, (size_t)state->group, owner, pairs_name);
+        status = fk__variant_fit_kernel(eval, *pairs, state->group, owner, pairs_name);
     if (status == FK_OK && state->half)
-        status = fk__check_work_group(context, *gather, (size_t)state->group, owner,
-                                      "fk_neighbors_gather");
+        status = fk__variant_fit_kernel(eval, *gather, state->group, owner, "fk_neighbors_gather");
     return status;
 }
 
@@ -310,6 +309,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     size_t group = config->work_group_size > 0 ? (size_t)config->work_group_size
                    : tuned                     ? (size_t)tuned->work_group_size
                                                : (size_t)builtin_group;
+    if (config->work_group_size <= 0) /* narrowed to fit (src/variant.c) */
+        group = (size_t)fk__variant_capped_group(eval, (int)group);
     if (group > device->max_work_group_size)
         group = device->max_work_group_size;
     state->group = (int)group;
