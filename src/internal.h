@@ -34,6 +34,7 @@ struct fk_context {
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
     int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
     struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
+    struct fk__known_answers *known_answers; /* known_answer.c: the programs checked (#37) */
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with

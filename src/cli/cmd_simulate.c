@@ -555,8 +555,8 @@ int cmd_simulate(int argc, char **argv)
     if (options.help) {
         fputs(simulate_usage, stdout);
         fputs(simulate_usage_more, stdout);
-        fputs(cli_shape_usage, stdout);
         cli_physics_print_usage(stdout);
+        fputs(cli_shape_usage, stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }

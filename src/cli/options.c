@@ -187,7 +187,7 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
 }
 
 const char cli_shape_usage[] =
-    "Variant shape (default: automatic, from the tuning database or the built-in default, narrowed\n"
+    "\nVariant shape (default: automatic, from the tuning database or the built-in default, narrowed\n"
     "to what the device allows for the built kernel; an explicit value that does not fit is an\n"
     "error):\n"
     "  --unroll IxJ    i and j unrolling, each 1, 2, 4 or 8; auto (default)\n"

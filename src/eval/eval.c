@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval_internal.h"
+#include "known_answer.h"
 #include "tune.h"
 
 void fk__eval_release_buffers(fk_eval *eval)
@@ -325,6 +326,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         status = fk__eval_create_decode(eval);
     if (status == FK_OK)
         status = fk__eval_create_bound_reduce(eval);
+    if (status == FK_OK) /* the first time these programs run on this context (issue #37) */
+        status = fk__known_answer_check(eval, exclusion_slots);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
