@@ -45,6 +45,7 @@ struct fk_eval {
     /* An enqueued compute not yet waited for (fk_eval_compute_async): the pass's first and last
      * events and the read's; pending is 1 until fk_eval_wait. */
     cl_event pending_first, pending_last, pending_read;
+    double pending_since; /* fk__now() at compute_async: the wall-clock bound of the device time */
     int pending;
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */

@@ -35,6 +35,7 @@ struct fk_context {
     int native_rsqrt;            /* src/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not */
     struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
     struct fk__known_answers *known_answers; /* known_answer.c: the programs checked (#37) */
+    int timing_warned; /* timing.c: the warning about implausible event times was given */
 };
 
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
@@ -266,6 +267,11 @@ void fk__eval_set_host_check_count(fk_eval *eval, size_t count);
 char *fk__read_file(const char *path, size_t *size);
 /* Monotonic wall-clock seconds. */
 double fk__now(void);
+/* A device time from event profiling (seconds, -1 unavailable) for `pairs` pair interactions
+ * (0: unknown) that took wall_seconds from enqueue to completion (0: unknown): seconds when it is
+ * plausible, else -1 with a warning in fk_context_warnings (once per context; src/timing.c). */
+double fk__plausible_device_seconds(fk_context *context, double seconds, double pairs,
+                                    double wall_seconds);
 /* Host<->device bandwidth from pinned memory (bytes per second, the median of reps blocking
  * transfers of `bytes`), for the step benchmark (src/bandwidth.c). */
 fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,

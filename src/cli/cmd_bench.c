@@ -94,6 +94,9 @@ typedef struct bench_result {
     double cold_start_seconds, warm_start_seconds;
     int warm_from_cache;
     int forces_finite; /* 0: the variant is broken and its timing must not be reported */
+    /* 1: the device's event times were unavailable or implausible (the library's check,
+     * src/timing.c), and the times are the wall clock's, compute to results on the host */
+    int wall_clock;
 } bench_result;
 
 typedef struct bench_run {
@@ -109,12 +112,14 @@ typedef struct bench_run {
     size_t result_count;
     cJSON *skipped;
     double *timings;
+    double *wall_timings; /* the same evaluations by the wall clock */
     double *forces;
 } bench_run;
 
 static void bench_run_free(bench_run *run)
 {
     free(run->timings);
+    free(run->wall_timings);
     free(run->forces);
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
@@ -186,8 +191,10 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
         status = fk_eval_compute(eval, NULL); /* warm-up: first-launch costs are not measured */
     for (long long rep = 0; status == FK_OK && rep < reps; ++rep) {
         double seconds = NAN;
+        const double start = fk__now();
         status = fk_eval_compute(eval, &seconds);
-        /* A negative time means the profiling information was unavailable. */
+        run->wall_timings[rep] = fk__now() - start;
+        /* A negative time means the profiling information was unavailable, or implausible. */
         run->timings[rep] = seconds >= 0 ? seconds : NAN;
     }
     if (status == FK_OK)
@@ -198,9 +205,12 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
     if (status != FK_OK)
         return status;
     result->median_seconds = result->min_seconds = result->max_seconds = NAN;
+    result->wall_clock = 0;
     for (long long rep = 0; rep < reps; ++rep)
         if (isnan(run->timings[rep]))
-            return FK_OK; /* no profiling information: report no times rather than wrong ones */
+            result->wall_clock = 1; /* no usable device times: the wall clock's, said so */
+    if (result->wall_clock)
+        memcpy(run->timings, run->wall_timings, (size_t)reps * sizeof *run->timings);
     result->median_seconds = cli_median(run->timings, (size_t)reps); /* sorts the timings */
     result->min_seconds = run->timings[0];
     result->max_seconds = run->timings[reps - 1];
@@ -230,6 +240,9 @@ static void print_table_row(const bench_run *run, const bench_result *result)
            result->variant.work_group_size, result->variant.local_tiling ? "on" : "off", lanes,
            result->cold_start_seconds, result->warm_start_seconds,
            result->warm_from_cache ? "yes" : "no", cli_variant_source_text(result->variant.source));
+    if (result->wall_clock)
+        printf("       times by the wall clock (compute to results on the host): the device's "
+               "event times are not usable\n");
     if (run->base.algorithm == FK_ALGORITHM_AUTO)
         printf("       pair loop: %s (--algorithm auto: %s)\n",
                fk_algorithm_name((fk_algorithm)result->variant.algorithm),
@@ -249,6 +262,9 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cli_json_number(object, "gflops", rate * run->kernel->flops_per_interaction / 1e9);
     cli_json_number(object, "min_seconds", result->min_seconds);
     cli_json_number(object, "max_seconds", result->max_seconds);
+    /* "device": OpenCL event profiling; "wall_clock": the device's event times were unavailable or
+     * implausible (fk_context_warnings says why), compute to results on the host */
+    cJSON_AddStringToObject(object, "timing", result->wall_clock ? "wall_clock" : "device");
     cJSON_AddNumberToObject(object, "j_splits", result->variant.j_splits);
     cJSON_AddNumberToObject(object, "work_group_size", result->variant.work_group_size);
     cJSON_AddBoolToObject(object, "local_tiling", result->variant.local_tiling != 0);
@@ -606,8 +622,9 @@ int cmd_bench(int argc, char **argv)
         }
     }
     run.timings = malloc((size_t)options.reps * sizeof *run.timings);
+    run.wall_timings = malloc((size_t)options.reps * sizeof *run.wall_timings);
     run.skipped = cJSON_CreateArray();
-    if (status == FK_OK && (!run.timings || !run.skipped))
+    if (status == FK_OK && (!run.timings || !run.wall_timings || !run.skipped))
         status = FK_ERR_HOST_MEMORY;
     if (status == FK_OK) {
         run.forces =

@@ -533,6 +533,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
             clReleaseEvent(last);
         last = subtracted;
     }
+    eval->pending_since = fk__now();
     eval->pending_first = first;
     eval->pending_last = last;
     eval->pending_read = read;
@@ -557,6 +558,13 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     cl_event first = eval->pending_first, last = eval->pending_last, read = eval->pending_read;
     eval->pending_first = eval->pending_last = NULL;
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
+    if (status == FK_OK && seconds) { /* implausible event times are unavailable (timing.c) */
+        const double n = (double)eval->count;
+        const double pairs = eval->variant.pairs_examined ? (double)eval->variant.pairs_examined
+                                                          : n * n;
+        *seconds = fk__plausible_device_seconds(context, *seconds, pairs,
+                                                fk__now() - eval->pending_since);
+    }
     if (status == FK_OK && read) {
         /* Waited for by its own event, not only by clFinish: Mesa 22.3's Rusticl returns from
          * clFinish before a non-blocking read has reached host memory, and the results were its
