@@ -269,3 +269,11 @@ int fk_test_default_device_has_fp64(void)
     }
     return known;
 }
+
+int fk_test_seconds_reported(const struct fk_context *context, double seconds)
+{
+    if (seconds >= 0)
+        return 1;
+    const char *warnings = context ? fk_context_warnings(context) : "";
+    return seconds == -1.0 && strstr(warnings, "device event times are not usable") != NULL;
+}

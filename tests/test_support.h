@@ -72,6 +72,11 @@ int fk_test_device_has_fp64(const struct fk_context *context);
  * for tests without a context at hand; opens and closes one. */
 int fk_test_default_device_has_fp64(void);
 
+/* 1 when seconds is a device time fk_eval_compute may report on context: >= 0, or -1 when the
+ * device's event times are not usable and the context says so in its warnings (src/timing.c:
+ * Rusticl 22.3 reports 1 ns for every command). */
+int fk_test_seconds_reported(const struct fk_context *context, double seconds);
+
 /* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
 #define FK_ASSERT_NEAR(a, b, tolerance)                                                            \
     do {                                                                                           \
