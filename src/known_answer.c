@@ -148,7 +148,8 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
     fk_eval_config config = eval->config;
     config.struct_size = sizeof config;
     config.physics = NULL;       /* the evaluation's flat fields hold it */
-    config.scale_policy = FK_SCALE_EACH_UPLOAD;
+    config.scale_policy = FK_SCALE_EACH_UPLOAD; /* its own scale, from its four particles */
+    config.coordinated_scale = 0;
     fk_eval *check = NULL;
     ++record->depth;
     fk_status status = fk__eval_create_slots(context, &config, exclusion_slots, &check);
