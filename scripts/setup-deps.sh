@@ -7,10 +7,11 @@ set -euo pipefail
 # Python package's venv and its C++ extension (scripts/test.sh, stage python); gfortran,
 # libopenmpi-dev: AMUSE's ph4 and phiGRAPE workers (stage amuse), the g6 Fortran ABI test and
 # libforcekit_mpi; openmpi-bin: mpirun for the MPI tests (only recommended by libopenmpi-dev);
-# dpkg-dev: dpkg-shlibdeps, which computes the .deb's Depends (`cpack -G DEB`, test_install).
+# dpkg-dev: dpkg-shlibdeps, which computes the .deb's Depends (`cpack -G DEB`, test_install);
+# mesa-opencl-icd: Mesa's Rusticl, the llvmpipe CPU device of the rusticl stage (issue #37).
 packages=(cmake make gcc pkg-config dpkg-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
           libcmocka-dev libcjson-dev libxxhash-dev python3 python3-pip python3-venv python3-dev g++ oclgrind
-          gfortran libopenmpi-dev openmpi-bin
+          gfortran libopenmpi-dev openmpi-bin mesa-opencl-icd
           clang-14 libclang-rt-14-dev) # the libFuzzer harnesses (tests/fuzz)
 missing=()
 for package in "${packages[@]}"; do

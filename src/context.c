@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "install_paths.h"
 #include "internal.h"
+#include "known_answer.h"
 #include "forcekit/forcekit_cl.h"
 #include "text.h"
 #include "tune.h"
@@ -281,6 +282,7 @@ void fk_context_destroy(fk_context *context)
     if (!context)
         return;
     fk__program_memo_free(context); /* before the OpenCL context its programs belong to */
+    fk__known_answer_free(context);
     if (context->queue)
         clReleaseCommandQueue(context->queue);
     if (context->cl)

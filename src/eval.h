@@ -45,6 +45,7 @@ struct fk_eval {
     /* An enqueued compute not yet waited for (fk_eval_compute_async): the pass's first and last
      * events and the read's; pending is 1 until fk_eval_wait. */
     cl_event pending_first, pending_last, pending_read;
+    double pending_since; /* fk__now() at compute_async: the wall-clock bound of the device time */
     int pending;
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
@@ -103,6 +104,12 @@ struct fk_eval {
     /* The pair loop of config.algorithm (src/loops/loop.h) and its state, which it owns. */
     const struct fk__loop *loop;
     void *loop_state;
+    /* Fitting an automatic shape to the built kernels (issue #37, src/variant.c): the largest
+     * work-group size the last refused kernel allows (0: none refused), the cap the loops apply
+     * to an automatic work-group size (0: none), and why the shape was narrowed ("" if not). */
+    int fit_group;
+    int group_cap;
+    char variant_note[384];
 };
 
 /* Double-single positions (config.positions): the particle buffers hold two float4 records per

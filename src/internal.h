@@ -38,6 +38,8 @@ struct fk_context {
     /* 1 once the context was created in full. A failed fk_context_create still hands the caller
      * its context, for fk_context_last_error; every other call must refuse it (issue #32). */
     int ready;
+    struct fk__known_answers *known_answers; /* known_answer.c: the programs checked (#37) */
+    int timing_warned; /* timing.c: the warning about implausible event times was given */
 };
 
 /* FK_OK for a context created in full; FK_ERR_INVALID_ARGUMENT for NULL or a context whose creation
@@ -55,6 +57,16 @@ char *fk__kernel_source_read(const fk_context *context, const char *relative, si
  * that is a multiple of J. Returns 1, or 0 with the reason. */
 int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local_tiling,
                       char *reason, size_t reason_size);
+
+/* A built kernel against the device's word on it (CL_KERNEL_WORK_GROUP_SIZE,
+ * CL_KERNEL_LOCAL_MEM_SIZE against CL_DEVICE_LOCAL_MEM_SIZE) at work-group size group: FK_OK, or
+ * FK_ERR_UNSUPPORTED with the message (loop: the loop's variant words, e.g. "variant 4x1"; name:
+ * the kernel) and eval->fit_group set to the largest power-of-two work-group size that it allows
+ * (0: none), which fk_eval_create takes when the work-group size was automatic (src/variant.c). */
+fk_status fk__variant_fit_kernel(fk_eval *eval, cl_kernel kernel, int group, const char *loop,
+                                 const char *name);
+/* An automatic work-group size under the evaluation's cap (eval->group_cap; 0: none). */
+int fk__variant_capped_group(const fk_eval *eval, int group);
 /* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
  * per context; src/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);
@@ -270,6 +282,11 @@ void fk__eval_set_host_check_count(fk_eval *eval, size_t count);
 char *fk__read_file(const char *path, size_t *size);
 /* Monotonic wall-clock seconds. */
 double fk__now(void);
+/* A device time from event profiling (seconds, -1 unavailable) for `pairs` pair interactions
+ * (0: unknown) that took wall_seconds from enqueue to completion (0: unknown): seconds when it is
+ * plausible, else -1 with a warning in fk_context_warnings (once per context; src/timing.c). */
+double fk__plausible_device_seconds(fk_context *context, double seconds, double pairs,
+                                    double wall_seconds);
 /* Host<->device bandwidth from pinned memory (bytes per second, the median of reps blocking
  * transfers of `bytes`), for the step benchmark (src/bandwidth.c). */
 fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,

@@ -531,7 +531,9 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
         status = fk_eval_compute(t->eval, &timings[r]);
         if (status == FK_OK && !(timings[r] >= 0)) {
             p->outcome = FK_TUNE_FAILED;
-            snprintf(p->note, sizeof p->note, "no profiling information from the device");
+            snprintf(p->note, sizeof p->note,
+                     "no usable device time (no profiling, or implausible event times: "
+                     "fk_context_warnings says which)");
             return FK_OK;
         }
     }

@@ -196,7 +196,7 @@ static void test_async(void **state)
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_ERR_STATE);
     double seconds = -1;
     assert_int_equal(fk_eval_wait(eval, &seconds), FK_OK);
-    assert_true(seconds >= 0);
+    assert_true(fk_test_seconds_reported(fk_test_context, seconds));
     assert_int_equal(fk_eval_read_forces(eval, again), FK_OK);
     /* fixed64: the same exact sums of the same terms of the same program */
     assert_memory_equal(forces, again, sizeof forces);
@@ -504,7 +504,7 @@ static void test_device_timing_off(void **state)
         assert_int_equal(fk_eval_compute(fast, &seconds), FK_OK);
         assert_true(seconds == -1.0);
         assert_int_equal(fk_eval_compute(timed, &timed_seconds), FK_OK);
-        assert_true(timed_seconds >= 0);
+        assert_true(fk_test_seconds_reported(fk_test_context, timed_seconds));
         assert_int_equal(fk_eval_read_forces(fast, forces), FK_OK);
         assert_int_equal(fk_eval_read_potentials(fast, potentials), FK_OK);
         assert_int_equal(fk_eval_read_forces(timed, expected), FK_OK);

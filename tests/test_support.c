@@ -252,3 +252,28 @@ int fk_test_device_checks_off(void **state)
     fk_test_device_checks = 0;
     return 0;
 }
+
+int fk_test_device_has_fp64(const struct fk_context *context)
+{
+    const fk_device_info *device = context ? fk_context_device(context) : NULL;
+    return device && device->fp64;
+}
+
+int fk_test_default_device_has_fp64(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        struct fk_context *context = NULL;
+        known = fk_context_create(NULL, &context) == FK_OK && fk_test_device_has_fp64(context);
+        fk_context_destroy(context);
+    }
+    return known;
+}
+
+int fk_test_seconds_reported(const struct fk_context *context, double seconds)
+{
+    if (seconds >= 0)
+        return 1;
+    const char *warnings = context ? fk_context_warnings(context) : "";
+    return seconds == -1.0 && strstr(warnings, "device event times are not usable") != NULL;
+}

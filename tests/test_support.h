@@ -63,6 +63,20 @@ int fk_test_context_teardown(void **state);
  * (a cmocka group setup then fails), else 0. */
 int fk_test_open_context(struct fk_context **context);
 
+/* Capabilities of the device under test, for tests that skip what it cannot do (issue #37: by
+ * capability, never by the device's name). 1 when context's device has double precision
+ * (cl_khr_fp64): the double and ref accumulators, reproducible mode's correctly rounded fallback,
+ * double-single positions, the device-side decode. */
+int fk_test_device_has_fp64(const struct fk_context *context);
+/* The same for the default device (FORCEKIT_DEVICE, else the first GPU, else the first CPU),
+ * for tests without a context at hand; opens and closes one. */
+int fk_test_default_device_has_fp64(void);
+
+/* 1 when seconds is a device time fk_eval_compute may report on context: >= 0, or -1 when the
+ * device's event times are not usable and the context says so in its warnings (src/timing.c:
+ * Rusticl 22.3 reports 1 ns for every command). */
+int fk_test_seconds_reported(const struct fk_context *context, double seconds);
+
 /* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
 #define FK_ASSERT_NEAR(a, b, tolerance)                                                            \
     do {                                                                                           \

@@ -267,7 +267,10 @@ typedef enum fk_variant_source {
     FK_VARIANT_EXPLICIT = 0,
     FK_VARIANT_DEFAULT,   /* the built-in default for the device type */
     FK_VARIANT_USER_DB,   /* the user's tuning database (FORCEKIT_TUNING_DB or the XDG data dir) */
-    FK_VARIANT_SHIPPED_DB /* the tuning database installed with forcekit */
+    FK_VARIANT_SHIPPED_DB, /* the tuning database installed with forcekit */
+    /* an automatic shape narrowed to what the device allows for the built kernel (work-items per
+     * group, local memory); fk_eval_variant_note says from what and why (added in 0.2) */
+    FK_VARIANT_FITTED
 } fk_variant_source;
 
 /* The pair loop. All-pairs visits every (i, j) once per i (N^2 pair evaluations). Symmetric
@@ -570,6 +573,10 @@ FK_API fk_status fk_eval_read_potentials_float(fk_eval *eval, float *potentials)
 FK_API fk_status fk_eval_results_view(fk_eval *eval, const void **forces, const void **potentials);
 
 FK_API fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
+/* Why the variant is not the one chosen first: for variant.source FK_VARIANT_FITTED, the shape
+ * the device refused and the limit it gave; "" otherwise. Owned by the evaluation, valid until it
+ * is destroyed (added in 0.2). */
+FK_API const char *fk_eval_variant_note(const fk_eval *eval);
 FK_API size_t fk_eval_force_components(const fk_eval *eval);
 
 /* Molecular kernels. The pair table is validated (NaN, negative epsilon or sigma, rho <= 0,

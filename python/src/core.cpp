@@ -558,14 +558,15 @@ struct Evaluator {
         fk_variant v;
         std::memset(&v, 0, sizeof v);
         ctx->locked([&] { return ctx->outcome(fk_eval_get_variant(eval, &v)); }).raise_if_failed();
-        static const char *sources[] = {"explicit", "default", "user_db", "shipped_db"};
+        static const char *sources[] = {"explicit", "default", "user_db", "shipped_db", "fitted"};
         nb::dict out;
         out["unroll_i"] = v.unroll_i;
         out["unroll_j"] = v.unroll_j;
         out["work_group_size"] = v.work_group_size;
         out["local_tiling"] = v.local_tiling != 0;
         out["j_splits"] = v.j_splits;
-        out["source"] = (unsigned)v.source < 4 ? sources[v.source] : "unknown";
+        out["source"] = (unsigned)v.source < 5 ? sources[v.source] : "unknown";
+        out["source_note"] = fk_eval_variant_note(eval);
         out["program_from_cache"] = v.program_from_cache != 0;
         out["build_seconds"] = v.build_seconds;
         out["tuned_count"] = v.tuned_count;

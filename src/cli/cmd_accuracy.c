@@ -21,7 +21,8 @@ static const char accuracy_usage[] =
     "K])\n"
     "                         [--n N] [--seed S] [--accum A[,B...]|all] [--eps E] [--reps R]\n"
     "                         [--format auto|text|tipsy] [--reproducible] [physics options]\n"
-    "                         [--positions float|ds] [--device SEL] [--json]\n\n"
+    "                         [--positions float|ds] [--unroll IxJ] [--wg W] [--splits S]\n"
+    "                         [--tiling on|off] [--lanes L] [--device SEL] [--json]\n\n"
     "Compares each accumulator's forces with the reference: the device's ref accumulator (G:\n"
     "pair forces and sums in double) where the device has fp64, else the double-precision host\n"
     "reference, which is always reported too (ERR HOST). Both see the positions and masses the\n"
@@ -79,6 +80,8 @@ typedef struct accuracy_options {
     fkt_file_format file_format; /* parsed from format */
     accuracy_system system_kind;
     cli_physics_options physics;
+    cli_shape_options shape;   /* --unroll, --wg, --splits, --tiling, --lanes */
+    fk_eval_config shape_eval; /* the shape parsed, for every accumulator's evaluation */
 } accuracy_options;
 
 typedef struct accuracy_result {
@@ -385,8 +388,16 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     config.reproducible = options->reproducible && (strcmp(accum->name, "fixed64") == 0 ||
                                                     strcmp(accum->name, "narumi") == 0);
     config.expected_count = run->particles.count;
+    config.unroll_i = options->shape_eval.unroll_i;
+    config.unroll_j = options->shape_eval.unroll_j;
+    config.work_group_size = options->shape_eval.work_group_size;
+    config.local_tiling = options->shape_eval.local_tiling;
+    config.j_splits = options->shape_eval.j_splits;
+    config.lanes = options->shape_eval.lanes;
     fk_eval *eval = NULL;
     fk_status status = fk_eval_create(run->context, &config, &eval);
+    if (status == FK_OK)
+        cli_note_variant(eval);
     if (status == FK_OK && config.reproducible)
         cli_note_reproducible(eval, fk_context_device(run->context)->name);
     const fk_particles view = fkt_particle_set_view(&run->particles);
@@ -749,7 +760,8 @@ int cmd_accuracy(int argc, char **argv)
                                 .seed = 1,
                                 .reps = 5,
                                 .eps = 0.01,
-                                .physics = CLI_PHYSICS_OPTIONS_INIT};
+                                .physics = CLI_PHYSICS_OPTIONS_INIT,
+                                .shape = CLI_SHAPE_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
@@ -766,18 +778,25 @@ int cmd_accuracy(int argc, char **argv)
         {.name = "json", .kind = CLI_FLAG, .value = &options.json},
         {.name = "help", .kind = CLI_FLAG, .value = &options.help},
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
+        CLI_SHAPE_OPTION_ENTRIES(options.shape),
     };
     const size_t table_count = sizeof table / sizeof table[0];
     if (cli_parse_options("accuracy", argc, argv, table, table_count))
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(accuracy_usage, stdout);
+        fputs(cli_shape_usage, stdout);
         fputs(cli_positions_usage, stdout);
         cli_physics_print_usage(stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
     accuracy_run run = {0};
+    if (strcmp(options.shape.unroll, "all") == 0)
+        return cli_usage_error("accuracy", "--unroll all: bench measures every unrolling; "
+                                           "accuracy runs one (IxJ or auto)");
+    if (cli_shape_config("accuracy", &options.shape, &options.shape_eval))
+        return CLI_EXIT_USAGE;
     int code = cli_parse_positions("accuracy", options.positions_name, &options.positions);
     if (code == CLI_EXIT_OK)
         code = check_options(&run, &options, table, table_count);

@@ -74,11 +74,11 @@ enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
 
 typedef struct bench_options {
-    const char *kernel, *accum, *unroll, *tiling, *device, *algorithm;
-    const char *lanes;     /* --lanes: auto, off, 8 or 16 */
+    const char *kernel, *accum, *device, *algorithm;
+    cli_shape_options shape; /* --unroll (also "all" here), --wg, --splits, --tiling, --lanes */
     const char *lists;     /* --lists: auto, half or full */
     const char *positions; /* --positions: float or ds */
-    long long n, reps, seed, splits, work_group_size;
+    long long n, reps, seed;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
     int step, potential;       /* --step, --potential */
@@ -94,6 +94,9 @@ typedef struct bench_result {
     double cold_start_seconds, warm_start_seconds;
     int warm_from_cache;
     int forces_finite; /* 0: the variant is broken and its timing must not be reported */
+    /* 1: the device's event times were unavailable or implausible (the library's check,
+     * src/timing.c), and the times are the wall clock's, compute to results on the host */
+    int wall_clock;
 } bench_result;
 
 typedef struct bench_run {
@@ -109,12 +112,14 @@ typedef struct bench_run {
     size_t result_count;
     cJSON *skipped;
     double *timings;
+    double *wall_timings; /* the same evaluations by the wall clock */
     double *forces;
 } bench_run;
 
 static void bench_run_free(bench_run *run)
 {
     free(run->timings);
+    free(run->wall_timings);
     free(run->forces);
     cJSON_Delete(run->skipped);
     fk_context_destroy(run->context);
@@ -176,6 +181,7 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
         return status;
     }
     fk_eval_get_variant(eval, &result->variant);
+    cli_note_variant(eval);
     result->warm_start_seconds = result->variant.build_seconds;
     result->warm_from_cache = result->variant.program_from_cache;
 
@@ -185,8 +191,10 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
         status = fk_eval_compute(eval, NULL); /* warm-up: first-launch costs are not measured */
     for (long long rep = 0; status == FK_OK && rep < reps; ++rep) {
         double seconds = NAN;
+        const double start = fk__now();
         status = fk_eval_compute(eval, &seconds);
-        /* A negative time means the profiling information was unavailable. */
+        run->wall_timings[rep] = fk__now() - start;
+        /* A negative time means the profiling information was unavailable, or implausible. */
         run->timings[rep] = seconds >= 0 ? seconds : NAN;
     }
     if (status == FK_OK)
@@ -197,9 +205,12 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
     if (status != FK_OK)
         return status;
     result->median_seconds = result->min_seconds = result->max_seconds = NAN;
+    result->wall_clock = 0;
     for (long long rep = 0; rep < reps; ++rep)
         if (isnan(run->timings[rep]))
-            return FK_OK; /* no profiling information: report no times rather than wrong ones */
+            result->wall_clock = 1; /* no usable device times: the wall clock's, said so */
+    if (result->wall_clock)
+        memcpy(run->timings, run->wall_timings, (size_t)reps * sizeof *run->timings);
     result->median_seconds = cli_median(run->timings, (size_t)reps); /* sorts the timings */
     result->min_seconds = run->timings[0];
     result->max_seconds = run->timings[reps - 1];
@@ -229,6 +240,9 @@ static void print_table_row(const bench_run *run, const bench_result *result)
            result->variant.work_group_size, result->variant.local_tiling ? "on" : "off", lanes,
            result->cold_start_seconds, result->warm_start_seconds,
            result->warm_from_cache ? "yes" : "no", cli_variant_source_text(result->variant.source));
+    if (result->wall_clock)
+        printf("       times by the wall clock (compute to results on the host): the device's "
+               "event times are not usable\n");
     if (run->base.algorithm == FK_ALGORITHM_AUTO)
         printf("       pair loop: %s (--algorithm auto: %s)\n",
                fk_algorithm_name((fk_algorithm)result->variant.algorithm),
@@ -248,6 +262,9 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
     cli_json_number(object, "gflops", rate * run->kernel->flops_per_interaction / 1e9);
     cli_json_number(object, "min_seconds", result->min_seconds);
     cli_json_number(object, "max_seconds", result->max_seconds);
+    /* "device": OpenCL event profiling; "wall_clock": the device's event times were unavailable or
+     * implausible (fk_context_warnings says why), compute to results on the host */
+    cJSON_AddStringToObject(object, "timing", result->wall_clock ? "wall_clock" : "device");
     cJSON_AddNumberToObject(object, "j_splits", result->variant.j_splits);
     cJSON_AddNumberToObject(object, "work_group_size", result->variant.work_group_size);
     cJSON_AddBoolToObject(object, "local_tiling", result->variant.local_tiling != 0);
@@ -331,55 +348,41 @@ static int prepare(bench_run *run, bench_options *options)
     if (cli_find_kernel("bench", options->kernel, &run->kernel) ||
         cli_find_accum("bench", options->accum, &run->accum))
         return CLI_EXIT_USAGE;
-    if (strcmp(options->unroll, "all") == 0) {
+    /* The shape's options as every command reads them (options.c); --unroll all is bench's. */
+    fk_eval_config shape = {0};
+    if (cli_shape_config("bench", &options->shape, &shape))
+        return CLI_EXIT_USAGE;
+    if (strcmp(options->shape.unroll, "all") == 0) {
         for (size_t i = 0; i < 4; ++i)
             for (size_t j = 0; j < 4; ++j) {
                 run->requested[run->requested_count][0] = unroll_factors[i];
                 run->requested[run->requested_count++][1] = unroll_factors[j];
             }
-    } else if (cli_parse_unroll(options->unroll, &run->requested[0][0], &run->requested[0][1])) {
-        run->requested_count = 1;
     } else {
-        return cli_usage_error("bench",
-                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, auto or all",
-                               options->unroll);
+        run->requested[0][0] = shape.unroll_i;
+        run->requested[0][1] = shape.unroll_j;
+        run->requested_count = 1;
     }
-    int tiling = 0;
-    if (options->tiling && strcmp(options->tiling, "on") == 0)
-        tiling = 1;
-    else if (options->tiling && strcmp(options->tiling, "off") == 0)
-        tiling = -1;
-    else if (options->tiling)
-        return cli_usage_error("bench", "--tiling '%s': expected on or off", options->tiling);
-    int lanes = 0;
-    if (options->lanes && strcmp(options->lanes, "off") == 0)
-        lanes = -1;
-    else if (options->lanes &&
-             (strcmp(options->lanes, "8") == 0 || strcmp(options->lanes, "16") == 0))
-        lanes = atoi(options->lanes);
-    else if (options->lanes && strcmp(options->lanes, "auto") != 0)
-        return cli_usage_error("bench", "--lanes '%s': expected auto, off, 8 or 16",
-                               options->lanes);
     /* The variant rules (src/variant.c) before any device work: --wg 5 with --unroll 4x4 and
      * tiling is refused here as the library would refuse it. */
     for (size_t v = 0; v < run->requested_count; ++v) {
         char reason[256];
-        if (!fk__variant_check(run->requested[v][0], run->requested[v][1],
-                               (int)options->work_group_size, tiling, reason, sizeof reason))
+        if (!fk__variant_check(run->requested[v][0], run->requested[v][1], shape.work_group_size,
+                               shape.local_tiling, reason, sizeof reason))
             return cli_usage_error("bench", "%s", reason);
     }
     const int gravity = cli_kernel_is_gravity(run->kernel->name);
     run->base = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
                                  .kernel = run->kernel->name,
                                  .accum = run->accum->name,
-                                 .work_group_size = (int)options->work_group_size,
-                                 .local_tiling = tiling,
-                                 .j_splits = (int)options->splits,
+                                 .work_group_size = shape.work_group_size,
+                                 .local_tiling = shape.local_tiling,
+                                 .j_splits = shape.j_splits,
                                  .eps = gravity ? options->eps : 0.0};
     /* N is known before the eval is created: the tuning database's entry for its bucket applies. */
     run->base.expected_count = (size_t)options->n;
     run->base.reproducible = options->reproducible;
-    run->base.lanes = lanes;
+    run->base.lanes = shape.lanes;
     fk_algorithm algorithm;
     if (cli_parse_algorithm("bench", options->algorithm, &algorithm))
         return CLI_EXIT_USAGE;
@@ -532,7 +535,7 @@ static int bench_distributed(bench_run *run, const bench_options *options)
 int cmd_bench(int argc, char **argv)
 {
     bench_options options = {.accum = "float",
-                             .unroll = "auto",
+                             .shape = CLI_SHAPE_OPTIONS_INIT,
                              .reps = 10,
                              .seed = 1,
                              .eps = 0.01,
@@ -543,18 +546,10 @@ int cmd_bench(int argc, char **argv)
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
         {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "splits", .kind = CLI_INT, .value = &options.splits, .min = 1, .max = 1 << 20},
-        {.name = "wg",
-         .kind = CLI_INT,
-         .value = &options.work_group_size,
-         .min = 1,
-         .max = 1 << 20},
-        {.name = "tiling", .kind = CLI_STRING, .value = &options.tiling},
-        {.name = "lanes", .kind = CLI_STRING, .value = &options.lanes},
+        CLI_SHAPE_OPTION_ENTRIES(options.shape),
         {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
@@ -607,7 +602,7 @@ int cmd_bench(int argc, char **argv)
         (options.result || options.potential || options.scale || options.device_timing))
         return cli_usage_error("bench",
                                "--result, --potential, --scale and --device-timing go with --step");
-    if (options.step && strcmp(options.unroll, "all") == 0)
+    if (options.step && strcmp(options.shape.unroll, "all") == 0)
         return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
     bench_run run = {0};
     int code = prepare(&run, &options);
@@ -633,8 +628,9 @@ int cmd_bench(int argc, char **argv)
         }
     }
     run.timings = malloc((size_t)options.reps * sizeof *run.timings);
+    run.wall_timings = malloc((size_t)options.reps * sizeof *run.wall_timings);
     run.skipped = cJSON_CreateArray();
-    if (status == FK_OK && (!run.timings || !run.skipped))
+    if (status == FK_OK && (!run.timings || !run.wall_timings || !run.skipped))
         status = FK_ERR_HOST_MEMORY;
     if (status == FK_OK) {
         run.forces =

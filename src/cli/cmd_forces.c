@@ -26,7 +26,8 @@ static const char forces_usage[] =
     "                 the end); or TIPSY (.bin, .tipsy)\n"
     "  --out FILE     write the forces here instead of standard output\n"
     "  --accum A      accumulator (default float)\n"
-    "  --unroll IxJ   i and j unrolling, each 1, 2, 4 or 8; auto (default) takes the tuned choice\n"
+    "  --unroll IxJ   i and j unrolling (and --wg, --splits, --tiling, --lanes: the variant\n"
+    "                 shape, below); auto (default) takes the tuned choice\n"
     "  --eps E        gravitational softening (default 0)\n"
     "  --potential    append each particle's potential as a last column\n"
     "  --reproducible bit-identical results across devices: fixed64, correctly rounded divide\n"
@@ -42,7 +43,8 @@ static const char forces_usage[] =
     "an \"mpi\" object with each rank's pairs and compute, communication and wait seconds.\n";
 
 typedef struct forces_options {
-    const char *kernel, *in, *out, *accum, *unroll, *format, *device, *algorithm;
+    const char *kernel, *in, *out, *accum, *format, *device, *algorithm;
+    cli_shape_options shape; /* --unroll, --wg, --splits, --tiling, --lanes */
     const char *lists;     /* --lists: auto, half or full */
     const char *positions; /* --positions: float or ds */
     double eps;
@@ -81,6 +83,7 @@ static void print_json_summary(const forces_options *options, const forces_run *
     cJSON_AddStringToObject(document, "device", fk_context_device(run->context)->name);
     cJSON_AddStringToObject(document, "unroll", unroll);
     cJSON_AddStringToObject(document, "variant_source", cli_variant_source_token(variant->source));
+    cli_json_variant_note(document, run->eval);
     cJSON_AddNumberToObject(document, "work_group_size", variant->work_group_size);
     cJSON_AddNumberToObject(document, "j_splits", variant->j_splits);
     cJSON_AddBoolToObject(document, "local_tiling", variant->local_tiling != 0);
@@ -208,13 +211,14 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
 
 int cmd_forces(int argc, char **argv)
 {
-    forces_options options = {.accum = "float", .physics = CLI_PHYSICS_OPTIONS_INIT};
+    forces_options options = {
+        .accum = "float", .shape = CLI_SHAPE_OPTIONS_INIT, .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
         {.name = "in", .kind = CLI_STRING, .value = &options.in},
         {.name = "out", .kind = CLI_STRING, .value = &options.out},
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
+        CLI_SHAPE_OPTION_ENTRIES(options.shape),
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
@@ -231,6 +235,7 @@ int cmd_forces(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (options.help) {
         fputs(forces_usage, stdout);
+        fputs(cli_shape_usage, stdout);
         fputs(cli_algorithm_usage, stdout);
         fputs(cli_lists_usage, stdout);
         fputs(cli_positions_usage, stdout);
@@ -259,11 +264,12 @@ int cmd_forces(int argc, char **argv)
     if (cli_find_kernel("forces", options.kernel, &kernel) ||
         cli_find_accum("forces", options.accum, &accum))
         return CLI_EXIT_USAGE;
-    int unroll_i = 0, unroll_j = 0;
-    if (options.unroll && !cli_parse_unroll(options.unroll, &unroll_i, &unroll_j))
-        return cli_usage_error("forces",
-                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
-                               options.unroll);
+    fk_eval_config shape = {0};
+    if (strcmp(options.shape.unroll, "all") == 0)
+        return cli_usage_error("forces", "--unroll all: bench measures every unrolling; forces "
+                                         "runs one (IxJ or auto)");
+    if (cli_shape_config("forces", &options.shape, &shape))
+        return CLI_EXIT_USAGE;
     fk_algorithm algorithm;
     if (cli_parse_algorithm("forces", options.algorithm, &algorithm))
         return CLI_EXIT_USAGE;
@@ -309,8 +315,12 @@ int cmd_forces(int argc, char **argv)
     fk_eval_config config = {.struct_size = sizeof(fk_eval_config),
                              .kernel = kernel->name,
                              .accum = accum->name,
-                             .unroll_i = unroll_i,
-                             .unroll_j = unroll_j,
+                             .unroll_i = shape.unroll_i,
+                             .unroll_j = shape.unroll_j,
+                             .work_group_size = shape.work_group_size,
+                             .local_tiling = shape.local_tiling,
+                             .j_splits = shape.j_splits,
+                             .lanes = shape.lanes,
                              .potential = options.potential,
                              .eps = options.eps};
     config.expected_count = run.particles.count; /* picks the tuning database's N bucket */
@@ -372,6 +382,7 @@ int cmd_forces(int argc, char **argv)
             kernel->name, accum->name, count, variant.unroll_i, variant.unroll_j,
             cli_variant_source_text(variant.source), variant.work_group_size, variant.j_splits,
             variant.j_splits == 1 ? "" : "s", fk_context_device(run.context)->name, seconds);
+    cli_note_variant(run.eval);
 
     status = fkt_io_write_forces(options.out, count, kernel->force_components, run.forces,
                                  run.potentials, message, sizeof message);

@@ -55,7 +55,8 @@ static const char simulate_usage[] =
     "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
     "                    and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
     "                    all-pairs, symmetric, cells or neighbors\n"
-    "  --unroll IxJ      kernel variant (default auto: the tuned choice)\n"
+    "  --unroll IxJ      kernel variant (default auto: the tuned choice); --wg, --splits,\n"
+    "                    --tiling, --lanes: the rest of the shape (below)\n"
     "  --skin S          cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
     "                    (default: rebuild every step, so a restart is bit-identical; with a\n"
     "                    skin the rounding depends on when they were built and it is not)\n"
@@ -80,7 +81,8 @@ static const char simulate_usage_more[] =
     "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
 
 typedef struct simulate_options {
-    const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *unroll, *device;
+    const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *device;
+    cli_shape_options shape; /* --unroll, --wg, --splits, --tiling, --lanes */
     const char *checkpoint, *restart;
     const char *positions;     /* --positions: float or ds */
     const char *device_timing; /* --device-timing: on or off */
@@ -504,6 +506,7 @@ int cmd_simulate(int argc, char **argv)
                                 .dt = NAN,
                                 .eps = NAN,
                                 .skin = NAN,
+                                .shape = CLI_SHAPE_OPTIONS_INIT,
                                 .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
         {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
@@ -532,7 +535,7 @@ int cmd_simulate(int argc, char **argv)
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "sample", .kind = CLI_INT, .value = &options.sample, .min = 1, .max = 1e15},
         {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        {.name = "unroll", .kind = CLI_STRING, .value = &options.unroll},
+        CLI_SHAPE_OPTION_ENTRIES(options.shape),
         {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = HUGE_VAL},
         {.name = "checkpoint", .kind = CLI_STRING, .value = &options.checkpoint},
         {.name = "checkpoint-every",
@@ -553,6 +556,7 @@ int cmd_simulate(int argc, char **argv)
         fputs(simulate_usage, stdout);
         fputs(simulate_usage_more, stdout);
         cli_physics_print_usage(stdout);
+        fputs(cli_shape_usage, stdout);
         cli_print_kernels(stdout);
         return CLI_EXIT_OK;
     }
@@ -644,11 +648,11 @@ int cmd_simulate(int argc, char **argv)
                 options.algorithm);
         config.eval.algorithm = (int)algorithm;
     }
-    if (options.unroll &&
-        !cli_parse_unroll(options.unroll, &config.eval.unroll_i, &config.eval.unroll_j))
-        return cli_usage_error("simulate",
-                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8}, or auto",
-                               options.unroll);
+    if (strcmp(options.shape.unroll, "all") == 0)
+        return cli_usage_error("simulate", "--unroll all: bench measures every unrolling; "
+                                           "simulate runs one (IxJ or auto)");
+    if (cli_shape_config("simulate", &options.shape, &config.eval))
+        return CLI_EXIT_USAGE;
     const int unroll_given = config.eval.unroll_i != 0;
     /* Cells keep a particle-to-cell assignment while no particle moved more than skin / 2, so with
      * a skin the forces' rounding depends on when the cells were last built: a history a restart

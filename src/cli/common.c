@@ -251,6 +251,8 @@ const char *cli_variant_source_token(fk_variant_source source)
         return "user_db";
     case FK_VARIANT_SHIPPED_DB:
         return "shipped_db";
+    case FK_VARIANT_FITTED:
+        return "fitted";
     }
     return "unknown";
 }
@@ -266,6 +268,8 @@ const char *cli_variant_source_text(fk_variant_source source)
         return "user tuning database";
     case FK_VARIANT_SHIPPED_DB:
         return "shipped tuning database";
+    case FK_VARIANT_FITTED:
+        return "narrowed to the device's limits";
     }
     return "unknown source";
 }
@@ -339,4 +343,18 @@ void cli_note_reproducible(const fk_eval *eval, const char *device_name)
                 "forcekit: warning: %s cannot give cross-device bit-identical results: %s; they "
                 "are still deterministic on this device\n",
                 device_name, reason ? reason : "unknown");
+}
+
+void cli_note_variant(const fk_eval *eval)
+{
+    const char *note = fk_eval_variant_note(eval);
+    if (note && *note)
+        fprintf(stderr, "forcekit: note: %s\n", note);
+}
+
+void cli_json_variant_note(cJSON *object, const fk_eval *eval)
+{
+    const char *note = fk_eval_variant_note(eval);
+    if (note && *note)
+        cJSON_AddStringToObject(object, "variant_note", note);
 }

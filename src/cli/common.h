@@ -86,6 +86,10 @@ void cli_unroll_name(int unroll_i, int unroll_j, char name[CLI_UNROLL_NAME_SIZE]
  * words for people ("built-in default", "user tuning database"). */
 const char *cli_variant_source_token(fk_variant_source source);
 const char *cli_variant_source_text(fk_variant_source source);
+/* Says on stderr why the variant was narrowed (fk_eval_variant_note), when it was; and the same
+ * as "variant_note" in a JSON document (nothing when there is none). */
+void cli_note_variant(const fk_eval *eval);
+void cli_json_variant_note(cJSON *object, const fk_eval *eval);
 
 /* Prints a JSON document on stdout followed by a newline, then deletes it. Returns 0, or 1 when
  * it could not be printed. A NULL document (cJSON out of memory) is reported too. */

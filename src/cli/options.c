@@ -1,6 +1,8 @@
 #include "options.h"
 
+#include "common.h"
 #include "forcekit/forcekit.h"
+#include "internal.h" /* fk__variant_check: the one place for the variant rules */
 
 #include <ctype.h>
 #include <errno.h>
@@ -181,5 +183,50 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
         if (store_value(command, option, text) != 0)
             return 2;
     }
+    return 0;
+}
+
+const char cli_shape_usage[] =
+    "\nVariant shape (default: automatic, from the tuning database or the built-in default, narrowed\n"
+    "to what the device allows for the built kernel; an explicit value that does not fit is an\n"
+    "error):\n"
+    "  --unroll IxJ    i and j unrolling, each 1, 2, 4 or 8; auto (default)\n"
+    "  --wg W          work-group size (the j-tile of the tiled loops)\n"
+    "  --splits S      work-groups sharing one i-block's j-range (all-pairs)\n"
+    "  --tiling on|off j-tiles staged in local memory\n"
+    "  --lanes L       CPU lane forms: auto (default), off, 8 or 16\n";
+
+int cli_shape_config(const char *command, const cli_shape_options *shape,
+                     struct fk_eval_config *config)
+{
+    int unroll_i = 0, unroll_j = 0;
+    if (shape->unroll && strcmp(shape->unroll, "all") != 0 &&
+        !cli_parse_unroll(shape->unroll, &unroll_i, &unroll_j))
+        return cli_usage_error(command, "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8} or auto",
+                               shape->unroll);
+    int tiling = 0;
+    if (shape->tiling && strcmp(shape->tiling, "on") == 0)
+        tiling = 1;
+    else if (shape->tiling && strcmp(shape->tiling, "off") == 0)
+        tiling = -1;
+    else if (shape->tiling)
+        return cli_usage_error(command, "--tiling '%s': expected on or off", shape->tiling);
+    int lanes = 0;
+    if (shape->lanes && strcmp(shape->lanes, "off") == 0)
+        lanes = -1;
+    else if (shape->lanes && (strcmp(shape->lanes, "8") == 0 || strcmp(shape->lanes, "16") == 0))
+        lanes = atoi(shape->lanes);
+    else if (shape->lanes && strcmp(shape->lanes, "auto") != 0)
+        return cli_usage_error(command, "--lanes '%s': expected auto, off, 8 or 16", shape->lanes);
+    char reason[256];
+    if (!fk__variant_check(unroll_i, unroll_j, (int)shape->work_group_size, tiling, reason,
+                           sizeof reason))
+        return cli_usage_error(command, "%s", reason);
+    config->unroll_i = unroll_i;
+    config->unroll_j = unroll_j;
+    config->work_group_size = (int)shape->work_group_size;
+    config->local_tiling = tiling;
+    config->j_splits = (int)shape->splits;
+    config->lanes = lanes;
     return 0;
 }

@@ -53,4 +53,35 @@ const cli_option *cli_option_named(const cli_option *options, size_t count, cons
 int cli_parse_long(const char *text, long long *value);
 int cli_parse_finite_double(const char *text, double *value);
 
+/* The variant's shape, the options bench, forces, accuracy and simulate share (issue #37): one
+ * declaration, one parser, one help text. */
+typedef struct cli_shape_options {
+    const char *unroll;        /* --unroll IxJ|auto (bench also takes "all", itself) */
+    long long work_group_size; /* --wg W (0: automatic) */
+    long long splits;          /* --splits S (0: automatic) */
+    const char *tiling;        /* --tiling on|off */
+    const char *lanes;         /* --lanes auto|off|8|16 */
+} cli_shape_options;
+
+#define CLI_SHAPE_OPTIONS_INIT {.unroll = "auto"}
+#define CLI_SHAPE_OPTION_ENTRIES(o)                                                                \
+    {.name = "unroll", .kind = CLI_STRING, .value = &(o).unroll},                                  \
+        {.name = "wg", .kind = CLI_INT, .value = &(o).work_group_size, .min = 1, .max = 1 << 20},  \
+        {.name = "splits", .kind = CLI_INT, .value = &(o).splits, .min = 1, .max = 1 << 20},       \
+        {.name = "tiling", .kind = CLI_STRING, .value = &(o).tiling},                              \
+    {                                                                                              \
+        .name = "lanes", .kind = CLI_STRING, .value = &(o).lanes                                   \
+    }
+
+/* The shape as fk_eval_config fields (unroll_i, unroll_j, work_group_size, local_tiling, j_splits,
+ * lanes), checked by the library's variant rules (src/variant.c) before any device work. unroll
+ * "all" is left to the caller (unroll 0x0 here). Returns 0, or 2 after a usage error naming
+ * command. */
+struct fk_eval_config;
+int cli_shape_config(const char *command, const cli_shape_options *shape,
+                     struct fk_eval_config *config);
+
+/* The help text of the shape options (after a command's own, before the kernel list). */
+extern const char cli_shape_usage[];
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval_internal.h"
+#include "known_answer.h"
 #include "tune.h"
 
 void fk__eval_release_buffers(fk_eval *eval)
@@ -28,6 +29,8 @@ void fk_eval_destroy(fk_eval *eval)
         return;
     if (eval->pending || eval->body_written) /* the device may still read or write our memory */
         clFinish(eval->context->queue);
+    if (eval->pending_read) /* by its event too: clFinish alone is not enough on Rusticl 22.3 */
+        clWaitForEvents(1, &eval->pending_read);
     fk__eval_release_pending(eval);
     if (eval->partial == eval->result)
         eval->partial = NULL;
@@ -111,6 +114,52 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
     adjusted->lanes = -1;
     if (adjusted->algorithm == FK_ALGORITHM_AUTO)
         adjusted->algorithm = FK_ALGORITHM_ALL_PAIRS;
+    return FK_OK;
+}
+
+/* An automatic shape whose built kernel the device refused (fk__variant_fit_kernel: too many
+ * work-items per group for its registers, or more local memory than the device has) is rebuilt
+ * at the largest work-group size that the device allows, down to 1, and the evaluation says so:
+ * variant.source FK_VARIANT_FITTED, the reason in fk_eval_variant_note. The loops take
+ * eval->group_cap where they choose an automatic size; the all-pairs and lane loops take the
+ * request's. An explicit work-group size never comes here: its refusal is the caller's answer. */
+static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
+                                     fk_variant *variant)
+{
+    fk_context *context = eval->context;
+    const int asked = request->work_group_size;
+    char refusal[256] = "";
+    snprintf(refusal, sizeof refusal, "%s", fk_context_last_error(context));
+    fk_status status = FK_ERR_UNSUPPORTED;
+    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && attempt < 12;
+         ++attempt) {
+        const int cap = eval->fit_group;
+        if (eval->group_cap && cap >= eval->group_cap)
+            break; /* no progress: the refusal stands */
+        eval->loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
+        eval->group_cap = cap;
+        eval->fit_group = 0;
+        if (variant->work_group_size > cap)
+            variant->work_group_size = cap;
+        /* the tiled loop takes its tile UNROLL_J at a time (fk__variant_check) */
+        while (variant->local_tiling && variant->unroll_j > 1 &&
+               variant->work_group_size % variant->unroll_j != 0)
+            variant->unroll_j /= 2;
+        request->work_group_size = variant->work_group_size;
+        request->unroll_j = variant->unroll_j;
+        fk__clear_error(context);
+        eval->variant = *variant;
+        eval->variant.program_from_cache = 1;
+        eval->variant.build_seconds = 0;
+        status = eval->loop->create(eval, request, &eval->loop_state);
+    }
+    if (status != FK_OK)
+        return status;
+    eval->variant.source = FK_VARIANT_FITTED;
+    snprintf(eval->variant_note, sizeof eval->variant_note,
+             "work-group size %d narrowed to %d: the automatic shape does not fit (%s)", asked,
+             eval->variant.work_group_size, refusal);
     return FK_OK;
 }
 
@@ -268,6 +317,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         eval->variant.build_seconds = 0;
         status = loop->create(eval, &request, &eval->loop_state);
     }
+    if (status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && config->work_group_size == 0)
+        status = fit_automatic_shape(eval, &request, &variant);
     eval->acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);
@@ -275,6 +326,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         status = fk__eval_create_decode(eval);
     if (status == FK_OK)
         status = fk__eval_create_bound_reduce(eval);
+    if (status == FK_OK) /* the first time these programs run on this context (issue #37) */
+        status = fk__known_answer_check(eval, exclusion_slots);
     if (status != FK_OK) {
         fk_eval_destroy(eval);
         return status;
@@ -485,6 +538,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
             clReleaseEvent(last);
         last = subtracted;
     }
+    eval->pending_since = fk__now();
     eval->pending_first = first;
     eval->pending_last = last;
     eval->pending_read = read;
@@ -509,9 +563,20 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     cl_event first = eval->pending_first, last = eval->pending_last, read = eval->pending_read;
     eval->pending_first = eval->pending_last = NULL;
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
+    if (status == FK_OK && seconds) { /* implausible event times are unavailable (timing.c) */
+        const double n = (double)eval->count;
+        const double pairs = eval->variant.pairs_examined ? (double)eval->variant.pairs_examined
+                                                          : n * n;
+        *seconds = fk__plausible_device_seconds(context, *seconds, pairs,
+                                                fk__now() - eval->pending_since);
+    }
     if (status == FK_OK && read) {
-        cl_int state = CL_COMPLETE;
-        clGetEventInfo(read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+        /* Waited for by its own event, not only by clFinish: Mesa 22.3's Rusticl returns from
+         * clFinish before a non-blocking read has reached host memory, and the results were its
+         * zeros (issue #37; tests/rusticl/mapped_staging.c reproduces it). */
+        cl_int state = clWaitForEvents(1, &read);
+        if (state == CL_SUCCESS)
+            clGetEventInfo(read, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
         if (state < 0)
             status = fk__cl_fail(context, "decode and read of the results", state);
     }
@@ -561,6 +626,11 @@ fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
         return FK_ERR_INVALID_ARGUMENT;
     *variant = eval->variant;
     return FK_OK;
+}
+
+const char *fk_eval_variant_note(const fk_eval *eval)
+{
+    return eval ? eval->variant_note : "";
 }
 
 size_t fk_eval_force_components(const fk_eval *eval)

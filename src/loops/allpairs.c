@@ -132,7 +132,6 @@ static void all_pairs_destroy(void *opaque)
 
 static fk_status all_pairs_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
-    fk_context *context = eval->context;
     all_pairs *state = calloc(1, sizeof *state);
     if (!state)
         return FK_ERR_HOST_MEMORY;
@@ -146,31 +145,24 @@ static fk_status all_pairs_create(fk_eval *eval, const fk_program_request *reque
     eval->variant.build_seconds = built.seconds;
 
     const fk_variant *variant = &eval->variant;
-    size_t kernel_group = 0;
-    cl_ulong local_bytes = 0;
-    clGetKernelWorkGroupInfo(state->pairwise, context->device, CL_KERNEL_WORK_GROUP_SIZE,
-                             sizeof kernel_group, &kernel_group, NULL);
-    clGetKernelWorkGroupInfo(state->pairwise, context->device, CL_KERNEL_LOCAL_MEM_SIZE,
-                             sizeof local_bytes, &local_bytes, NULL);
-    if (kernel_group && (size_t)variant->work_group_size > kernel_group)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "variant %dx%d with work-group size %d exceeds this kernel's limit of %zu "
-                        "work-items on %s (registers)",
-                        variant->unroll_i, variant->unroll_j, variant->work_group_size,
-                        kernel_group, context->info.name);
-    if (local_bytes > context->info.local_memory_bytes)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "variant needs %llu bytes of local memory; %s has %llu",
-                        (unsigned long long)local_bytes, context->info.name,
-                        (unsigned long long)context->info.local_memory_bytes);
+    char shape[64];
+    snprintf(shape, sizeof shape, "variant %dx%d", variant->unroll_i, variant->unroll_j);
+    status = fk__variant_fit_kernel(eval, state->pairwise, variant->work_group_size, shape,
+                                    "fk_pairwise");
+    if (status != FK_OK)
+        return status;
     if (!eval->accum->choose_parameters)
         return FK_OK;
     /* fixed64, narumi and nitadori_large take their scale or LARGE from the data: a program of
      * the same variant with the `bound` accumulator measures the pair terms. */
     fk_program_request bound = *request;
     bound.accum = "bound";
-    return fk__all_pairs_build(eval, &bound, &state->bound_program, &state->bound_pairwise,
-                               &state->bound_reduce, &built);
+    status = fk__all_pairs_build(eval, &bound, &state->bound_program, &state->bound_pairwise,
+                                 &state->bound_reduce, &built);
+    if (status == FK_OK)
+        status = fk__variant_fit_kernel(eval, state->bound_pairwise, variant->work_group_size,
+                                        shape, "fk_pairwise (bound)");
+    return status;
 }
 
 static fk_status all_pairs_prepare(fk_eval *eval, void *state)

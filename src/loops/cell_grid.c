@@ -153,34 +153,61 @@ fk_status fk__cell_grid_create(fk_eval *eval, fk__cell_grid *grid, const char *o
         grid->box[d] = physics->periodic ? physics->box[d] : 0.0;
     *seconds = 0.0;
     *from_cache = 1;
-    if (context->info.max_work_group_size < FK__CELL_GRID_AUX_WG)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "%s: the cell-grid build kernels need %d work-items per group; %s allows "
-                        "%zu",
-                        owner, FK__CELL_GRID_AUX_WG, context->info.name,
-                        context->info.max_work_group_size);
-
     /* The build kernels do not depend on the force law or accumulator: one program (and one
-     * cache entry) for every evaluation. */
-    fk_program_result built;
-    char build_options[64];
-    snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d", FK__CELL_GRID_AUX_WG);
-    fk_status status = fk__program_build_file(context, "cells_build.cl", build_options, &built);
-    if (status != FK_OK)
-        return status;
-    grid->program = built.program;
-    *seconds = built.seconds;
-    *from_cache = built.from_cache;
-    status = fk__create_kernel(context, grid->program, "fk_cells_check", &grid->check);
+     * cache entry) for every evaluation, at FK__CELL_GRID_AUX_WG work-items per group, or at the
+     * largest power of two the device allows for them when that is less (issue #37: llvmpipe
+     * allows 32). Their results do not depend on the group size. */
+    fk_status status = FK_OK;
+    for (int group = FK__CELL_GRID_AUX_WG; group >= 1;) {
+        grid->aux_group = group;
+        fk_program_result built;
+        char build_options[64];
+        snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d", group);
+        status = fk__program_build_file(context, "cells_build.cl", build_options, &built);
+        if (status != FK_OK)
+            return status;
+        grid->program = built.program;
+        *seconds += built.seconds;
+        *from_cache = *from_cache && built.from_cache;
+        status = fk__create_kernel(context, grid->program, "fk_cells_check", &grid->check);
+        if (status == FK_OK)
+            status = fk__create_kernel(context, grid->program, "fk_cells_bin", &grid->bin);
+        if (status == FK_OK)
+            status = fk__create_kernel(context, grid->program, "fk_cells_finish", &grid->finish);
+        if (status != FK_OK)
+            return status;
+        size_t allowed = (size_t)group;
+        const cl_kernel kernels[] = {grid->check, grid->bin, grid->finish};
+        for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
+            size_t limit = 0;
+            clGetKernelWorkGroupInfo(kernels[k], context->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof limit, &limit, NULL);
+            if (limit && limit < allowed)
+                allowed = limit;
+        }
+        if (allowed >= (size_t)group)
+            break;
+        int smaller = 1;
+        while ((size_t)smaller * 2 <= allowed)
+            smaller *= 2;
+        for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
+            clReleaseKernel(kernels[k]);
+        clReleaseProgram(grid->program);
+        grid->check = grid->bin = grid->finish = NULL;
+        grid->program = NULL;
+        if (smaller >= group)
+            break; /* cannot happen: allowed < group */
+        group = smaller;
+    }
+    if (status == FK_OK && !grid->program)
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "%s: the cell-grid build kernels fit no work-group size on %s", owner,
+                        context->info.name);
     if (status == FK_OK)
-        status = fk__create_kernel(context, grid->program, "fk_cells_bin", &grid->bin);
-    if (status == FK_OK)
-        status = fk__create_kernel(context, grid->program, "fk_cells_finish", &grid->finish);
-    if (status == FK_OK)
-        status = fk__check_work_group(context, grid->check, FK__CELL_GRID_AUX_WG, owner,
+        status = fk__check_work_group(context, grid->check, (size_t)grid->aux_group, owner,
                                       "fk_cells_check");
     if (status == FK_OK)
-        status = fk__check_work_group(context, grid->finish, FK__CELL_GRID_AUX_WG, owner,
+        status = fk__check_work_group(context, grid->finish, (size_t)grid->aux_group, owner,
                                       "fk_cells_finish");
     if (status == FK_OK)
         status = fk__cell_grid_buffer(eval, owner, &grid->stats, sizeof initial_stats,
@@ -311,7 +338,7 @@ static fk_status bin_once(fk_eval *eval, fk__cell_grid *grid, cl_int *stats, dou
         fk__collect_events(events, 2, NULL);
         return status;
     }
-    const size_t group = FK__CELL_GRID_AUX_WG;
+    const size_t group = (size_t)grid->aux_group;
     const size_t bin_global = ((size_t)n + group - 1) / group * group;
     const size_t finish_global = (grid->cells + group - 1) / group * group;
     if (err == CL_SUCCESS) {
@@ -576,7 +603,7 @@ fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
         fk__collect_events(events, 1, NULL);
         return status;
     }
-    const size_t group = FK__CELL_GRID_AUX_WG;
+    const size_t group = (size_t)grid->aux_group;
     const size_t global = ((size_t)n + group - 1) / group * group;
     if (err == CL_SUCCESS) {
         call = "clEnqueueNDRangeKernel (fk_cells_check)";

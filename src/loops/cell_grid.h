@@ -17,11 +17,14 @@
 
 #include "loop.h"
 
-/* Work-group size of the build kernels (FK_CELLS_AUX_WG in cl/cells_build.cl). */
+/* Work-group size of the build kernels (FK_CELLS_AUX_WG in cl/cells_build.cl and
+ * cl/neighbors_build.cl): 64, or the largest power of two the device allows for them when that is
+ * less (llvmpipe: 32; fk__cell_grid_create, grid->aux_group). */
 enum { FK__CELL_GRID_AUX_WG = 64 };
 
 typedef struct fk__cell_grid {
     const char *owner; /* the loop's name for messages: "cells", "neighbors" */
+    int aux_group;     /* work-items per group of the build kernels (FK_CELLS_AUX_WG) */
     cl_program program;
     cl_kernel check, bin, finish;
     double skin;  /* >= 0 */

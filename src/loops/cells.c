@@ -114,6 +114,8 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
     size_t group = eval->config.work_group_size > 0 ? (size_t)eval->config.work_group_size
                    : tuned                          ? (size_t)tuned->work_group_size
                                                     : (size_t)builtin_group;
+    if (eval->config.work_group_size <= 0) /* narrowed to fit (src/variant.c) */
+        group = (size_t)fk__variant_capped_group(eval, (int)group);
     if (group > device->max_work_group_size)
         group = device->max_work_group_size;
     cells->group = (int)group;
@@ -143,10 +145,10 @@ static fk_status cells_create(fk_eval *eval, const fk_program_request *request, 
         status =
             fk__create_kernel(context, cells->bound_program, "fk_cells_pairs", &cells->bound_pairs);
     if (status == FK_OK)
-        status = fk__check_work_group(context, cells->pairs, group, "cells", "fk_cells_pairs");
+        status = fk__variant_fit_kernel(eval, cells->pairs, (int)group, "cells", "fk_cells_pairs");
     if (status == FK_OK && cells->bound_pairs)
-        status = fk__check_work_group(context, cells->bound_pairs, group, "cells",
-                                      "fk_cells_pairs (bound)");
+        status = fk__variant_fit_kernel(eval, cells->bound_pairs, (int)group, "cells",
+                                        "fk_cells_pairs (bound)");
     if (status != FK_OK)
         return status; /* fk_eval_destroy releases what was made */
 

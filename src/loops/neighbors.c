@@ -43,7 +43,7 @@ _Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
 
 /* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum; FK_NB_WALK_I
  * there: placeholders per work-item of the list walks. */
-enum { SCAN_BLOCK = FK__CELL_GRID_AUX_WG * 16, WALK_I = 4 };
+enum { SCAN_ITEMS = 16, WALK_I = 4 }; /* a scan block: grid.aux_group x SCAN_ITEMS counts */
 
 struct fk__neighbors {
     fk__cell_grid grid;
@@ -276,10 +276,9 @@ static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, 
     if (status == FK_OK && state->half)
         status = fk__create_kernel(context, program, "fk_neighbors_gather", gather);
     if (status == FK_OK)
-        status = fk__check_work_group(context, *pairs, (size_t)state->group, owner, pairs_name);
+        status = fk__variant_fit_kernel(eval, *pairs, state->group, owner, pairs_name);
     if (status == FK_OK && state->half)
-        status = fk__check_work_group(context, *gather, (size_t)state->group, owner,
-                                      "fk_neighbors_gather");
+        status = fk__variant_fit_kernel(eval, *gather, state->group, owner, "fk_neighbors_gather");
     return status;
 }
 
@@ -310,6 +309,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     size_t group = config->work_group_size > 0 ? (size_t)config->work_group_size
                    : tuned                     ? (size_t)tuned->work_group_size
                                                : (size_t)builtin_group;
+    if (config->work_group_size <= 0) /* narrowed to fit (src/variant.c) */
+        group = (size_t)fk__variant_capped_group(eval, (int)group);
     if (group > device->max_work_group_size)
         group = device->max_work_group_size;
     state->group = (int)group;
@@ -334,12 +335,12 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
          * evaluation. */
         char build_options[64];
         snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d",
-                 FK__CELL_GRID_AUX_WG);
+                 state->grid.aux_group);
         status = fk__program_build_file(context, "neighbors_build.cl", build_options, &built_lists);
         if (status == FK_OK)
             state->build_program = built_lists.program;
     }
-    /* Every build kernel runs in groups of FK__CELL_GRID_AUX_WG (launch below). */
+    /* Every build kernel runs in groups of the grid's aux_group (launch below). */
     const struct {
         const char *name;
         cl_kernel *kernel;
@@ -355,7 +356,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         status = fk__create_kernel(context, state->build_program, build_kernels[k].name,
                                    build_kernels[k].kernel);
         if (status == FK_OK)
-            status = fk__check_work_group(context, *build_kernels[k].kernel, FK__CELL_GRID_AUX_WG,
+            status = fk__check_work_group(context, *build_kernels[k].kernel,
+                                          (size_t)state->grid.aux_group,
                                           owner, build_kernels[k].name);
     }
     if (status == FK_OK)
@@ -441,14 +443,13 @@ static size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
-/* One launch of a build kernel, 1-D, in groups of FK__CELL_GRID_AUX_WG; err and call keep the
- * first failure (later launches are skipped). */
-static void launch(fk_context *context, cl_kernel kernel, size_t items, const char *name,
-                   cl_event *event, cl_int *err, const char **call)
+/* One launch of a build kernel, 1-D, in groups of `group` (the grid's aux_group); err and call
+ * keep the first failure (later launches are skipped). */
+static void launch(fk_context *context, cl_kernel kernel, size_t group, size_t items,
+                   const char *name, cl_event *event, cl_int *err, const char **call)
 {
     if (*err != CL_SUCCESS)
         return;
-    const size_t group = FK__CELL_GRID_AUX_WG;
     const size_t global = round_up(items ? items : 1, group);
     *err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, &group, 0, NULL, event);
     if (*err != CL_SUCCESS) {
@@ -469,7 +470,8 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     fk_context *context = eval->context;
     const fk__cell_grid *grid = &state->grid;
     const size_t n = eval->count;
-    const size_t blocks = (n + SCAN_BLOCK - 1) / SCAN_BLOCK;
+    const size_t aux = (size_t)state->grid.aux_group, scan_block = aux * SCAN_ITEMS;
+    const size_t blocks = (n + scan_block - 1) / scan_block;
     state->built = 0;
     fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
                                      sizeof(cl_int2), "partner counts");
@@ -525,13 +527,13 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, state->count, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+    launch(context, state->count, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
-    launch(context, state->scan_blocks, blocks * FK__CELL_GRID_AUX_WG,
+    launch(context, state->scan_blocks, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
-    launch(context, state->scan_top, FK__CELL_GRID_AUX_WG,
+    launch(context, state->scan_top, aux, aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_top)", &events[3], &err, &call);
-    launch(context, state->scan_apply, blocks * FK__CELL_GRID_AUX_WG,
+    launch(context, state->scan_apply, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_apply)", &events[4], &err, &call);
     cl_int stats[8];
     if (err == CL_SUCCESS) {
@@ -589,10 +591,10 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
                                NULL, &events[7]);
     }
-    launch(context, state->fill, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)", &events[5],
+    launch(context, state->fill, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)", &events[5],
            &err, &call);
     if (state->half)
-        launch(context, state->sort, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
+        launch(context, state->sort, aux, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
                &err, &call);
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (neighbour lists: statistics)";

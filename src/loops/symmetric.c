@@ -72,29 +72,12 @@ static int known_miscompile(const fk_eval *eval, int unroll_i, int unroll_j)
            strstr(eval->context->info.platform_name, "Portable Computing Language") != NULL;
 }
 
-static fk_status check_kernel_limits(fk_eval *eval, cl_kernel kernel, int group)
+static fk_status check_kernel_limits(fk_eval *eval, cl_kernel kernel, int group, const char *name)
 {
-    fk_context *context = eval->context;
-    size_t kernel_group = 0;
-    cl_ulong local_bytes = 0;
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_WORK_GROUP_SIZE,
-                             sizeof kernel_group, &kernel_group, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes,
-                             &local_bytes, NULL);
-    if (kernel_group && (size_t)group > kernel_group)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "symmetric variant %dx%d with work-group size %d exceeds this kernel's "
-                        "limit of %zu work-items on %s (registers)",
-                        eval->variant.unroll_i, eval->variant.unroll_j, group, kernel_group,
-                        context->info.name);
-    if (local_bytes > context->info.local_memory_bytes)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "symmetric variant %dx%d with work-group size %d needs %llu bytes of local "
-                        "memory; %s has %llu",
-                        eval->variant.unroll_i, eval->variant.unroll_j, group,
-                        (unsigned long long)local_bytes, context->info.name,
-                        (unsigned long long)context->info.local_memory_bytes);
-    return FK_OK;
+    char shape[64];
+    snprintf(shape, sizeof shape, "symmetric variant %dx%d", eval->variant.unroll_i,
+             eval->variant.unroll_j);
+    return fk__variant_fit_kernel(eval, kernel, group, shape, name);
 }
 
 /* Releases the program and its kernels (not the slots), so that another variant can be built. */
@@ -152,9 +135,9 @@ static fk_status build_variant(fk_eval *eval, struct fk__symmetric *state,
     variant->tuned_count = 0;
     variant->program_from_cache = variant->program_from_cache && built.from_cache;
     variant->build_seconds += built.seconds;
-    status = check_kernel_limits(eval, state->pair, group);
+    status = check_kernel_limits(eval, state->pair, group, "fk_symmetric");
     if (status == FK_OK)
-        status = check_kernel_limits(eval, state->edges, group);
+        status = check_kernel_limits(eval, state->edges, group, "fk_symmetric_edges");
     return status;
 }
 
@@ -222,6 +205,8 @@ static fk_status symmetric_create(fk_eval *eval, const fk_program_request *reque
         unroll_j = unroll_i;
     if (config->work_group_size)
         group = config->work_group_size;
+    else
+        group = fk__variant_capped_group(eval, group); /* narrowed to fit (src/variant.c) */
     if ((size_t)group > context->info.max_work_group_size)
         group = (int)context->info.max_work_group_size;
     if (known_miscompile(eval, unroll_i, unroll_j))
@@ -246,21 +231,13 @@ static fk_status symmetric_create(fk_eval *eval, const fk_program_request *reque
         if (status != FK_OK)
             return status;
     }
-    const int automatic_group = source == FK_VARIANT_DEFAULT && !config->work_group_size;
-    for (;;) {
-        status = build_variant(eval, state, request, unroll_i, unroll_j, group, source);
-        /* The automatic variant adapts to the device: a wider accumulator (fixed64 carries a flag
-         * beside its sum) can outgrow the 48 KB of local memory NVIDIA allows a work-group; halve
-         * the work-group until the tile and the j-sums fit. */
-        if (status != FK_ERR_UNSUPPORTED || !automatic_group || group <= 16)
-            break;
-        release_programs(state);
-        group /= 2;
-    }
-    if (status == FK_OK) {
-        fk__clear_error(context); /* a smaller work-group fitted: the refusals were not errors */
+    /* A variant the device refuses (a wider accumulator, fixed64 with its flag beside the sum,
+     * can outgrow the 48 KB of local memory NVIDIA allows a work-group; llvmpipe allows 32
+     * work-items) is narrowed by fk_eval_create when its work-group size was automatic
+     * (fk__variant_fit_kernel, eval->group_cap above). */
+    status = build_variant(eval, state, request, unroll_i, unroll_j, group, source);
+    if (status == FK_OK)
         eval->variant.tuned_count = tuned ? tuned->n : 0;
-    }
     return status;
 }
 
