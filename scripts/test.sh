@@ -137,7 +137,7 @@ else
     # llvmpipe's cap of 65,535 loop iterations (tests/rusticl/loop_limit.c); test_lanes expects a
     # CPU whose native float vector holds 8 or more (llvmpipe says 1); test_neighbors: fixed64 on
     # half lists is refused there by the known-answer check (computes zeros; not reduced yet).
-    rusticl_tests='^test_(device|program|fit|known_answer|timing|accum|kernels|precision|reproducible|selftest|cells)$'
+    rusticl_tests='^test_(device|program|fit|known_answer|loop_limit|timing|accum|kernels|precision|reproducible|selftest|cells)$'
     rusticl_tests=${FORCEKIT_CI_RUSTICL_TESTS:-$rusticl_tests}
     if ! env "${rusticl_env[@]}" "$root/build-test/forcekit" devices --json |
         grep -q '"name":[[:space:]]*"llvmpipe'; then

@@ -40,6 +40,8 @@ struct fk_context {
     int ready;
     struct fk__known_answers *known_answers; /* known_answer.c: the programs checked (#37) */
     int timing_warned; /* timing.c: the warning about implausible event times was given */
+    /* loop_limit.c: iterations of one kernel loop that land on this device; 0 not probed yet */
+    cl_uint loop_limit;
 };
 
 /* FK_OK for a context created in full; FK_ERR_INVALID_ARGUMENT for NULL or a context whose creation
@@ -70,6 +72,11 @@ int fk__variant_capped_group(const fk_eval *eval, int group);
 /* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
  * per context; src/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);
+/* FK_OK when an evaluation of n particles cannot meet this device's cap on a kernel loop's
+ * iterations (Mesa's llvmpipe stops every loop after 65,535 without an error); else
+ * FK_ERR_UNSUPPORTED with the reason. Probes the device once per context, and only for n above
+ * 65,535 (src/loop_limit.c). */
+fk_status fk__loop_limit_check(fk_context *context, size_t n);
 
 /* 1 when a successful build's log holds a warning worth keeping (src/program.c): a line with
  * "warning", other than NVIDIA's notes on kernels' noinline attribute. */

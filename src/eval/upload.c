@@ -56,6 +56,9 @@ static fk_status check_particles(fk_eval *eval, const fk_particles *particles)
         return fk__fail(context, FK_ERR_INVALID_INPUT, "N = %zu exceeds the limit of 2^30", n);
     if (!particles->position)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no positions given");
+    fk_status status = fk__loop_limit_check(context, n);
+    if (status != FK_OK)
+        return status;
     for (size_t i = 0; i < n; ++i) {
         for (int k = 0; k < 3; ++k) {
             double x = particles->position[3 * i + (size_t)k];
