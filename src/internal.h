@@ -40,6 +40,10 @@ struct fk_context {
     int ready;
     struct fk__known_answers *known_answers; /* known_answer.c: the programs checked (#37) */
     int timing_warned; /* timing.c: the warning about implausible event times was given */
+    /* known_answer.c: the last check refused its program (wrong forces, not a device limit), and
+     * its error relative to the largest force; the tuner reports such a variant as wrong */
+    int known_answer_refused;
+    double known_answer_error;
     /* loop_limit.c: iterations of one kernel loop that land on this device; 0 not probed yet */
     cl_uint loop_limit;
 };

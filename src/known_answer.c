@@ -114,6 +114,7 @@ static void known_particles(const fk_eval *eval, double position[3 * PARTICLES],
 fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
 {
     fk_context *context = eval->context;
+    context->known_answer_refused = 0;
     if (!context->known_answers) {
         context->known_answers = calloc(1, sizeof *context->known_answers);
         if (!context->known_answers)
@@ -186,6 +187,8 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
      * ~1e-6); a miscompiled one is off by the whole force (zeros) or NaN. */
     if (largest > 0 && !(worst <= 1e-3 * largest)) {
         const fk_device_info *device = &context->info;
+        context->known_answer_refused = 1;
+        context->known_answer_error = worst / largest;
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "known-answer check failed: accumulator %s (force law %s, %s loop, "
                         "variant %dx%d, work-group size %d) on %s (%s, driver %s) computed %.9g "

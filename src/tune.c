@@ -476,7 +476,18 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
                                  .expected_count = t->n,
                                  .lanes = c->lanes ? c->lanes : -1,
                                  .algorithm = t->algorithm};
+        t->context->known_answer_refused = 0;
         status = fk_eval_create(t->context, &config, &t->eval);
+        if (status == FK_ERR_UNSUPPORTED && t->context->known_answer_refused) {
+            /* the library's known-answer check (src/known_answer.c) caught wrong forces: the
+             * variant is wrong, not beyond a device limit */
+            p->outcome = FK_TUNE_WRONG_RESULT;
+            p->error = t->context->known_answer_error;
+            snprintf(p->note, sizeof p->note,
+                     "rejected: the known-answer check's error is %.3g of the largest force",
+                     p->error);
+            return FK_OK;
+        }
         if (status == FK_ERR_UNSUPPORTED) {
             p->outcome = FK_TUNE_UNSUPPORTED;
             note_error(t, p, "skipped: ");

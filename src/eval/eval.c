@@ -519,6 +519,9 @@ fk_status fk_eval_compute_async(fk_eval *eval)
     if (status != FK_OK)
         return status;
     eval->computed = 0;
+    /* Before the first enqueue: POCL runs a command as it is enqueued, so a clock read after the
+     * enqueues could start after the pass and call an honest device time impossible (timing.c). */
+    const double enqueued = fk__now();
     cl_event first = NULL, last = NULL, subtracted = NULL, read = NULL;
     status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
     if (status != FK_OK)
@@ -538,7 +541,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
             clReleaseEvent(last);
         last = subtracted;
     }
-    eval->pending_since = fk__now();
+    eval->pending_since = enqueued;
     eval->pending_first = first;
     eval->pending_last = last;
     eval->pending_read = read;
