@@ -110,6 +110,26 @@ typedef double fk_force_t;
 typedef float fk_force_t;
 #endif
 
+/* A particle's three doubles travel as a double4 whose w is 0, read and written one by one.
+ * Intel's OpenCL CPU runtime (2026.22.10) miscompiles double4 values when it vectorizes a kernel
+ * across work-items: they come out at a stride of four doubles (particle 1's x landed in slot 4,
+ * whether stored by vstore3 or component by component), so the state was garbage there while POCL
+ * and NVIDIA were right. double4 is a whole vector register and is handled right; the unused w
+ * costs nothing in the arithmetic that matters. */
+static double4 fk_load3(const global double *p, const uint i)
+{
+    const size_t k = 3 * (size_t)i;
+    return (double4)(p[k], p[k + 1], p[k + 2], 0.0);
+}
+
+static void fk_store3(const double4 value, const uint i, global double *p)
+{
+    const size_t k = 3 * (size_t)i;
+    p[k] = value.x;
+    p[k + 1] = value.y;
+    p[k + 2] = value.z;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Counter-based random numbers: Philox-4x32-10 (Salmon et al., SC'11), keyed by the seed, counted
  * by (step, particle, draw). */
@@ -219,13 +239,13 @@ static double2 fk_box_muller(const uint4 r)
 
 /* Particle i's three deviates at step (step_lo, step_hi) under seed (seed_lo, seed_hi): draws 0
  * and 1 of the counter (step, i, draw), the fourth deviate unused. */
-static double3 fk_normal3(const uint seed_lo, const uint seed_hi, const uint step_lo,
+static double4 fk_normal3(const uint seed_lo, const uint seed_hi, const uint step_lo,
                           const uint step_hi, const uint i)
 {
     const uint2 key = (uint2)(seed_lo, seed_hi);
     const double2 a = fk_box_muller(fk_philox4x32_10((uint4)(step_lo, step_hi, i, 0u), key));
     const double2 b = fk_box_muller(fk_philox4x32_10((uint4)(step_lo, step_hi, i, 1u), key));
-    return (double3)(a.x, a.y, b.x);
+    return (double4)(a.x, a.y, b.x, 0.0);
 }
 
 /* Tests (src/integrator.c's fk__integrator_noise): the deviates of every particle at one step. */
@@ -234,7 +254,7 @@ kernel void fk_integrate_noise(const uint n, const uint seed_lo, const uint seed
 {
     const uint i = get_global_id(0);
     if (i < n)
-        vstore3(fk_normal3(seed_lo, seed_hi, step_lo, step_hi, i), i, out);
+        fk_store3(fk_normal3(seed_lo, seed_hi, step_lo, step_hi, i), i, out);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -253,7 +273,7 @@ static double fk_wrap(double x, const double side)
     return x;
 }
 
-static double3 fk_wrap3(double3 x, const double4 box)
+static double4 fk_wrap3(double4 x, const double4 box)
 {
 #if FK_PERIODIC
     x.x = fk_wrap(x.x, box.x);
@@ -268,12 +288,13 @@ static double3 fk_wrap3(double3 x, const double4 box)
 /* Particle i's record(s) from x: rounded to nearest as the host's (float) in fk_eval_set_particles,
  * and with double-single the low parts (x - hi, exact in double, rounded); the fourth value (mass or
  * charge) stays. Returns the float position the pair loops see. */
-static float4 fk_store_body(global float4 *body, const uint i, const double3 x)
+static float4 fk_store_body(global float4 *body, const uint i, const double4 x)
 {
-    const float3 h = convert_float3(x);
+    const float4 h4 = convert_float4(x); /* x.w is 0 */
+    const float3 h = h4.xyz;
 #if FK_DS_POSITIONS
     const size_t hi = 2 * (size_t)i, lo = hi + 1;
-    const float3 l = convert_float3(x - convert_double3(h));
+    const float3 l = convert_float4(x - convert_double4(h4)).xyz;
     const float4 record = (float4)(h, body[hi].w);
     body[hi] = record;
     body[lo] = (float4)(l, body[lo].w);
@@ -287,12 +308,13 @@ static float4 fk_store_body(global float4 *body, const uint i, const double3 x)
 
 /* gaj's velocity records (fk__velocity_records: rounded to nearest, the fourth value 0, with
  * double-single the low parts in the second record). */
-static void fk_store_velocity(global float4 *aux, const uint i, const double3 v)
+static void fk_store_velocity(global float4 *aux, const uint i, const double4 v)
 {
-    const float3 h = convert_float3(v);
+    const float4 h4 = convert_float4(v); /* v.w is 0 */
+    const float3 h = h4.xyz;
 #if FK_DS_POSITIONS
     aux[2 * (size_t)i] = (float4)(h, 0.0f);
-    aux[2 * (size_t)i + 1] = (float4)(convert_float3(v - convert_double3(h)), 0.0f);
+    aux[2 * (size_t)i + 1] = (float4)(convert_float4(v - convert_double4(h4)).xyz, 0.0f);
 #else
     aux[i] = (float4)(h, 0.0f);
 #endif
@@ -321,16 +343,16 @@ static void fk_check_moved(const float4 p, global const float4 *reference, const
 /* Particle i's acceleration: the force (or gravity's acceleration) times 1 / m (1 for gravity).
  * Not finite: recorded, and the caller stops. */
 static int fk_acceleration(global const fk_force_t *force, global const double *inverse_mass,
-                           const uint i, global int *flags, double3 *a)
+                           const uint i, global int *flags, double4 *a)
 {
     const size_t at = (size_t)i * FK_FORCE_COMPONENTS;
-    const double3 f = (double3)((double)force[at], (double)force[at + 1], (double)force[at + 2]);
+    const double4 f = (double4)((double)force[at], (double)force[at + 1], (double)force[at + 2], 0.0);
     if (!(fabs(f.x) <= DBL_MAX && fabs(f.y) <= DBL_MAX && fabs(f.z) <= DBL_MAX)) {
         atomic_min(&flags[FK_FLAG_NONFINITE], (int)i);
         return 0;
     }
     const double w = inverse_mass[i];
-    *a = (double3)(f.x * w, f.y * w, f.z * w);
+    *a = (double4)(f.x * w, f.y * w, f.z * w, 0.0);
     return 1;
 }
 
@@ -341,8 +363,8 @@ kernel void fk_integrate_set(const uint n, global double *x, const double4 box,
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const double3 xi = fk_wrap3(vload3(i, x), box);
-    vstore3(xi, i, x);
+    const double4 xi = fk_wrap3(fk_load3(x, i), box);
+    fk_store3(xi, i, x);
     fk_store_body(body, i, xi);
 }
 
@@ -351,12 +373,12 @@ kernel void fk_integrate_set_velocities(const uint n, global const double *v, gl
 {
     const uint i = get_global_id(0);
     if (i < n)
-        fk_store_velocity(aux, i, vload3(i, v));
+        fk_store_velocity(aux, i, fk_load3(v, i));
 }
 
 /* Particle i's acceleration and jerk (gaj's six outputs); not finite: recorded, 0 returned. */
 static int fk_acceleration_jerk(global const fk_force_t *force, const uint i, global int *flags,
-                                double3 *a, double3 *j)
+                                double4 *a, double4 *j)
 {
     const size_t at = (size_t)i * FK_FORCE_COMPONENTS;
     double f[6];
@@ -367,8 +389,8 @@ static int fk_acceleration_jerk(global const fk_force_t *force, const uint i, gl
             return 0;
         }
     }
-    *a = (double3)(f[0], f[1], f[2]);
-    *j = (double3)(f[3], f[4], f[5]);
+    *a = (double4)(f[0], f[1], f[2], 0.0);
+    *j = (double4)(f[3], f[4], f[5], 0.0);
     return 1;
 }
 
@@ -382,12 +404,12 @@ kernel void fk_integrate_predict(const uint n, global const double *x, global co
     const uint i = get_global_id(0);
     if (fk_stop_here(flags, index, n) || i >= n)
         return;
-    double3 a, j;
+    double4 a, j;
     if (!fk_acceleration_jerk(force, i, flags, &a, &j))
         return;
-    const double3 xi = vload3(i, x), vi = vload3(i, v);
-    const double3 xp = xi + dt * (vi + dt * (0.5 * a + dt * (j / 6.0)));
-    const double3 vp = vi + dt * (a + dt * (0.5 * j));
+    const double4 xi = fk_load3(x, i), vi = fk_load3(v, i);
+    const double4 xp = xi + dt * (vi + dt * (0.5 * a + dt * (j / 6.0)));
+    const double4 vp = vi + dt * (a + dt * (0.5 * j));
     fk_store_body(body, i, xp);
     fk_store_velocity(aux, i, vp);
 }
@@ -403,15 +425,15 @@ kernel void fk_integrate_correct(const uint n, global double *x, global double *
     if (i >= n || flags[FK_FLAG_HALT] >= 0 || flags[FK_FLAG_OVERFLOW] < (int)n ||
         flags[FK_FLAG_NONFINITE] < (int)n)
         return;
-    double3 a, j, a1, j1;
+    double4 a, j, a1, j1;
     if (!fk_acceleration_jerk(force, i, flags, &a, &j) ||
         !fk_acceleration_jerk(next, i, flags, &a1, &j1))
         return;
-    const double3 xi = vload3(i, x), vi = vload3(i, v);
-    const double3 v1 = vi + half_dt * (a + a1) + twelfth * (j - j1);
-    const double3 x1 = xi + half_dt * (vi + v1) + twelfth * (a - a1);
-    vstore3(v1, i, v);
-    vstore3(x1, i, x);
+    const double4 xi = fk_load3(x, i), vi = fk_load3(v, i);
+    const double4 v1 = vi + half_dt * (a + a1) + twelfth * (j - j1);
+    const double4 x1 = xi + half_dt * (vi + v1) + twelfth * (a - a1);
+    fk_store3(v1, i, v);
+    fk_store3(x1, i, x);
 }
 
 /* One step up to the forces (see the top of the file). h = dt / 2. Langevin: c1 = exp(-gamma dt),
@@ -428,17 +450,17 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
     const uint i = get_global_id(0);
     if (fk_stop_here(flags, index, n) || i >= n)
         return;
-    double3 a;
+    double4 a;
     if (!fk_acceleration(force, inverse_mass, i, flags, &a))
         return;
-    double3 vi = vload3(i, v);
+    double4 vi = fk_load3(v, i);
     if (close_previous)
         vi = vi + h * a;
     vi = vi + h * a;
-    double3 xi = vload3(i, x);
+    double4 xi = fk_load3(x, i);
 #if FK_LANGEVIN
     xi = xi + h * vi;
-    const double3 z = fk_normal3(seed_lo, seed_hi, step_lo, step_hi, i);
+    const double4 z = fk_normal3(seed_lo, seed_hi, step_lo, step_hi, i);
     vi = c1 * vi + noise[i] * z;
     xi = xi + h * vi;
 #else
@@ -446,8 +468,8 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
     xi = xi + dt * vi;
 #endif
     xi = fk_wrap3(xi, box);
-    vstore3(vi, i, v);
-    vstore3(xi, i, x);
+    fk_store3(vi, i, v);
+    fk_store3(xi, i, x);
     const float4 p = fk_store_body(body, i, xi);
     fk_check_moved(p, reference, i, threshold2, box_f, flags, index);
 }
@@ -460,10 +482,10 @@ kernel void fk_integrate_kick(const uint n, global double *v, global const fk_fo
     const uint i = get_global_id(0);
     if (i >= n || flags[FK_FLAG_HALT] >= 0)
         return;
-    double3 a;
+    double4 a;
     if (!fk_acceleration(force, inverse_mass, i, flags, &a))
         return;
-    vstore3(vload3(i, v) + h * a, i, v);
+    fk_store3(fk_load3(v, i) + h * a, i, v);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -474,7 +496,7 @@ static double fk_energy_term(const uint which, const uint i, global const double
                              global const double *mass, global const fk_force_t *potential)
 {
     if (which == 0) {
-        const double3 vi = vload3(i, v);
+        const double4 vi = fk_load3(v, i);
         return 0.5 * mass[i] * ((vi.x * vi.x + vi.y * vi.y) + vi.z * vi.z);
     }
 #if FK_GRAVITY
