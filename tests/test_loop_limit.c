@@ -23,21 +23,6 @@
 #include "internal.h"
 #include "test_support.h"
 
-static fk_context *context;
-
-static int setup(void **state)
-{
-    (void)state;
-    return fk_test_open_context(&context);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fk_context_destroy(context);
-    return 0;
-}
-
 /* set_particles of n bodies on a lattice with unit spacing (no compute: the check comes first) */
 static fk_status set_lattice(size_t n)
 {
@@ -46,7 +31,7 @@ static fk_status set_lattice(size_t n)
     config.accum = "float";
     config.eps = 0.01;
     fk_eval *eval = NULL;
-    assert_int_equal(fk_eval_create(context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     double *position = malloc(3 * n * sizeof *position);
     assert_non_null(position);
     for (size_t i = 0; i < n; ++i) {
@@ -65,15 +50,16 @@ static fk_status set_lattice(size_t n)
 static void test_probe_on_this_device(void **state)
 {
     (void)state;
-    context->loop_limit = 0; /* probe again */
+    fk_test_context->loop_limit = 0; /* probe again */
     const fk_status status = set_lattice(70000);
-    assert_true(context->loop_limit > 0); /* the probe ran */
-    if (context->loop_limit >= 70000) {
+    assert_true(fk_test_context->loop_limit > 0); /* the probe ran */
+    if (fk_test_context->loop_limit >= 70000) {
         assert_int_equal(status, FK_OK);
     } else {
-        fprintf(stderr, "this device stops loops after %u iterations\n", context->loop_limit);
+        fprintf(stderr, "this device stops loops after %u iterations\n",
+                fk_test_context->loop_limit);
         assert_int_equal(status, FK_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fk_context_last_error(context), "stop every loop"));
+        assert_non_null(strstr(fk_context_last_error(fk_test_context), "stop every loop"));
     }
 }
 
@@ -82,16 +68,16 @@ static void test_probe_on_this_device(void **state)
 static void test_refusal_rule(void **state)
 {
     (void)state;
-    const cl_uint probed = context->loop_limit;
-    context->loop_limit = 65535;
+    const cl_uint probed = fk_test_context->loop_limit;
+    fk_test_context->loop_limit = 65535;
     const fk_status above = set_lattice(65536);
     char message[1024];
-    snprintf(message, sizeof message, "%s", fk_context_last_error(context));
+    snprintf(message, sizeof message, "%s", fk_context_last_error(fk_test_context));
     const fk_status at = set_lattice(65535);
-    context->loop_limit = probed;
+    fk_test_context->loop_limit = probed;
     assert_int_equal(above, FK_ERR_UNSUPPORTED);
     if (!strstr(message, "after 65535 iterations") ||
-        !strstr(message, fk_context_device(context)->name))
+        !strstr(message, fk_context_device(fk_test_context)->name))
         fail_msg("message: %s", message);
     assert_int_equal(at, FK_OK);
 }
@@ -103,5 +89,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_probe_on_this_device),
         cmocka_unit_test(test_refusal_rule),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);
 }
