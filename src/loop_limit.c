@@ -46,8 +46,8 @@ static cl_uint probe(fk_context *context)
         err = clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
     /* a blocking read: Rusticl 22.3's clFinish may return before a non-blocking one lands */
     if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(context->queue, out, CL_TRUE, 0, PROBE_ITERATIONS * sizeof *landed,
-                                  landed, 0, NULL, NULL);
+        err = clEnqueueReadBuffer(context->queue, out, CL_TRUE, 0,
+                                  PROBE_ITERATIONS * sizeof *landed, landed, 0, NULL, NULL);
     cl_uint count = 0;
     if (err == CL_SUCCESS)
         while (count < PROBE_ITERATIONS && landed[count] == count + 1)
@@ -69,7 +69,8 @@ fk_status fk__loop_limit_check(fk_context *context, size_t n)
         context->loop_limit = probe(context);
     const cl_uint limit = context->loop_limit;
     if (limit == 0 || limit >= PROBE_ITERATIONS || n <= limit)
-        return FK_OK; /* no cap found (or none could be measured: the probe is a guard, not a gate) */
+        return FK_OK; /* no cap found (or none could be measured: the probe is a guard, not a gate)
+                       */
     const fk_device_info *device = &context->info;
     return fk__fail(context, FK_ERR_UNSUPPORTED,
                     "N = %zu is too many for %s (%s, driver %s): its kernels stop every loop after "
