@@ -48,6 +48,7 @@ __version__ = _core.version()
 __all__ = [
     "Context",
     "Evaluator",
+    "Integrator",
     "devices",
     "kernels",
     "accumulators",
@@ -70,6 +71,7 @@ __all__ = [
 _KERNELS = {k["name"]: k for k in _core.kernels()}
 _ACCUMS = {a["name"]: a for a in _core.accumulators()}
 _ALGORITHMS = ("all-pairs", "symmetric", "cells", "neighbors")
+_SCHEMES = {"verlet": 0, "langevin": 1, "hermite": 2}  # fk_integrator_kind
 
 
 # ---- argument checking -------------------------------------------------------------------------
@@ -555,6 +557,97 @@ class Evaluator:
     @property
     def reproducible_reason(self) -> str:
         return self._impl.reproducible[1]
+
+    def integrator(
+        self,
+        scheme: str = "verlet",
+        *,
+        dt: float,
+        temperature: float = 0.0,
+        friction: float = 0.0,
+        seed: int = 0,
+        masses: Any = None,
+    ) -> "Integrator":
+        """A time integrator that keeps this evaluator's particles on the device across steps
+        (fk_integrator_create; docs/simulate.md, "The library integrator").
+
+        Args:
+            scheme: "verlet" (velocity Verlet, NVE), "langevin" (BAOAB at temperature with
+                friction; molecular laws) or "hermite" (4th order, gaj only).
+            dt: the time step (> 0).
+            temperature: k_B T in the law's energy units (langevin only, > 0).
+            friction: gamma in 1/time (langevin only, > 0).
+            seed: the random numbers' key (langevin): the noise is a function of (seed, step,
+                particle), the same on every device.
+            masses: (N,) dynamical masses for the molecular laws (their set_particles values are
+                charges); None: all 1. Must be None for ga and gaj (the gravity masses are used).
+        The particles must be set (set_particles) first; then call set_state before step.
+        Needs a device with fp64 (UnsupportedError otherwise).
+        """
+        if scheme not in _SCHEMES:
+            raise ValueError(f"scheme: expected one of {', '.join(_SCHEMES)}, got {scheme!r}")
+        dt = _real(dt, "dt")
+        temperature = _real(temperature, "temperature")
+        friction = _real(friction, "friction")
+        seed = _integer(seed, "seed", 0, 2**64 - 1)
+        n = self._impl.count
+        if n == 0:
+            raise StateError(13, "calls in the wrong order", "integrator before set_particles")
+        mass = None if masses is None else _as_float_array(masses, "masses", (n,))
+        return Integrator(self, scheme, _core.Integrator(self._impl, _SCHEMES[scheme], dt, temperature,
+                                                         friction, seed, mass))
+
+
+class Integrator:
+    """Positions and velocities kept on the device across steps (from Evaluator.integrator).
+
+        integ = ev.integrator("langevin", dt=0.005, temperature=1.0, friction=1.0, seed=7)
+        integ.set_state(positions, velocities)     # (N, 3) float64; forces computed once here
+        integ.step(1000)                           # no transfer to the host
+        x, v, step = integ.state()                 # the only transfer of the state
+        kinetic, potential = integ.energies()
+
+    The evaluator must outlive the integrator (this object keeps it alive). The GIL is released
+    while the device works."""
+
+    def __init__(self, evaluator: Evaluator, scheme: str, impl: Any):
+        self.evaluator = evaluator
+        self.scheme = scheme
+        self._impl = impl
+
+    def __repr__(self) -> str:
+        return f"<forcekit.Integrator {self.scheme} on {self.evaluator!r}>"
+
+    def set_state(self, positions: Any, velocities: Any = None, step: int = 0) -> None:
+        """Sets positions (N, 3) and velocities (N, 3; None: zero) and the step counter, and
+        computes the forces there (fk_integrator_set_state). Positions in a periodic box are
+        wrapped into [0, L)."""
+        n = self.evaluator.count
+        pos = _as_float_array(positions, "positions", (n, 3))
+        _finite(pos, "positions")
+        vel = None if velocities is None else _as_float_array(velocities, "velocities", (n, 3))
+        _finite(vel, "velocities")
+        self._impl.set_state(pos, vel, _integer(step, "step", 0, 2**64 - 1))
+
+    def step(self, steps: int = 1) -> None:
+        """Advances steps steps on the device (fk_integrator_step). InvalidInputError when a
+        force became non-finite (the state must then be set again)."""
+        self._impl.step(_integer(steps, "steps", 0, 2**64 - 1))
+
+    def state(self) -> Tuple[np.ndarray, np.ndarray, int]:
+        """(positions, velocities, step) copied from the device: new (N, 3) float64 arrays."""
+        return self._impl.state()
+
+    def energies(self) -> Tuple[float, Optional[float]]:
+        """(kinetic, potential) of the current state, summed on the device in 64-bit fixed point
+        (the same bits on every device); potential is None unless the evaluator was created with
+        potential=True."""
+        return self._impl.energies()
+
+    @property
+    def counters(self) -> Dict[str, int]:
+        """List rebuilds, fixed64 rescales and host waits since creation."""
+        return self._impl.counters()
 
 
 def reference_forces(

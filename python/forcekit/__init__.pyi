@@ -100,6 +100,26 @@ class Evaluator:
     def reproducible(self) -> Optional[bool]: ...
     @property
     def reproducible_reason(self) -> str: ...
+    def integrator(
+        self,
+        scheme: str = ...,
+        *,
+        dt: float,
+        temperature: float = ...,
+        friction: float = ...,
+        seed: int = ...,
+        masses: Optional[ArrayLike] = ...,
+    ) -> Integrator: ...
+
+class Integrator:
+    evaluator: Evaluator
+    scheme: str
+    def set_state(self, positions: ArrayLike, velocities: Optional[ArrayLike] = ..., step: int = ...) -> None: ...
+    def step(self, steps: int = ...) -> None: ...
+    def state(self) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
+    def energies(self) -> Tuple[float, Optional[float]]: ...
+    @property
+    def counters(self) -> Dict[str, int]: ...
 
 def reference_forces(
     kernel: str,

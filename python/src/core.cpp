@@ -123,6 +123,22 @@ std::unique_ptr<double[]> allocate(size_t count)
     return std::unique_ptr<double[]>(new (std::nothrow) double[count ? count : 1]);
 }
 
+// An object whose Python owner went while another thread held the context's mutex. An
+// integrator holds a reference to its evaluation's Python object, so it is always retired before
+// that evaluation: destroying in the order of retirement destroys the integrator first.
+struct Retired {
+    fk_eval *eval = nullptr;
+    fk_integrator *integrator = nullptr;
+
+    // With the context's mutex held. Returns whether an evaluation went (it counts in `live`).
+    bool destroy() const
+    {
+        fk_integrator_destroy(integrator);
+        fk_eval_destroy(eval);
+        return eval != nullptr;
+    }
+};
+
 struct Context {
     fk_context *context = nullptr;
     std::mutex mutex;
@@ -135,7 +151,7 @@ struct Context {
     // destroys them when it lets go of it (retire). pending_mutex is only ever held for a push or
     // a swap, never while waiting for anything else.
     std::mutex pending_mutex;
-    std::vector<fk_eval *> pending;
+    std::vector<Retired> pending;
     // Fixed for the life of the context: copied once, readable without the mutex.
     fk_device_info device{};
     std::string kernel_dir;
@@ -170,8 +186,8 @@ struct Context {
     // uses the context: nothing holds the mutex.
     ~Context()
     {
-        for (fk_eval *e : pending)
-            fk_eval_destroy(e);
+        for (const Retired &r : pending)
+            r.destroy();
         fk_context_destroy(context);
     }
     Context(const Context &) = delete;
@@ -220,25 +236,24 @@ struct Context {
 
     void destroy_pending()
     {
-        std::vector<fk_eval *> retired;
+        std::vector<Retired> retired;
         {
             std::lock_guard<std::mutex> guard(pending_mutex);
             retired.swap(pending);
         }
-        for (fk_eval *e : retired) {
-            fk_eval_destroy(e);
-            --live;
-        }
+        for (const Retired &r : retired)
+            if (r.destroy())
+                --live;
         release_if_unused();
     }
 
-    // An evaluation whose Python object goes (with the GIL held, so without waiting for the
-    // mutex): destroyed now if the mutex is free, else by the thread that holds it.
-    void retire(fk_eval *eval)
+    // An evaluation or integrator whose Python object goes (with the GIL held, so without
+    // waiting for the mutex): destroyed now if the mutex is free, else by the thread that holds it.
+    void retire(Retired object)
     {
         {
             std::lock_guard<std::mutex> guard(pending_mutex);
-            pending.push_back(eval);
+            pending.push_back(object);
         }
         // This thread may hold the mutex further up its stack (an evaluation collected inside a
         // tune's progress callback): that call's unlock destroys it. try_lock from the owner
@@ -414,7 +429,7 @@ struct Evaluator {
     ~Evaluator()
     {
         if (eval)
-            ctx->retire(eval);
+            ctx->retire(Retired{eval, nullptr});
     }
     Evaluator(const Evaluator &) = delete;
     Evaluator &operator=(const Evaluator &) = delete;
@@ -590,6 +605,128 @@ struct Evaluator {
             return Outcome();
         });
         return nb::make_tuple(r, why);
+    }
+};
+
+// The device integrator on an evaluation (fk_integrator, issue #33). It keeps the Python
+// Evaluator (and through it the Context) alive: forcekit.h requires the evaluation to outlive the
+// integrator.
+struct Integrator {
+    nb::object owner; // the Python-level _core.Evaluator
+    Evaluator *evaluator;
+    Context *ctx;
+    fk_integrator *integrator = nullptr;
+    bool potential = false;
+
+    Integrator(nb::object evaluator_object, int kind, double dt, double temperature,
+               double friction, uint64_t seed, std::optional<Vector> masses)
+        : owner(evaluator_object)
+    {
+        evaluator = nb::cast<Evaluator *>(evaluator_object);
+        ctx = evaluator->ctx;
+        potential = evaluator->potential;
+        fk_integrator_config config{};
+        config.struct_size = sizeof config;
+        config.kind = kind;
+        config.dt = dt;
+        config.temperature = temperature;
+        config.friction = friction;
+        config.seed = seed;
+        config.masses = masses ? masses->data() : nullptr;
+        config.mass_count = masses ? masses->shape(0) : 0;
+        ctx->locked([&] {
+               Outcome o = ctx->outcome(
+                   fk_integrator_create(evaluator->eval, &config, &integrator));
+               if (o.status != FK_OK) {
+                   fk_integrator_destroy(integrator);
+                   integrator = nullptr;
+               }
+               return o;
+           })
+            .raise_if_failed();
+    }
+    ~Integrator()
+    {
+        if (integrator)
+            ctx->retire(Retired{nullptr, integrator});
+    }
+    Integrator(const Integrator &) = delete;
+    Integrator &operator=(const Integrator &) = delete;
+
+    void set_state(Positions positions, std::optional<Positions> velocities, uint64_t step)
+    {
+        ctx->locked([&] {
+               Outcome o;
+               const size_t n = evaluator->count;
+               if (positions.shape(0) != n)
+                   o.value_error = format("positions: expected shape (%zu, 3), got (%zu, 3)", n,
+                                          positions.shape(0));
+               else if (velocities && velocities->shape(0) != n)
+                   o.value_error = format("velocities: expected shape (%zu, 3), got (%zu, 3)", n,
+                                          velocities->shape(0));
+               else
+                   o = ctx->outcome(fk_integrator_set_state(
+                       integrator, positions.data(), velocities ? velocities->data() : nullptr,
+                       step));
+               return o;
+           })
+            .raise_if_failed();
+    }
+
+    void step(uint64_t steps)
+    {
+        ctx->locked([&] { return ctx->outcome(fk_integrator_step(integrator, steps)); })
+            .raise_if_failed();
+    }
+
+    // (positions, velocities, step), new arrays sized under the mutex.
+    nb::tuple state()
+    {
+        std::unique_ptr<double[]> x, v;
+        size_t n = 0;
+        uint64_t step = 0;
+        ctx->locked([&] {
+               Outcome o;
+               n = evaluator->count;
+               x = allocate(3 * n);
+               v = allocate(3 * n);
+               if (!x || !v) {
+                   o.status = FK_ERR_HOST_MEMORY;
+                   o.detail = "allocating the state arrays";
+                   return o;
+               }
+               return ctx->outcome(fk_integrator_get_state(integrator, x.get(), v.get(), &step));
+           })
+            .raise_if_failed();
+        return nb::make_tuple(adopt(std::move(x), n, 3), adopt(std::move(v), n, 3), step);
+    }
+
+    // (kinetic, potential or None when the evaluation has no potentials).
+    nb::tuple energies()
+    {
+        double kinetic = 0, potential_energy = 0;
+        ctx->locked([&] {
+               return ctx->outcome(fk_integrator_energies(
+                   integrator, &kinetic, potential ? &potential_energy : nullptr));
+           })
+            .raise_if_failed();
+        return nb::make_tuple(kinetic, potential ? nb::object(nb::float_(potential_energy))
+                                                 : nb::none());
+    }
+
+    nb::dict counters()
+    {
+        uint64_t rebuilds = 0, rescales = 0, syncs = 0;
+        ctx->locked([&] {
+               return ctx->outcome(
+                   fk_integrator_counters(integrator, &rebuilds, &rescales, &syncs));
+           })
+            .raise_if_failed();
+        nb::dict out;
+        out["rebuilds"] = rebuilds;
+        out["rescales"] = rescales;
+        out["syncs"] = syncs;
+        return out;
     }
 };
 
@@ -960,6 +1097,16 @@ NB_MODULE(_core, m)
         .def_prop_ro("count", [](const Evaluator &e) { return e.count.load(); })
         .def_ro("components", &Evaluator::components)
         .def_ro("potential", &Evaluator::potential);
+
+    nb::class_<Integrator>(m, "Integrator")
+        .def(nb::init<nb::object, int, double, double, double, uint64_t, std::optional<Vector>>(),
+             "evaluator"_a, "kind"_a, "dt"_a, "temperature"_a, "friction"_a, "seed"_a,
+             "masses"_a.none())
+        .def("set_state", &Integrator::set_state, "positions"_a, "velocities"_a.none(), "step"_a)
+        .def("step", &Integrator::step, "steps"_a)
+        .def("state", &Integrator::state)
+        .def("energies", &Integrator::energies)
+        .def("counters", &Integrator::counters);
 
     m.def("reference_forces", &reference_forces, "kernel"_a, "positions"_a, "masses"_a.none(),
           "velocities"_a.none(), "types"_a.none(), "eps"_a, "cutoff"_a, "coulomb"_a, "parameters"_a,
