@@ -5,7 +5,7 @@
  *
  *   bench_integrator [--n N] [--steps K] [--rounds R] [--evals E] [--accum A] [--algorithm L]
  *                    [--kind verlet|langevin] [--dt DT] [--skin S] [--seed S] [--device SEL]
- *                    [--warmup W]
+ *                    [--warmup W] [--device-timing on|off] [--lists auto|half|full]
  *
  * First W steps (default 200) of the integrator and of the host loop, untimed: the fcc start melts,
  * and while it does the lists are rebuilt every few steps. Then interleaved rounds (a shared
@@ -65,7 +65,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_integrator [--n N] [--steps K] [--rounds R] [--evals E] "
                     "[--accum A] [--algorithm L] [--kind verlet|langevin] [--dt DT] [--skin S] "
-                    "[--seed S] [--device SEL] [--warmup W]\n");
+                    "[--seed S] [--device SEL] [--warmup W] [--device-timing on|off] "
+                    "[--lists auto|half|full]\n");
 }
 
 static void print_array(const char *name, const double *values, size_t count, double scale)
@@ -124,6 +125,10 @@ int main(int argc, char **argv)
 {
     size_t n = 16384;
     int steps = 100, rounds = 5, evals = 20, warmup = 200;
+    /* --device-timing off: the queue without event profiling, as `simulate --device-timing off`
+     * (a profiled queue costs microseconds a kernel on some drivers); --lists: the neighbour
+     * lists' form (fk_eval_config.neighbor_lists). */
+    int device_timing = FK_DEVICE_TIMING_ON, lists = FK_NEIGHBOR_LISTS_AUTO;
     const char *accum = "float", *algorithm_name = "neighbors", *kind_name = "verlet";
     const char *device = NULL;
     double dt = 0.005, skin = 0.3;
@@ -160,6 +165,12 @@ int main(int argc, char **argv)
             device = value;
         else if (strcmp(arg, "--warmup") == 0)
             warmup = atoi(value);
+        else if (strcmp(arg, "--device-timing") == 0)
+            device_timing = strcmp(value, "off") == 0 ? FK_DEVICE_TIMING_OFF : FK_DEVICE_TIMING_ON;
+        else if (strcmp(arg, "--lists") == 0)
+            lists = strcmp(value, "half") == 0   ? FK_NEIGHBOR_LISTS_HALF
+                    : strcmp(value, "full") == 0 ? FK_NEIGHBOR_LISTS_FULL
+                                                 : FK_NEIGHBOR_LISTS_AUTO;
         else {
             usage();
             return 2;
@@ -181,6 +192,7 @@ int main(int argc, char **argv)
         return fail(NULL, "fkt_generate_lj_fluid", status);
     fk_context_config context_config = FK_CONFIG_INIT(fk_context_config);
     context_config.device = device;
+    context_config.device_timing = device_timing;
     fk_context *context = NULL;
     status = fk_context_create(&context_config, &context);
     if (status != FK_OK)
@@ -194,6 +206,7 @@ int main(int argc, char **argv)
     config.algorithm = algorithm;
     config.skin = skin;
     config.expected_count = n;
+    config.neighbor_lists = lists;
     if (strcmp(accum, "fixed64") == 0)
         config.scale_policy = FK_SCALE_KEEP;
     fk_particles particles = {.count = n, .position = set.position, .type = set.type};
@@ -297,6 +310,9 @@ int main(int argc, char **argv)
            "  \"kind\": \"%s\",\n  \"dt\": %g,\n  \"skin\": %g,\n  \"steps_per_round\": %d,\n"
            "  \"rounds\": %d,\n  \"evals_per_round\": %d,\n  \"warmup_steps\": %d,\n",
            n, accum, algorithm_name, kind_name, dt, skin, steps, rounds, evals, warmup);
+    printf("  \"device_timing\": %s,\n  \"neighbor_half_lists\": %s,\n",
+           device_timing == FK_DEVICE_TIMING_OFF ? "false" : "true",
+           variant.neighbor_half_lists ? "true" : "false");
     printf("  \"ms_per_step\": {\n    \"integrator\": %.6g,\n    \"host_loop\": %.6g,\n"
            "    \"force_eval\": %.6g\n  },\n",
            mi, mh, me);
