@@ -716,6 +716,56 @@ static void test_clustered(void **state)
     fk_test_system_free(&s);
 }
 
+/* The list build's two walks (cl/neighbors_build.cl: per item, and tiled through local memory,
+ * the GPUs' default) build the same lists entry for entry: the forces are the same bits with float
+ * sums (whose order is the lists' order), half and full lists, on a uniform fluid and on a cluster
+ * whose cells hold more particles than a work-group (the tiled walk's several tiles and blocks);
+ * and the tiled walk's forces match the double reference. */
+static void test_walks_agree(void **state)
+{
+    (void)state;
+    test_system uniform, cluster;
+    alloc_system(&uniform, "lj", 1200);
+    fk_test_system_lattice(&uniform, 0, 1200, 11, 1.0 / cbrt(0.8), (double[3]){0.0, 0.0, 0.0}, 0.1,
+                           &rng);
+    set_box(&uniform, 11.0 / cbrt(0.8));
+    alloc_system(&cluster, "lj", 512);
+    fk_test_system_lattice(&cluster, 0, 343, 7, 0.62, (double[3]){6.4, 6.4, 6.4}, 0.1, &rng);
+    fk_test_system_lattice(&cluster, 343, 169, 6, 5.5, (double[3]){0.0, 0.0, 0.0}, 0.1, &rng);
+    const test_system *systems[] = {&uniform, &cluster};
+    const int forms[] = {FK_NEIGHBOR_LISTS_HALF, FK_NEIGHBOR_LISTS_FULL};
+    for (size_t k = 0; k < 2; ++k) {
+        const test_system *s = systems[k];
+        for (size_t f = 0; f < 2; ++f) {
+            const eval_options o = {.lists = forms[f], .lanes = -1};
+            outputs out[2];
+            const char *walks[] = {"items", "tiled"};
+            for (int w = 0; w < 2; ++w) {
+                setenv("FORCEKIT_NEIGHBOR_WALK", walks[w], 1);
+                out[w] = make_outputs(s->n);
+                fk_eval *eval = make_eval(s, "float", o);
+                set_particles(eval, s);
+                compute_read(eval, s->n, &out[w]);
+                fk_eval_destroy(eval);
+            }
+            for (size_t w = 0; w < 8 * s->n; ++w)
+                if (out[0].packed[w] != out[1].packed[w])
+                    fail_msg("%s lists, system %zu: the walks differ at particle %zu component %zu",
+                             f ? "full" : "half", k, w / 8, (w % 8) / 2);
+            free_outputs(&out[0]);
+            free_outputs(&out[1]);
+        }
+        reference ref = make_reference(s, 0.3);
+        check_system(k ? "cluster, tiled walk" : "uniform, tiled walk", s, &ref, "float",
+                     (eval_options){0});
+        unsetenv("FORCEKIT_NEIGHBOR_WALK");
+        free_reference(&ref);
+    }
+    unsetenv("FORCEKIT_NEIGHBOR_WALK");
+    fk_test_system_free(&uniform);
+    fk_test_system_free(&cluster);
+}
+
 /* Open boundaries, and periodic boxes of two and one cells per side (every cell a neighbour once;
  * minimum image picks the image), with half lists (float) and full lists (ti). */
 static void test_open_and_small_boxes(void **state)
@@ -1071,6 +1121,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_skin_under_and_over),
         cmocka_unit_test(test_no_skin),
         cmocka_unit_test(test_clustered),
+        cmocka_unit_test(test_walks_agree),
         cmocka_unit_test(test_open_and_small_boxes),
         cmocka_unit_test(test_exclusions),
         cmocka_unit_test(test_list_forms),

@@ -349,6 +349,17 @@ static void test_neighbors(void **state)
     run_accumulators(&c, accumulators, 4);
 }
 
+/* The list build's tiled walk (local memory and barriers; the GPUs' choice, src/loops/neighbors.c)
+ * forced on this CPU device: its barriers and local tiles under the race checker. */
+static void test_neighbors_tiled_walk(void **state)
+{
+    (void)state;
+    setenv("FORCEKIT_NEIGHBOR_WALK", "tiled", 1);
+    const test_case c = {.kernel = "lj", .algorithm = FK_ALGORITHM_NEIGHBORS};
+    run_accumulators(&c, accumulators, 2);
+    unsetenv("FORCEKIT_NEIGHBOR_WALK");
+}
+
 static void test_exclusions_afterwards(void **state)
 {
     (void)state;
@@ -378,6 +389,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_symmetric),
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_neighbors),
+        cmocka_unit_test(test_neighbors_tiled_walk),
         cmocka_unit_test(test_exclusions_afterwards),
         cmocka_unit_test(test_exclusions_on_the_fly),
     };

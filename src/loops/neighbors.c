@@ -52,8 +52,9 @@ struct fk__neighbors {
     int unroll; /* partners per unrolled step (UNROLL_J) */
     int lanes;  /* > 0: the lane form, partners per vector (cl/neighbors.c, FK_LANES) */
     int split;  /* work-items per particle (FK_NB_SPLIT): full lists, the scalar walk */
+    int walk;   /* the list build's walk: WALK_AUTO, WALK_TILED or WALK_ITEMS (use_tiled_walk) */
     cl_program build_program, program, bound_program;
-    cl_kernel count, fill, sort, scan_blocks, scan_top, scan_apply;
+    cl_kernel count, fill, count_tiled, fill_tiled, sort, scan_blocks, scan_top, scan_apply;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
      * NULL). */
     cl_kernel pairs, gather, bound_pairs, bound_gather;
@@ -282,6 +283,38 @@ static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, 
     return status;
 }
 
+/* The list build's walk (cl/neighbors_build.cl): per item (fk_neighbors_count, _fill), four
+ * placeholders of a cell per work-item, or tiled through local memory (fk_neighbors_*_tiled), a
+ * work-group per cell and one placeholder per work-item. Both build the same lists entry for
+ * entry. The per-item walk is a chain of dependent global loads on a few work-items per cell: on
+ * a GPU with too few cells to fill it, latency is all it measures (an H200 at N = 4,096: count
+ * and fill 250 and 310 us, most of a rebuild; tiled 29 and 71 us). With enough cells the tiled
+ * walk's idle work-items (a cell holds a third of a group) cost more than the chains (N =
+ * 1,048,576: a step 1.13 ms tiled, 0.98 per item). So on GPUs the tiled walk while the per-item
+ * walk would have fewer work-items than the device holds in flight (2,048 per compute unit,
+ * NVIDIA's and AMD's figure); on CPUs always per item (POCL runs it fastest). Decided at each
+ * build, from that build's grid. FORCEKIT_NEIGHBOR_WALK=tiled or items forces one (the tests
+ * compare them; measurements). */
+enum { WALK_AUTO = 0, WALK_TILED, WALK_ITEMS, IN_FLIGHT_PER_UNIT = 2048 };
+
+static int walk_mode(void)
+{
+    const char *forced = getenv("FORCEKIT_NEIGHBOR_WALK");
+    if (forced && strcmp(forced, "tiled") == 0)
+        return WALK_TILED;
+    if (forced && strcmp(forced, "items") == 0)
+        return WALK_ITEMS;
+    return WALK_AUTO;
+}
+
+static int use_tiled_walk(const fk_device_info *device, int mode, size_t item_walkers)
+{
+    if (mode != WALK_AUTO)
+        return mode == WALK_TILED;
+    return device->type == FK_DEVICE_GPU &&
+           item_walkers < (size_t)device->compute_units * IN_FLIGHT_PER_UNIT;
+}
+
 static fk_status neighbors_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
@@ -340,25 +373,34 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         if (status == FK_OK)
             state->build_program = built_lists.program;
     }
-    /* Every build kernel runs in groups of the grid's aux_group (launch below). */
+    /* Every build kernel runs in groups of the grid's aux_group (launch below). The tiled walk's
+     * kernels only where they may run (GPUs, or forced): a CPU device need not take their local
+     * memory and barriers. */
+    state->walk = walk_mode();
+    const int may_tile = state->walk == WALK_TILED ||
+                         (state->walk == WALK_AUTO && context->info.type == FK_DEVICE_GPU);
     const struct {
         const char *name;
         cl_kernel *kernel;
     } build_kernels[] = {
         {"fk_neighbors_count", &state->count},
         {"fk_neighbors_fill", &state->fill},
+        {may_tile ? "fk_neighbors_count_tiled" : NULL, &state->count_tiled},
+        {may_tile ? "fk_neighbors_fill_tiled" : NULL, &state->fill_tiled},
         {"fk_neighbors_sort", &state->sort},
         {"fk_neighbors_scan_blocks", &state->scan_blocks},
         {"fk_neighbors_scan_top", &state->scan_top},
         {"fk_neighbors_scan_apply", &state->scan_apply},
     };
     for (size_t k = 0; k < sizeof build_kernels / sizeof build_kernels[0] && status == FK_OK; ++k) {
+        if (!build_kernels[k].name)
+            continue;
         status = fk__create_kernel(context, state->build_program, build_kernels[k].name,
                                    build_kernels[k].kernel);
         if (status == FK_OK)
-            status = fk__check_work_group(context, *build_kernels[k].kernel,
-                                          (size_t)state->grid.aux_group,
-                                          owner, build_kernels[k].name);
+            status =
+                fk__check_work_group(context, *build_kernels[k].kernel,
+                                     (size_t)state->grid.aux_group, owner, build_kernels[k].name);
     }
     if (status == FK_OK)
         status = build_pair_program(eval, state, request, eval->accum->info.name, &state->program,
@@ -396,9 +438,10 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,       state->fill,        state->sort,  state->scan_blocks,
-                           state->scan_top,    state->scan_apply,  state->pairs, state->gather,
-                           state->bound_pairs, state->bound_gather};
+    cl_kernel kernels[] = {state->count,      state->fill,        state->count_tiled,
+                           state->fill_tiled, state->sort,        state->scan_blocks,
+                           state->scan_top,   state->scan_apply,  state->pairs,
+                           state->gather,     state->bound_pairs, state->bound_gather};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -496,16 +539,25 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     const cl_int4 layout = {{grid->grid[0], grid->grid[1], grid->grid[2], grid->periodic}};
     const cl_int capacity = grid->capacity, half = state->half;
     const cl_int n_int = (cl_int)n, block_count = (cl_int)blocks;
+    /* The walk's work-items: FK_NB_WALK_I (cl/neighbors_build.cl) placeholders of a cell each;
+     * tiled, a group of aux per block of aux placeholders of a cell, one each. */
+    const size_t item_walkers = grid->cells * (((size_t)grid->capacity + WALK_I - 1) / WALK_I);
+    const int tiled =
+        state->count_tiled && use_tiled_walk(&context->info, state->walk, item_walkers);
+    const size_t walkers =
+        tiled ? grid->cells * (((size_t)grid->capacity + aux - 1) / aux) * aux : item_walkers;
+    cl_kernel count_kernel = tiled ? state->count_tiled : state->count;
+    cl_kernel fill_kernel = tiled ? state->fill_tiled : state->fill;
     /* The two walks take the same first arguments: the grid and the radius. */
     for (int k = 0; k < 2 && status == FK_OK; ++k)
-        status = FK__SET_ARGS(context, k ? state->fill : state->count,
+        status = FK__SET_ARGS(context, k ? fill_kernel : count_kernel,
                               k ? "fk_neighbors_fill" : "fk_neighbors_count", 0, FK__ARG(half),
                               FK__ARG(capacity), FK__ARG(layout), FK__ARG(grid->count),
                               FK__ARG(grid->slots), FK__ARG(eval->body), FK__ARG(radius2),
                               FK__ARG(box), FK__ARG(inv_box));
     if (status == FK_OK)
         status =
-            FK__SET_ARGS(context, state->count, "fk_neighbors_count", 9, FK__ARG(state->counts));
+            FK__SET_ARGS(context, count_kernel, "fk_neighbors_count", 9, FK__ARG(state->counts));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, state->scan_blocks, "fk_neighbors_scan_blocks", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums));
@@ -521,18 +573,16 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         return status;
 
     /* Count and prefix sum; the totals come back with the statistics. */
-    /* The walk's work-items: FK_NB_WALK_I (cl/neighbors_build.cl) placeholders of a cell each. */
-    const size_t walkers = grid->cells * (((size_t)grid->capacity + WALK_I - 1) / WALK_I);
     cl_event events[8] = {NULL};
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, state->count, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+    launch(context, count_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
     launch(context, state->scan_blocks, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
-    launch(context, state->scan_top, aux, aux,
-           "clEnqueueNDRangeKernel (fk_neighbors_scan_top)", &events[3], &err, &call);
+    launch(context, state->scan_top, aux, aux, "clEnqueueNDRangeKernel (fk_neighbors_scan_top)",
+           &events[3], &err, &call);
     launch(context, state->scan_apply, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_apply)", &events[4], &err, &call);
     cl_int stats[8];
@@ -571,7 +621,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
                                "mirror cursors");
     if (status == FK_OK)
         status =
-            FK__SET_ARGS(context, state->fill, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
+            FK__SET_ARGS(context, fill_kernel, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
                          FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->cursor));
     if (status == FK_OK && state->half)
         status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
@@ -591,11 +641,11 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
                                NULL, &events[7]);
     }
-    launch(context, state->fill, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)", &events[5],
-           &err, &call);
+    launch(context, fill_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)",
+           &events[5], &err, &call);
     if (state->half)
-        launch(context, state->sort, aux, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)", &events[6],
-               &err, &call);
+        launch(context, state->sort, aux, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)",
+               &events[6], &err, &call);
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (neighbour lists: statistics)";
         err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
@@ -737,6 +787,8 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
         {state->bound_gather, "fk_neighbors_gather (bound pre-pass)"},
         {state->count, "fk_neighbors_count"},
         {state->fill, "fk_neighbors_fill"},
+        {state->count_tiled, "fk_neighbors_count_tiled"},
+        {state->fill_tiled, "fk_neighbors_fill_tiled"},
     };
     return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
                                   figures, capacity);
