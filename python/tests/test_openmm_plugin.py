@@ -1,0 +1,183 @@
+"""The native OpenMM plugin (forcekit.openmm.nonbonded_force, ForcekitNonbondedForce; issue #34)
+against OpenMM's own forces on the Reference platform, on OpenMM's OpenCL platform (forcekit on
+OpenMM's context and buffers) and on the Reference platform (forcekit's host path): forces and
+energies, the features refused, serialization, an NVE run and fixed64's bit-identical
+trajectories."""
+import numpy as np
+import pytest
+
+openmm = pytest.importorskip("openmm")
+from openmm import unit  # noqa: E402
+
+import forcekit.openmm as fkmm  # noqa: E402
+from reference import as_float  # noqa: E402
+from test_openmm import TOL, charged_system, energy_scale, evaluate, relative_error, with_force  # noqa: E402
+
+if not fkmm.plugin_available():
+    pytest.skip("forcekit built without its OpenMM plugin", allow_module_level=True)
+
+_names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+# OpenCL: the device path (OpenMM's first OpenCL device, POCL in CI); Reference: the host path.
+PLATFORMS = [p for p in ("OpenCL", "Reference") if p in _names]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_charged_nocutoff_vs_reference(rng, platform):
+    # NoCutoff: forcekit's ljc_constant is NonbondedForce's LJ + Coulomb exactly (no cutoff, no
+    # shift); exceptions with zero chargeProd and epsilon are exclusions.
+    system, nb, pos, _ = charged_system(rng, 200, openmm.NonbondedForce.NoCutoff)
+    f_ref, e_ref = evaluate(system, as_float(pos))
+    f, e = evaluate(with_force(system, fkmm.nonbonded_force(nb)), pos, platform)
+    assert relative_error(f, f_ref) < TOL
+    assert abs(e - e_ref) < TOL * energy_scale(system, nb, as_float(pos))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_charged_cutoff_periodic_vs_reference(rng, platform):
+    # OpenMM's CutoffPeriodic truncates LJ and uses reaction-field Coulomb, forcekit force-shifts
+    # the whole pair function: shifted_force_correction() is the pairwise difference. With it the
+    # two agree to rounding; without it they must not.
+    cutoff = 0.9
+    system, nb, pos, box = charged_system(rng, 300, openmm.NonbondedForce.CutoffPeriodic, cutoff)
+    f_ref, _ = evaluate(system, as_float(pos))
+    charges, types, table, excl = fkmm.nonbonded_parameters(nb)
+    correction = fkmm.shifted_force_correction(as_float(pos), charges, types, table, cutoff,
+                                               [box] * 3, 78.3, excl)
+    f, _ = evaluate(with_force(system, fkmm.nonbonded_force(nb)), pos, platform)
+    assert relative_error(f, f_ref + correction) < TOL
+    assert relative_error(f, f_ref) > 100 * TOL
+
+
+def _shifted_reference(nb, method):
+    force = fkmm.lj_shifted_custom_force(nb)
+    force.setNonbondedMethod(method)
+    return force
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("method", ["CutoffPeriodic", "CutoffNonPeriodic"])
+def test_lj_cutoff_vs_openmm_with_forcekit_physics(rng, platform, method):
+    # The same physics in OpenMM (a CustomNonbondedForce with forcekit's force-shifted LJ):
+    # forces and energies agree directly. Some particles are moved whole boxes away (OpenMM does
+    # not wrap positions): the periodic force must not change.
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=4)
+    nb.setNonbondedMethod(getattr(openmm.NonbondedForce, method))
+    custom = getattr(openmm.CustomNonbondedForce, method)
+    pos = pos + rng.uniform(-0.03, 0.03, pos.shape)
+    f_ref, e_ref = evaluate(with_force(system, _shifted_reference(nb, custom)), as_float(pos))
+    force = fkmm.nonbonded_force(nb)
+    f, e = evaluate(with_force(system, force), pos, platform)
+    assert relative_error(f, f_ref) < TOL
+    assert abs(e - e_ref) < TOL * abs(e_ref)
+    if method == "CutoffPeriodic":
+        shifted = pos.copy()
+        shifted[::7] += np.array([3.0, -2.0, 1.0]) * box
+        f2, e2 = evaluate(with_force(system, fkmm.nonbonded_force(nb)), shifted, platform)
+        assert relative_error(f2, f_ref) < TOL
+        assert abs(e2 - e_ref) < TOL * abs(e_ref)
+
+
+def test_unsupported_features_are_refused_by_name():
+    def fresh():
+        nb = openmm.NonbondedForce()
+        nb.addParticle(0.1, 0.3, 1.0)
+        nb.addParticle(-0.1, 0.3, 1.0)
+        nb.setNonbondedMethod(openmm.NonbondedForce.CutoffPeriodic)
+        nb.setUseDispersionCorrection(False)
+        return nb
+
+    for method, name in [("PME", "PME"), ("Ewald", "Ewald"), ("LJPME", "LJPME")]:
+        nb = fresh()
+        nb.setNonbondedMethod(getattr(openmm.NonbondedForce, method))
+        with pytest.raises(NotImplementedError, match=name):
+            fkmm.nonbonded_force(nb)
+    nb = fresh()
+    nb.setUseSwitchingFunction(True)
+    with pytest.raises(NotImplementedError, match="switching function"):
+        fkmm.nonbonded_force(nb)
+    nb = fresh()
+    nb.setUseDispersionCorrection(True)
+    with pytest.raises(NotImplementedError, match="dispersion correction"):
+        fkmm.nonbonded_force(nb)
+    nb = fresh()
+    nb.addException(0, 1, 0.5, 0.3, 0.5)
+    with pytest.raises(NotImplementedError, match="scaled 1-4 exceptions"):
+        fkmm.nonbonded_force(nb)
+    nb = fresh()
+    nb.addGlobalParameter("lambda", 1.0)
+    nb.addParticleParameterOffset("lambda", 0, 0.1, 0.0, 0.0)
+    with pytest.raises(NotImplementedError, match="parameter offsets"):
+        fkmm.nonbonded_force(nb)
+
+
+def test_triclinic_box_is_refused():
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=3)
+    force = fkmm.nonbonded_force(nb)  # before remove_force, which deletes nb
+    fkmm.remove_force(system, openmm.NonbondedForce)
+    system.addForce(force)
+    system.setDefaultPeriodicBoxVectors(openmm.Vec3(box, 0, 0), openmm.Vec3(0.2 * box, box, 0),
+                                        openmm.Vec3(0, 0, box))
+    with pytest.raises(openmm.OpenMMException, match="triclinic"):
+        evaluate(system, pos, PLATFORMS[-1])
+
+
+def test_serialization_round_trip():
+    system, nb, *_ = charged_system(np.random.default_rng(1), 20, openmm.NonbondedForce.NoCutoff)
+    xml = openmm.XmlSerializer.serialize(fkmm.nonbonded_force(nb, accum="float"))
+    assert 'type="ForcekitNonbondedForce"' in xml and 'accum="float"' in xml
+    assert openmm.XmlSerializer.serialize(openmm.XmlSerializer.deserialize(xml)) == xml
+    bad = xml.replace('types="', 'types="-')
+    with pytest.raises(Exception, match="types"):
+        openmm.XmlSerializer.deserialize(bad)
+
+
+def _run(platform, force_kind, steps, n_cells=3, report=None, **options):
+    """An NVE run of the LJ fluid (argon units, reduced density 0.8442, T* = 0.72, dt = 0.005 tau,
+    cutoff 2.5 sigma) with the plugin or OpenMM's own force with the same force-shifted LJ:
+    (total energies every `report` steps, final positions, the final context)."""
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=n_cells)
+    force = fkmm.nonbonded_force(nb, **options) if force_kind == "forcekit" else fkmm.lj_shifted_custom_force(nb)
+    fkmm.remove_force(system, openmm.NonbondedForce)
+    system.addForce(force)
+    integrator = openmm.VerletIntegrator(0.005 * fkmm.lj_time_unit())
+    context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform))
+    context.setPositions(pos)
+    context.setVelocities(vel)
+    energies = []
+    report = report or steps
+    for k in range(steps // report + 1):
+        state = context.getState(getEnergy=True)
+        energies.append((state.getPotentialEnergy() + state.getKineticEnergy()).value_in_unit(unit.kilojoule_per_mole))
+        if k < steps // report:
+            integrator.step(report)
+    positions = context.getState(getPositions=True).getPositions(asNumpy=True).value_in_unit(unit.nanometer)
+    return np.array(energies), positions, context
+
+
+def test_nve_1000_steps_conserves_energy_as_openmm_does():
+    # N = 256 on OpenMM's first platform of PLATFORMS (OpenCL in CI: OpenMM reorders its atoms
+    # during the run, which the plugin follows through atomIndex). The plugin's largest
+    # excursion of the total energy is within 2x of OpenMM's own force's (same Hamiltonian, same
+    # platform and integrator), and the final forces in the context match the Reference platform
+    # on the final positions.
+    platform = PLATFORMS[0]
+    e_fk, pos_fk, context = _run(platform, "forcekit", 1000, n_cells=4, report=50)
+    e_mm, _, _ = _run(platform, "openmm", 1000, n_cells=4, report=50)
+    excursion_fk = np.abs(e_fk - e_fk[0]).max()
+    excursion_mm = np.abs(e_mm - e_mm[0]).max()
+    print(f"max |E - E0| kJ/mol: forcekit {excursion_fk:.3e}, OpenMM {excursion_mm:.3e}")
+    assert np.isfinite(e_fk).all()
+    assert excursion_fk <= 2 * excursion_mm
+    system, nb, *_ = fkmm.lj_fluid(n_cells=4)
+    f_ref, _ = evaluate(with_force(system, fkmm.lj_shifted_custom_force(nb)), as_float(pos_fk))
+    state = context.getState(getForces=True)
+    f = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    assert relative_error(f, f_ref) < TOL
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_fixed64_trajectory_is_the_same_bits_twice(platform):
+    a = _run(platform, "forcekit", 200, accum="fixed64", reproducible=True)[1]
+    b = _run(platform, "forcekit", 200, accum="fixed64", reproducible=True)[1]
+    assert np.isfinite(a).all()
+    assert a.tobytes() == b.tobytes()
