@@ -17,8 +17,9 @@ if not fkmm.plugin_available():
     pytest.skip("forcekit built without its OpenMM plugin", allow_module_level=True)
 
 _names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-# OpenCL: the device path (OpenMM's first OpenCL device, POCL in CI); Reference: the host path.
-PLATFORMS = [p for p in ("OpenCL", "Reference") if p in _names]
+# OpenCL: the device path (OpenMM's first OpenCL device, POCL in CI); Reference and CPU: the
+# host path (forcekit on its own device).
+PLATFORMS = [p for p in ("OpenCL", "Reference", "CPU") if p in _names]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -75,6 +76,31 @@ def test_lj_cutoff_vs_openmm_with_forcekit_physics(rng, platform, method):
         f2, e2 = evaluate(with_force(system, fkmm.nonbonded_force(nb)), shifted, platform)
         assert relative_error(f2, f_ref) < TOL
         assert abs(e2 - e_ref) < TOL * abs(e_ref)
+
+
+@pytest.mark.skipif("OpenCL" not in _names, reason="no OpenCL platform in OpenMM")
+@pytest.mark.parametrize("precision", ["single", "mixed", "double"])
+def test_opencl_precisions_and_force_groups(rng, precision):
+    # posq is float4 in single and mixed precision and double4 in double, the energy buffer float
+    # or double: the plugin's kernels take each. The force sits in group 3: asking for group 0
+    # alone must leave it out.
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=4)
+    pos = pos + rng.uniform(-0.03, 0.03, pos.shape)
+    f_ref, e_ref = evaluate(with_force(system, fkmm.lj_shifted_custom_force(nb)), as_float(pos))
+    force = fkmm.nonbonded_force(nb)
+    force.setForceGroup(3)
+    sys2 = with_force(system, force)
+    context = openmm.Context(sys2, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("OpenCL"),
+                             {"Precision": precision})
+    context.setPositions(pos)
+    state = context.getState(getForces=True, getEnergy=True, groups={3})
+    f = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    e = state.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
+    assert relative_error(f, f_ref) < TOL
+    assert abs(e - e_ref) < TOL * abs(e_ref)
+    other = context.getState(getForces=True, getEnergy=True, groups={0})
+    assert other.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole) == 0.0
+    assert not np.any(other.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer))
 
 
 def test_unsupported_features_are_refused_by_name():
