@@ -16,6 +16,8 @@ Runs:
                      Hamiltonian).
   forcekit_float, forcekit_fixed64: forcekit.openmm.nonbonded_force(nb, accum=...), the plugin;
                      on the OpenCL platform forcekit runs on OpenMM's own context and buffers.
+  openmm_no_nonbonded: no force at all (free flight): OpenMM's own per-step floor on the platform
+                     (integration, force-buffer clearing and reduction), not in the default runs.
 Per run: ns/day and ms/step, the median of --repeats timed blocks after --warmup steps.
 
 On a GPU machine without network (the lead's): carry a folder of wheels made on a networked
@@ -47,6 +49,8 @@ def run(kind, args):
     system, nb, pos, vel, box = fkmm.lj_fluid(n=args.n, density=args.density, seed=1)
     if kind == "openmm_nonbonded":
         pass
+    elif kind == "openmm_no_nonbonded":
+        fkmm.remove_force(system, openmm.NonbondedForce)  # free flight: OpenMM's step without forces
     else:
         if kind == "openmm_shifted":
             force = fkmm.lj_shifted_custom_force(nb)
