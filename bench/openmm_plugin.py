@@ -26,8 +26,8 @@ pytest pathspec packaging`), then
     python3 -m venv venv && venv/bin/pip install --no-index --find-links wheels openmm numpy \\
         scikit-build-core nanobind
     venv/bin/pip install --no-build-isolation --no-index ./python
-    venv/bin/python bench/openmm_plugin.py --n 65536 --precision single > plugin_65536.json
-    venv/bin/python bench/openmm_plugin.py --n 1048576 --steps 200 --precision single > plugin_1m.json
+    venv/bin/python bench/openmm_plugin.py --n 65536 --out plugin_65536.json
+    venv/bin/python bench/openmm_plugin.py --n 1048576 --steps 100 --warmup 20 --out plugin_1m.json
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def run(kind, args):
         if kind == "openmm_shifted":
             force = fkmm.lj_shifted_custom_force(nb)
         elif kind.startswith("forcekit_"):
-            force = fkmm.nonbonded_force(nb, accum=kind.split("_", 1)[1])
+            force = fkmm.nonbonded_force(nb, accum=kind.split("_", 1)[1], skin=args.skin)
         else:
             raise SystemExit(f"unknown run {kind}")
         fkmm.remove_force(system, openmm.NonbondedForce)
@@ -97,7 +97,11 @@ def main():
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--platform", default="OpenCL")
+    parser.add_argument("--skin", type=float, default=0.0,
+                        help="forcekit's Verlet skin in nm (0: its default, 0.12 cutoff)")
     parser.add_argument("--precision", default="single", help="OpenMM precision on GPU platforms")
+    parser.add_argument("--out", help="write the JSON here instead of stdout (OpenMM prints its "
+                        "POCL warning to stdout)")
     parser.add_argument("--runs", default="openmm_nonbonded,openmm_shifted,forcekit_float,forcekit_fixed64")
     args = parser.parse_args()
     results = []
@@ -112,7 +116,7 @@ def main():
                 speedups[r["run"] + "_vs_openmm_nonbonded"] = r["ns_per_day"] / base["openmm_nonbonded"]
     if "forcekit_float" in base and "forcekit_fixed64" in base:
         speedups["fixed64_time_over_float"] = base["forcekit_float"] / base["forcekit_fixed64"]
-    print(json.dumps({
+    text = json.dumps({
         "benchmark": "openmm_plugin",
         "openmm": openmm.__version__,
         "forcekit": forcekit.__version__,
@@ -121,10 +125,16 @@ def main():
         "platform": args.platform,
         "precision": args.precision,
         "density": args.density,
+        "skin_nm": args.skin,
         "steps": args.steps,
         "results": results,
         "ratios": speedups,
-    }, indent=2))
+    }, indent=2)
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write(text + "\n")
+    else:
+        print(text)
 
 
 if __name__ == "__main__":
