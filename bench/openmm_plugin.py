@@ -21,8 +21,9 @@ Runs:
 Per run: ns/day and ms/step, the median of --repeats timed blocks after --warmup steps.
 
 On a GPU machine without network (the lead's): carry a folder of wheels made on a networked
-machine with the same Python (`pip download -d wheels openmm numpy scikit-build-core nanobind
-pytest pathspec packaging`), then
+machine for the GPU machine's Python (`pip download -d wheels --only-binary=:all:
+--python-version 3.X openmm numpy scikit-build-core nanobind pathspec packaging`, plus `cmake`
+if the machine's is older than 3.18), then
     python3 -m venv venv && venv/bin/pip install --no-index --find-links wheels openmm numpy \\
         scikit-build-core nanobind
     venv/bin/pip install --no-build-isolation --no-index ./python
