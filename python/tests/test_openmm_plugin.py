@@ -207,3 +207,31 @@ def test_fixed64_trajectory_is_the_same_bits_twice(platform):
     b = _run(platform, "forcekit", 200, accum="fixed64", reproducible=True)[1]
     assert np.isfinite(a).all()
     assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS[:2])
+def test_barostat_box_changes(platform):
+    # A MonteCarloBarostat changes the box every 5 steps: the plugin builds a forcekit evaluation
+    # for each new box. After the run, the context's forces match the Reference platform's on the
+    # final positions and box.
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=4)
+    force = fkmm.nonbonded_force(nb)
+    fkmm.remove_force(system, openmm.NonbondedForce)
+    system.addForce(force)
+    system.addForce(openmm.MonteCarloBarostat(1.0, 87.0, 5))  # 1 bar: the dense fluid expands
+    integrator = openmm.LangevinMiddleIntegrator(87.0, 5.0, 0.002)
+    context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform))
+    context.setPositions(pos)
+    context.setVelocitiesToTemperature(87.0, 1)
+    integrator.step(100)
+    state = context.getState(getPositions=True, getForces=True, getEnergy=True)
+    final_box = state.getPeriodicBoxVectors(asNumpy=True).value_in_unit(unit.nanometer)
+    assert final_box[0, 0] != box  # the barostat moved it
+    positions = state.getPositions(asNumpy=True).value_in_unit(unit.nanometer)
+    reference_system, ref_nb, *_ = fkmm.lj_fluid(n_cells=4)
+    ref = with_force(reference_system, fkmm.lj_shifted_custom_force(ref_nb))
+    ref.setDefaultPeriodicBoxVectors(*[openmm.Vec3(*row) for row in final_box])
+    f_ref, e_ref = evaluate(ref, as_float(positions))
+    f = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
+    # The barostat's own force is none (it scales positions), so the context's forces are ours.
+    assert relative_error(f, f_ref) < TOL
