@@ -36,8 +36,10 @@
 
 using namespace OpenMM;
 
-namespace ForcekitPlugin {
-namespace {
+namespace ForcekitPlugin
+{
+namespace
+{
 
 [[noreturn]] void fail(fk_context *ctx, const std::string &what, fk_status status)
 {
@@ -130,9 +132,13 @@ double wrap(double x, double box)
 }
 
 // Reference and CPU platforms: forcekit's host path.
-class HostKernel : public CalcForcekitNonbondedKernel {
-public:
-    HostKernel(std::string name, const Platform &platform) : CalcForcekitNonbondedKernel(name, platform) {}
+class HostKernel : public CalcForcekitNonbondedKernel
+{
+  public:
+    HostKernel(std::string name, const Platform &platform)
+        : CalcForcekitNonbondedKernel(name, platform)
+    {
+    }
     ~HostKernel() override
     {
         fk_eval_destroy(eval);
@@ -146,7 +152,9 @@ public:
         config.device = f.device.empty() ? nullptr : f.device.c_str();
         fk_status s = fk_context_create(&config, &ctx);
         if (s != FK_OK)
-            fail(ctx, "opening forcekit's device" + (f.device.empty() ? "" : " \"" + f.device + "\""), s);
+            fail(ctx,
+                 "opening forcekit's device" + (f.device.empty() ? "" : " \"" + f.device + "\""),
+                 s);
         n = (size_t)f.getNumParticles();
         position.resize(3 * n);
         forces.resize(3 * n);
@@ -190,7 +198,7 @@ public:
         return energy;
     }
 
-private:
+  private:
     const ForcekitNonbondedForce *force = nullptr;
     fk_context *ctx = nullptr;
     fk_eval *eval = nullptr;
@@ -238,8 +246,9 @@ __kernel void fkScatter(__global const double* restrict force, __global const do
 }
 )CL";
 
-class OpenCLKernel : public CalcForcekitNonbondedKernel {
-public:
+class OpenCLKernel : public CalcForcekitNonbondedKernel
+{
+  public:
     OpenCLKernel(std::string name, const Platform &platform, OpenCLContext &cl)
         : CalcForcekitNonbondedKernel(name, platform), cl(cl)
     {
@@ -253,8 +262,16 @@ public:
     {
         force = &f;
         n = f.getNumParticles();
+        // forcekit decodes its results into double buffers on the device (forcekit_cl.h), and
+        // the scatter kernel reads them: a device without fp64 cannot take the device path.
+        if (cl.getDevice().getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() == 0)
+            throw OpenMMException("ForcekitNonbondedForce: OpenMM's OpenCL device " +
+                                  cl.getDevice().getInfo<CL_DEVICE_NAME>() +
+                                  " has no fp64, which forcekit's results on the device need: "
+                                  "use the CPU or Reference platform (forcekit's host path)");
         queue = cl.getQueue()();
-        fk_status s = fk_context_create_cl(cl.getContext()(), cl.getDevice()(), queue, nullptr, &ctx);
+        fk_status s =
+            fk_context_create_cl(cl.getContext()(), cl.getDevice()(), queue, nullptr, &ctx);
         if (s != FK_OK)
             fail(ctx, "forcekit on OpenMM's OpenCL context", s);
         positions.initialize<mm_float4>(cl, n, "forcekitPositions");
@@ -294,7 +311,7 @@ public:
             for (int k = 0; k < 3; k++)
                 box[k] = now[k];
             std::vector<mm_float4> host(n);
-            positions.download(host);  // once per evaluation object: set_particles is host data
+            positions.download(host); // once per evaluation object: set_particles is host data
             std::vector<double> position(3 * (size_t)n);
             for (int i = 0; i < n; i++) {
                 position[3 * i] = host[i].x;
@@ -324,7 +341,7 @@ public:
         return 0.0;
     }
 
-private:
+  private:
     OpenCLContext &cl;
     const ForcekitNonbondedForce *force = nullptr;
     cl_command_queue queue = nullptr;
@@ -336,8 +353,9 @@ private:
     cl::Kernel gather, scatter;
 };
 
-class Factory : public KernelFactory {
-public:
+class Factory : public KernelFactory
+{
+  public:
     KernelImpl *createKernelImpl(std::string name, const Platform &platform,
                                  ContextImpl &context) const override
     {

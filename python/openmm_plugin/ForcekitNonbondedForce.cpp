@@ -11,7 +11,8 @@
 
 using namespace OpenMM;
 
-namespace ForcekitPlugin {
+namespace ForcekitPlugin
+{
 
 void ForcekitNonbondedForce::validate() const
 {
@@ -96,8 +97,9 @@ void ForcekitNonbondedForceProxy::serialize(const void *object, SerializationNod
             .setIntProperty("t", f.particleTypes[i]);
     SerializationNode &exclusions = node.createChildNode("Exclusions");
     for (auto &e : f.exclusions)
-        exclusions.createChildNode("Exclusion").setIntProperty("p1", e.first).setIntProperty(
-            "p2", e.second);
+        exclusions.createChildNode("Exclusion")
+            .setIntProperty("p1", e.first)
+            .setIntProperty("p2", e.second);
 }
 
 void *ForcekitNonbondedForceProxy::deserialize(const SerializationNode &node) const
