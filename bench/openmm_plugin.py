@@ -20,15 +20,9 @@ Runs:
                      (integration, force-buffer clearing and reduction), not in the default runs.
 Per run: ns/day and ms/step, the median of --repeats timed blocks after --warmup steps.
 
-On a GPU machine without network (the lead's): carry a folder of wheels made on a networked
-machine for the GPU machine's Python (`pip download -d wheels --only-binary=:all:
---python-version 3.X openmm numpy scikit-build-core nanobind pathspec packaging`, plus `cmake`
-if the machine's is older than 3.18), then
-    python3 -m venv venv && venv/bin/pip install --no-index --find-links wheels openmm numpy \\
-        scikit-build-core nanobind
-    venv/bin/pip install --no-build-isolation --no-index ./python
-    venv/bin/python bench/openmm_plugin.py --n 65536 --out plugin_65536.json
-    venv/bin/python bench/openmm_plugin.py --n 1048576 --steps 100 --warmup 20 --out plugin_1m.json
+On a GPU machine without network (the lead's): bench/run_gpu_openmm_plugin.sh carries the wheels
+(--fetch here, into .devdeps/wheels), builds the package there and runs this at N = 65,536 and
+1,048,576.
 """
 
 from __future__ import annotations
