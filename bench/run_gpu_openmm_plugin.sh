@@ -28,7 +28,7 @@ if [ $# -ne 1 ]; then
     exit 2
 fi
 out=$1
-work=${WORK:-build-gpu-openmm}
+work=$(pwd)/${WORK:-build-gpu-openmm}  # absolute: pip resolves build-dir from python/
 mkdir -p "$out" "$work"
 venv=$work/venv
 [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"

@@ -158,9 +158,12 @@ def _make_force(bridge: Bridge, periodic: bool) -> "openmm.PythonForce":
     return force
 
 
-def nonbonded_parameters(nonbonded: "openmm.NonbondedForce"):
+def nonbonded_parameters(nonbonded: "openmm.NonbondedForce", scaled: Optional[list] = None):
     """charges (e), types, Lorentz-Berthelot pair table (T, T, 2) of (epsilon kJ/mol, sigma nm),
-    and exclusions (K, 2) of a NonbondedForce. Exceptions must be pure exclusions."""
+    and exclusions (K, 2) of a NonbondedForce. Exceptions must be pure exclusions, unless a list
+    is passed as `scaled`: the scaled ones (nonzero chargeProd or epsilon) are then appended to
+    it as (i, j, chargeProd e^2, sigma nm, epsilon kJ/mol) and are exclusions too (the native
+    plugin computes them itself)."""
     n = nonbonded.getNumParticles()
     charges = np.empty(n)
     lj = np.empty((n, 2))
@@ -178,7 +181,10 @@ def nonbonded_parameters(nonbonded: "openmm.NonbondedForce"):
     exclusions = []
     for k in range(nonbonded.getNumExceptions()):
         i, j, qq, sigma, epsilon = nonbonded.getExceptionParameters(k)
-        if qq.value_in_unit(unit.elementary_charge**2) != 0 or epsilon.value_in_unit(unit.kilojoule_per_mole) != 0:
+        qq_e2, eps_kj = qq.value_in_unit(unit.elementary_charge**2), epsilon.value_in_unit(unit.kilojoule_per_mole)
+        if (qq_e2 != 0 or eps_kj != 0) and scaled is not None:
+            scaled.append((i, j, qq_e2, sigma.value_in_unit(unit.nanometer), eps_kj))
+        elif qq_e2 != 0 or eps_kj != 0:
             raise NotImplementedError(
                 f"scaled 1-4 exceptions: exception {k} ({i}, {j}) has nonzero chargeProd or epsilon; "
                 "forcekit has exclusions (chargeProd = epsilon = 0), not scaled pairs"
@@ -346,8 +352,10 @@ def nonbonded_force(
     Methods: NoCutoff, CutoffNonPeriodic, CutoffPeriodic (rectangular boxes), with forcekit's
     force-shifted pair function at the cutoff (docs/python.md: how it differs from OpenMM's
     truncated LJ and reaction-field Coulomb). Exceptions with chargeProd = epsilon = 0 become
-    exclusions. PME/Ewald/LJPME, switching, the dispersion correction, scaled 1-4 exceptions and
-    parameter offsets raise NotImplementedError naming the feature. algorithm: None chooses
+    exclusions; scaled 1-4 exceptions are left out of forcekit's loop and computed by the plugin
+    as NonbondedForce computes exceptions (plain LJ + Coulomb, no cutoff). PME/Ewald/LJPME,
+    switching, the dispersion correction and parameter offsets raise NotImplementedError naming
+    the feature. algorithm: None chooses
     "neighbors" with a cutoff and "all-pairs" without. context= or other evaluator keywords need
     the Python bridge: they are passed to nonbonded_python_force (a PythonForce) instead."""
     if context is not None or evaluator_options:
@@ -355,7 +363,8 @@ def nonbonded_force(
                                       algorithm=algorithm, reproducible=reproducible,
                                       **({"skin": skin} if skin else {}), **evaluator_options)
     settings = nonbonded_settings(nonbonded)
-    charges, types, table, exclusions = nonbonded_parameters(nonbonded)
+    scaled: list = []
+    charges, types, table, exclusions = nonbonded_parameters(nonbonded, scaled)
     load_plugin()
     charged = bool(np.any(charges != 0))
     cutoff = settings["cutoff"]
@@ -368,6 +377,7 @@ def nonbonded_force(
         "algorithm": algorithm or "", "device": device or "", "cutoff": float(cutoff),
         "coulomb": ONE_4PI_EPS0, "skin": float(skin), "periodic": settings["periodic"],
         "reproducible": bool(reproducible), "types": len(table),
+        "exceptionsPeriodic": bool(settings["periodic"] and nonbonded.getExceptionsUsePeriodicBoundaryConditions()),
     }
     lines = [f"<Force {_xml_attrs(head)}>", "<PairTable>"]
     for a in range(len(table)):
@@ -375,7 +385,10 @@ def nonbonded_force(
             lines.append(f'<Pair a="{a}" b="{b}" eps="{float(table[a, b, 0])!r}" sig="{float(table[a, b, 1])!r}"/>')
     lines.append("</PairTable><Particles>")
     lines.extend(f'<Particle q="{float(q)!r}" t="{int(t)}"/>' for q, t in zip(charges, types))
-    lines.append("</Particles><Exclusions>")
+    lines.append("</Particles><Exceptions14>")
+    lines.extend(f'<Exception p1="{int(i)}" p2="{int(j)}" q="{float(q)!r}" sig="{float(sg)!r}" eps="{float(e)!r}"/>'
+                 for i, j, q, sg, e in scaled)
+    lines.append("</Exceptions14><Exclusions>")
     lines.extend(f'<Exclusion p1="{int(i)}" p2="{int(j)}"/>' for i, j in exclusions)
     lines.append("</Exclusions></Force>")
     return openmm.XmlSerializer.deserialize("\n".join(lines))

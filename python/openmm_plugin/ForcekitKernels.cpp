@@ -126,6 +126,19 @@ void setParticles(fk_context *ctx, fk_eval *eval, const ForcekitNonbondedForce &
         fail(ctx, "uploading the particles", s);
 }
 
+// One exception pair: plain LJ + Coulomb at separation d (from p2 to p1), kqq = k q1 q2 (or the
+// exception's chargeProd times k). *fr: the force on p1 over r (times d gives the vector), *u:
+// the energy. Each operation separately rounded, as the device kernel's (no contraction).
+void pair14(const double d[3], double kqq, double sigma, double epsilon, double *fr, double *u)
+{
+    const double r2 = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
+    const double inv_r2 = 1.0 / r2, inv_r = std::sqrt(inv_r2);
+    const double sr2 = (sigma * sigma) * inv_r2, sr6 = (sr2 * sr2) * sr2;
+    const double coulomb = kqq * inv_r;
+    *u = 4.0 * epsilon * (sr6 * sr6 - sr6) + coulomb;
+    *fr = (24.0 * epsilon * (2.0 * (sr6 * sr6) - sr6) + coulomb) * inv_r2;
+}
+
 double wrap(double x, double box)
 {
     return box > 0 ? x - box * std::floor(x / box) : x;
@@ -186,15 +199,32 @@ class HostKernel : public CalcForcekitNonbondedKernel
             fail(ctx, "reading the forces", s);
         if ((s = fk_eval_read_potentials(eval, potentials.data())) != FK_OK)
             fail(ctx, "reading the potentials", s);
+        double energy = 0.0;
+        // The scaled 1-4 pairs, from OpenMM's own (unwrapped) positions, as NonbondedForce does.
+        for (auto &e : force->exceptions14) {
+            double d[3];
+            for (int k = 0; k < 3; k++) {
+                d[k] = pos[e.p1][k] - pos[e.p2][k];
+                if (force->exceptionsPeriodic && now[k] > 0)
+                    d[k] -= now[k] * std::round(d[k] / now[k]);
+            }
+            double fr, u;
+            pair14(d, force->coulomb * e.chargeProd, e.sigma, e.epsilon, &fr, &u);
+            for (int k = 0; k < 3; k++) {
+                forces[3 * e.p1 + k] += fr * d[k];
+                forces[3 * e.p2 + k] -= fr * d[k];
+            }
+            energy += u;
+        }
         if (includeForces) {
             std::vector<Vec3> &out = *data->forces;
             for (size_t i = 0; i < n; i++)
                 out[i] += Vec3(forces[3 * i], forces[3 * i + 1], forces[3 * i + 2]);
         }
-        double energy = 0.0;
-        if (includeEnergy)
-            for (double p : potentials)
-                energy += p;
+        if (!includeEnergy)
+            return 0.0;
+        for (double p : potentials)
+            energy += p;
         return energy;
     }
 
@@ -209,17 +239,64 @@ class HostKernel : public CalcForcekitNonbondedKernel
 
 const char *openclSource = R"CL(
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-// OpenMM's posq (slot order, real4, unwrapped) -> float4 in the System's order, wrapped.
+// Compiled without OpenMM's fast-relaxed-math and with no contraction: the wrap and the 1-4 pairs
+// are then correctly rounded, the same bits on every device (fixed64's promise).
+#pragma OPENCL FP_CONTRACT OFF
+// OpenMM's posq (slot order, real4, unwrapped) -> float4 in the System's order, wrapped, and the
+// unwrapped positions in the System's order (raw, for the 1-4 pairs).
 __kernel void fkGather(__global const real4* restrict posq, __global const int* restrict atomIndex,
-        __global float4* restrict out, int numAtoms, int periodic, real bx, real by, real bz) {
+        __global float4* restrict out, int numAtoms, int periodic, real bx, real by, real bz,
+        __global real4* restrict raw) {
     for (int slot = get_global_id(0); slot < numAtoms; slot += get_global_size(0)) {
         real4 p = posq[slot];
+        raw[atomIndex[slot]] = p;
         if (periodic) {
             p.x -= bx*floor(p.x/bx);
             p.y -= by*floor(p.y/by);
             p.z -= bz*floor(p.z/bz);
         }
         out[atomIndex[slot]] = (float4) ((float) p.x, (float) p.y, (float) p.z, 0.0f);
+    }
+}
+
+// The scaled 1-4 pairs, one work-item per particle over its own pairs (each pair is listed for
+// both particles: no two work-items write one particle), added into forcekit's decoded forces
+// and potentials before the scatter; param: k chargeProd, sigma, epsilon.
+__kernel void fkExceptions(__global const real4* restrict raw, __global const int* restrict start,
+        __global const int* restrict partner, __global const double4* restrict param,
+        __global double* restrict force, __global double* restrict pot, int numAtoms,
+        int periodic, double bx, double by, double bz) {
+    for (int a = get_global_id(0); a < numAtoms; a += get_global_size(0)) {
+        const int first = start[a], end = start[a+1];
+        if (first == end)
+            continue;
+        const real4 pa = raw[a];
+        double fx = 0.0, fy = 0.0, fz = 0.0, u = 0.0;
+        for (int k = first; k < end; k++) {
+            const real4 pb = raw[partner[k]];
+            double dx = (double) pa.x - (double) pb.x;
+            double dy = (double) pa.y - (double) pb.y;
+            double dz = (double) pa.z - (double) pb.z;
+            if (periodic) {
+                dx -= bx*rint(dx/bx);
+                dy -= by*rint(dy/by);
+                dz -= bz*rint(dz/bz);
+            }
+            const double4 p = param[k];
+            const double r2 = (dx*dx + dy*dy) + dz*dz;
+            const double inv_r2 = 1.0/r2, inv_r = sqrt(inv_r2);
+            const double sr2 = (p.y*p.y)*inv_r2, sr6 = (sr2*sr2)*sr2;
+            const double coulomb = p.x*inv_r;
+            const double fr = (24.0*p.z*(2.0*(sr6*sr6) - sr6) + coulomb)*inv_r2;
+            fx += fr*dx;
+            fy += fr*dy;
+            fz += fr*dz;
+            u += 0.5*(4.0*p.z*(sr6*sr6 - sr6) + coulomb);
+        }
+        force[3*a] += fx;
+        force[3*a+1] += fy;
+        force[3*a+2] += fz;
+        pot[a] += u;
     }
 }
 
@@ -277,8 +354,37 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
         positions.initialize<mm_float4>(cl, n, "forcekitPositions");
         forces.initialize<cl_double>(cl, 3 * n, "forcekitForces");
         potentials.initialize<cl_double>(cl, n, "forcekitPotentials");
-        cl::Program program = cl.createProgram(openclSource);
+        raw.initialize(cl, n, cl.getUseDoublePrecision() ? sizeof(mm_double4) : sizeof(mm_float4),
+                       "forcekitRawPositions");
+        // The 1-4 pairs by particle (CSR): start[a] .. start[a + 1] index partner and param.
+        std::vector<int> start(n + 1, 0), partner(2 * f.exceptions14.size());
+        std::vector<mm_double4> param(2 * f.exceptions14.size());
+        for (auto &e : f.exceptions14) {
+            start[e.p1 + 1]++;
+            start[e.p2 + 1]++;
+        }
+        for (int a = 0; a < n; a++)
+            start[a + 1] += start[a];
+        std::vector<int> fill(start.begin(), start.end() - 1);
+        for (auto &e : f.exceptions14) {
+            const mm_double4 p(f.coulomb * e.chargeProd, e.sigma, e.epsilon, 0.0);
+            partner[fill[e.p1]] = e.p2;
+            param[fill[e.p1]++] = p;
+            partner[fill[e.p2]] = e.p1;
+            param[fill[e.p2]++] = p;
+        }
+        if (!f.exceptions14.empty()) {
+            excStart.initialize<cl_int>(cl, n + 1, "forcekitExceptionStart");
+            excPartner.initialize<cl_int>(cl, partner.size(), "forcekitExceptionPartner");
+            excParam.initialize<mm_double4>(cl, param.size(), "forcekitExceptionParam");
+            excStart.upload(start);
+            excPartner.upload(partner);
+            excParam.upload(param);
+        }
+        // No fast-relaxed-math (OpenMM's default options): correctly rounded divides and sqrt.
+        cl::Program program = cl.createProgram(openclSource, "");
         gather = cl::Kernel(program, "fkGather");
+        exceptions = cl::Kernel(program, "fkExceptions");
         scatter = cl::Kernel(program, "fkScatter");
     }
     double execute(ContextImpl &context, bool includeForces, bool includeEnergy) override
@@ -302,6 +408,7 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
             for (int k = 0; k < 3; k++)
                 gather.setArg<cl_float>(5 + k, (float)(periodic ? now[k] : 1.0));
         }
+        gather.setArg<cl::Buffer>(8, raw.getDeviceBuffer());
         cl.executeKernel(gather, workUnits);
         fk_status s;
         if (!eval || now[0] != box[0] || now[1] != box[1] || now[2] != box[2]) {
@@ -328,6 +435,20 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
         }
         if ((s = fk_eval_compute(eval, nullptr)) != FK_OK)
             fail(ctx, "evaluating", s);
+        if (!force->exceptions14.empty()) {
+            const int pbc = force->exceptionsPeriodic && periodic;
+            exceptions.setArg<cl::Buffer>(0, raw.getDeviceBuffer());
+            exceptions.setArg<cl::Buffer>(1, excStart.getDeviceBuffer());
+            exceptions.setArg<cl::Buffer>(2, excPartner.getDeviceBuffer());
+            exceptions.setArg<cl::Buffer>(3, excParam.getDeviceBuffer());
+            exceptions.setArg<cl::Buffer>(4, forces.getDeviceBuffer());
+            exceptions.setArg<cl::Buffer>(5, potentials.getDeviceBuffer());
+            exceptions.setArg<cl_int>(6, n);
+            exceptions.setArg<cl_int>(7, pbc);
+            for (int k = 0; k < 3; k++)
+                exceptions.setArg<cl_double>(8 + k, pbc ? now[k] : 1.0);
+            cl.executeKernel(exceptions, workUnits);
+        }
         scatter.setArg<cl::Buffer>(0, forces.getDeviceBuffer());
         scatter.setArg<cl::Buffer>(1, potentials.getDeviceBuffer());
         scatter.setArg<cl::Buffer>(2, cl.getAtomIndexArray().getDeviceBuffer());
@@ -349,8 +470,8 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
     fk_eval *eval = nullptr;
     int n = 0;
     double box[3] = {0, 0, 0};
-    OpenCLArray positions, forces, potentials;
-    cl::Kernel gather, scatter;
+    OpenCLArray positions, raw, forces, potentials, excStart, excPartner, excParam;
+    cl::Kernel gather, exceptions, scatter;
 };
 
 class Factory : public KernelFactory

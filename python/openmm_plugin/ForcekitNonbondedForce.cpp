@@ -32,6 +32,10 @@ void ForcekitNonbondedForce::validate() const
         if (e.first < 0 || e.second < 0 || e.first >= getNumParticles() ||
             e.second >= getNumParticles())
             fail("exclusion of a particle that does not exist");
+    for (auto &e : exceptions14)
+        if (e.p1 < 0 || e.p2 < 0 || e.p1 >= getNumParticles() || e.p2 >= getNumParticles() ||
+            e.p1 == e.p2)
+            fail("a 1-4 exception of a particle that does not exist (or with itself)");
     if (!(cutoff >= 0) || (periodic && cutoff <= 0))
         fail("a periodic force needs a cutoff > 0");
 }
@@ -59,6 +63,14 @@ double ForcekitNonbondedForceImpl::calcForcesAndEnergy(ContextImpl &context, boo
         return 0.0;
     return kernel.getAs<CalcForcekitNonbondedKernel>().execute(context, includeForces,
                                                                includeEnergy);
+}
+
+std::vector<std::pair<int, int>> ForcekitNonbondedForceImpl::getBondedParticles() const
+{
+    std::vector<std::pair<int, int>> pairs;
+    for (auto &e : owner.exceptions14)
+        pairs.emplace_back(e.p1, e.p2);
+    return pairs;
 }
 
 std::vector<std::string> ForcekitNonbondedForceImpl::getKernelNames()
@@ -95,6 +107,15 @@ void ForcekitNonbondedForceProxy::serialize(const void *object, SerializationNod
         particles.createChildNode("Particle")
             .setDoubleProperty("q", f.charges[i])
             .setIntProperty("t", f.particleTypes[i]);
+    node.setBoolProperty("exceptionsPeriodic", f.exceptionsPeriodic);
+    SerializationNode &pairs14 = node.createChildNode("Exceptions14");
+    for (auto &e : f.exceptions14)
+        pairs14.createChildNode("Exception")
+            .setIntProperty("p1", e.p1)
+            .setIntProperty("p2", e.p2)
+            .setDoubleProperty("q", e.chargeProd)
+            .setDoubleProperty("sig", e.sigma)
+            .setDoubleProperty("eps", e.epsilon);
     SerializationNode &exclusions = node.createChildNode("Exclusions");
     for (auto &e : f.exclusions)
         exclusions.createChildNode("Exclusion")
@@ -139,6 +160,13 @@ void *ForcekitNonbondedForceProxy::deserialize(const SerializationNode &node) co
         }
         for (auto &e : node.getChildNode("Exclusions").getChildren())
             f->exclusions.emplace_back(e.getIntProperty("p1"), e.getIntProperty("p2"));
+        f->exceptionsPeriodic = node.getBoolProperty("exceptionsPeriodic", false);
+        for (auto &child : node.getChildren())
+            if (child.getName() == "Exceptions14")
+                for (auto &e : child.getChildren())
+                    f->exceptions14.push_back({e.getIntProperty("p1"), e.getIntProperty("p2"),
+                                               e.getDoubleProperty("q"), e.getDoubleProperty("sig"),
+                                               e.getDoubleProperty("eps")});
         f->validate();
     } catch (...) {
         delete f;

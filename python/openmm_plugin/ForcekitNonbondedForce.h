@@ -41,6 +41,16 @@ class ForcekitNonbondedForce : public OpenMM::Force
     std::vector<double> charges;    // per particle
     std::vector<int> particleTypes; // per particle
     std::vector<std::pair<int, int>> exclusions;
+    // Scaled 1-4 pairs (NonbondedForce's exceptions with nonzero chargeProd or epsilon): left out
+    // of forcekit's loop (each is also in `exclusions`) and computed by the plugin as
+    // NonbondedForce computes exceptions: plain LJ + Coulomb, no cutoff, no reaction field, the
+    // minimum image only when exceptionsPeriodic (its getExceptionsUsePeriodicBoundaryConditions).
+    struct Exception14 {
+        int p1, p2;
+        double chargeProd, sigma, epsilon;
+    };
+    std::vector<Exception14> exceptions14;
+    bool exceptionsPeriodic = false;
 
     int getNumParticles() const
     {
@@ -74,10 +84,9 @@ class ForcekitNonbondedForceImpl : public OpenMM::ForceImpl
         return {};
     }
     std::vector<std::string> getKernelNames() override;
-    std::vector<std::pair<int, int>> getBondedParticles() const override
-    {
-        return {};
-    }
+    // The 1-4 pairs are bonded: OpenMM then keeps each pair in one molecule and never wraps its
+    // two particles into different images (their distance is taken without the minimum image).
+    std::vector<std::pair<int, int>> getBondedParticles() const override;
 
   private:
     const ForcekitNonbondedForce &owner;
