@@ -293,3 +293,33 @@ def test_barostat_box_changes(platform):
     f = state.getForces(asNumpy=True).value_in_unit(unit.kilojoule_per_mole / unit.nanometer)
     # The barostat's own force is none (it scales positions), so the context's forces are ours.
     assert relative_error(f, f_ref) < TOL
+
+
+def test_simulation_and_system_serialization(tmp_path):
+    # An app.Simulation with a reporter, and the whole System through XmlSerializer (the proxy
+    # serializes the force with it): the copy gives the same forces bit for bit.
+    from openmm import app
+
+    system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=3)
+    force = fkmm.nonbonded_force(nb)
+    fkmm.remove_force(system, openmm.NonbondedForce)
+    system.addForce(force)
+    copy = openmm.XmlSerializer.deserialize(openmm.XmlSerializer.serialize(system))
+    topology = app.Topology()
+    chain = topology.addChain()
+    for _ in range(system.getNumParticles()):
+        topology.addAtom("Ar", app.element.argon, topology.addResidue("AR", chain))
+    topology.setPeriodicBoxVectors(system.getDefaultPeriodicBoxVectors())
+    forces = []
+    for s in (system, copy):
+        sim = app.Simulation(topology, s, openmm.VerletIntegrator(0.005 * fkmm.lj_time_unit()),
+                             openmm.Platform.getPlatformByName(PLATFORMS[0]))
+        sim.context.setPositions(pos)
+        sim.context.setVelocities(vel)
+        log = tmp_path / f"log{len(forces)}.csv"
+        sim.reporters.append(app.StateDataReporter(str(log), 10, step=True, totalEnergy=True))
+        sim.step(20)
+        assert len(log.read_text().splitlines()) == 3  # header and two reports
+        forces.append(sim.context.getState(getForces=True).getForces(asNumpy=True)._value)
+    assert np.isfinite(forces[0]).all()
+    assert forces[0].tobytes() == forces[1].tobytes()
