@@ -1,5 +1,6 @@
-"""The OpenMM bridge (forcekit.openmm.nonbonded_python_force, a PythonForce) against OpenMM's own forces on the Reference platform, a
-normal app.Simulation, and an NVE energy-drift run of an LJ fluid."""
+"""The OpenMM bridge (forcekit.openmm.nonbonded_python_force, a PythonForce) against OpenMM's own
+forces on the Reference platform, a normal app.Simulation, and an NVE energy-drift run of an LJ
+fluid. test_openmm_plugin.py tests the native plugin (nonbonded_force)."""
 import numpy as np
 import pytest
 
