@@ -158,9 +158,12 @@ def _make_force(bridge: Bridge, periodic: bool) -> "openmm.PythonForce":
     return force
 
 
-def nonbonded_parameters(nonbonded: "openmm.NonbondedForce"):
+def nonbonded_parameters(nonbonded: "openmm.NonbondedForce", scaled: Optional[list] = None):
     """charges (e), types, Lorentz-Berthelot pair table (T, T, 2) of (epsilon kJ/mol, sigma nm),
-    and exclusions (K, 2) of a NonbondedForce. Exceptions must be pure exclusions."""
+    and exclusions (K, 2) of a NonbondedForce. Exceptions must be pure exclusions, unless a list
+    is passed as `scaled`: the scaled ones (nonzero chargeProd or epsilon) are then appended to
+    it as (i, j, chargeProd e^2, sigma nm, epsilon kJ/mol) and are exclusions too (the native
+    plugin computes them itself)."""
     n = nonbonded.getNumParticles()
     charges = np.empty(n)
     lj = np.empty((n, 2))
@@ -178,9 +181,13 @@ def nonbonded_parameters(nonbonded: "openmm.NonbondedForce"):
     exclusions = []
     for k in range(nonbonded.getNumExceptions()):
         i, j, qq, sigma, epsilon = nonbonded.getExceptionParameters(k)
-        if qq.value_in_unit(unit.elementary_charge**2) != 0 or epsilon.value_in_unit(unit.kilojoule_per_mole) != 0:
+        qq_e2, eps_kj = qq.value_in_unit(unit.elementary_charge**2), epsilon.value_in_unit(unit.kilojoule_per_mole)
+        if (qq_e2 != 0 or eps_kj != 0) and scaled is not None:
+            scaled.append((i, j, qq_e2, sigma.value_in_unit(unit.nanometer), eps_kj))
+        elif qq_e2 != 0 or eps_kj != 0:
             raise NotImplementedError(
-                f"exception {k} ({i}, {j}) has nonzero chargeProd or epsilon: forcekit has exclusions, not scaled 1-4 pairs"
+                f"scaled 1-4 exceptions: exception {k} ({i}, {j}) has nonzero chargeProd or epsilon; "
+                "forcekit has exclusions (chargeProd = epsilon = 0), not scaled pairs"
             )
         exclusions.append((i, j))
     return charges, types, table, np.array(exclusions, dtype=np.int64).reshape(-1, 2)
@@ -190,7 +197,7 @@ def forcekit_max_types() -> int:
     return 1024  # FK_MAX_PAIR_TYPES
 
 
-def nonbonded_force(
+def nonbonded_python_force(
     nonbonded: "openmm.NonbondedForce",
     system: Optional["openmm.System"] = None,
     *,
@@ -200,7 +207,8 @@ def nonbonded_force(
     algorithm: Optional[str] = None,
     **evaluator_options: Any,
 ) -> "openmm.PythonForce":
-    """A PythonForce computing the LJ + Coulomb of `nonbonded` through forcekit.
+    """A PythonForce computing the LJ + Coulomb of `nonbonded` through forcekit (the host round
+    trip of every step; nonbonded_force() is the native plugin, which has none).
 
     Supported methods: NoCutoff (all pairs, open boundaries) and CutoffPeriodic (cutoff, periodic,
     forcekit's force-shifted pair function; rectangular boxes). Switching functions, dispersion
@@ -237,6 +245,153 @@ def nonbonded_force(
     bridge = Bridge(_context(context, device), kernel, config, charges if kernel != "lj" else None,
                     types, table, exclusions, periodic)
     return _make_force(bridge, periodic)
+
+
+# ---- The native plugin (issue #34): libForcekitOpenMM.so, built by `pip install ./python` when
+# the build's Python has OpenMM (python/openmm_plugin/). Python builds the force through
+# XmlSerializer and the plugin's serialization proxy: no SWIG module (docs/python.md says why).
+
+_plugin_state: Dict[str, Any] = {}
+
+
+def _plugin_problem() -> Optional[str]:
+    """Why the plugin cannot be used here (None: it can)."""
+    import os
+
+    try:
+        from forcekit import _openmm_plugin as built
+    except ImportError:
+        return ("forcekit was built without its OpenMM plugin (OpenMM was not importable at build "
+                "time: pip install openmm, then reinstall forcekit; see docs/python.md)")
+    path = os.path.join(os.path.dirname(forcekit.__file__), built.LIBRARY)
+    if not os.path.exists(path):
+        return f"the OpenMM plugin {path} is missing"
+    running = openmm.version.short_version
+    if built.OPENMM_VERSION and built.OPENMM_VERSION != running:
+        return (f"forcekit's OpenMM plugin was built against OpenMM {built.OPENMM_VERSION}, this is "
+                f"OpenMM {running}: reinstall forcekit (its C++ classes differ between releases)")
+    return None
+
+
+def load_plugin() -> str:
+    """Loads libForcekitOpenMM.so into OpenMM (once); returns its path. RuntimeError says why it
+    cannot."""
+    import os
+
+    if "path" in _plugin_state:
+        return _plugin_state["path"]
+    problem = _plugin_problem()
+    if problem:
+        raise RuntimeError(problem)
+    from forcekit import _openmm_plugin as built
+
+    path = os.path.join(os.path.dirname(forcekit.__file__), built.LIBRARY)
+    openmm.Platform.loadPluginLibrary(path)
+    _plugin_state["path"] = path
+    return path
+
+
+def plugin_available() -> bool:
+    """Whether nonbonded_force() can build the native force here."""
+    return _plugin_problem() is None
+
+
+def _xml_attrs(values: Dict[str, Any]) -> str:
+    from xml.sax.saxutils import quoteattr
+
+    def text(v: Any) -> str:
+        if isinstance(v, bool):
+            return "1" if v else "0"
+        if isinstance(v, float):
+            return repr(v)
+        return str(v)
+
+    return " ".join(f"{k}={quoteattr(text(v))}" for k, v in values.items())
+
+
+def nonbonded_settings(nonbonded: "openmm.NonbondedForce") -> Dict[str, Any]:
+    """The NonbondedForce's method in forcekit's terms, or NotImplementedError naming the feature
+    that forcekit cannot take: {"periodic", "cutoff"} (nm; 0: no cutoff)."""
+    nb = openmm.NonbondedForce
+    method = nonbonded.getNonbondedMethod()
+    names = {nb.Ewald: "Ewald", nb.PME: "PME", nb.LJPME: "LJPME"}
+    if method in names:
+        raise NotImplementedError(f"nonbonded method {names[method]}: forcekit has no reciprocal-space "
+                                  "sum (NoCutoff, CutoffNonPeriodic and CutoffPeriodic only)")
+    if method == nb.NoCutoff:
+        return {"periodic": False, "cutoff": 0.0}
+    if nonbonded.getUseSwitchingFunction():
+        raise NotImplementedError("switching function: forcekit force-shifts the pair function at "
+                                  "the cutoff instead (setUseSwitchingFunction(False))")
+    if method == nb.CutoffPeriodic and nonbonded.getUseDispersionCorrection():
+        raise NotImplementedError("dispersion correction: call setUseDispersionCorrection(False)")
+    if nonbonded.getNumParticleParameterOffsets() or nonbonded.getNumExceptionParameterOffsets():
+        raise NotImplementedError("parameter offsets (global parameters): forcekit's parameters are fixed")
+    cutoff = nonbonded.getCutoffDistance().value_in_unit(unit.nanometer)
+    return {"periodic": method == nb.CutoffPeriodic, "cutoff": float(cutoff)}
+
+
+def nonbonded_force(
+    nonbonded: "openmm.NonbondedForce",
+    system: Optional["openmm.System"] = None,
+    *,
+    device: Optional[str] = None,
+    accum: str = "fixed64",
+    algorithm: Optional[str] = None,
+    reproducible: bool = False,
+    skin: float = 0.0,
+    context: Optional[forcekit.Context] = None,
+    **evaluator_options: Any,
+) -> "openmm.Force":
+    """The LJ + Coulomb of `nonbonded` as a native OpenMM force (the plugin, ForcekitNonbondedForce):
+    on OpenMM's OpenCL platform forcekit runs on OpenMM's own context and buffers, with no host
+    round trip per step; on the Reference and CPU platforms through forcekit's host path on
+    `device` (forcekit's selector; None: $FORCEKIT_DEVICE, else forcekit's default). Add it with
+    system.addForce after removing `nonbonded`.
+
+    Methods: NoCutoff, CutoffNonPeriodic, CutoffPeriodic (rectangular boxes), with forcekit's
+    force-shifted pair function at the cutoff (docs/python.md: how it differs from OpenMM's
+    truncated LJ and reaction-field Coulomb). Exceptions with chargeProd = epsilon = 0 become
+    exclusions; scaled 1-4 exceptions are left out of forcekit's loop and computed by the plugin
+    as NonbondedForce computes exceptions (plain LJ + Coulomb, no cutoff). PME/Ewald/LJPME,
+    switching, the dispersion correction and parameter offsets raise NotImplementedError naming
+    the feature. algorithm: None chooses
+    "neighbors" with a cutoff and "all-pairs" without. context= or other evaluator keywords need
+    the Python bridge: they are passed to nonbonded_python_force (a PythonForce) instead."""
+    if context is not None or evaluator_options:
+        return nonbonded_python_force(nonbonded, system, context=context, device=device, accum=accum,
+                                      algorithm=algorithm, reproducible=reproducible,
+                                      **({"skin": skin} if skin else {}), **evaluator_options)
+    settings = nonbonded_settings(nonbonded)
+    scaled: list = []
+    charges, types, table, exclusions = nonbonded_parameters(nonbonded, scaled)
+    load_plugin()
+    charged = bool(np.any(charges != 0))
+    cutoff = settings["cutoff"]
+    # lj's cutoff 0 means its default 2.5, not "none": without a cutoff the uncharged system goes
+    # through ljc_constant with zero charges (Coulomb off).
+    kernel = "ljc_constant" if charged or cutoff == 0 else "lj"
+    head = {
+        "type": "ForcekitNonbondedForce", "version": 1, "forceGroup": nonbonded.getForceGroup(),
+        "name": "ForcekitNonbondedForce", "kernel": kernel, "accum": accum,
+        "algorithm": algorithm or "", "device": device or "", "cutoff": float(cutoff),
+        "coulomb": ONE_4PI_EPS0, "skin": float(skin), "periodic": settings["periodic"],
+        "reproducible": bool(reproducible), "types": len(table),
+        "exceptionsPeriodic": bool(settings["periodic"] and nonbonded.getExceptionsUsePeriodicBoundaryConditions()),
+    }
+    lines = [f"<Force {_xml_attrs(head)}>", "<PairTable>"]
+    for a in range(len(table)):
+        for b in range(len(table)):
+            lines.append(f'<Pair a="{a}" b="{b}" eps="{float(table[a, b, 0])!r}" sig="{float(table[a, b, 1])!r}"/>')
+    lines.append("</PairTable><Particles>")
+    lines.extend(f'<Particle q="{float(q)!r}" t="{int(t)}"/>' for q, t in zip(charges, types))
+    lines.append("</Particles><Exceptions14>")
+    lines.extend(f'<Exception p1="{int(i)}" p2="{int(j)}" q="{float(q)!r}" sig="{float(sg)!r}" eps="{float(e)!r}"/>'
+                 for i, j, q, sg, e in scaled)
+    lines.append("</Exceptions14><Exclusions>")
+    lines.extend(f'<Exclusion p1="{int(i)}" p2="{int(j)}"/>' for i, j in exclusions)
+    lines.append("</Exclusions></Force>")
+    return openmm.XmlSerializer.deserialize("\n".join(lines))
 
 
 def gravity_force(
@@ -363,6 +518,9 @@ def remove_force(system: "openmm.System", force_type) -> int:
 __all__: List[str] = [
     "Bridge",
     "nonbonded_force",
+    "nonbonded_python_force",
+    "load_plugin",
+    "plugin_available",
     "gravity_force",
     "nonbonded_parameters",
     "shifted_force_correction",

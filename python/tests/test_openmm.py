@@ -1,5 +1,6 @@
-"""The OpenMM bridge (forcekit.openmm) against OpenMM's own forces on the Reference platform, a
-normal app.Simulation, and an NVE energy-drift run of an LJ fluid."""
+"""The OpenMM bridge (forcekit.openmm.nonbonded_python_force, a PythonForce) against OpenMM's own
+forces on the Reference platform, a normal app.Simulation, and an NVE energy-drift run of an LJ
+fluid. test_openmm_plugin.py tests the native plugin (nonbonded_force)."""
 import numpy as np
 import pytest
 
@@ -87,7 +88,7 @@ def energy_scale(system, nb, pos):
 def test_nonbonded_nocutoff_vs_reference(ctx, rng):
     system, nb, pos, _ = charged_system(rng, 200, openmm.NonbondedForce.NoCutoff)
     f_ref, e_ref = evaluate(system, as_float(pos))
-    force = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64")
+    force = fkmm.nonbonded_python_force(nb, context=ctx, accum="fixed64")
     f, e = evaluate(with_force(system, force), pos)
     assert relative_error(f, f_ref) < TOL
     assert abs(e - e_ref) < TOL * energy_scale(system, nb, as_float(pos))
@@ -104,7 +105,7 @@ def test_nonbonded_cutoff_periodic_vs_reference(ctx, rng):
     charges, types, table, excl = fkmm.nonbonded_parameters(nb)
     correction = fkmm.shifted_force_correction(as_float(pos), charges, types, table, cutoff,
                                                [box] * 3, 78.3, excl)
-    force = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64")
+    force = fkmm.nonbonded_python_force(nb, context=ctx, accum="fixed64")
     f, _ = evaluate(with_force(system, force), pos)
     assert relative_error(f, f_ref + correction) < TOL
     assert relative_error(f, f_ref) > 100 * TOL
@@ -116,7 +117,7 @@ def test_lj_cutoff_periodic_vs_openmm_with_forcekit_physics(ctx, rng):
     system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=4)
     pos = pos + rng.uniform(-0.03, 0.03, pos.shape)
     f_ref, e_ref = evaluate(with_force(system, fkmm.lj_shifted_custom_force(nb)), as_float(pos))
-    force = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64")
+    force = fkmm.nonbonded_python_force(nb, context=ctx, accum="fixed64")
     f, e = evaluate(with_force(system, force), pos)
     assert relative_error(f, f_ref) < TOL
     assert abs(e - e_ref) < TOL * abs(e_ref)
@@ -147,17 +148,17 @@ def test_unsupported_nonbonded_settings_are_refused():
     nb.addParticle(0.0, 0.3, 1.0)
     nb.setNonbondedMethod(openmm.NonbondedForce.PME)
     with pytest.raises(NotImplementedError, match="NoCutoff and CutoffPeriodic"):
-        fkmm.nonbonded_force(nb, device="cpu")
+        fkmm.nonbonded_python_force(nb, device="cpu")
     nb.setNonbondedMethod(openmm.NonbondedForce.NoCutoff)
     nb.addParticle(0.0, 0.3, 1.0)
     nb.addException(0, 1, 0.5, 0.3, 0.5)  # a scaled 1-4 pair
     with pytest.raises(NotImplementedError, match="nonzero chargeProd"):
-        fkmm.nonbonded_force(nb, device="cpu")
+        fkmm.nonbonded_python_force(nb, device="cpu")
 
 
 def _simulation(ctx, steps):
     system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=3)
-    force = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64", reproducible=True)
+    force = fkmm.nonbonded_python_force(nb, context=ctx, accum="fixed64", reproducible=True)
     fkmm.remove_force(system, openmm.NonbondedForce)
     system.addForce(force)
     topology = app.Topology()
@@ -190,7 +191,7 @@ def _nve(kind, steps=5000, report=50):
     CPU platform, whose nonbonded forces are single precision like forcekit's pair terms."""
     system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=6)
     if kind == "forcekit":
-        force, platform = fkmm.nonbonded_force(nb, device="cpu", accum="fixed64"), "Reference"
+        force, platform = fkmm.nonbonded_python_force(nb, device="cpu", accum="fixed64"), "Reference"
     else:
         force, platform = fkmm.lj_shifted_custom_force(nb), "CPU"
     fkmm.remove_force(system, openmm.NonbondedForce)
@@ -242,7 +243,7 @@ def test_bridge_accepts_unwrapped_positions(ctx, rng):
     # more than a box length outside, and the bridge then uploads the wrapped positions.
     system, nb, pos, vel, box = fkmm.lj_fluid(n_cells=3)
     pos = pos + rng.uniform(-0.02, 0.02, pos.shape)
-    bridge = fkmm.nonbonded_force(nb, context=ctx, accum="fixed64").forcekit_bridge
+    bridge = fkmm.nonbonded_python_force(nb, context=ctx, accum="fixed64").forcekit_bridge
     e0, f0 = bridge(_FakeState(pos, box))
     shifted = pos.copy()
     shifted[::7] += 3.0 * box  # three boxes away: the same physical system
