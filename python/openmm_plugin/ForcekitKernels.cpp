@@ -339,6 +339,7 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
     {
         force = &f;
         n = f.getNumParticles();
+        waitEachStep = f.accum == "fixed64" || f.accum == "narumi" || f.accum == "nitadori_large";
         // forcekit decodes its results into double buffers on the device (forcekit_cl.h), and
         // the scatter kernel reads them: a device without fp64 cannot take the device path.
         if (cl.getDevice().getInfo<CL_DEVICE_DOUBLE_FP_CONFIG>() == 0)
@@ -392,6 +393,12 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
         if (cl.getQueue()() != queue)
             throw OpenMMException("ForcekitNonbondedForce: OpenMM switched to another OpenCL queue "
                                   "than the one forcekit was created on");
+        fk_status s;
+        if (inFlight) { // the last step's compute, finished long ago on the in-order queue
+            inFlight = false;
+            if ((s = fk_eval_wait(eval, nullptr)) != FK_OK)
+                fail(ctx, "evaluating (the previous step)", s);
+        }
         double now[3];
         currentBox(context, *force, now);
         int periodic = force->periodic ? 1 : 0;
@@ -410,7 +417,6 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
         }
         gather.setArg<cl::Buffer>(8, raw.getDeviceBuffer());
         cl.executeKernel(gather, workUnits);
-        fk_status s;
         if (!eval || now[0] != box[0] || now[1] != box[1] || now[2] != box[2]) {
             fk_eval_destroy(eval);
             eval = nullptr;
@@ -433,8 +439,18 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
                                                     FK_CL_POSITIONS_FLOAT4)) != FK_OK) {
             fail(ctx, "updating the positions", s);
         }
-        if ((s = fk_eval_compute(eval, nullptr)) != FK_OK)
+        // The results go to OpenMM's queue as device buffers, so nothing here needs the compute
+        // to have finished: the wait (a host round trip that idles the GPU each step) moves to
+        // the next step, except for the accumulators whose wait reports an overflow
+        // (data-scaled: fixed64, narumi, nitadori_large), which must not reach OpenMM's forces.
+        if (waitEachStep) {
+            if ((s = fk_eval_compute(eval, nullptr)) != FK_OK)
+                fail(ctx, "evaluating", s);
+        } else if ((s = fk_eval_compute_async(eval)) != FK_OK) {
             fail(ctx, "evaluating", s);
+        } else {
+            inFlight = true;
+        }
         if (!force->exceptions14.empty()) {
             const int pbc = force->exceptionsPeriodic && periodic;
             exceptions.setArg<cl::Buffer>(0, raw.getDeviceBuffer());
@@ -468,6 +484,8 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
     cl_command_queue queue = nullptr;
     fk_context *ctx = nullptr;
     fk_eval *eval = nullptr;
+    bool waitEachStep = true; // see execute
+    bool inFlight = false;    // a compute enqueued and not yet waited for
     int n = 0;
     double box[3] = {0, 0, 0};
     OpenCLArray positions, raw, forces, potentials, excStart, excPartner, excParam;
