@@ -308,8 +308,10 @@ static void check_restart(const fkt_sim_config *config, const fkt_particle_set *
     fkt_sim_destroy(first);
 
     fkt_sim *resumed = create_sim(config, set);
-    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
-                    checkpoint.acceleration, checkpoint.jerk);
+    assert_int_equal(fkt_sim_restore(resumed, checkpoint.step, checkpoint.position,
+                                     checkpoint.velocity, checkpoint.acceleration, checkpoint.jerk,
+                                     NULL),
+                     FK_OK);
     step_sim(resumed, k);
     assert_int_equal(resumed->step, 2 * k);
     assert_same_bits(resumed->position, straight->position, values, "restarted position");
@@ -534,8 +536,10 @@ static void restart_from(const char *path, const fkt_sim_config *config,
     if (fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error) != FK_OK)
         fail_msg("%s", error);
     fkt_sim *resumed = create_sim(config, set);
-    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
-                    checkpoint.acceleration, checkpoint.jerk);
+    assert_int_equal(fkt_sim_restore(resumed, checkpoint.step, checkpoint.position,
+                                     checkpoint.velocity, checkpoint.acceleration, checkpoint.jerk,
+                                     NULL),
+                     FK_OK);
     step_sim(resumed, k);
     memcpy(position, resumed->position, 3 * set->count * sizeof *position);
     memcpy(velocity, resumed->velocity, 3 * set->count * sizeof *velocity);
@@ -954,7 +958,7 @@ static void test_collapse_stops(void **state)
         memcpy(x, set.position, values * sizeof *x);
         for (int k = 0; k < 3; ++k)
             x[3 * 9 + (size_t)k] = x[3 * 2 + (size_t)k];
-        fkt_sim_restore(sim, 7, x, zero, zero, NULL);
+        assert_int_equal(fkt_sim_restore(sim, 7, x, zero, zero, NULL, NULL), FK_OK);
         const fk_status status = fkt_sim_step(sim);
         fprintf(stderr, "%s: %s: %s\n", accums[a], fk_status_string(status), sim->message);
         assert_int_equal(status, FK_ERR_INVALID_INPUT);
