@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `forcekit simulate` per step on the device path (issue #33 item 4): float and --reproducible,
+# neighbour lists, skin 0.3, LJ fluid density 0.8, T* = 1, dt 0.005, at the issue's N; one JSON
+# per run under OUT and a summary (JSON lines) on stdout with the reproducible / float ratio and
+# the host loop (--integrate host) beside it for comparison.
+#   bench/run_gpu_simulate.sh OUT [DEVICE] [N...]
+# Each run's "seconds_per_step.total" is the wall time of its step loop (after set-up, the
+# initial forces and the lists' first build), energies read every 100 steps.
+set -euo pipefail
+out=$1
+device=${2:-gpu}
+shift $(($# < 2 ? $# : 2))
+sizes=${*:-4096 65536 262144 1048576}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(mktemp -d "${TMPDIR:-/tmp}/forcekit-simulate.XXXXXX")
+mkdir -p "$out"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFORCEKIT_FUZZ=OFF > "$out/configure.log"
+cmake --build "$build" -j"$(nproc)" --target forcekit_cli > "$out/build.log"
+export FORCEKIT_CACHE_DIR=$build/cache
+fk=$build/forcekit
+for n in $sizes; do
+    steps=2000
+    [ "$n" -ge 262144 ] && steps=1000
+    [ "$n" -ge 1000000 ] && steps=500
+    common=(simulate --kernel lj --n "$n" --steps "$steps" --sample 100 --algorithm neighbors
+        --skin 0.3 --dt 0.005 --temperature 1 --device "$device" --json)
+    # warm the program cache first (its build is not part of a step)
+    "$fk" "${common[@]}" --steps 10 > /dev/null 2> "$out/warm_n$n.log"
+    "$fk" "${common[@]}" > "$out/float_n$n.json" 2> "$out/float_n$n.log"
+    "$fk" "${common[@]}" --reproducible > "$out/reproducible_n$n.json" 2> "$out/reproducible_n$n.log"
+    "$fk" "${common[@]}" --integrate host > "$out/host_n$n.json" 2> "$out/host_n$n.log"
+    "$fk" "${common[@]}" --integrator langevin > "$out/langevin_n$n.json" 2> "$out/langevin_n$n.log"
+done
+python3 - "$out" $sizes <<'PY'
+import json, os, sys
+out = sys.argv[1]
+for n in sys.argv[2:]:
+    ms = {}
+    for kind in ("float", "reproducible", "host", "langevin"):
+        d = json.load(open(os.path.join(out, f"{kind}_n{n}.json")))
+        ms[kind] = 1e3 * d["seconds_per_step"]["total"]
+        device = d["device"]
+    print(json.dumps({"n": int(n), "device": device, "ms_per_step": ms,
+                      "reproducible_over_float": ms["reproducible"] / ms["float"],
+                      "langevin_over_verlet": ms["langevin"] / ms["float"],
+                      "host_over_device": ms["host"] / ms["float"]}))
+PY
