@@ -550,6 +550,44 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     return cli_print_json(document);
 }
 
+/* The options a restart must match (and the fingerprint of the initial state). density: the
+ * fluid's, else 0; temperature_used: velocities were drawn at it or it is Langevin's bath. */
+static void record_options(const simulate_options *options, simulate_run *run,
+                           const fkt_sim_config *config, double temperature, double density,
+                           int temperature_used)
+{
+    option_list *list = &run->options;
+    add_option(list, "kernel", "%s", run->kernel->name);
+    add_option(list, "accum", "%s", run->accum->name);
+    add_option(list, "reproducible", "%d", options->reproducible != 0);
+    add_option(list, "positions", "%s", fk_positions_name((fk_positions)config->eval.positions));
+    add_option(list, "integrator", "%s", fkt_integrator_name(config->integrator));
+    add_option(list, "dt", "%.17g", config->dt);
+    add_option(list, "system", "%s", options->in ? "file" : options->system);
+    add_option(list, "input", "%s", options->in ? options->in : "-");
+    add_option(list, "n", "%zu", run->particles.count);
+    add_option(list, "seed", "%lld", options->seed);
+    add_option(list, "density", "%.17g", density);
+    add_option(list, "temperature", "%.17g", temperature_used ? temperature : 0.0);
+    add_option(list, "friction", "%.17g",
+               config->integrator == FKT_INTEGRATOR_LANGEVIN ? config->friction : 0.0);
+    add_option(list, "integrate", "%s", config->device ? "device" : "host");
+    add_option(list, "eps", "%.17g", config->eval.eps);
+    add_option(list, "cutoff", "%.17g", config->eval.cutoff);
+    add_option(list, "box", "%.17g,%.17g,%.17g", config->eval.box[0], config->eval.box[1],
+               config->eval.box[2]);
+    add_option(list, "coulomb", "%.17g", config->eval.coulomb);
+    add_option(list, "dielectric", "%.17g,%.17g,%.17g,%.17g", config->eval.dielectric[0],
+               config->eval.dielectric[1], config->eval.dielectric[2], config->eval.dielectric[3]);
+    add_option(list, "exclude_mode", "%d", config->eval.exclusion_mode);
+    add_option(list, "sample", "%lld", options->sample);
+    add_option(list, "skin", "%.17g", config->eval.skin);
+    add_option(list, "initial_state", "%016" PRIx64,
+               fkt_sim_fingerprint(&run->particles, config->eval.box, config->pair_table,
+                                   run->kernel->pair_parameters, config->exclusions,
+                                   config->exclusion_count));
+}
+
 /* --integrate and --friction: config.device (the library's integrator; the host loop under
  * mpirun), the friction and Langevin's seed (--seed). */
 static int parse_integrate(const simulate_options *options, simulate_run *run,
@@ -930,35 +968,8 @@ int cmd_simulate(int argc, char **argv)
     config.exclusion_count = run.physics.exclusion_count;
 
     /* what a restart must match */
-    option_list *list = &run.options;
-    add_option(list, "kernel", "%s", run.kernel->name);
-    add_option(list, "accum", "%s", run.accum->name);
-    add_option(list, "reproducible", "%d", options.reproducible != 0);
-    add_option(list, "positions", "%s", fk_positions_name((fk_positions)config.eval.positions));
-    add_option(list, "integrator", "%s", fkt_integrator_name(config.integrator));
-    add_option(list, "dt", "%.17g", config.dt);
-    add_option(list, "system", "%s", options.in ? "file" : options.system);
-    add_option(list, "input", "%s", options.in ? options.in : "-");
-    add_option(list, "n", "%zu", run.particles.count);
-    add_option(list, "seed", "%lld", options.seed);
-    add_option(list, "density", "%.17g", fluid ? options.density : 0.0);
-    add_option(list, "temperature", "%.17g", velocities_drawn || langevin ? temperature : 0.0);
-    add_option(list, "friction", "%.17g", langevin ? config.friction : 0.0);
-    add_option(list, "integrate", "%s", config.device ? "device" : "host");
-    add_option(list, "eps", "%.17g", config.eval.eps);
-    add_option(list, "cutoff", "%.17g", config.eval.cutoff);
-    add_option(list, "box", "%.17g,%.17g,%.17g", config.eval.box[0], config.eval.box[1],
-               config.eval.box[2]);
-    add_option(list, "coulomb", "%.17g", config.eval.coulomb);
-    add_option(list, "dielectric", "%.17g,%.17g,%.17g,%.17g", config.eval.dielectric[0],
-               config.eval.dielectric[1], config.eval.dielectric[2], config.eval.dielectric[3]);
-    add_option(list, "exclude_mode", "%d", config.eval.exclusion_mode);
-    add_option(list, "sample", "%lld", options.sample);
-    add_option(list, "skin", "%.17g", config.eval.skin);
-    add_option(list, "initial_state", "%016" PRIx64,
-               fkt_sim_fingerprint(&run.particles, config.eval.box, config.pair_table,
-                                   run.kernel->pair_parameters, config.exclusions,
-                                   config.exclusion_count));
+    record_options(&options, &run, &config, temperature, fluid ? options.density : 0.0,
+                   velocities_drawn || config.integrator == FKT_INTEGRATOR_LANGEVIN);
     if (run.restarting) {
         code = check_restart(&options, &run, &config, &auto_algorithm, unroll_given);
         if (code != CLI_EXIT_OK) {
@@ -998,6 +1009,7 @@ int cmd_simulate(int argc, char **argv)
     fk_eval_get_variant(run.sim->eval, &variant);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+    option_list *list = &run.options;
     add_option(list, "algorithm", "%s", fk_algorithm_name(fkt_sim_algorithm(run.sim)));
     add_option(list, "unroll", "%s", unroll);
     add_option(list, "work_group_size", "%d", variant.work_group_size);
