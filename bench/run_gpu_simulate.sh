@@ -2,7 +2,8 @@
 # `forcekit simulate` per step on the device path (issue #33 item 4): float and --reproducible,
 # neighbour lists, skin 0.3, LJ fluid density 0.8, T* = 1, dt 0.005, at the issue's N; one JSON
 # per run under OUT and a summary (JSON lines) on stdout with the reproducible / float ratio and
-# the host loop (--integrate host) beside it for comparison.
+# the host loop (--integrate host) beside it for comparison; first the reproducibility test's
+# 1,000 steps on this device.
 #   bench/run_gpu_simulate.sh OUT [DEVICE] [N...]
 # FORCEKIT_BUILD=DIR uses an existing build instead of configuring a Release one.
 # Each run's "seconds_per_step.total" is the wall time of its step loop (after set-up, the
@@ -23,6 +24,14 @@ else
 fi
 export FORCEKIT_CACHE_DIR=${FORCEKIT_CACHE_DIR:-$build/cache}
 fk=$build/forcekit
+# issue #33 item 3 on this device: the --reproducible checksums of 1,000 steps (N = 4,096, both
+# loops, Verlet and Langevin) against those recorded on POCL and Intel's CPU runtime
+if FORCEKIT_DEVICE=$device bash "$root/tests/simulate_reproducible.sh" "$fk" 1000 \
+    > "$out/reproducible_1000.txt" 2>&1; then
+    echo '{"reproducible_1000_steps": "same checksums as POCL and Intel"}'
+else
+    echo '{"reproducible_1000_steps": "FAILED: see reproducible_1000.txt"}'
+fi
 for n in $sizes; do
     steps=${STEPS:-2000}
     [ "$n" -ge 262144 ] && steps=1000
