@@ -55,12 +55,15 @@ python3 - "$out" $sizes <<'PY'
 import json, os, sys
 out = sys.argv[1]
 for n in sys.argv[2:]:
-    ms = {}
+    ms, waits = {}, {}
     for kind in ("float", "reproducible", "host", "langevin"):
         d = json.load(open(os.path.join(out, f"{kind}_n{n}.json")))
         ms[kind] = 1e3 * d["seconds_per_step"]["total"]
         device = d["device"]
+        if "device_integrator" in d:
+            waits[kind] = d["device_integrator"]
     print(json.dumps({"n": int(n), "device": device, "ms_per_step": ms,
+                      "device_integrator": waits,
                       "reproducible_over_float": ms["reproducible"] / ms["float"],
                       "langevin_over_verlet": ms["langevin"] / ms["float"],
                       "host_over_device": ms["host"] / ms["float"]}))

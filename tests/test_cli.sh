@@ -532,7 +532,7 @@ LSIM="$SIM --algorithm neighbors --skin 0.3 --reproducible --integrator langevin
 expect_exit "simulate --integrator langevin 40 steps exits 0" 0 $LSIM --steps 40 --json
 cp "$WORK/out" "$WORK/sim-langevin.json"
 expect_json "simulate langevin reports its bath and a temperature" "$WORK/sim-langevin.json" \
-    'd["integrator"] == "langevin" and d["integrate"] == "device" and d["bath_temperature"] == 1.5 and d["friction"] == 2 and 0 < d["mean_temperature"] < 3'
+    'd["integrator"] == "langevin" and d["integrate"] == "device" and d["bath_temperature"] == 1.5 and d["friction"] == 2 and 0 < d["mean_temperature"] < 3 and d["device_integrator"]["syncs"] > 0 and d["device_integrator"]["rebuilds"] > 0'
 expect_exit "simulate langevin 25 steps with a checkpoint exits 0" 0 $LSIM --steps 25 --checkpoint "$WORK/langevin.ckpt"
 expect_exit "simulate langevin --restart to step 40 exits 0" 0 $LSIM --steps 40 --restart "$WORK/langevin.ckpt" --json
 expect_json "a restarted Langevin run ends bit-identical to the uninterrupted one" "$WORK/out" \

@@ -438,6 +438,16 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddStringToObject(document, "positions", find_option(&run->options, "positions"));
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
     cJSON_AddStringToObject(document, "integrate", sim->integrator ? "device" : "host");
+    uint64_t counters[3];
+    if (sim->integrator && fk_integrator_counters(sim->integrator, &counters[0], &counters[1],
+                                                  &counters[2]) == FK_OK) {
+        /* since this invocation's create: the lists' builds and fixed64 scales it asked for,
+         * and the host's waits for its flags */
+        cJSON *figures = cJSON_AddObjectToObject(document, "device_integrator");
+        cJSON_AddNumberToObject(figures, "rebuilds", (double)counters[0]);
+        cJSON_AddNumberToObject(figures, "rescales", (double)counters[1]);
+        cJSON_AddNumberToObject(figures, "syncs", (double)counters[2]);
+    }
     if (config->integrator == FKT_INTEGRATOR_LANGEVIN) {
         cli_json_number(document, "bath_temperature", config->temperature);
         cli_json_number(document, "friction", config->friction);
