@@ -5,7 +5,8 @@
 # the host loop (--integrate host) beside it for comparison; first the reproducibility test's
 # 1,000 steps on this device.
 #   bench/run_gpu_simulate.sh OUT [DEVICE] [N...]
-# FORCEKIT_BUILD=DIR uses an existing build instead of configuring a Release one.
+# FORCEKIT_BUILD=DIR uses an existing build instead of configuring a Release one in
+# $TMPDIR/forcekit-simulate-build (kept, so that calls for other N reuse it).
 # Each run's "seconds_per_step.total" is the wall time of its step loop (after set-up, the
 # initial forces and the lists' first build), energies read every 100 steps.
 set -euo pipefail
@@ -18,7 +19,8 @@ mkdir -p "$out"
 if [ -n "${FORCEKIT_BUILD:-}" ]; then
     build=$(cd "$FORCEKIT_BUILD" && pwd)
 else
-    build=$(mktemp -d "${TMPDIR:-/tmp}/forcekit-simulate.XXXXXX")
+    # a fixed place: a second call (other N) finds the build done
+    build=${TMPDIR:-/tmp}/forcekit-simulate-build
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFORCEKIT_FUZZ=OFF > "$out/configure.log"
     cmake --build "$build" -j"$(nproc)" --target forcekit_cli > "$out/build.log"
 fi
