@@ -1101,3 +1101,42 @@ fk_status fk__integrator_noise(fk_integrator *integrator, uint64_t step, double 
     clReleaseMemObject(buffer);
     return status;
 }
+
+/* The forces of the current step as the evaluation decoded them (force_components values per
+ * particle, eval->result_size bytes each), read to the host or replaced from it. */
+fk_status fk__integrator_forces(fk_integrator *integrator, double *forces, int write)
+{
+    if (!integrator || !forces)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_status status = begin(integrator, 1, "fk__integrator_forces");
+    if (status == FK_OK && !write)
+        status = check_last_kick(integrator);
+    if (status != FK_OK)
+        return status;
+    fk_context *context = integrator->context;
+    const fk_eval *eval = integrator->eval;
+    const size_t values = integrator->count * eval->kernel->info.force_components;
+    const size_t bytes = values * eval->result_size;
+    cl_mem buffer = forces_of(integrator, integrator->step_index);
+    float *narrow = NULL;
+    void *host = forces;
+    if (eval->result_size == sizeof(float)) { /* float results: convert (exactly, on a write */
+        narrow = malloc(bytes);               /* of values that were read as floats) */
+        if (!narrow)
+            return FK_ERR_HOST_MEMORY;
+        for (size_t k = 0; write && k < values; ++k)
+            narrow[k] = (float)forces[k];
+        host = narrow;
+    }
+    const cl_int err =
+        write ? clEnqueueWriteBuffer(context->queue, buffer, CL_TRUE, 0, bytes, host, 0, NULL, NULL)
+              : clEnqueueReadBuffer(context->queue, buffer, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    for (size_t k = 0; narrow && !write && err == CL_SUCCESS && k < values; ++k)
+        forces[k] = (double)narrow[k];
+    free(narrow);
+    return err == CL_SUCCESS
+               ? FK_OK
+               : fk__cl_fail(
+                     context,
+                     write ? "clEnqueueWriteBuffer (forces)" : "clEnqueueReadBuffer (forces)", err);
+}

@@ -19,4 +19,12 @@ void fk__integrator_langevin_constants(double friction, double dt, double *c1, d
 /* Philox-4x32-10 on the host (the device's fk_philox4x32_10), for its known-answer test. */
 void fk__philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 
+/* The forces of the current step (force_components values per particle, as the evaluation
+ * decodes them: molecular forces, gravity accelerations and for gaj the jerks after them), read
+ * (write 0) or replaced (write 1). `forcekit simulate` keeps them in its checkpoints: a restart
+ * writes them back instead of evaluating again, so that it continues with the bits of the
+ * uninterrupted run (Hermite's are those at the predicted positions; fixed64's depend on the
+ * scale). */
+fk_status fk__integrator_forces(fk_integrator *integrator, double *forces, int write);
+
 #endif

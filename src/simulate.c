@@ -2,6 +2,8 @@
  * bookkeeping and checkpoints (see simulate.h). */
 #include "simulate.h"
 
+#include "integrator.h" /* fk__integrator_forces: checkpoints of the device path */
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -36,6 +38,8 @@ const char *fkt_integrator_name(fkt_integrator integrator)
         return "verlet";
     case FKT_INTEGRATOR_HERMITE:
         return "hermite";
+    case FKT_INTEGRATOR_LANGEVIN:
+        return "langevin";
     }
     return NULL;
 }
@@ -48,6 +52,8 @@ int fkt_integrator_find(const char *name, fkt_integrator *integrator)
         *integrator = FKT_INTEGRATOR_VERLET;
     else if (strcmp(name, "hermite") == 0)
         *integrator = FKT_INTEGRATOR_HERMITE;
+    else if (strcmp(name, "langevin") == 0)
+        *integrator = FKT_INTEGRATOR_LANGEVIN;
     else
         return 0;
     return 1;
@@ -298,6 +304,8 @@ fk_status fkt_sim_step(fkt_sim *sim)
 {
     if (!sim)
         return FK_ERR_INVALID_ARGUMENT;
+    if (sim->integrator)
+        return fkt_sim_advance(sim, 1);
     sim->message[0] = '\0';
     fk_status status =
         sim->config.integrator == FKT_INTEGRATOR_HERMITE ? hermite_step(sim) : verlet_step(sim);
@@ -306,12 +314,76 @@ fk_status fkt_sim_step(fkt_sim *sim)
     return status;
 }
 
+fk_status fkt_sim_advance(fkt_sim *sim, uint64_t steps)
+{
+    if (!sim)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (!sim->integrator) {
+        fk_status status = FK_OK;
+        for (uint64_t s = 0; s < steps && status == FK_OK; ++s)
+            status = fkt_sim_step(sim);
+        return status;
+    }
+    sim->message[0] = '\0';
+    if (steps == 0)
+        return FK_OK;
+    const fk_status status = fk_integrator_step(sim->integrator, steps);
+    if (status != FK_OK)
+        return library_failure(sim, status, "step");
+    sim->step += steps;
+    sim->state_stale = 1;
+    return FK_OK;
+}
+
+/* The device's forces of the current step into acceleration (and jerk), or (write) back. */
+static fk_status device_forces(fkt_sim *sim, int write)
+{
+    const size_t components = sim->kernel->force_components, n = sim->n;
+    double *forces = sim->output;
+    for (size_t i = 0; write && i < n; ++i)
+        for (size_t k = 0; k < components; ++k)
+            forces[components * i + k] = k < 3                ? sim->acceleration[3 * i + k]
+                                         : sim->jerk && k < 6 ? sim->jerk[3 * i + k - 3]
+                                                              : 0.0;
+    const fk_status status = fk__integrator_forces(sim->integrator, forces, write);
+    for (size_t i = 0; status == FK_OK && !write && i < n; ++i)
+        for (size_t k = 0; k < components && k < 6; ++k) {
+            if (k < 3) /* molecular: forces, a = F with the unit masses */
+                sim->acceleration[3 * i + k] = forces[components * i + k];
+            else if (sim->jerk)
+                sim->jerk[3 * i + k - 3] = forces[components * i + k];
+        }
+    return status;
+}
+
+fk_status fkt_sim_sync(fkt_sim *sim)
+{
+    if (!sim)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (!sim->integrator || !sim->state_stale)
+        return FK_OK;
+    sim->message[0] = '\0';
+    uint64_t step = 0;
+    fk_status status =
+        fk_integrator_get_state(sim->integrator, sim->position, sim->velocity, &step);
+    if (status == FK_OK)
+        status = device_forces(sim, 0);
+    if (status != FK_OK)
+        return library_failure(sim, status, "reading the state");
+    sim->state_stale = 0;
+    return FK_OK;
+}
+
 fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
 {
     if (!sim || !kinetic || !potential)
         return FK_ERR_INVALID_ARGUMENT;
     sim->message[0] = '\0';
     fk_status status = FK_OK;
+    if (sim->integrator) {
+        status = fk_integrator_energies(sim->integrator, kinetic, potential);
+        return status == FK_OK ? FK_OK : library_failure(sim, status, "energy");
+    }
     if (!sim->potential_current) {
         status = update_positions(sim, sim->position, sim->velocity);
         if (status != FK_OK)
@@ -339,8 +411,9 @@ fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
     return FK_OK;
 }
 
-void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const double *velocity,
-                     const double *acceleration, const double *jerk)
+fk_status fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position,
+                          const double *velocity, const double *acceleration, const double *jerk,
+                          const double *bound)
 {
     const size_t bytes = 3 * sim->n * sizeof(double);
     sim->step = step;
@@ -350,6 +423,19 @@ void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const 
     if (sim->jerk && jerk)
         memcpy(sim->jerk, jerk, bytes);
     sim->potential_current = 0;
+    if (!sim->integrator)
+        return FK_OK;
+    /* set_state evaluates the forces and chooses fixed64's scale from these positions; the
+     * uninterrupted run had the scale of its last rescale and (Hermite) the forces at the
+     * prediction: both come back from the checkpoint. */
+    sim->message[0] = '\0';
+    sim->state_stale = 0;
+    fk_status status = fk_integrator_set_state(sim->integrator, position, velocity, step);
+    if (status == FK_OK && bound)
+        status = fk_eval_set_bound(sim->eval, bound[0], bound[1], 0);
+    if (status == FK_OK)
+        status = device_forces(sim, 1);
+    return status == FK_OK ? FK_OK : library_failure(sim, status, "restoring the checkpoint");
 }
 
 fk_algorithm fkt_sim_algorithm(const fkt_sim *sim)
@@ -364,7 +450,8 @@ void fkt_sim_destroy(fkt_sim *sim)
 {
     if (!sim)
         return;
-    if (sim->config.backend) /* its evaluation is the backend's */
+    fk_integrator_destroy(sim->integrator); /* before its evaluation */
+    if (sim->config.backend)                /* its evaluation is the backend's */
         sim->config.backend->destroy(sim->config.backend->user);
     else
         fk_eval_destroy(sim->eval);
@@ -475,6 +562,26 @@ static fk_status choose_algorithm(fkt_sim *sim, const fk_particles *view)
     return FK_OK;
 }
 
+/* config.device: the library's integrator on the evaluation, its state the initial one. */
+static fk_status create_integrator(fkt_sim *sim, const fkt_sim_config *config)
+{
+    fk_integrator_config ic = FK_CONFIG_INIT(fk_integrator_config);
+    ic.kind = config->integrator == FKT_INTEGRATOR_LANGEVIN  ? FK_INTEGRATOR_LANGEVIN
+              : config->integrator == FKT_INTEGRATOR_HERMITE ? FK_INTEGRATOR_HERMITE
+                                                             : FK_INTEGRATOR_VERLET;
+    ic.dt = config->dt;
+    if (ic.kind == FK_INTEGRATOR_LANGEVIN) {
+        ic.temperature = config->temperature;
+        ic.friction = config->friction;
+        ic.seed = config->seed;
+    }
+    /* masses NULL: the molecular kernels' unit masses; gravity takes the evaluation's */
+    fk_status status = fk_integrator_create(sim->eval, &ic, &sim->integrator);
+    if (status == FK_OK)
+        status = fk_integrator_set_state(sim->integrator, sim->position, sim->velocity, 0);
+    return status == FK_OK ? FK_OK : library_failure(sim, status, "the device integrator");
+}
+
 fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
                          const fkt_particle_set *particles, fkt_sim **out, char *error,
                          size_t error_size)
@@ -499,6 +606,14 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
         set_message(error, error_size,
                     "the algorithm is not chosen by trial runs here: name one (or auto, the "
                     "library's built-in choice)");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (config->device && config->backend) {
+        set_message(error, error_size, "the device integrator runs on one evaluation (no backend)");
+        return FK_ERR_INVALID_ARGUMENT;
+    }
+    if (config->integrator == FKT_INTEGRATOR_LANGEVIN && !config->device) {
+        set_message(error, error_size, "Langevin dynamics runs on the device integrator only");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (config->integrator == FKT_INTEGRATOR_HERMITE && strcmp(kernel->name, "gaj") != 0) {
@@ -575,8 +690,15 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
     sim->potential_current = 1;
     /* Velocity Verlet steps the positions in place in the evaluation's pinned array: the updates
      * then take the library's cheapest path (see position_pinned). */
+    if (config->device)
+        status = create_integrator(sim, config);
+    if (status != FK_OK) {
+        set_message(error, error_size, "%s", sim->message);
+        fkt_sim_destroy(sim);
+        return status;
+    }
     double *pinned = NULL;
-    if (!config->backend && config->integrator != FKT_INTEGRATOR_HERMITE &&
+    if (!config->backend && !config->device && config->integrator != FKT_INTEGRATOR_HERMITE &&
         fk_eval_positions_buffer(sim->eval, &pinned) == FK_OK && pinned) {
         memcpy(pinned, sim->position, values * sizeof(double));
         free(sim->position);

@@ -15,10 +15,12 @@
 
 typedef enum fkt_integrator {
     FKT_INTEGRATOR_VERLET = 0, /* kick-drift-kick velocity Verlet, second order, symplectic */
-    FKT_INTEGRATOR_HERMITE     /* 4th-order Hermite, needs the jerk: gaj only */
+    FKT_INTEGRATOR_HERMITE,    /* 4th-order Hermite, needs the jerk: gaj only */
+    FKT_INTEGRATOR_LANGEVIN    /* Langevin BAOAB at a temperature: the device integrator only */
 } fkt_integrator;
 
-/* "verlet", "hermite"; NULL for an unknown value. fkt_integrator_find returns 0 when unknown. */
+/* "verlet", "hermite", "langevin"; NULL for an unknown value. fkt_integrator_find returns 0 when
+ * unknown. */
 const char *fkt_integrator_name(fkt_integrator integrator);
 int fkt_integrator_find(const char *name, fkt_integrator *integrator);
 
@@ -57,6 +59,12 @@ typedef struct fkt_sim_config {
      * be 0: the algorithm is eval.algorithm, which may be FK_ALGORITHM_AUTO); destroyed with the
      * simulation. */
     const fkt_sim_backend *backend;
+    /* 1: the library's integrator (fk_integrator) keeps the state on the device and steps there;
+     * sim->position and velocity are then copies, brought up to date by fkt_sim_sync. Not with a
+     * backend. 0: the host loop of this file. Langevin needs it. */
+    int device;
+    double temperature, friction; /* Langevin: k_B T and gamma */
+    uint64_t seed;                /* Langevin: the seed of the noise */
 } fkt_sim_config;
 
 /* What auto_algorithm measured, per candidate. */
@@ -110,7 +118,9 @@ typedef struct fkt_sim {
     uint64_t evaluations;
     fkt_sim_trial trials[4]; /* auto_algorithm: what was tried */
     size_t trial_count;
-    char message[1024]; /* the detail of the last failure */
+    char message[1024];        /* the detail of the last failure */
+    fk_integrator *integrator; /* config.device: the library's integrator on eval */
+    int state_stale;           /* config.device: position, velocity (...) are older than step */
 } fkt_sim;
 
 /* Creates the evaluation (choosing the algorithm when asked), uploads the particles (positions are
@@ -122,8 +132,16 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
                          size_t error_size);
 void fkt_sim_destroy(fkt_sim *sim);
 
-/* One step of config.integrator. On failure (a device error, a force that is not finite) the
- * state is that of the last completed step and sim->message says why. */
+/* Advances `steps` steps: the host loop's fkt_sim_step one at a time, or one call of the device
+ * integrator (nothing comes back to the host but its rebuild decisions). */
+fk_status fkt_sim_advance(fkt_sim *sim, uint64_t steps);
+
+/* config.device: copies the device's state to sim->position, velocity, acceleration (and jerk):
+ * before a checkpoint or the final checksum. Nothing to do on the host loop. */
+fk_status fkt_sim_sync(fkt_sim *sim);
+
+/* One step of config.integrator (the host loop). On failure (a device error, a force that is not
+ * finite) the state is that of the last completed step and sim->message says why. */
 fk_status fkt_sim_step(fkt_sim *sim);
 
 /* The default of fkt_sim.parallel_min: below it a thread team's start costs more than the pass. */
@@ -137,9 +155,12 @@ fk_status fkt_sim_step(fkt_sim *sim);
 fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential);
 
 /* Replaces the state by a checkpoint's: step, positions, velocities, accelerations (and jerks for
- * Hermite), 3 n each. */
-void fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position, const double *velocity,
-                     const double *acceleration, const double *jerk);
+ * Hermite), 3 n each. config.device: the device integrator's state set to it, with bound (NULL:
+ * none) the fixed64 bound the run had (fk_eval_get_bound's max_term and max_sum) and the
+ * accelerations written back, so that the run goes on with the bits of the uninterrupted one. */
+fk_status fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position,
+                          const double *velocity, const double *acceleration, const double *jerk,
+                          const double *bound);
 
 /* The pair loop that runs (after auto_algorithm) and the variant. */
 fk_algorithm fkt_sim_algorithm(const fkt_sim *sim);

@@ -508,15 +508,47 @@ else
     fail "simulate --checkpoint writes a checkpoint"
 fi
 no_temporary_files "simulate leaves no temporary checkpoint" "$WORK"
+# --integrate host: the host loop, from the same forces the same state as the device path's
+# (docs/simulate.md: the integrator's operations are the host loop's)
+expect_exit "simulate --integrate host exits 0" 0 $SIM --steps 40 --sample 10 --algorithm all-pairs --json --integrate host
+cp "$WORK/out" "$WORK/sim-host.json"
+expect_json "the host loop ends on the device path's state, with device seconds" "$WORK/sim-host.json" \
+    'd["integrate"] == "host" and json.load(open("'"$WORK/sim-full.json"'"))["integrate"] == "device" and d["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["seconds_per_step"]["device"] > 0'
 # --device-timing off: a queue without profiling; the same trajectory, no device seconds
-expect_exit "simulate --device-timing off exits 0" 0 $SIM --steps 40 --sample 10 --algorithm all-pairs --json --device-timing off
+expect_exit "simulate --device-timing off exits 0" 0 $SIM --steps 40 --sample 10 --algorithm all-pairs --json --device-timing off --integrate host
 expect_json "simulate --device-timing off ends on the same state, device seconds null" "$WORK/out" \
-    'd["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["seconds_per_step"]["device"] is None and json.load(open("'"$WORK/sim-full.json"'"))["seconds_per_step"]["device"] > 0'
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-host.json"'"))["state_checksum"] and d["seconds_per_step"]["device"] is None'
+expect_exit "simulate --integrate sideways exits 2" 2 $SIM --steps 1 --integrate sideways
+expect_exit "simulate --friction without langevin exits 2" 2 $SIM --steps 1 --friction 2
+expect_exit "simulate --integrator langevin --integrate host exits 2" 2 $SIM --steps 1 --integrator langevin --integrate host
+expect_stderr "langevin on the host is explained" "device integrator only"
+expect_exit "simulate --integrator langevin with ga exits 2" 2 "$FK" simulate --kernel ga --n 64 --steps 1 --integrator langevin
+expect_exit "simulate --integrator langevin --friction 0 exits 2" 2 $SIM --steps 1 --integrator langevin --friction 0
+expect_exit "simulate --integrator langevin --temperature 0 exits 2" 2 $SIM --steps 1 --integrator langevin --temperature 0
+# Langevin: a checkpoint holds the step, so the noise goes on where it stopped, and fixed64's
+# bound, so --reproducible with lists and a skin restarts bit-identical (float with a skin would
+# not: the lists' order changes the rounding)
+LSIM="$SIM --algorithm neighbors --skin 0.3 --reproducible --integrator langevin --temperature 1.5 --friction 2 --sample 10"
+expect_exit "simulate --integrator langevin 40 steps exits 0" 0 $LSIM --steps 40 --json
+cp "$WORK/out" "$WORK/sim-langevin.json"
+expect_json "simulate langevin reports its bath and a temperature" "$WORK/sim-langevin.json" \
+    'd["integrator"] == "langevin" and d["integrate"] == "device" and d["bath_temperature"] == 1.5 and d["friction"] == 2 and 0 < d["mean_temperature"] < 3 and d["device_integrator"]["syncs"] > 0 and d["device_integrator"]["rebuilds"] > 0'
+expect_exit "simulate langevin 25 steps with a checkpoint exits 0" 0 $LSIM --steps 25 --checkpoint "$WORK/langevin.ckpt"
+expect_exit "simulate langevin --restart to step 40 exits 0" 0 $LSIM --steps 40 --restart "$WORK/langevin.ckpt" --json
+expect_json "a restarted Langevin run ends bit-identical to the uninterrupted one" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-langevin.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-langevin.json"'"))["samples"]'
+expect_exit "simulate langevin --restart with another --friction exits 2" 2 $LSIM --steps 40 --friction 3 --restart "$WORK/langevin.ckpt"
+expect_exit "simulate --restart of a device checkpoint on the host exits 2" 2 $SIM --steps 40 --integrate host --restart "$WORK/full.ckpt"
+expect_stderr "the integrate mismatch is named" "integrate is 'device' there and 'host' here"
 expect_exit "simulate --device-timing maybe exits 2" 2 $SIM --steps 1 --device-timing maybe
 expect_exit "simulate 25 of the 40 steps with a checkpoint exits 0" 0 $SIM --steps 25 --sample 10 --algorithm all-pairs --checkpoint "$WORK/half.ckpt" --checkpoint-every 7
 expect_exit "simulate --restart to step 40 exits 0" 0 $SIM --steps 40 --restart "$WORK/half.ckpt" --json
 expect_json "a restarted run ends bit-identical to the uninterrupted one" "$WORK/out" \
     'd["state_checksum"] == json.load(open("'"$WORK/sim-full.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-full.json"'"))["samples"] and d["restarted_from_step"] == 25 and d["steps_run"] == 15'
+expect_exit "simulate --integrate host 25 of the 40 steps with a checkpoint exits 0" 0 $SIM --steps 25 --sample 10 --algorithm all-pairs --checkpoint "$WORK/host-half.ckpt" --integrate host
+expect_exit "simulate --integrate host --restart to step 40 exits 0" 0 $SIM --steps 40 --restart "$WORK/host-half.ckpt" --integrate host --json
+expect_json "a restarted host loop ends bit-identical to the uninterrupted one" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-host.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-host.json"'"))["samples"] and d["restarted_from_step"] == 25'
 expect_exit "simulate --restart with another --dt exits 2" 2 $SIM --steps 40 --dt 0.004 --restart "$WORK/half.ckpt"
 expect_stderr "a mismatched restart names the option" "does not match this run: dt"
 expect_exit "simulate --restart with another --seed exits 2" 2 $SIM --steps 40 --seed 2 --restart "$WORK/half.ckpt"

@@ -274,12 +274,16 @@ static void check_restart(const fkt_sim_config *config, const fkt_particle_set *
 {
     fkt_sim *straight = create_sim(config, set);
     step_sim(straight, 2 * k);
+    assert_int_equal(fkt_sim_sync(straight), FK_OK); /* the device path: the state comes back */
 
     fkt_sim *first = create_sim(config, set);
     fkt_sim_sample samples[2] = {{.step = 0}, {.step = k}};
     assert_int_equal(fkt_sim_energy(first, &samples[0].kinetic, &samples[0].potential), FK_OK);
     step_sim(first, k);
     assert_int_equal(fkt_sim_energy(first, &samples[1].kinetic, &samples[1].potential), FK_OK);
+    assert_int_equal(fkt_sim_sync(first), FK_OK);
+    double bound[2] = {0, 0}; /* the device path keeps fixed64's scale: the restart sets it */
+    assert_int_equal(fk_eval_get_bound(first->eval, &bound[0], &bound[1]), FK_OK);
     fkt_sim_option options[2] = {{"kernel", ""}, {"device", "a name with spaces"}};
     snprintf(options[0].value, sizeof options[0].value, "%s", config->eval.kernel);
     char *path = temp_path(name);
@@ -308,9 +312,12 @@ static void check_restart(const fkt_sim_config *config, const fkt_particle_set *
     fkt_sim_destroy(first);
 
     fkt_sim *resumed = create_sim(config, set);
-    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
-                    checkpoint.acceleration, checkpoint.jerk);
+    assert_int_equal(fkt_sim_restore(resumed, checkpoint.step, checkpoint.position,
+                                     checkpoint.velocity, checkpoint.acceleration, checkpoint.jerk,
+                                     config->device ? bound : NULL),
+                     FK_OK);
     step_sim(resumed, k);
+    assert_int_equal(fkt_sim_sync(resumed), FK_OK);
     assert_int_equal(resumed->step, 2 * k);
     assert_same_bits(resumed->position, straight->position, values, "restarted position");
     assert_same_bits(resumed->velocity, straight->velocity, values, "restarted velocity");
@@ -350,6 +357,72 @@ static void test_restart_bit_identical(void **state)
     hermite.eval.accum = "float";
     hermite.eval.eps = 0.01;
     check_restart(&hermite, &set, 25, "gaj.checkpoint");
+    fkt_particle_set_free(&set);
+}
+
+/* The device path (fk_integrator under fkt_sim, `simulate --integrate device`): restarts
+ * bit-identical for Verlet (float), Langevin with fixed64 and lists kept over a skin (the
+ * checkpoint's step keys the noise; fixed64's bound and the forces come back) and Hermite (whose
+ * forces at the prediction no evaluation at the restart's positions gives); and from the same
+ * forces the host loop's state bits. */
+static void test_device_path(void **state)
+{
+    (void)state;
+    if (!fk_context_device(fk_test_context)->fp64) {
+        fprintf(stderr, "no fp64 on this device: no device integrator\n");
+        return;
+    }
+    fkt_particle_set set = {0};
+    double box[3];
+    assert_int_equal(
+        fkt_generate_lj_fluid(108, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
+        FK_OK);
+    fkt_sim_config config = lj_fluid_config("float", box);
+    config.device = 1;
+    check_restart(&config, &set, 25, "device-lj.checkpoint");
+    /* the host loop from the same start: the same operations on the same forces */
+    fkt_sim *device = create_sim(&config, &set);
+    config.device = 0;
+    fkt_sim *host = create_sim(&config, &set);
+    assert_null(host->integrator);
+    assert_non_null(device->integrator);
+    assert_int_equal(fkt_sim_advance(device, 30), FK_OK);
+    assert_int_equal(fkt_sim_advance(host, 30), FK_OK);
+    assert_int_equal(fkt_sim_sync(device), FK_OK);
+    assert_same_bits(device->position, host->position, 3 * set.count, "device path position");
+    assert_same_bits(device->velocity, host->velocity, 3 * set.count, "device path velocity");
+    fkt_sim_destroy(device);
+    fkt_sim_destroy(host);
+    /* Langevin is the device's only */
+    config.integrator = FKT_INTEGRATOR_LANGEVIN;
+    config.temperature = 1.5;
+    config.friction = 2.0;
+    config.seed = 7;
+    fkt_sim *refused = NULL;
+    char error[1024] = "";
+    assert_int_equal(fkt_sim_create(fk_test_context, &config, &set, &refused, error, sizeof error),
+                     FK_ERR_INVALID_ARGUMENT);
+    assert_null(refused);
+    fkt_particle_set_free(&set);
+
+    assert_int_equal(
+        fkt_generate_lj_fluid(500, 0.8, 1.0, fk_test_seed(), FKT_LAYOUT_XYZ_TYPE, &set, box),
+        FK_OK);
+    memcpy(config.eval.box, box, sizeof box);
+    config.device = 1;
+    config.eval.accum = "fixed64";
+    config.eval.reproducible = 1;
+    config.eval.algorithm = FK_ALGORITHM_NEIGHBORS;
+    config.eval.skin = 0.3;
+    check_restart(&config, &set, 25, "device-langevin.checkpoint");
+    fkt_particle_set_free(&set);
+
+    assert_int_equal(fkt_generate_plummer(64, fk_test_seed(), FKT_LAYOUT_XYZM_VEL, &set), FK_OK);
+    fkt_sim_config hermite = {.integrator = FKT_INTEGRATOR_HERMITE, .dt = 0.002, .device = 1};
+    hermite.eval.kernel = "gaj";
+    hermite.eval.accum = "float";
+    hermite.eval.eps = 0.01;
+    check_restart(&hermite, &set, 25, "device-gaj.checkpoint");
     fkt_particle_set_free(&set);
 }
 
@@ -534,8 +607,10 @@ static void restart_from(const char *path, const fkt_sim_config *config,
     if (fkt_sim_checkpoint_read(path, &checkpoint, error, sizeof error) != FK_OK)
         fail_msg("%s", error);
     fkt_sim *resumed = create_sim(config, set);
-    fkt_sim_restore(resumed, checkpoint.step, checkpoint.position, checkpoint.velocity,
-                    checkpoint.acceleration, checkpoint.jerk);
+    assert_int_equal(fkt_sim_restore(resumed, checkpoint.step, checkpoint.position,
+                                     checkpoint.velocity, checkpoint.acceleration, checkpoint.jerk,
+                                     NULL),
+                     FK_OK);
     step_sim(resumed, k);
     memcpy(position, resumed->position, 3 * set->count * sizeof *position);
     memcpy(velocity, resumed->velocity, 3 * set->count * sizeof *velocity);
@@ -954,7 +1029,7 @@ static void test_collapse_stops(void **state)
         memcpy(x, set.position, values * sizeof *x);
         for (int k = 0; k < 3; ++k)
             x[3 * 9 + (size_t)k] = x[3 * 2 + (size_t)k];
-        fkt_sim_restore(sim, 7, x, zero, zero, NULL);
+        assert_int_equal(fkt_sim_restore(sim, 7, x, zero, zero, NULL, NULL), FK_OK);
         const fk_status status = fkt_sim_step(sim);
         fprintf(stderr, "%s: %s: %s\n", accums[a], fk_status_string(status), sim->message);
         assert_int_equal(status, FK_ERR_INVALID_INPUT);
@@ -985,12 +1060,19 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_energy_slope),           cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_two_body_verlet),        cmocka_unit_test(test_two_body_hermite),
-        cmocka_unit_test(test_lj_fluid_drift),         cmocka_unit_test(test_restart_bit_identical),
-        cmocka_unit_test(test_bad_checkpoints),        cmocka_unit_test(test_update_positions),
-        cmocka_unit_test(test_restart_hermite_double), cmocka_unit_test(test_collapse_stops),
-        cmocka_unit_test(test_parallel_passes),        cmocka_unit_test(test_checkpoint_integrity),
+        cmocka_unit_test(test_energy_slope),
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_two_body_verlet),
+        cmocka_unit_test(test_two_body_hermite),
+        cmocka_unit_test(test_lj_fluid_drift),
+        cmocka_unit_test(test_restart_bit_identical),
+        cmocka_unit_test(test_bad_checkpoints),
+        cmocka_unit_test(test_update_positions),
+        cmocka_unit_test(test_restart_hermite_double),
+        cmocka_unit_test(test_collapse_stops),
+        cmocka_unit_test(test_device_path),
+        cmocka_unit_test(test_parallel_passes),
+        cmocka_unit_test(test_checkpoint_integrity),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, remove_temp);
 }

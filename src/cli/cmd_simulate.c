@@ -1,5 +1,6 @@
-/* `forcekit simulate`: NVE integration (velocity Verlet, or Hermite for gaj) with the forces from
- * the device, the energy series and its drift, checkpoints and bit-identical restarts. */
+/* `forcekit simulate`: integration on the device (the library's fk_integrator: velocity Verlet,
+ * Langevin, Hermite for gaj) or on the host (src/simulate.c's loop, --integrate host), the energy
+ * series and its drift, checkpoints and bit-identical restarts. */
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -22,12 +23,14 @@
 
 static const char simulate_usage[] =
     "usage: forcekit simulate --kernel K (--system NAME --n N | --in FILE) --steps S [--dt DT]\n"
-    "                         [--accum A] [--integrator verlet|hermite] [--sample K] [--json]\n"
-    "                         [--checkpoint FILE [--checkpoint-every K]] [--restart FILE] ...\n\n"
-    "Integrates Newton's equations at constant energy (NVE) with positions and velocities in\n"
-    "double on the host and the forces from the device with the chosen accumulator, and reports\n"
-    "the total energy (kinetic + potential) every K steps, its relative drift and the slope of a\n"
-    "linear fit. Progress goes to stderr when it is a terminal.\n\n"
+    "                         [--accum A] [--integrator verlet|hermite|langevin] [--sample K]\n"
+    "                         [--integrate device|host] [--json] [--checkpoint FILE\n"
+    "                         [--checkpoint-every K]] [--restart FILE] ...\n\n"
+    "Integrates Newton's equations at constant energy (NVE), or Langevin dynamics at a\n"
+    "temperature, with positions and velocities in double and the forces from the device with\n"
+    "the chosen accumulator, and reports the total energy (kinetic + potential) every K steps,\n"
+    "its relative drift and the slope of a linear fit. Progress goes to stderr when it is a\n"
+    "terminal.\n\n"
     "  --kernel K        lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj "
     "(Hermite)\n"
     "  --system NAME     lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
@@ -44,12 +47,19 @@ static const char simulate_usage[] =
     "  --positions P     float (default) or ds: the device's coordinates as float pairs (48\n"
     "                    bits; with --accum ref the forces agree with double to about 1e-14;\n"
     "                    open boundaries, all-pairs and symmetric; docs/precision.md)\n"
-    "  --integrator I    verlet (default; kick-drift-kick) or hermite (4th order, gaj only;\n"
-    "                    the default for gaj)\n"
+    "  --integrator I    verlet (default; kick-drift-kick), hermite (4th order, gaj only; the\n"
+    "                    default for gaj) or langevin (BAOAB at --temperature with --friction;\n"
+    "                    molecular kernels, --integrate device)\n"
+    "  --integrate W     device (default: the state stays on the device, which integrates;\n"
+    "                    needs fp64: without it the run falls back to host with a note) or\n"
+    "                    host (positions and velocities on the host, forces read every step)\n"
+    "  --friction G      langevin: the friction gamma in 1/time (default 1.0)\n"
     "  --density D       lj-fluid number density (default 0.8)\n"
     "  --temperature T   lj-fluid initial temperature (default 1.0); for files without\n"
-    "                    velocities (default 1.0 molecular, 0 gravity: at rest)\n"
-    "  --seed S          seed of the system and of drawn velocities (default 1)\n"
+    "                    velocities (default 1.0 molecular, 0 gravity: at rest); langevin:\n"
+    "                    also the bath's k_B T\n"
+    "  --seed S          seed of the system, of drawn velocities and of Langevin's noise\n"
+    "                    (default 1)\n"
     "  --eps E           gravitational softening (default 0.01)\n"
     "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
     "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
@@ -77,7 +87,8 @@ static const char simulate_usage_more[] =
     "box, the rest by shares of the particles); every rank integrates all particles the same\n"
     "way, the trajectory is the single-device one bit for bit, rank 0 writes the checkpoints,\n"
     "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
-    "trial runs) and a signal ends the job without a checkpoint.\n\n"
+    "trial runs), the integration is on the host (--integrate host; langevin is refused) and a\n"
+    "signal ends the job without a checkpoint.\n\n"
     "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
 
 typedef struct simulate_options {
@@ -86,8 +97,9 @@ typedef struct simulate_options {
     const char *checkpoint, *restart;
     const char *positions;     /* --positions: float or ds */
     const char *device_timing; /* --device-timing: on or off */
+    const char *integrate;     /* --integrate: device or host */
     long long n, steps, seed, sample, checkpoint_every;
-    double dt, density, temperature, eps, skin;
+    double dt, density, temperature, eps, skin, friction;
     int json, help, reproducible;
     cli_physics_options physics;
 } simulate_options;
@@ -127,6 +139,17 @@ static const char *find_option(const option_list *list, const char *key)
     return NULL;
 }
 
+/* Replaces key's value, or adds the key. */
+static void set_option(option_list *list, const char *key, const char *value)
+{
+    for (size_t o = 0; o < list->count; ++o)
+        if (strcmp(list->items[o].key, key) == 0) {
+            snprintf(list->items[o].value, sizeof list->items[o].value, "%s", value);
+            return;
+        }
+    add_option(list, key, "%s", value);
+}
+
 /* What a checkpoint must share with the run that continues it. */
 static const char *const must_match[] = {
     "kernel",  "accum",      "integrator",   "dt",     "system", "n",
@@ -147,6 +170,7 @@ typedef struct simulate_run {
     fkt_sim_sample *samples;
     size_t sample_count, sample_capacity;
     option_list options;
+    int integrate_given; /* --integrate named: no fallback to the host */
 } simulate_run;
 
 static void simulate_run_free(simulate_run *run)
@@ -236,7 +260,8 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
     /* Options that checkpoints of earlier versions lack, with the value those runs had. */
     static const struct {
         const char *key, *absent;
-    } added_later[] = {{"positions", "float"}, {"reproducible", "0"}};
+    } added_later[] = {
+        {"positions", "float"}, {"reproducible", "0"}, {"integrate", "host"}, {"friction", "0"}};
     const size_t must = sizeof must_match / sizeof must_match[0];
     for (size_t k = 0; k < must + sizeof added_later / sizeof added_later[0]; ++k) {
         const char *key = k < must ? must_match[k] : added_later[k - must].key;
@@ -344,9 +369,21 @@ static int write_checkpoint(const simulate_options *options, simulate_run *run)
     if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
         return CLI_EXIT_OK;
     char message[1024] = "";
-    fk_status status = fkt_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
-                                                run->options.count, run->samples, run->sample_count,
-                                                message, sizeof message);
+    fk_status status = fkt_sim_sync(run->sim); /* the device path: the state comes back now */
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", run->sim->message);
+        return cli_exit_code(status);
+    }
+    double bound[2] = {0, 0};
+    if (run->sim->integrator && fk_eval_get_bound(run->sim->eval, &bound[0], &bound[1]) == FK_OK) {
+        /* fixed64's scale of the device path is kept from its last choice: a restart sets it */
+        char text[96];
+        snprintf(text, sizeof text, "%a %a", bound[0], bound[1]);
+        set_option(&run->options, "accum_bound", text);
+    }
+    status = fkt_sim_checkpoint_write(options->checkpoint, run->sim, run->options.items,
+                                      run->options.count, run->samples, run->sample_count, message,
+                                      sizeof message);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", message);
         return cli_write_exit_code(status);
@@ -400,6 +437,30 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "positions", find_option(&run->options, "positions"));
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
+    cJSON_AddStringToObject(document, "integrate", sim->integrator ? "device" : "host");
+    uint64_t counters[3];
+    if (sim->integrator && fk_integrator_counters(sim->integrator, &counters[0], &counters[1],
+                                                  &counters[2]) == FK_OK) {
+        /* since this invocation's create: the lists' builds and fixed64 scales it asked for,
+         * and the host's waits for its flags */
+        cJSON *figures = cJSON_AddObjectToObject(document, "device_integrator");
+        cJSON_AddNumberToObject(figures, "rebuilds", (double)counters[0]);
+        cJSON_AddNumberToObject(figures, "rescales", (double)counters[1]);
+        cJSON_AddNumberToObject(figures, "syncs", (double)counters[2]);
+    }
+    if (config->integrator == FKT_INTEGRATOR_LANGEVIN) {
+        cli_json_number(document, "bath_temperature", config->temperature);
+        cli_json_number(document, "friction", config->friction);
+        /* 2 <K> / (3 N k_B) over the samples after the first (Langevin does not keep the total
+         * momentum: 3N degrees of freedom) */
+        double kinetic = 0;
+        for (size_t s = 1; s < run->sample_count; ++s)
+            kinetic += run->samples[s].kinetic;
+        cli_json_number(document, "mean_temperature",
+                        run->sample_count > 1 ? 2.0 * kinetic / (double)(run->sample_count - 1) /
+                                                    (3.0 * (double)sim->n)
+                                              : NAN);
+    }
     cJSON_AddStringToObject(document, "algorithm", fk_algorithm_name(fkt_sim_algorithm(sim)));
     cJSON_AddStringToObject(document, "system", find_option(&run->options, "system"));
     cJSON_AddNumberToObject(document, "n", (double)sim->n);
@@ -444,9 +505,11 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
     cli_json_number(timing, "total", stats->seconds * per_step);
     cli_json_number(timing, "device", stats->device_seconds * per_step);
-    cli_json_number(timing, "update", stats->timing.update * per_step);
-    cli_json_number(timing, "compute", stats->timing.compute * per_step);
-    cli_json_number(timing, "read", stats->timing.read * per_step);
+    /* the device path has no host phases: null there */
+    const double phases = sim->integrator ? NAN : per_step;
+    cli_json_number(timing, "update", stats->timing.update * phases);
+    cli_json_number(timing, "compute", stats->timing.compute * phases);
+    cli_json_number(timing, "read", stats->timing.read * phases);
     cli_json_number(timing, "host_overhead", (stats->seconds - stats->device_seconds) * per_step);
     /* energy */
     cli_json_number(document, "initial_energy", e0);
@@ -497,6 +560,185 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     return cli_print_json(document);
 }
 
+/* The options a restart must match (and the fingerprint of the initial state). density: the
+ * fluid's, else 0; temperature_used: velocities were drawn at it or it is Langevin's bath. */
+static void record_options(const simulate_options *options, simulate_run *run,
+                           const fkt_sim_config *config, double temperature, double density,
+                           int temperature_used)
+{
+    option_list *list = &run->options;
+    add_option(list, "kernel", "%s", run->kernel->name);
+    add_option(list, "accum", "%s", run->accum->name);
+    add_option(list, "reproducible", "%d", options->reproducible != 0);
+    add_option(list, "positions", "%s", fk_positions_name((fk_positions)config->eval.positions));
+    add_option(list, "integrator", "%s", fkt_integrator_name(config->integrator));
+    add_option(list, "dt", "%.17g", config->dt);
+    add_option(list, "system", "%s", options->in ? "file" : options->system);
+    add_option(list, "input", "%s", options->in ? options->in : "-");
+    add_option(list, "n", "%zu", run->particles.count);
+    add_option(list, "seed", "%lld", options->seed);
+    add_option(list, "density", "%.17g", density);
+    add_option(list, "temperature", "%.17g", temperature_used ? temperature : 0.0);
+    add_option(list, "friction", "%.17g",
+               config->integrator == FKT_INTEGRATOR_LANGEVIN ? config->friction : 0.0);
+    add_option(list, "integrate", "%s", config->device ? "device" : "host");
+    add_option(list, "eps", "%.17g", config->eval.eps);
+    add_option(list, "cutoff", "%.17g", config->eval.cutoff);
+    add_option(list, "box", "%.17g,%.17g,%.17g", config->eval.box[0], config->eval.box[1],
+               config->eval.box[2]);
+    add_option(list, "coulomb", "%.17g", config->eval.coulomb);
+    add_option(list, "dielectric", "%.17g,%.17g,%.17g,%.17g", config->eval.dielectric[0],
+               config->eval.dielectric[1], config->eval.dielectric[2], config->eval.dielectric[3]);
+    add_option(list, "exclude_mode", "%d", config->eval.exclusion_mode);
+    add_option(list, "sample", "%lld", options->sample);
+    add_option(list, "skin", "%.17g", config->eval.skin);
+    add_option(list, "initial_state", "%016" PRIx64,
+               fkt_sim_fingerprint(&run->particles, config->eval.box, config->pair_table,
+                                   run->kernel->pair_parameters, config->exclusions,
+                                   config->exclusion_count));
+}
+
+/* --integrate and --friction: config.device (the library's integrator; the host loop under
+ * mpirun), the friction and Langevin's seed (--seed). */
+static int parse_integrate(const simulate_options *options, simulate_run *run,
+                           fkt_sim_config *config, int gravity)
+{
+    const int langevin = config->integrator == FKT_INTEGRATOR_LANGEVIN;
+    run->integrate_given = options->integrate != NULL;
+    config->device = 1;
+    if (options->integrate && strcmp(options->integrate, "host") == 0)
+        config->device = 0;
+    else if (options->integrate && strcmp(options->integrate, "device") != 0)
+        return cli_usage_error("simulate", "--integrate '%s': expected device or host",
+                               options->integrate);
+    if (cli_mpi_active()) { /* the ranks share each evaluation: the host integrates */
+        if (run->integrate_given && config->device)
+            return cli_usage_error("simulate", "--integrate device does not run under mpirun yet "
+                                               "(the ranks integrate on the host)");
+        config->device = 0;
+    }
+    if (langevin && gravity)
+        return cli_usage_error("simulate", "--integrator langevin is for the molecular kernels");
+    if (langevin && !config->device)
+        return cli_usage_error("simulate", "--integrator langevin runs on the device integrator "
+                                           "only (--integrate device, not under mpirun)");
+    if (!isnan(options->friction) && !langevin)
+        return cli_usage_error("simulate", "--friction applies to --integrator langevin");
+    config->friction = isnan(options->friction) ? 1.0 : options->friction;
+    if (langevin && !(config->friction > 0))
+        return cli_usage_error("simulate", "--friction must be > 0");
+    config->seed = (uint64_t)options->seed;
+    return CLI_EXIT_OK;
+}
+
+/* The simulation on the opened context. The device path falls back to the host loop when the
+ * device cannot run it (no fp64, gravity without softening) unless --integrate device was given
+ * or the integrator is Langevin; a restart must then have been written by the host loop too. */
+static int create_sim(const simulate_options *options, simulate_run *run, fkt_sim_config *config)
+{
+    char message[1024] = "";
+    fk_status status =
+        fkt_sim_create(run->context, config, &run->particles, &run->sim, message, sizeof message);
+    if (status == FK_ERR_UNSUPPORTED && config->device && !run->integrate_given &&
+        config->integrator != FKT_INTEGRATOR_LANGEVIN) {
+        if (cli_mpi_rank() == 0)
+            fprintf(stderr, "forcekit: note: simulate: integrating on the host (%s)\n", message);
+        config->device = 0;
+        set_option(&run->options, "integrate", "host");
+        status = fkt_sim_create(run->context, config, &run->particles, &run->sim, message,
+                                sizeof message);
+    }
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        return cli_exit_code(status);
+    }
+    const char *there = fkt_sim_checkpoint_option(&run->checkpoint, "integrate");
+    const char *here = config->device ? "device" : "host";
+    if (run->restarting && strcmp(there ? there : "host", here) != 0) {
+        cli_error("simulate",
+                  "checkpoint %s does not match this run: integrate is '%s' there and '%s' "
+                  "here (the device cannot run the device path)",
+                  options->restart, there ? there : "host", here);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* A checkpoint's state into the simulation (the device path: with its fixed64 bound). */
+static int restore_checkpoint(const simulate_options *options, simulate_run *run)
+{
+    const fkt_sim_checkpoint *checkpoint = &run->checkpoint;
+    double bound[2];
+    const char *text = fkt_sim_checkpoint_option(checkpoint, "accum_bound");
+    const int has_bound = text && sscanf(text, "%la %la", &bound[0], &bound[1]) == 2;
+    fk_status status =
+        fkt_sim_restore(run->sim, checkpoint->step, checkpoint->position, checkpoint->velocity,
+                        checkpoint->acceleration, checkpoint->jerk, has_bound ? bound : NULL);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s (%s)", run->sim->message, options->restart);
+        return cli_exit_code(status);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* The step loop, to the target or a signal. The host path goes one step at a time; the device
+ * path in chunks that end at the samples and the checkpoints and are sized to take about a
+ * tenth of a second, so that progress lines and signals are seen between them. */
+static fk_status step_loop(const simulate_options *options, simulate_run *run, int show_progress,
+                           uint64_t first_step, double started)
+{
+    const uint64_t target = (uint64_t)options->steps;
+    const uint64_t sample_every = (uint64_t)options->sample;
+    const uint64_t checkpoint_every = (uint64_t)options->checkpoint_every;
+    fkt_sim *sim = run->sim;
+    uint64_t chunk = 1;
+    double shown = started;
+    fk_status status = FK_OK;
+    while (sim->step < target && !interrupted_by) {
+        uint64_t stop = (sim->step / sample_every + 1) * sample_every;
+        if (options->checkpoint && (sim->step / checkpoint_every + 1) * checkpoint_every < stop)
+            stop = (sim->step / checkpoint_every + 1) * checkpoint_every;
+        if (stop > target)
+            stop = target;
+        if (stop > sim->step + chunk)
+            stop = sim->step + chunk;
+        const double before = monotonic_seconds();
+        status = fkt_sim_advance(sim, stop - sim->step);
+        if (status != FK_OK)
+            break;
+        const double took = monotonic_seconds() - before;
+        if (sim->integrator && took < 0.05 && chunk < ((uint64_t)1 << 20))
+            chunk *= 2;
+        else if (took > 0.2 && chunk > 1)
+            chunk /= 2;
+        const uint64_t step = sim->step;
+        if (step % sample_every == 0) {
+            fkt_sim_sample sample = {.step = step};
+            status = fkt_sim_energy(sim, &sample.kinetic, &sample.potential);
+            if (status != FK_OK)
+                break;
+            if (add_sample(run, sample) != 0) {
+                status = FK_ERR_HOST_MEMORY;
+                snprintf(sim->message, sizeof sim->message, "out of memory for samples");
+                break;
+            }
+        }
+        /* A periodic checkpoint that cannot be written (a full disk) costs only the restart
+         * point: the run goes on, and the final checkpoint is tried again at the end. */
+        if (options->checkpoint && step % checkpoint_every == 0 && step != target &&
+            write_checkpoint(options, run) != CLI_EXIT_OK)
+            fprintf(stderr,
+                    "forcekit: warning: simulate: checkpoint at step %" PRIu64
+                    " not written; continuing\n",
+                    step);
+        if (show_progress && monotonic_seconds() - shown > 0.25) {
+            progress(run, target, first_step, started, 0);
+            shown = monotonic_seconds();
+        }
+    }
+    return status;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     simulate_options options = {.accum = "float",
@@ -506,6 +748,7 @@ int cmd_simulate(int argc, char **argv)
                                 .dt = NAN,
                                 .eps = NAN,
                                 .skin = NAN,
+                                .friction = NAN,
                                 .shape = CLI_SHAPE_OPTIONS_INIT,
                                 .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
@@ -521,6 +764,12 @@ int cmd_simulate(int argc, char **argv)
         {.name = "steps", .kind = CLI_INT, .value = &options.steps, .min = 0, .max = 1e15},
         {.name = "dt", .kind = CLI_DOUBLE, .value = &options.dt, .min = 0, .max = HUGE_VAL},
         {.name = "integrator", .kind = CLI_STRING, .value = &options.integrator},
+        {.name = "integrate", .kind = CLI_STRING, .value = &options.integrate},
+        {.name = "friction",
+         .kind = CLI_DOUBLE,
+         .value = &options.friction,
+         .min = 0,
+         .max = HUGE_VAL},
         {.name = "density",
          .kind = CLI_DOUBLE,
          .value = &options.density,
@@ -578,6 +827,7 @@ int cmd_simulate(int argc, char **argv)
     const int gravity = cli_kernel_is_gravity(run.kernel->name);
 
     fkt_sim_config config = {0};
+    int code = CLI_EXIT_OK;
     config.eval.kernel = run.kernel->name;
     config.eval.accum = run.accum->name;
     config.eval.reproducible = options.reproducible;
@@ -589,10 +839,14 @@ int cmd_simulate(int argc, char **argv)
     config.integrator =
         strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
     if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
-        return cli_usage_error("simulate", "--integrator '%s': expected verlet or hermite",
+        return cli_usage_error("simulate",
+                               "--integrator '%s': expected verlet, hermite or langevin",
                                options.integrator);
     if (config.integrator == FKT_INTEGRATOR_HERMITE && strcmp(run.kernel->name, "gaj") != 0)
         return cli_usage_error("simulate", "--integrator hermite needs the jerk: --kernel gaj");
+    code = parse_integrate(&options, &run, &config, gravity);
+    if (code != CLI_EXIT_OK)
+        return code;
 
     /* the system */
     if (options.in && options.system)
@@ -616,11 +870,15 @@ int cmd_simulate(int argc, char **argv)
     if (fluid && !(options.density > 0))
         return cli_usage_error("simulate", "--density must be > 0");
     const int velocities_drawn = fluid || (options.in && strcmp(run.kernel->name, "gaj") != 0);
-    if (!isnan(options.temperature) && !velocities_drawn)
+    const int langevin = config.integrator == FKT_INTEGRATOR_LANGEVIN;
+    if (!isnan(options.temperature) && !velocities_drawn && !langevin)
         return cli_usage_error("simulate", "--temperature applies to lj-fluid and to files "
                                            "without velocities");
     const double temperature =
         !isnan(options.temperature) ? options.temperature : (gravity ? 0.0 : 1.0);
+    config.temperature = temperature;
+    if (langevin && !(temperature > 0))
+        return cli_usage_error("simulate", "--integrator langevin needs --temperature > 0");
     if (!isnan(options.eps) && !gravity)
         return cli_usage_error("simulate", "--eps applies to the gravity kernels");
     config.eval.eps = gravity ? (isnan(options.eps) ? 0.01 : options.eps) : 0.0;
@@ -630,7 +888,7 @@ int cmd_simulate(int argc, char **argv)
     if (options.physics.box && fluid)
         return cli_usage_error("simulate", "--box: the lj-fluid box follows from --n and "
                                            "--density");
-    int code = cli_physics_config("simulate", run.kernel, &options.physics, &config.eval);
+    code = cli_physics_config("simulate", run.kernel, &options.physics, &config.eval);
     if (code != CLI_EXIT_OK)
         return code;
     if ((fluid || strcmp(run.kernel->name, "lj") == 0) && isnan(options.physics.cutoff))
@@ -720,33 +978,8 @@ int cmd_simulate(int argc, char **argv)
     config.exclusion_count = run.physics.exclusion_count;
 
     /* what a restart must match */
-    option_list *list = &run.options;
-    add_option(list, "kernel", "%s", run.kernel->name);
-    add_option(list, "accum", "%s", run.accum->name);
-    add_option(list, "reproducible", "%d", options.reproducible != 0);
-    add_option(list, "positions", "%s", fk_positions_name((fk_positions)config.eval.positions));
-    add_option(list, "integrator", "%s", fkt_integrator_name(config.integrator));
-    add_option(list, "dt", "%.17g", config.dt);
-    add_option(list, "system", "%s", options.in ? "file" : options.system);
-    add_option(list, "input", "%s", options.in ? options.in : "-");
-    add_option(list, "n", "%zu", run.particles.count);
-    add_option(list, "seed", "%lld", options.seed);
-    add_option(list, "density", "%.17g", fluid ? options.density : 0.0);
-    add_option(list, "temperature", "%.17g", velocities_drawn ? temperature : 0.0);
-    add_option(list, "eps", "%.17g", config.eval.eps);
-    add_option(list, "cutoff", "%.17g", config.eval.cutoff);
-    add_option(list, "box", "%.17g,%.17g,%.17g", config.eval.box[0], config.eval.box[1],
-               config.eval.box[2]);
-    add_option(list, "coulomb", "%.17g", config.eval.coulomb);
-    add_option(list, "dielectric", "%.17g,%.17g,%.17g,%.17g", config.eval.dielectric[0],
-               config.eval.dielectric[1], config.eval.dielectric[2], config.eval.dielectric[3]);
-    add_option(list, "exclude_mode", "%d", config.eval.exclusion_mode);
-    add_option(list, "sample", "%lld", options.sample);
-    add_option(list, "skin", "%.17g", config.eval.skin);
-    add_option(list, "initial_state", "%016" PRIx64,
-               fkt_sim_fingerprint(&run.particles, config.eval.box, config.pair_table,
-                                   run.kernel->pair_parameters, config.exclusions,
-                                   config.exclusion_count));
+    record_options(&options, &run, &config, temperature, fluid ? options.density : 0.0,
+                   velocities_drawn || config.integrator == FKT_INTEGRATOR_LANGEVIN);
     if (run.restarting) {
         code = check_restart(&options, &run, &config, &auto_algorithm, unroll_given);
         if (code != CLI_EXIT_OK) {
@@ -774,19 +1007,19 @@ int cmd_simulate(int argc, char **argv)
     }
     if (run.restarting)
         note_device(&options, &run);
-    fk_status status =
-        fkt_sim_create(run.context, &config, &run.particles, &run.sim, message, sizeof message);
-    if (status != FK_OK) {
-        cli_error(fk_status_string(status), "%s", message);
+    code = create_sim(&options, &run, &config);
+    if (code != CLI_EXIT_OK) {
         simulate_run_free(&run);
-        return cli_exit_code(status);
+        return code;
     }
+    fk_status status = FK_OK;
     if (options.reproducible)
         cli_note_reproducible(run.sim->eval, fk_context_device(run.context)->name);
     fk_variant variant = {0};
     fk_eval_get_variant(run.sim->eval, &variant);
     char unroll[CLI_UNROLL_NAME_SIZE];
     cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+    option_list *list = &run.options;
     add_option(list, "algorithm", "%s", fk_algorithm_name(fkt_sim_algorithm(run.sim)));
     add_option(list, "unroll", "%s", unroll);
     add_option(list, "work_group_size", "%d", variant.work_group_size);
@@ -797,11 +1030,10 @@ int cmd_simulate(int argc, char **argv)
 
     if (run.restarting) {
         const fkt_sim_checkpoint *checkpoint = &run.checkpoint;
-        fkt_sim_restore(run.sim, checkpoint->step, checkpoint->position, checkpoint->velocity,
-                        checkpoint->acceleration, checkpoint->jerk);
+        code = restore_checkpoint(&options, &run);
         /* The samples on the grid of --sample; a finished run's last one (at its --steps) is
          * off the grid and would not be in an uninterrupted longer run's series. */
-        for (size_t s = 0; s < checkpoint->sample_count && code == CLI_EXIT_OK; ++s)
+        for (size_t s = 0; code == CLI_EXIT_OK && s < checkpoint->sample_count; ++s)
             if (checkpoint->samples[s].step % (uint64_t)options.sample == 0 &&
                 add_sample(&run, checkpoint->samples[s]) != 0)
                 code = cli_exit_code(FK_ERR_HOST_MEMORY);
@@ -826,17 +1058,18 @@ int cmd_simulate(int argc, char **argv)
     /* Under mpirun every rank holds the same state: rank 0 reports (failures: every rank). */
     const int reports = cli_mpi_rank() == 0;
     if (reports)
-        fprintf(stderr, "simulate: %s (%s), %s, N = %zu, dt = %g, %s, variant %s (%s), on %s%s%s\n",
+        fprintf(stderr,
+                "simulate: %s (%s), %s on the %s, N = %zu, dt = %g, %s, variant %s (%s), on "
+                "%s%s%s\n",
                 run.kernel->name, run.accum->name, fkt_integrator_name(config.integrator),
-                run.particles.count, config.dt, fk_algorithm_name(fkt_sim_algorithm(run.sim)),
-                unroll, cli_variant_source_text(variant.source),
-                fk_context_device(run.context)->name, run.restarting ? ", restarted" : "",
+                config.device ? "device" : "host", run.particles.count, config.dt,
+                fk_algorithm_name(fkt_sim_algorithm(run.sim)), unroll,
+                cli_variant_source_text(variant.source), fk_context_device(run.context)->name,
+                run.restarting ? ", restarted" : "",
                 cli_mpi_active() ? " (rank 0 of an MPI job)" : "");
 
     /* the step loop */
     const uint64_t target = (uint64_t)options.steps;
-    const uint64_t sample_every = (uint64_t)options.sample;
-    const uint64_t checkpoint_every = (uint64_t)options.checkpoint_every;
     const int show_progress = reports && isatty(fileno(stderr));
     interrupted_by = 0;
     if (!cli_mpi_active()) { /* under mpirun the ranks would stop at different steps */
@@ -847,40 +1080,13 @@ int cmd_simulate(int argc, char **argv)
     const double device_before = run.sim->device_seconds;
     const fkt_sim_timing timing_before = run.sim->timing;
     const double started = monotonic_seconds();
-    double shown = started;
-    while (run.sim->step < target && !interrupted_by) {
-        status = fkt_sim_step(run.sim);
-        if (status != FK_OK)
-            break;
-        const uint64_t step = run.sim->step;
-        if (step % sample_every == 0) {
-            fkt_sim_sample sample = {.step = step};
-            status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
-            if (status != FK_OK)
-                break;
-            if (add_sample(&run, sample) != 0) {
-                status = FK_ERR_HOST_MEMORY;
-                snprintf(run.sim->message, sizeof run.sim->message, "out of memory for samples");
-                break;
-            }
-        }
-        /* A periodic checkpoint that cannot be written (a full disk) costs only the restart
-         * point: the run goes on, and the final checkpoint is tried again at the end. */
-        if (options.checkpoint && step % checkpoint_every == 0 && step != target &&
-            write_checkpoint(&options, &run) != CLI_EXIT_OK)
-            fprintf(stderr,
-                    "forcekit: warning: simulate: checkpoint at step %" PRIu64
-                    " not written; continuing\n",
-                    step);
-        if (show_progress && monotonic_seconds() - shown > 0.25) {
-            progress(&run, target, stats.first_step, started, 0);
-            shown = monotonic_seconds();
-        }
-    }
+    status = step_loop(&options, &run, show_progress, stats.first_step, started);
+    if (status == FK_OK) /* the device path: the state the checksum and checkpoint see */
+        status = fkt_sim_sync(run.sim);
     stats.seconds = monotonic_seconds() - started;
     stats.steps_run = run.sim->step - stats.first_step;
-    stats.device_seconds = run.device_timing == FK_DEVICE_TIMING_OFF
-                               ? NAN /* not recorded */
+    stats.device_seconds = run.device_timing == FK_DEVICE_TIMING_OFF || run.sim->integrator
+                               ? NAN /* not recorded (the device path records none) */
                                : run.sim->device_seconds - device_before;
     stats.timing.update = run.sim->timing.update - timing_before.update;
     stats.timing.compute = run.sim->timing.compute - timing_before.compute;
