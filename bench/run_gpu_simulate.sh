@@ -42,7 +42,7 @@ for n in $sizes; do
     [ "$n" -ge 262144 ] && steps=1000
     [ "$n" -ge 1000000 ] && steps=500
     common=(simulate --kernel lj --n "$n" --steps "$steps" --sample 100 --algorithm neighbors
-        --skin 0.3 --dt 0.005 --temperature 1 --device "$device" --json)
+        --skin 0.3 --dt 0.005 --temperature 1 --device "$device" --device-timing off --json)
     # each kind once for 10 steps first: its programs built and cached (and a driver's first
     # launches) before the timed run
     for kind in float reproducible host langevin; do
