@@ -13,7 +13,8 @@
  *
  * Prints each form's verdict; exit status 1 when a form loses values, 77 when no platform matches.
  * Measured here (Debian bookworm, mesa-opencl-icd 22.3.6): "implicit padding lost 48 of 64
- * values" (the first three of each work-item's four), explicit padding 0; POCL 3.1: 0 and 0. */
+ * values" (the first three of each work-item's four), explicit padding 0; POCL 3.1 and Intel's CPU
+ * runtime 2026.2: 0 and 0. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
