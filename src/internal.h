@@ -81,6 +81,11 @@ int fk__native_rsqrt_estimate_ok(fk_context *context);
  * FK_ERR_UNSUPPORTED with the reason. Probes the device once per context, and only for n above
  * 65,535 (src/loop_limit.c). */
 fk_status fk__loop_limit_check(fk_context *context, size_t n);
+/* The most iterations one kernel loop runs on this device (the probe's count), or CL_UINT_MAX when
+ * it has no cap or none could be measured; a kernel that needs `iterations` asks, so the probe runs
+ * only above 65,535 (once per context). For kernels that can split their work into more launches
+ * (the device rand48 generator). */
+cl_uint fk__loop_limit(fk_context *context, size_t iterations);
 
 /* 1 when a successful build's log holds a warning worth keeping (src/program.c): a line with
  * "warning", other than NVIDIA's notes on kernels' noinline attribute. */

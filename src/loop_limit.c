@@ -61,6 +61,16 @@ static cl_uint probe(fk_context *context)
     return count;
 }
 
+cl_uint fk__loop_limit(fk_context *context, size_t iterations)
+{
+    if (iterations <= SMALLEST_CAP)
+        return CL_UINT_MAX;
+    if (context->loop_limit == 0)
+        context->loop_limit = probe(context);
+    const cl_uint limit = context->loop_limit;
+    return limit == 0 || limit >= PROBE_ITERATIONS ? CL_UINT_MAX : limit;
+}
+
 fk_status fk__loop_limit_check(fk_context *context, size_t n)
 {
     if (n <= SMALLEST_CAP)

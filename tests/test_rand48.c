@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "internal.h" /* fk_context.loop_limit, planted below */
 #include "rand48.h"
 #include "test_support.h"
 
@@ -168,6 +169,34 @@ static void test_device_offset_and_blocks(void **state)
     free(reals);
 }
 
+/* A device that stops kernel loops early (Mesa's llvmpipe: 65,535 iterations, src/loop_limit.c):
+ * the generator splits a work-item's values over more launches. Planted here as a cap of 1,000 so
+ * every device runs the split; without it the values from 1,000 on would be the device buffer's
+ * garbage on llvmpipe (test_device_matches_glibc's one work-item sees the real cap there). */
+static void test_device_loop_cap_split(void **state)
+{
+    (void)state;
+    const size_t count = 70001; /* a work-item's loop over more than 65,535 asks for the cap */
+    long *integers = malloc(count * sizeof *integers);
+    assert_non_null(integers);
+    const cl_uint probed = context->loop_limit;
+    context->loop_limit = 1000;
+    const fk_status status = fkt_rand48_device_generate(generator, 7, 5, count, 1, integers, NULL);
+    context->loop_limit = probed;
+    assert_int_equal(status, FK_OK);
+    fkt_rand48 r;
+    fkt_rand48_seed(&r, 7);
+    for (int k = 0; k < 5; k++)
+        fkt_rand48_lrand(&r);
+    for (size_t k = 0; k < count; k++) {
+        const long expected = fkt_rand48_lrand(&r);
+        if (integers[k] != expected)
+            fail_msg("value %zu with a planted loop cap of 1,000: %ld, expected %ld", k,
+                     integers[k], expected);
+    }
+    free(integers);
+}
+
 static void test_device_bad_arguments(void **state)
 {
     (void)state;
@@ -191,6 +220,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_leapfrog_identity),
         cmocka_unit_test(test_device_matches_glibc),
         cmocka_unit_test(test_device_offset_and_blocks),
+        cmocka_unit_test(test_device_loop_cap_split),
         cmocka_unit_test(test_device_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

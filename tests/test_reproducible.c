@@ -9,7 +9,8 @@
  * order-independent. This test holds each device CI has (POCL, Intel's CPU runtime) and the GPU to
  * one checksum per case, measured once and written down here: the same constant for all-pairs,
  * symmetric and cells, and for exclusions on the fly and afterwards. A device that cannot run
- * the mode says why and is skipped, loudly.
+ * the mode says why, loudly; its cases still run, held to the reference, and print whether their
+ * checksums happen to match (not an assertion there: nothing promises it).
  *
  * The inputs are fixed (a seeded generator), as a golden value needs; the other tests hold every
  * variant to the double-precision reference on fresh random inputs, and so does this one, loosely,
@@ -120,7 +121,9 @@ static const golden_case cases[] = {
     {"ljc_constant", "fixed64", FK_ALGORITHM_CELLS, FK_EXCLUDE_ON_THE_FLY, LJC_FIXED64},
 };
 
-/* Runs one case; returns 0 when the device cannot run reproducible mode (said why). */
+/* Runs one case; returns 1 when the device can run reproducible mode, 0 when it cannot (said
+ * why): the case still runs there, is held to the reference, and its checksum is compared but not
+ * promised (Mesa's llvmpipe: no correctly rounded divide and sqrt and no fp64). */
 static int run_case(const golden_case *c, const system_t *s, uint64_t *hash, double *worst)
 {
     const int gravity = strcmp(c->kernel, "ga") == 0;
@@ -142,12 +145,12 @@ static int run_case(const golden_case *c, const system_t *s, uint64_t *hash, dou
         fail_msg("%s %s %s: create: %s: %s", c->kernel, c->accum, fk_algorithm_name(c->algorithm),
                  fk_status_string(status), fk_context_last_error(fk_test_context));
     const char *reason = NULL;
-    if (fk_eval_reproducible(eval, &reason) != 1) {
-        fprintf(stderr, "SKIPPED %s %s: this device cannot run reproducible mode: %s\n", c->kernel,
-                c->accum, reason ? reason : "(no reason)");
-        fk_eval_destroy(eval);
-        return 0;
-    }
+    const int capable = fk_eval_reproducible(eval, &reason) == 1;
+    if (!capable)
+        fprintf(stderr,
+                "NOT PROMISED %s %s: this device cannot run reproducible mode: %s; its checksum "
+                "is compared below but not held to the golden value\n",
+                c->kernel, c->accum, reason ? reason : "(no reason)");
     const fk_particles particles = {
         .count = s->n, .position = s->position, .mass = s->mass, .type = gravity ? NULL : s->type};
     if (!gravity) {
@@ -197,7 +200,7 @@ static int run_case(const golden_case *c, const system_t *s, uint64_t *hash, dou
     free(packed);
     free(forces);
     free(reference);
-    return 1;
+    return capable;
 }
 
 static void test_golden_checksums(void **state)
@@ -206,27 +209,36 @@ static void test_golden_checksums(void **state)
     static system_t gravity, molecular;
     gravity_system(&gravity);
     molecular_system(&molecular);
-    int mismatches = 0, ran = 0;
+    int mismatches = 0, ran = 0, unpromised = 0, unpromised_same = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const golden_case *c = &cases[k];
         uint64_t hash = 0;
         double worst = 0;
-        if (!run_case(c, strcmp(c->kernel, "ga") == 0 ? &gravity : &molecular, &hash, &worst))
-            continue;
-        ++ran;
+        const int capable =
+            run_case(c, strcmp(c->kernel, "ga") == 0 ? &gravity : &molecular, &hash, &worst);
         const int same = hash == c->expected;
-        mismatches += !same;
+        if (capable) {
+            ++ran;
+            mismatches += !same;
+        } else {
+            ++unpromised;
+            unpromised_same += same;
+        }
         fprintf(stderr,
-                "  %-12s %-7s %-9s %-10s checksum %016llx %s (expected %016llx); largest "
+                "  %-12s %-7s %-9s %-10s checksum %016llx %s (expected %016llx)%s; largest "
                 "error / largest force %.2g\n",
                 c->kernel, c->accum, fk_algorithm_name(c->algorithm),
                 c->exclusion_mode == FK_EXCLUDE_AFTERWARDS ? "afterwards" : "on the fly",
                 (unsigned long long)hash, same ? "==" : "!=", (unsigned long long)c->expected,
-                worst);
+                capable ? "" : " not promised", worst);
         if (!(worst < 1e-5))
             fail_msg("%s %s: largest error %.3g of the largest force", c->kernel, c->accum, worst);
     }
-    fprintf(stderr, "  on %s: %d cases ran\n", fk_context_device(fk_test_context)->name, ran);
+    fprintf(stderr, "  on %s: %d cases ran", fk_context_device(fk_test_context)->name, ran);
+    if (unpromised)
+        fprintf(stderr, "; %d more without the promise, %d of them with the golden checksum",
+                unpromised, unpromised_same);
+    fprintf(stderr, "\n");
     if (mismatches)
         fail_msg("%d of %d reproducible checksums differ from the golden values", mismatches, ran);
 }
