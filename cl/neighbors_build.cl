@@ -80,6 +80,34 @@ static inline float fk_nb_distance2(const float4 pi, const float4 pj, const floa
  * with one). */
 #define FK_NB_WALK_I 4
 
+/* One candidate j of placeholder i, in either walk: counted (count pass: into A, or B when it is
+ * a lower partner of a half list) or written (fill pass: j into i's A at next_a and, for half
+ * lists, the pair's place into j's B). live 0: a repeated placeholder, which takes nothing. */
+static inline void fk_nb_candidate(const int fill, const int half_lists, const int live,
+                                   const int i, const float4 pi, const int j, const float4 pj,
+                                   const float radius2, const float4 box, const float4 inv_box,
+                                   const int periodic, __global const uint2 *restrict offsets,
+                                   __global int *restrict list_a, __global int *restrict list_b,
+                                   __global int *restrict cursor, uint *next_a, int *in_a,
+                                   int *in_b)
+{
+    const int within =
+        live & (j != i) & (fk_nb_distance2(pi, pj, box, inv_box, periodic) < radius2);
+    const int to_a = !half_lists | (j > i);
+    if (!fill) { /* counted without branches: a tenth of them are taken */
+        *in_a += within & to_a;
+        *in_b += within & !to_a;
+    } else if (within && to_a) {
+        if (half_lists) { /* i is a lower partner of j: j gets the mirror */
+            const uint2 range = (uint2)(offsets[j].y, offsets[j + 1].y);
+            const uint slot_b = range.x + (uint)atomic_inc(&cursor[j]);
+            if (slot_b < range.y) /* else the count check fails the build */
+                list_b[slot_b] = (int)*next_a;
+        }
+        list_a[(*next_a)++] = j;
+    }
+}
+
 /*
  * The walk. Work-item g takes FK_NB_WALK_I consecutive placeholders of one cell (cell c = g /
  * per_cell, per_cell = ceil(capacity / FK_NB_WALK_I)); each particle i there visits its neighbour
@@ -132,24 +160,9 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
                     const int j = theirs[jj];
                     const float4 pj = body[j];
                     _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_I; ++u)
-                    {
-                        const int within =
-                            live[u] & (j != i[u]) &
-                            (fk_nb_distance2(pi[u], pj, box, inv_box, grid.w) < radius2);
-                        const int to_a = !half_lists | (j > i[u]);
-                        if (!fill) { /* counted without branches: a tenth of them are taken */
-                            in_a[u] += within & to_a;
-                            in_b[u] += within & !to_a;
-                        } else if (within && to_a) {
-                            if (half_lists) { /* i is a lower partner of j: j gets the mirror */
-                                const uint2 range = (uint2)(offsets[j].y, offsets[j + 1].y);
-                                const uint slot_b = range.x + (uint)atomic_inc(&cursor[j]);
-                                if (slot_b < range.y) /* else the count check fails the build */
-                                    list_b[slot_b] = (int)next_a[u];
-                            }
-                            list_a[next_a[u]++] = j;
-                        }
-                    }
+                        fk_nb_candidate(fill, half_lists, live[u], i[u], pi[u], j, pj, radius2,
+                                        box, inv_box, grid.w, offsets, list_a, list_b, cursor,
+                                        &next_a[u], &in_a[u], &in_b[u]);
                 }
             }
     if (fill)
@@ -237,25 +250,10 @@ static inline void fk_nb_walk_tiled(const int fill, const int half_lists, const 
                         tile_p[lid] = body[j];
                     }
                     barrier(CLK_LOCAL_MEM_FENCE);
-                    for (int jj = 0; jj < tile; ++jj) {
-                        const int j = tile_j[jj];
-                        const int within =
-                            live & (j != i) &
-                            (fk_nb_distance2(pi, tile_p[jj], box, inv_box, grid.w) < radius2);
-                        const int to_a = !half_lists | (j > i);
-                        if (!fill) {
-                            in_a += within & to_a;
-                            in_b += within & !to_a;
-                        } else if (within && to_a) {
-                            if (half_lists) {
-                                const uint2 range = (uint2)(offsets[j].y, offsets[j + 1].y);
-                                const uint slot_b = range.x + (uint)atomic_inc(&cursor[j]);
-                                if (slot_b < range.y)
-                                    list_b[slot_b] = (int)next_a;
-                            }
-                            list_a[next_a++] = j;
-                        }
-                    }
+                    for (int jj = 0; jj < tile; ++jj)
+                        fk_nb_candidate(fill, half_lists, live, i, pi, tile_j[jj], tile_p[jj],
+                                        radius2, box, inv_box, grid.w, offsets, list_a, list_b,
+                                        cursor, &next_a, &in_a, &in_b);
                 }
             }
     if (!fill && live)
