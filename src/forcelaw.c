@@ -403,10 +403,36 @@ fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count, si
 /* ---------------------------------------------------------------------------------------------- */
 /* Evaluations */
 
+/* The molecular physics constants (FK_PHYS_*) in double, before any rounding to float. */
+static void molecular_physics(const fk_kernel_desc *kernel, const fk__physics *p,
+                              double physics[FK__PHYSICS_FLOATS])
+{
+    for (int k = 0; k < FK__PHYSICS_FLOATS; ++k)
+        physics[k] = 0.0;
+    physics[FK_PHYS_CUTOFF2] = p->shifted ? p->cutoff * p->cutoff : FLT_MAX;
+    physics[FK_PHYS_COULOMB] = kernel->coulomb_factor ? kernel->coulomb_factor(p) : p->coulomb;
+    for (int k = 0; k < FK_LAW_PARAMETERS; ++k)
+        physics[FK_PHYS_LAW + k] = p->parameters[k];
+    if (p->shifted && kernel->no_short_range) {
+        /* The charge part's shift per unit q_i q_j: the pair function without its short-range
+         * part at rc. */
+        double f_rc, u_rc;
+        fk__pair_function(kernel, p, kernel->no_short_range, 1.0, p->cutoff, &f_rc, &u_rc);
+        physics[FK_PHYS_COULOMB_F_RC] = f_rc;
+        physics[FK_PHYS_COULOMB_U_OFFSET] = u_rc + p->cutoff * f_rc;
+    }
+    if (p->periodic)
+        for (int k = 0; k < 3; ++k) {
+            physics[FK_PHYS_BOX + k] = p->box[k];
+            physics[FK_PHYS_INV_BOX + k] = 1.0 / p->box[k];
+        }
+}
+
 fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
                                const fk_eval_config *config, unsigned automatic_slots,
-                               fk__forcelaw_state *state, float physics[FK__PHYSICS_FLOATS],
-                               char *options, size_t options_size)
+                               int double_pairs, fk__forcelaw_state *state,
+                               float physics[FK__PHYSICS_FLOATS], char *options,
+                               size_t options_size)
 {
     memset(state, 0, sizeof *state);
     options[0] = '\0';
@@ -448,28 +474,18 @@ fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel
     }
 
     const fk__physics *p = &state->physics;
+    /* The float buffer holds every constant rounded once from double; an accumulator of double
+     * pair arithmetic (ref) reads the double values from the head of the pair table instead, so
+     * that typed systems are double too (issue #36: they stopped at 1.8e-8 with float
+     * coefficients). */
+    molecular_physics(kernel, p, state->physics_double);
     for (int k = 0; k < FK__PHYSICS_FLOATS; ++k)
-        physics[k] = 0.0f;
-    physics[FK_PHYS_CUTOFF2] = p->shifted ? (float)(p->cutoff * p->cutoff) : FLT_MAX;
-    physics[FK_PHYS_COULOMB] =
-        (float)(kernel->coulomb_factor ? kernel->coulomb_factor(p) : p->coulomb);
-    for (int k = 0; k < FK_LAW_PARAMETERS; ++k)
-        physics[FK_PHYS_LAW + k] = (float)p->parameters[k];
-    if (p->shifted && kernel->no_short_range) {
-        /* The charge part's shift per unit q_i q_j: the pair function without its short-range
-         * part at rc. */
-        double f_rc, u_rc;
-        fk__pair_function(kernel, p, kernel->no_short_range, 1.0, p->cutoff, &f_rc, &u_rc);
-        physics[FK_PHYS_COULOMB_F_RC] = (float)f_rc;
-        physics[FK_PHYS_COULOMB_U_OFFSET] = (float)(u_rc + p->cutoff * f_rc);
-    }
-    if (p->periodic)
-        for (int k = 0; k < 3; ++k) {
-            physics[FK_PHYS_BOX + k] = (float)p->box[k];
-            physics[FK_PHYS_INV_BOX + k] = (float)(1.0 / p->box[k]);
-        }
-    snprintf(options, options_size, "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u%s",
-             p->periodic, p->shifted, state->exclusion_slots, positions);
+        physics[k] = (float)state->physics_double[k];
+    state->double_table = double_pairs != 0;
+    snprintf(options, options_size,
+             "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u%s%s", p->periodic,
+             p->shifted, state->exclusion_slots, positions,
+             state->double_table ? " -D FK_DOUBLE_TABLE=1" : "");
     return FK_OK;
 }
 
@@ -481,7 +497,7 @@ void fk__forcelaw_state_free(fk__forcelaw_state *state)
 }
 
 fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
-                             fk__forcelaw_state *state, float **table, size_t *bytes)
+                             fk__forcelaw_state *state, void **table, size_t *bytes)
 {
     *table = NULL;
     *bytes = 0;
@@ -494,27 +510,46 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
     }
     const fk__pair_params *params = &state->pairs;
     const size_t pairs = params->types * params->types, stride = kernel->table_stride;
-    float *values = calloc(pairs * stride, sizeof *values);
+    /* Double: the physics constants lead (cl/forces/molecular.clh fk_phys_load). */
+    const size_t head = state->double_table ? FK__PHYSICS_FLOATS : 0;
+    const size_t count = head + pairs * stride;
+    double *values = calloc(count, sizeof *values);
     if (!values)
         return FK_ERR_HOST_MEMORY;
+    for (size_t k = 0; k < head; ++k)
+        values[k] = state->physics_double[k];
     /* The short-range part alone (no charges) gives the table's shift entries. */
     fk__physics short_range = state->physics;
     for (size_t ab = 0; ab < pairs; ++ab) {
         if (!params->present[ab])
             continue; /* never used: fk__pair_params_check_types rejects such particles */
         const double *v = params->values + ab * params->parameters;
-        float *entry = values + ab * stride;
+        double *entry = values + head + ab * stride;
         kernel->pack_pair(v, entry);
         const size_t shift = kernel->shift_entry;
         if (short_range.shifted) {
             double f_rc, u_rc;
             fk__pair_function(kernel, &short_range, v, 0.0, short_range.cutoff, &f_rc, &u_rc);
-            entry[shift] = (float)f_rc;
-            entry[shift + 1] = (float)(u_rc + short_range.cutoff * f_rc);
+            entry[shift] = f_rc;
+            entry[shift + 1] = u_rc + short_range.cutoff * f_rc;
         }
     }
-    *table = values;
-    *bytes = pairs * stride * sizeof *values;
+    if (state->double_table) {
+        *table = values;
+        *bytes = count * sizeof *values;
+        return FK_OK;
+    }
+    /* Float: every value rounded once (the bits the table always had). */
+    float *rounded = malloc(count * sizeof *rounded);
+    if (!rounded) {
+        free(values);
+        return FK_ERR_HOST_MEMORY;
+    }
+    for (size_t k = 0; k < count; ++k)
+        rounded[k] = (float)values[k];
+    free(values);
+    *table = rounded;
+    *bytes = count * sizeof *rounded;
     return FK_OK;
 }
 

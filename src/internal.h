@@ -170,14 +170,15 @@ typedef struct fk_kernel_desc {
     /* Molecular laws (uses_table). */
     int charged;                /* body.w is the particle's charge (0: the law has none, as lj) */
     double default_cutoff;      /* what cutoff 0 means; 0: none (plain all-pairs) */
-    unsigned table_stride;      /* floats per type pair in the device table (FK_TABLE_STRIDE) */
+    unsigned table_stride;      /* values per type pair in the device table (FK_TABLE_STRIDE) */
     const double *default_pair; /* the pair parameters of the default single-type table */
     /* 1 when a pair's parameters (pair_parameters of them, finite) are valid; else 0 with the
      * reason, e.g. "epsilon = -1, sigma = 1; both must be >= 0". */
     int (*check_pair)(const double *values, char *reason, size_t reason_size);
-    /* A pair's device table entry from its parameters: the short-range coefficients; the force
-     * shift's two values follow at shift_entry (written by forcelaw.c). */
-    void (*pack_pair)(const double *values, float *entry);
+    /* A pair's device table entry from its parameters, in double: the short-range coefficients;
+     * the force shift's two values follow at shift_entry (written by forcelaw.c). The device gets
+     * them rounded to float, or in double for an accumulator of double pair arithmetic (ref). */
+    void (*pack_pair)(const double *values, double *entry);
     unsigned shift_entry;
     /* Pair parameters that switch the short-range part off, so that pair_function at q_i q_j = 1
      * gives the charge part alone (its force-shift constants); NULL: no charge part. */
@@ -224,6 +225,10 @@ typedef struct fk_accum_desc {
     /* Lane form (FK_ACC_LANES) for cl/pairwise_lanes.cl: 0 none, 1 yes, FK_LANES_NEED_FP64 one
      * that computes in double (fixed64's conversion), built only where the device has fp64. */
     int lanes;
+    /* 1: the pair terms are computed in double (fk_real is double: ref). The molecular laws' pair
+     * table and physics constants then go to the device in double (forcelaw.c, -D
+     * FK_DOUBLE_TABLE=1), not rounded to float (issue #36). */
+    int double_pairs;
 } fk_accum_desc;
 #define FK_LANES_NEED_FP64 2
 
@@ -363,6 +368,9 @@ fk_status fk__find_coincident(const float *body, size_t stride, size_t n, const 
 fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count,
                                       size_t *most_partners);
 
+/* The physics buffer's layout, shared with the device (cl/forces/molecular_layout.h). */
+#include "../cl/forces/molecular_layout.h"
+
 /* What an evaluation of a molecular law keeps on the host (forcelaw.c). */
 typedef struct fk__forcelaw_state {
     fk__physics physics;
@@ -371,10 +379,12 @@ typedef struct fk__forcelaw_state {
     size_t exclusion_count;
     int exclusion_mode;       /* fk_exclusion_mode */
     unsigned exclusion_slots; /* on the fly: slots per particle compiled into the kernel */
+    /* 1: the accumulator computes the pair terms in double (fk_accum_desc.double_pairs): the
+     * device table is doubles, led by the physics constants in double (cl/forces/molecular.clh) */
+    int double_table;
+    double physics_double[FK_PHYSICS_FLOATS]; /* the physics constants before rounding to float */
 } fk__forcelaw_state;
 
-/* The physics buffer's layout, shared with the device (cl/forces/molecular_layout.h). */
-#include "../cl/forces/molecular_layout.h"
 #define FK__PHYSICS_FLOATS FK_PHYSICS_FLOATS
 /* The most excluded partners per particle the on-the-fly kernel checks (a compare per slot per
  * pair); beyond it, exclude afterwards. */
@@ -384,12 +394,14 @@ typedef struct fk__forcelaw_state {
  * on the fly when config->max_exclusions is 0 (the most partners any particle has). */
 fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
                                const fk_eval_config *config, unsigned automatic_slots,
-                               fk__forcelaw_state *state, float physics[FK__PHYSICS_FLOATS],
-                               char *options, size_t options_size);
+                               int double_pairs, fk__forcelaw_state *state,
+                               float physics[FK__PHYSICS_FLOATS], char *options,
+                               size_t options_size);
 void fk__forcelaw_state_free(fk__forcelaw_state *state);
-/* The device pair table (malloc'ed floats) from the current or default parameters. */
+/* The device pair table (malloc'ed) from the current or default parameters: floats, or with
+ * state->double_table the physics constants and then the entries in double. */
 fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
-                             fk__forcelaw_state *state, float **table, size_t *bytes);
+                             fk__forcelaw_state *state, void **table, size_t *bytes);
 /* gaj's velocities (3 n doubles) as the device's body_aux records: stride 4 (float4, the fourth
  * value 0) or 8 (double-single: hi and lo records). *records is malloc'ed; a velocity that is not a
  * finite float is FK_ERR_INVALID_INPUT naming the particle. */

@@ -22,7 +22,8 @@ static const char accuracy_usage[] =
     "                         [--n N] [--seed S] [--accum A[,B...]|all] [--eps E] [--reps R]\n"
     "                         [--format auto|text|tipsy] [--reproducible] [physics options]\n"
     "                         [--positions float|ds] [--unroll IxJ] [--wg W] [--splits S]\n"
-    "                         [--tiling on|off] [--lanes L] [--device SEL] [--json]\n\n"
+    "                         [--tiling on|off] [--lanes L] [--max-error E] [--device SEL]\n"
+    "                         [--json]\n\n"
     "Compares each accumulator's forces with the reference: the device's ref accumulator (G:\n"
     "pair forces and sums in double) where the device has fp64, else the double-precision host\n"
     "reference, which is always reported too (ERR HOST). Both see the positions and masses the\n"
@@ -31,6 +32,9 @@ static const char accuracy_usage[] =
     "F_i = m_i a_i.\n"
     "  error  = sum_i |F_i - F_ref,i| / sum_i |F_ref,i|   (Narumi et al., eq. 10)\n"
     "  offset = |sum_i F_i| / sum_i |F_i|                  (eq. 11, the sum taken exactly)\n"
+    "REL TIME is the median time per evaluation relative to float's (device event time): with\n"
+    "--max-error E the table is followed by the cheapest accumulator whose error (the larger of\n"
+    "ERROR and ERR HOST) is at most E.\n"
     "The checksum is XXH3-64 of the forces as doubles: equal checksums, equal bits.\n"
     "With exclusions (the protein, or --exclude) every accumulator runs in both of Narumi's\n"
     "modes, on the fly and afterwards (sec. 4.1; --exclude-mode picks one), against a reference\n"
@@ -57,6 +61,8 @@ static const char accuracy_usage[] =
     "                 sqrt, no contraction: the same pair terms in every kernel and on every "
     "device)\n"
     "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
+    "  --max-error E  name the cheapest accumulator (least time per evaluation) whose error is\n"
+    "                 at most E (JSON: max_error, cheapest; null when none meets it)\n"
     "  --json         print the results as one JSON document on standard output\n"
     "Physics options (molecular kernels; with --system only --cutoff, --coulomb, --dielectric\n"
     "and --exclude-mode, the system bringing its parameters and exclusions):\n";
@@ -76,6 +82,7 @@ typedef struct accuracy_options {
     int positions;              /* fk_positions */
     long long n, seed, reps;
     double eps;
+    double max_error; /* --max-error: NAN when not given */
     int json, help, reproducible;
     fkt_file_format file_format; /* parsed from format */
     accuracy_system system_kind;
@@ -548,6 +555,36 @@ static double float_seconds(const accuracy_run *run)
     return NAN; /* float did not run: there is nothing to be relative to */
 }
 
+/* The error an accumulator is chosen by: the larger of the two columns, so that ref (whose error
+ * against itself is 0) is judged by the host reference; NaN stays NaN. */
+static double selection_error(const accuracy_result *result)
+{
+    if (isnan(result->error) || isnan(result->error_host))
+        return NAN;
+    return fmax(result->error, result->error_host);
+}
+
+/* --max-error: the accumulator of least time per evaluation whose error is at most max_error; NULL
+ * when none meets it, or (*untimed set) when one that does has no time to rank it by. */
+static const accuracy_result *cheapest_meeting(const accuracy_run *run, double max_error,
+                                               int *untimed)
+{
+    const accuracy_result *best = NULL;
+    *untimed = 0;
+    for (size_t i = 0; i < run->result_count; ++i) {
+        const accuracy_result *result = &run->results[i];
+        if (!(selection_error(result) <= max_error))
+            continue;
+        if (!isfinite(result->seconds_per_eval)) {
+            *untimed = 1;
+            return NULL;
+        }
+        if (!best || result->seconds_per_eval < best->seconds_per_eval)
+            best = result;
+    }
+    return best;
+}
+
 static const char *exclusion_mode_name(int mode)
 {
     return mode == FK_EXCLUDE_ON_THE_FLY ? "onthefly" : "afterwards";
@@ -621,6 +658,18 @@ static int print_json(const accuracy_run *run, const accuracy_options *options)
             cJSON_AddItemToArray(comparison, object);
         }
     }
+    if (!isnan(options->max_error)) {
+        int untimed = 0;
+        const accuracy_result *cheapest = cheapest_meeting(run, options->max_error, &untimed);
+        cJSON_AddNumberToObject(document, "max_error", options->max_error);
+        if (cheapest)
+            cJSON_AddStringToObject(document, "cheapest", cheapest->accum->name);
+        else
+            cJSON_AddNullToObject(document, "cheapest");
+        if (untimed)
+            cJSON_AddStringToObject(document, "cheapest_unknown",
+                                    "no device times (profiling unavailable)");
+    }
     cJSON_AddItemReferenceToObject(document, "skipped", run->skipped);
     return cli_print_json(document);
 }
@@ -674,6 +723,21 @@ static void print_table(const accuracy_run *run, const accuracy_options *options
         }
     }
     printf("reference offset (double host): %.4e\n", run->reference_offset);
+    if (!isnan(options->max_error)) {
+        int untimed = 0;
+        const accuracy_result *cheapest = cheapest_meeting(run, options->max_error, &untimed);
+        if (cheapest && isfinite(cheapest->seconds_per_eval / baseline))
+            printf("cheapest with error <= %.3g: %s (%.3f times float)\n", options->max_error,
+                   cheapest->accum->name, cheapest->seconds_per_eval / baseline);
+        else if (cheapest)
+            printf("cheapest with error <= %.3g: %s (%.4e s per evaluation)\n", options->max_error,
+                   cheapest->accum->name, cheapest->seconds_per_eval);
+        else if (untimed)
+            printf("cheapest with error <= %.3g: unknown (no device times to rank by)\n",
+                   options->max_error);
+        else
+            printf("cheapest with error <= %.3g: none of those run meets it\n", options->max_error);
+    }
     fflush(stdout);
 }
 
@@ -760,6 +824,7 @@ int cmd_accuracy(int argc, char **argv)
                                 .seed = 1,
                                 .reps = 5,
                                 .eps = 0.01,
+                                .max_error = NAN,
                                 .physics = CLI_PHYSICS_OPTIONS_INIT,
                                 .shape = CLI_SHAPE_OPTIONS_INIT};
     cli_option table[] = {
@@ -771,6 +836,11 @@ int cmd_accuracy(int argc, char **argv)
         {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
         {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
         {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
+        {.name = "max-error",
+         .kind = CLI_DOUBLE,
+         .value = &options.max_error,
+         .min = 0,
+         .max = HUGE_VAL},
         {.name = "format", .kind = CLI_STRING, .value = &options.format},
         {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
         {.name = "positions", .kind = CLI_STRING, .value = &options.positions_name},

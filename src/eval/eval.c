@@ -247,8 +247,8 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->physics_values[0] = (float)(config->eps * config->eps);
     char law_options[256];
     fk_status law_status =
-        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, &eval->law,
-                             eval->physics_values, law_options, sizeof law_options);
+        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, accum->double_pairs,
+                             &eval->law, eval->physics_values, law_options, sizeof law_options);
     if (law_status != FK_OK) {
         fk_eval_destroy(eval);
         return law_status;

@@ -152,7 +152,7 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     size_t excluded_bytes = 0;
     if (status == FK_OK && eval->subtract)
         status = fk__forcelaw_exclusion_lists(context, &eval->law, n, &excluded, &excluded_bytes);
-    float *table = NULL;
+    void *table = NULL;
     size_t table_bytes = 0;
     if (status == FK_OK && !eval->table && eval->kernel->uses_table)
         status = fk__forcelaw_table(context, eval->kernel, &eval->law, &table, &table_bytes);
@@ -673,7 +673,7 @@ fk_status fk_eval_set_pair_table(fk_eval *eval, const fk_pair_table *table)
         return fk__fail(context, status, "%s", message);
     fk__pair_params_free(&eval->law.pairs);
     eval->law.pairs = params;
-    float *values = NULL;
+    void *values = NULL;
     size_t bytes = 0;
     status = fk__forcelaw_table(context, eval->kernel, &eval->law, &values, &bytes);
     cl_mem buffer = NULL;

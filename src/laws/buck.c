@@ -23,11 +23,11 @@ static int check_pair(const double *v, char *reason, size_t reason_size)
 }
 
 /* A, 1/rho, C (cl/forces/buck.clh) */
-static void pack_pair(const double *v, float *entry)
+static void pack_pair(const double *v, double *entry)
 {
-    entry[0] = (float)v[0];
-    entry[1] = (float)(1.0 / v[1]);
-    entry[2] = (float)v[2];
+    entry[0] = v[0];
+    entry[1] = 1.0 / v[1];
+    entry[2] = v[2];
 }
 
 static void pair_function(const fk__physics *physics, const double *pair, double qq, double r,

@@ -14,7 +14,7 @@ void fk__lj_part(const double *pair, double r, double *force, double *energy);
 int fk__lj_check_pair(const double *values, char *reason, size_t reason_size);
 /* Table entry: the force coefficients 12 c12 = 48 eps sigma^12 and 6 c6 = 24 eps sigma^6
  * (cl/forces/molecular.clh fk_lj_part). */
-void fk__lj_pack_pair(const double *values, float *entry);
+void fk__lj_pack_pair(const double *values, double *entry);
 /* The default single-type table (epsilon = sigma = 1) and a pair without LJ (for the charge
  * part's shift). */
 extern const double fk__lj_default_pair[2];

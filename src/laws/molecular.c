@@ -28,10 +28,10 @@ int fk__lj_check_pair(const double *v, char *reason, size_t reason_size)
     return 1;
 }
 
-void fk__lj_pack_pair(const double *v, float *entry)
+void fk__lj_pack_pair(const double *v, double *entry)
 {
-    entry[0] = (float)(48.0 * v[0] * pow(v[1], 12));
-    entry[1] = (float)(24.0 * v[0] * pow(v[1], 6));
+    entry[0] = 48.0 * v[0] * pow(v[1], 12);
+    entry[1] = 24.0 * v[0] * pow(v[1], 6);
 }
 
 double fk__coulomb_over_parameter(const fk__physics *physics)
