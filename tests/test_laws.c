@@ -243,6 +243,44 @@ static void draw_input(const fk_kernel_info *law, fk_test_rng *rng, law_input *i
             }
 }
 
+/* The forces and potentials an evaluation computed (its particles set and computed; it is
+ * destroyed here) against the double host reference on the same particles and physics: the
+ * largest |F - F_ref| / max |F_ref| and the same for the potentials, and max |F_ref|. */
+typedef struct reference_errors {
+    double force, potential, scale;
+} reference_errors;
+
+static reference_errors errors_against_reference(fk_eval *eval, const fk_kernel_info *law,
+                                                 const fk_particles *particles,
+                                                 const fk_physics *physics)
+{
+    const size_t components = law->force_components;
+    double *forces = malloc(N * components * sizeof *forces);
+    double *reference = malloc(N * components * sizeof *reference);
+    double potentials[N], reference_potentials[N];
+    assert_non_null(forces);
+    assert_non_null(reference);
+    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
+    assert_int_equal(fk_eval_read_potentials(eval, potentials), FK_OK);
+    fk_eval_destroy(eval);
+    assert_int_equal(
+        fk_reference_forces(law->name, particles, physics, reference, reference_potentials), FK_OK);
+    reference_errors e = {0, 0, 0};
+    double potential_scale = 0;
+    for (size_t v = 0; v < N * components; ++v)
+        e.scale = fmax(e.scale, fabs(reference[v]));
+    for (size_t v = 0; v < N * components; ++v)
+        e.force = fmax(e.force, fabs(forces[v] - reference[v]) / e.scale);
+    for (size_t i = 0; i < N; ++i)
+        potential_scale = fmax(potential_scale, fabs(reference_potentials[i]));
+    for (size_t i = 0; i < N; ++i)
+        e.potential =
+            fmax(e.potential, fabs(potentials[i] - reference_potentials[i]) / potential_scale);
+    free(forces);
+    free(reference);
+    return e;
+}
+
 /* One law with one loop and accumulator: the device's forces and potentials against the
  * reference, max |F - F_ref| / max |F_ref|. unroll_i and work_group_size: the variant's shape (0:
  * the library's choice). */
@@ -286,34 +324,10 @@ static void check_law_shaped(const fk_kernel_info *law, fk_algorithm algorithm, 
     if (status != FK_OK)
         fail_msg("%s %s %s: %s: %s", law->name, fk_algorithm_name(algorithm), accum,
                  fk_status_string(status), fk_context_last_error(fk_test_context));
-    const size_t components = law->force_components;
-    double *forces = malloc(N * components * sizeof *forces);
-    double *reference = malloc(N * components * sizeof *reference);
-    double potentials[N], reference_potentials[N];
-    assert_non_null(forces);
-    assert_non_null(reference);
-    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
-    assert_int_equal(fk_eval_read_potentials(eval, potentials), FK_OK);
-    fk_eval_destroy(eval);
-
-    assert_int_equal(
-        fk_reference_forces(law->name, &particles, &physics, reference, reference_potentials),
-        FK_OK);
-    double scale = 0, worst = 0, potential_scale = 0, potential_worst = 0;
-    for (size_t v = 0; v < N * components; ++v)
-        scale = fmax(scale, fabs(reference[v]));
-    for (size_t v = 0; v < N * components; ++v)
-        worst = fmax(worst, fabs(forces[v] - reference[v]) / scale);
-    for (size_t i = 0; i < N; ++i)
-        potential_scale = fmax(potential_scale, fabs(reference_potentials[i]));
-    for (size_t i = 0; i < N; ++i)
-        potential_worst =
-            fmax(potential_worst, fabs(potentials[i] - reference_potentials[i]) / potential_scale);
-    free(forces);
-    free(reference);
-    if (!(worst <= 1e-4) || !(potential_worst <= 1e-4) || !(scale > 0))
+    const reference_errors e = errors_against_reference(eval, law, &particles, &physics);
+    if (!(e.force <= 1e-4) || !(e.potential <= 1e-4) || !(e.scale > 0))
         fail_msg("%s %s %s: force error %.3g, potential error %.3g (of the largest; limit 1e-4)",
-                 law->name, fk_algorithm_name(algorithm), accum, worst, potential_worst);
+                 law->name, fk_algorithm_name(algorithm), accum, e.force, e.potential);
 }
 
 static void check_law(const fk_kernel_info *law, fk_algorithm algorithm, const char *accum,
@@ -429,37 +443,14 @@ static void check_ref_typed(const fk_kernel_info *law, fk_algorithm algorithm, f
     if (status != FK_OK)
         fail_msg("%s %s ref: %s: %s", law->name, fk_algorithm_name(algorithm),
                  fk_status_string(status), fk_context_last_error(fk_test_context));
-    const size_t components = law->force_components;
-    double *forces = malloc(N * components * sizeof *forces);
-    double *reference = malloc(N * components * sizeof *reference);
-    double potentials[N], reference_potentials[N];
-    assert_non_null(forces);
-    assert_non_null(reference);
-    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
-    assert_int_equal(fk_eval_read_potentials(eval, potentials), FK_OK);
-    fk_eval_destroy(eval);
-    assert_int_equal(
-        fk_reference_forces(law->name, &particles, &physics, reference, reference_potentials),
-        FK_OK);
-    double scale = 0, worst = 0, potential_scale = 0, potential_worst = 0;
-    for (size_t v = 0; v < N * components; ++v)
-        scale = fmax(scale, fabs(reference[v]));
-    for (size_t v = 0; v < N * components; ++v)
-        worst = fmax(worst, fabs(forces[v] - reference[v]) / scale);
-    for (size_t i = 0; i < N; ++i)
-        potential_scale = fmax(potential_scale, fabs(reference_potentials[i]));
-    for (size_t i = 0; i < N; ++i)
-        potential_worst =
-            fmax(potential_worst, fabs(potentials[i] - reference_potentials[i]) / potential_scale);
+    const reference_errors e = errors_against_reference(eval, law, &particles, &physics);
     print_message("%s %s ref, %d types, double-single positions: force error %.3g, potential "
                   "error %.3g\n",
-                  law->name, fk_algorithm_name(algorithm), TYPES, worst, potential_worst);
-    free(forces);
-    free(reference);
+                  law->name, fk_algorithm_name(algorithm), TYPES, e.force, e.potential);
     free(position);
-    if (!(worst <= 1e-12) || !(potential_worst <= 1e-12) || !(scale > 0))
+    if (!(e.force <= 1e-12) || !(e.potential <= 1e-12) || !(e.scale > 0))
         fail_msg("%s %s ref: force error %.3g, potential error %.3g (of the largest; limit 1e-12)",
-                 law->name, fk_algorithm_name(algorithm), worst, potential_worst);
+                 law->name, fk_algorithm_name(algorithm), e.force, e.potential);
 }
 
 static void ref_typed_double(void **state)
