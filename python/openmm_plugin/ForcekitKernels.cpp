@@ -126,6 +126,22 @@ void setParticles(fk_context *ctx, fk_eval *eval, const ForcekitNonbondedForce &
         fail(ctx, "uploading the particles", s);
 }
 
+// forcekit's cells and lists are built for one box: a new evaluation when there is none yet or
+// the box changed (a barostat), eval and box replaced. True when it did: the caller then uploads
+// the particles.
+bool renewForBox(fk_context *ctx, const ForcekitNonbondedForce &force, const double now[3],
+                 fk_eval *&eval, double box[3])
+{
+    if (eval && now[0] == box[0] && now[1] == box[1] && now[2] == box[2])
+        return false;
+    fk_eval_destroy(eval);
+    eval = nullptr; // createEval throws on failure: no dangling evaluation left behind
+    eval = createEval(ctx, force, now);
+    for (int k = 0; k < 3; k++)
+        box[k] = now[k];
+    return true;
+}
+
 // One exception pair: plain LJ + Coulomb at separation d (from p2 to p1), kqq = k q1 q2 (or the
 // exception's chargeProd times k). *fr: the force on p1 over r (times d gives the vector), *u:
 // the energy. Each operation separately rounded, as the device kernel's (no contraction).
@@ -183,12 +199,7 @@ class HostKernel : public CalcForcekitNonbondedKernel
             for (int k = 0; k < 3; k++)
                 position[3 * i + k] = wrap(pos[i][k], now[k]);
         fk_status s;
-        if (!eval || now[0] != box[0] || now[1] != box[1] || now[2] != box[2]) {
-            fk_eval_destroy(eval);
-            eval = nullptr;
-            eval = createEval(ctx, *force, now);
-            for (int k = 0; k < 3; k++)
-                box[k] = now[k];
+        if (renewForBox(ctx, *force, now, eval, box)) {
             setParticles(ctx, eval, *force, position);
         } else if ((s = fk_eval_update_positions(eval, position.data(), nullptr)) != FK_OK) {
             fail(ctx, "updating the positions", s);
@@ -417,12 +428,7 @@ class OpenCLKernel : public CalcForcekitNonbondedKernel
         }
         gather.setArg<cl::Buffer>(8, raw.getDeviceBuffer());
         cl.executeKernel(gather, workUnits);
-        if (!eval || now[0] != box[0] || now[1] != box[1] || now[2] != box[2]) {
-            fk_eval_destroy(eval);
-            eval = nullptr;
-            eval = createEval(ctx, *force, now);
-            for (int k = 0; k < 3; k++)
-                box[k] = now[k];
+        if (renewForBox(ctx, *force, now, eval, box)) {
             std::vector<mm_float4> host(n);
             positions.download(host); // once per evaluation object: set_particles is host data
             std::vector<double> position(3 * (size_t)n);
