@@ -137,6 +137,55 @@ def test_evaluator_collected_while_tune_holds_the_context(ctx, tmp_path):
     """, timeout=180)
 
 
+def test_integrator_collected_while_tune_holds_the_context(ctx, tmp_path):
+    # The same for integrators (Evaluator.integrator): each holds its evaluator, so collecting it
+    # retires the integrator and then its evaluation, which the tune's thread must destroy in that
+    # order (fk_integrator before its fk_eval) when it lets go of the lock.
+    if not ctx.device["fp64"]:
+        pytest.skip("the integrator needs fp64")
+    run_child(ctx, f"""
+        import gc, sys, threading
+        import numpy as np
+        import forcekit
+        ctx = forcekit.Context(sys.argv[1])
+        rng = np.random.default_rng()
+        doomed = []
+        for _ in range(3):
+            ev = ctx.evaluator("ga", eps=0.1)
+            ev.set_particles(rng.uniform(size=(16, 3)))
+            integ = ev.integrator("verlet", dt=0.001)
+            integ.set_state(rng.uniform(size=(16, 3)))
+            integ.step(3)
+            doomed.append(integ)
+        del ev, integ
+        tuning, collected, errors = threading.Event(), threading.Event(), []
+        def progress(p):
+            tuning.set()
+            return collected.is_set()
+        def run():
+            try:
+                forcekit.tune("ga", "float", context=ctx, n=1024, budget_seconds=60,
+                              database={str(tmp_path / "tuning.json")!r}, progress=progress)
+            except BaseException as exc:
+                errors.append(exc)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        assert tuning.wait(60), "the tune never called back"
+        while doomed:
+            del doomed[0]
+            gc.collect()
+        collected.set()
+        thread.join()
+        assert not errors, errors
+        assert ctx._impl._live == 0  # integrators and evaluations destroyed by the tune's thread
+        ev = ctx.evaluator("ga", eps=0.1)
+        ev.set_particles(np.eye(3))
+        assert ev.compute().shape == (3, 3)
+        ctx.close()
+        print("ok")
+    """, timeout=180)
+
+
 def test_progress_callback_using_the_tuned_context(ctx, tmp_path):
     # A callback that computes on the context being tuned would lock a mutex its own thread holds
     # (undefined; a hang): it raises RuntimeError out of tune() instead. One that drops an
