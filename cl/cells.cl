@@ -68,10 +68,8 @@ fk_cells_pairs(const int capacity, const int4 grid, __global const int *restrict
         FK_ACC_ZERO(acc[u]);
     }
 
-    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
-    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
-    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
-    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+    int2 rx, ry, rz;
+    fk_cells_neighbour_ranges(c, grid, &rx, &ry, &rz);
 #if LOCAL_TILING
     __local fk_jbody tile[WG_SIZE];
     __local int tile_index[WG_SIZE];

@@ -148,10 +148,8 @@ fk_cells_finish(const int cells, const int4 grid, const int capacity,
         const int m = min(largest, capacity);
         fk_cells_sort(slots + (size_t)c * (size_t)capacity, m);
         if (m > 0) {
-            const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
-            const int2 rx = fk_cells_range(kx, grid.x, grid.w);
-            const int2 ry = fk_cells_range(ky, grid.y, grid.w);
-            const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+            int2 rx, ry, rz;
+            fk_cells_neighbour_ranges(c, grid, &rx, &ry, &rz);
             ulong partners = 0;
             for (int tz = rz.x; tz <= rz.y; ++tz)
                 for (int ty = ry.x; ty <= ry.y; ++ty)

@@ -146,10 +146,8 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
         next_a[u] = fill ? offsets[i[u]].x : 0u;
         in_a[u] = in_b[u] = 0;
     }
-    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
-    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
-    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
-    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+    int2 rx, ry, rz;
+    fk_cells_neighbour_ranges(c, grid, &rx, &ry, &rz);
     for (int tz = rz.x; tz <= rz.y; ++tz)
         for (int ty = ry.x; ty <= ry.y; ++ty)
             for (int tx = rx.x; tx <= rx.y; ++tx) {
@@ -231,10 +229,8 @@ static inline void fk_nb_walk_tiled(const int fill, const int half_lists, const 
     const float4 pi = body[i];
     uint next_a = fill && live ? offsets[i].x : 0u;
     int in_a = 0, in_b = 0;
-    const int kx = c % grid.x, ky = (c / grid.x) % grid.y, kz = c / (grid.x * grid.y);
-    const int2 rx = fk_cells_range(kx, grid.x, grid.w);
-    const int2 ry = fk_cells_range(ky, grid.y, grid.w);
-    const int2 rz = fk_cells_range(kz, grid.z, grid.w);
+    int2 rx, ry, rz;
+    fk_cells_neighbour_ranges(c, grid, &rx, &ry, &rz);
     for (int tz = rz.x; tz <= rz.y; ++tz)
         for (int ty = ry.x; ty <= ry.y; ++ty)
             for (int tx = rx.x; tx <= rx.y; ++tx) {
