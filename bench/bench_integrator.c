@@ -166,11 +166,14 @@ int main(int argc, char **argv)
         else if (strcmp(arg, "--warmup") == 0)
             warmup = atoi(value);
         else if (strcmp(arg, "--device-timing") == 0)
-            device_timing = strcmp(value, "off") == 0 ? FK_DEVICE_TIMING_OFF : FK_DEVICE_TIMING_ON;
+            device_timing = strcmp(value, "off") == 0  ? FK_DEVICE_TIMING_OFF
+                            : strcmp(value, "on") == 0 ? FK_DEVICE_TIMING_ON
+                                                       : -1;
         else if (strcmp(arg, "--lists") == 0)
             lists = strcmp(value, "half") == 0   ? FK_NEIGHBOR_LISTS_HALF
                     : strcmp(value, "full") == 0 ? FK_NEIGHBOR_LISTS_FULL
-                                                 : FK_NEIGHBOR_LISTS_AUTO;
+                    : strcmp(value, "auto") == 0 ? FK_NEIGHBOR_LISTS_AUTO
+                                                 : -1;
         else {
             usage();
             return 2;
@@ -180,7 +183,7 @@ int main(int argc, char **argv)
     const int langevin = strcmp(kind_name, "langevin") == 0;
     if (n < 2 || steps < 1 || warmup < 0 || rounds < 1 || rounds > MAX_ROUNDS || evals < 1 ||
         evals > MAX_EVALS || !(dt > 0) || fk_algorithm_find(algorithm_name, &algorithm) != FK_OK ||
-        (!langevin && strcmp(kind_name, "verlet") != 0)) {
+        (!langevin && strcmp(kind_name, "verlet") != 0) || device_timing < 0 || lists < 0) {
         usage();
         return 2;
     }
