@@ -377,8 +377,7 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
      * kernels only where they may run (GPUs, or forced): a CPU device need not take their local
      * memory and barriers. */
     state->walk = walk_mode();
-    const int may_tile = state->walk == WALK_TILED ||
-                         (state->walk == WALK_AUTO && context->info.type == FK_DEVICE_GPU);
+    const int may_tile = use_tiled_walk(&context->info, state->walk, 0); /* the fewest walkers */
     const struct {
         const char *name;
         cl_kernel *kernel;
