@@ -477,6 +477,13 @@ static fk_status make_eval(fkt_sim *sim, const fkt_sim_config *config, fk_algori
     eval_config.algorithm = (int)algorithm;
     eval_config.potential = 1;
     eval_config.expected_count = view->count;
+    /* The host loop's restart from a checkpoint calls set_particles, which chooses fixed64's
+     * scale from the restart's positions: a scale kept across updates (FK_SCALE_AUTO's fixed64)
+     * would make the restarted run differ from the uninterrupted one. The host loop keeps
+     * choosing it at every update, as before FK_SCALE_AUTO; the device integrator saves its
+     * bound with the checkpoint instead. */
+    if (!config->device && eval_config.scale_policy == FK_SCALE_AUTO)
+        eval_config.scale_policy = FK_SCALE_EACH_UPLOAD;
     fk_eval *eval = NULL;
     const fkt_sim_backend *backend = config->backend;
     if (backend)

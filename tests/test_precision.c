@@ -267,8 +267,9 @@ static int device_reproducible(void)
     const int capable = fk_eval_reproducible(eval, &reason);
     fk_eval_destroy(eval);
     if (capable != 1)
-        fprintf(stderr, "  SKIPPED bit identity across variants: this device cannot run "
-                        "reproducible mode: %s\n",
+        fprintf(stderr,
+                "  SKIPPED bit identity across variants: this device cannot run "
+                "reproducible mode: %s\n",
                 reason ? reason : "(no reason)");
     return capable == 1;
 }
@@ -417,7 +418,12 @@ static void test_overflow_reported(void **state)
 {
     (void)state;
     test_system s = cluster(100, 0.01, 0.0, 41);
-    fk_eval_config config = {.kernel = "ga", .accum = "fixed64", .eps = 0.01};
+    /* the scale chosen at every upload: a kept scale (the default) would redo the compute */
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ga";
+    config.accum = "fixed64";
+    config.eps = 0.01;
+    config.scale_policy = FK_SCALE_EACH_UPLOAD;
     fk_eval *eval = NULL;
     assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     fk_particles particles = {.count = s.n, .position = s.position, .mass = s.mass};

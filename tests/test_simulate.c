@@ -905,11 +905,25 @@ static void test_update_positions(void **state)
     assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
     assert_true(!isfinite(forces[3 * 3]) && !isfinite(forces[3 * 4]));
     fk_eval_destroy(eval);
-    config.accum = "fixed64";
-    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
+    /* fixed64, its scale chosen at every update: the update's pre-pass refuses the pair */
+    fk_eval_config each = config;
+    each.struct_size = sizeof each; /* the whole layout, so that scale_policy counts */
+    each.accum = "fixed64";
+    each.scale_policy = FK_SCALE_EACH_UPLOAD;
+    assert_int_equal(fk_eval_create(fk_test_context, &each, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &ma), FK_OK);
     assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_ERR_OVERFLOW);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_ERR_STATE); /* set_particles needed again */
+    fk_eval_destroy(eval);
+    /* the default keeps the scale: the update runs no pre-pass, the compute overflows, and its
+     * redo's pre-pass cannot hold a non-finite term either: reported, no numbers */
+    config.accum = "fixed64";
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
+    assert_int_equal(fk_eval_set_particles(eval, &ma), FK_OK);
+    assert_int_equal(fk_eval_update_positions(eval, moved, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(eval, NULL), FK_ERR_OVERFLOW);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "fixed64"));
+    assert_int_equal(fk_eval_read_forces(eval, forces), FK_ERR_STATE);
     fk_eval_destroy(eval);
     /* gaj without velocities */
     fk_eval_config gaj = {.kernel = "gaj", .eps = 0.01};

@@ -217,7 +217,15 @@ static void test_update_loop(void **state)
     step_system s;
     make_system(&s, &rng);
     fk_particles particles = view(&s);
-    fk_eval *stepping = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    /* the scale chosen at every update, as set_particles chooses it: the same bits (the
+     * default's kept scale is test_default_keeps_scale's) */
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ljc_constant";
+    config.accum = "fixed64";
+    config.potential = 1;
+    config.scale_policy = FK_SCALE_EACH_UPLOAD;
+    fk_eval *stepping = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &stepping), FK_OK);
     fk_eval *fresh = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
     assert_int_equal(fk_eval_set_particles(stepping, &particles), FK_OK);
     for (int step = 0; step < 4; ++step) {
@@ -343,7 +351,8 @@ static void test_positions_buffer(void **state)
     check_positions_buffer(0, FK_ALGORITHM_NEIGHBORS);
 }
 
-/* fixed64's overflow, found by the device decode, names the first particle. */
+/* fixed64's overflow, found by the device decode, names the first particle (the scale chosen at
+ * every upload: the default's kept scale would redo the compute, test_default_keeps_scale). */
 static void test_overflow_named(void **state)
 {
     (void)state;
@@ -352,7 +361,13 @@ static void test_overflow_named(void **state)
     step_system s;
     make_system(&s, &rng);
     const fk_particles particles = view(&s);
-    fk_eval *eval = create("ljc_constant", "fixed64", 1, FK_RESULT_DOUBLE);
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ljc_constant";
+    config.accum = "fixed64";
+    config.potential = 1;
+    config.scale_policy = FK_SCALE_EACH_UPLOAD;
+    fk_eval *eval = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &eval), FK_OK);
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     fk__eval_set_accum_param(eval, 0, (float)fk__eval_accum_scale(eval) * 1048576.0f);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
@@ -443,6 +458,134 @@ static void test_keep_scale(void **state)
     assert_memory_equal(forces, expected, sizeof forces);
     fk_eval_destroy(eval);
     fk_eval_destroy(fresh);
+}
+
+/* The bound an evaluation's last pre-pass measured. */
+typedef struct measured_bound {
+    double term, sum;
+} measured_bound;
+
+static measured_bound bound_of(const fk_eval *eval)
+{
+    measured_bound b = {-1, -1};
+    assert_int_equal(fk_eval_get_bound(eval, &b.term, &b.sum), FK_OK);
+    return b;
+}
+
+static fk_eval *create_policy(const char *accum, int scale_policy, int coordinated)
+{
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    config.kernel = "ljc_constant";
+    config.accum = accum;
+    config.scale_policy = scale_policy;
+    config.coordinated_scale = coordinated;
+    fk_eval *eval = NULL;
+    if (fk_eval_create(fk_test_context, &config, &eval) != FK_OK)
+        fail_msg("%s, scale_policy %d: %s", accum, scale_policy,
+                 fk_context_last_error(fk_test_context));
+    return eval;
+}
+
+/* The default scale policy (0, FK_SCALE_AUTO; issue #33): fixed64 keeps set_particles' scale
+ * across updates. No pre-pass on an update (fk_eval_get_bound still holds set_particles' bound
+ * while the largest term of the moved particles is another), results within one kept quantum per
+ * term of a fresh evaluation's and within the float terms' reach of the double reference; a close
+ * approach overflows the kept scale, and the compute is redone (counted by fk_eval_rescale_count)
+ * with exactly a fresh evaluation's scale and bits. FK_SCALE_EACH_UPLOAD (2) measures the bound at
+ * every update (a fresh evaluation's bits), and so does the default for narumi (which cannot
+ * detect an overflow), for a share's part and for coordinated parts. */
+static void test_default_keeps_scale(void **state)
+{
+    (void)state;
+    fk_test_rng rng;
+    fk_test_rng_init(&rng, fk_test_seed() ^ 0xa070);
+    step_system s;
+    make_system(&s, &rng);
+    fk_particles particles = view(&s);
+    fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
+    assert_int_equal(config.scale_policy, FK_SCALE_AUTO);
+    config.kernel = "ljc_constant";
+    config.accum = "fixed64";
+    config.scale_policy = 3;
+    fk_eval *refused = NULL;
+    assert_int_equal(fk_eval_create(fk_test_context, &config, &refused), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fk_context_last_error(fk_test_context), "scale_policy 3"));
+
+    enum { KEPT, EACH, NARUMI, SHARED, COORDINATED, FRESH, FRESH_NARUMI, EVALS };
+    fk_eval *e[EVALS] = {create_policy("fixed64", FK_SCALE_AUTO, 0),
+                         create_policy("fixed64", FK_SCALE_EACH_UPLOAD, 0),
+                         create_policy("narumi", FK_SCALE_AUTO, 0),
+                         create_policy("fixed64", FK_SCALE_AUTO, 0),
+                         create_policy("fixed64", FK_SCALE_AUTO, 1),
+                         create_policy("fixed64", FK_SCALE_AUTO, 0),
+                         create_policy("narumi", FK_SCALE_AUTO, 0)};
+    assert_int_equal(fk_eval_set_share(e[SHARED], 0, 2), FK_OK);
+    for (int k = 0; k < FRESH; ++k)
+        assert_int_equal(fk_eval_set_particles(e[k], &particles), FK_OK);
+    const measured_bound first = bound_of(e[KEPT]);
+    const double kept_scale = fk__eval_accum_scale(e[KEPT]);
+    double forces[3 * N], expected[3 * N], reference[3 * N];
+    fk_physics physics = {0};
+    for (int step = 0; step < 3; ++step) {
+        for (size_t v = 0; v < 3 * N; ++v)
+            s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
+        for (int k = 0; k < FRESH; ++k) {
+            assert_int_equal(fk_eval_update_positions(e[k], s.position, NULL), FK_OK);
+            assert_int_equal(fk_eval_compute(e[k], NULL), FK_OK);
+        }
+        assert_int_equal(fk_eval_set_particles(e[FRESH], &particles), FK_OK);
+        assert_int_equal(fk_eval_set_particles(e[FRESH_NARUMI], &particles), FK_OK);
+        assert_int_equal(fk_eval_compute(e[FRESH], NULL), FK_OK);
+        assert_int_equal(fk_eval_read_forces(e[FRESH], expected), FK_OK);
+        const measured_bound now = bound_of(e[FRESH]), narumi_now = bound_of(e[FRESH_NARUMI]);
+        /* the moves (+-0.005 in every coordinate) change the largest float term: were it the
+         * same, an update's pre-pass could not be told from none */
+        assert_true(now.term != first.term);
+        /* kept: set_particles' bound and scale, no redo */
+        const measured_bound kept = bound_of(e[KEPT]);
+        assert_true(kept.term == first.term && kept.sum == first.sum);
+        assert_true(fk__eval_accum_scale(e[KEPT]) == kept_scale);
+        assert_int_equal(fk_eval_rescale_count(e[KEPT]), 0);
+        /* the others measured these positions */
+        const int measured[] = {EACH, SHARED, COORDINATED};
+        for (size_t m = 0; m < sizeof measured / sizeof measured[0]; ++m) {
+            const measured_bound b = bound_of(e[measured[m]]);
+            if (!(b.term == now.term && b.sum == now.sum))
+                fail_msg("evaluation %d kept its bound %g (these positions' is %g)", measured[m],
+                         b.term, now.term);
+        }
+        const measured_bound narumi = bound_of(e[NARUMI]);
+        assert_true(narumi.term == narumi_now.term && narumi.sum == narumi_now.sum);
+        /* EACH_UPLOAD: a fresh evaluation's bits */
+        assert_int_equal(fk_eval_read_forces(e[EACH], forces), FK_OK);
+        assert_memory_equal(forces, expected, sizeof forces);
+        /* kept: the same float terms, each rounded to the kept quantum instead of the fresh
+         * one's (fixed64's error model: N terms differ by at most a quantum each) */
+        assert_int_equal(fk_eval_read_forces(e[KEPT], forces), FK_OK);
+        const double quantum = 1.0 / fmin(kept_scale, fk__eval_accum_scale(e[FRESH]));
+        for (size_t v = 0; v < 3 * N; ++v)
+            FK_ASSERT_NEAR(forces[v], expected[v], N * quantum);
+        assert_int_equal(fk_reference_forces("ljc_constant", &particles, &physics, reference, NULL),
+                         FK_OK);
+        for (size_t v = 0; v < 3 * N; ++v)
+            FK_ASSERT_NEAR(forces[v], reference[v], 1e-2 * (1 + fabs(reference[v])));
+    }
+    /* particle 0 next to particle 1: a pair term far beyond the kept scale's range; the redo is
+     * counted and gives exactly what a fresh evaluation gives */
+    for (int c = 0; c < 3; ++c)
+        s.position[c] = s.position[3 + c] + (c == 0 ? 0.45 : 0.0);
+    assert_int_equal(fk_eval_update_positions(e[KEPT], s.position, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(e[KEPT], NULL), FK_OK);
+    assert_int_equal(fk_eval_rescale_count(e[KEPT]), 1);
+    assert_true(fk__eval_accum_scale(e[KEPT]) < kept_scale);
+    assert_int_equal(fk_eval_read_forces(e[KEPT], forces), FK_OK);
+    assert_int_equal(fk_eval_set_particles(e[FRESH], &particles), FK_OK);
+    assert_int_equal(fk_eval_compute(e[FRESH], NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(e[FRESH], expected), FK_OK);
+    assert_true(fk__eval_accum_scale(e[FRESH]) == fk__eval_accum_scale(e[KEPT]));
+    assert_memory_equal(forces, expected, sizeof forces);
+    for (int k = 0; k < EVALS; ++k)
+        fk_eval_destroy(e[k]);
 }
 
 static void test_bad_result_type(void **state)
@@ -539,6 +682,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_update_loop),
         cmocka_unit_test(test_overflow_named),
         cmocka_unit_test(test_keep_scale),
+        cmocka_unit_test(test_default_keeps_scale),
         cmocka_unit_test(test_positions_buffer),
         cmocka_unit_test(test_bad_result_type),
         cmocka_unit_test(test_device_timing_off),

@@ -383,8 +383,9 @@ typedef struct fk_eval_config {
      * widens). 0: double. */
     int result_type;
     /* fk_scale_policy (added in 0.2): when the data-scaled accumulators choose their scale (the
-     * bound pre-pass, one extra pass over the pairs). 0: at every fk_eval_set_particles and
-     * fk_eval_update_positions. */
+     * bound pre-pass, one extra pass over the pairs) on fk_eval_update_positions;
+     * fk_eval_set_particles always chooses it. 0 (FK_SCALE_AUTO; until issue #33, 0 was
+     * FK_SCALE_EACH_UPLOAD): fixed64 keeps it, the others choose it at every update. */
     int scale_policy;
     /* fk_neighbor_lists (added in 0.2): the neighbour lists' form; the other loops ignore it. 0:
      * automatic. */
@@ -428,16 +429,35 @@ typedef enum fk_neighbor_lists {
 
 typedef enum fk_result_type { FK_RESULT_DOUBLE = 0, FK_RESULT_FLOAT = 1 } fk_result_type;
 
-/* FK_SCALE_EACH_UPLOAD: the scale is a function of the current positions alone (the default; the
- * pre-pass doubles the pair work of every update). FK_SCALE_KEEP, for time-stepping with fixed64:
- * update_positions keeps the scale of the last set_particles, and a compute whose sums left
- * fixed64's range is redone, inside fk_eval_wait, after a new pre-pass on the current positions,
- * so no overflow reaches the caller unless the new scale cannot hold the forces either. The
- * results then depend on the scale in use, that is on the positions at the last rescale: the
- * bit-identity across devices, loops and variants holds for the same sequence of calls (a restart
- * that calls set_particles mid-run may rescale where the original run did not). Only fixed64, which
- * detects every overflow: FK_ERR_INVALID_ARGUMENT for the other accumulators. */
-typedef enum fk_scale_policy { FK_SCALE_EACH_UPLOAD = 0, FK_SCALE_KEEP = 1 } fk_scale_policy;
+/* FK_SCALE_EACH_UPLOAD: the scale is a function of the current positions alone (the pre-pass
+ * doubles the pair work of every update: 1.3-1.7x float per step on an H100, 1.3-1.5x fixed64's
+ * kept-scale step on POCL). FK_SCALE_KEEP, for time-stepping with fixed64: update_positions keeps
+ * the scale of the last set_particles (or rescale), and a compute whose sums left fixed64's range
+ * is redone, inside fk_eval_wait, after a new pre-pass on the current positions, so no overflow
+ * reaches the caller unless the new scale cannot hold the forces either. The results then depend
+ * on the scale in use, that is on the positions at the last rescale: the bit-identity across
+ * devices, loops and variants holds for the same sequence of calls (a restart that calls
+ * set_particles mid-run may rescale where the original run did not: save fk_eval_get_bound with
+ * the checkpoint and give it to fk_eval_set_bound after the restart's set_particles, or use
+ * FK_SCALE_EACH_UPLOAD). A kept scale loses no accuracy that shows: it gives up resolution only
+ * when the largest pair term shrinks (a factor s: log2 s bits of fixed64's 62), and fixed64's
+ * quantum is 2^(ceil(log2 N) - 61) of the largest term, far below the float pair terms' own
+ * rounding (2^-24); measured over MD trajectories (docs/precision.md, "Scale policy"), the forces
+ * of the two policies agree to 1e-14 of the rms force (LJ, Coulomb) and 4e-11 (a Plummer sphere
+ * whose close encounters left the scale 700x coarse), against 1e-6..1e-5 for both against double.
+ * KEEP is for fixed64 only, which detects every overflow: FK_ERR_INVALID_ARGUMENT for the other
+ * accumulators. FK_SCALE_AUTO (0, the default): KEEP for fixed64 in an evaluation with
+ * neither config.coordinated_scale nor a share (fk_eval_set_share: each part sees only its own
+ * overflows), EACH_UPLOAD otherwise (narumi and nitadori_large cannot detect an overflow; parts
+ * must rescale together). fk_eval_rescale_count tells how often a kept scale was redone. Until
+ * issue #33 (within the unreleased 0.2.0), 0 was FK_SCALE_EACH_UPLOAD: callers that need the
+ * scale to be a function of the current positions alone (results independent of the call
+ * history) name FK_SCALE_EACH_UPLOAD, whose value is now 2. */
+typedef enum fk_scale_policy {
+    FK_SCALE_AUTO = 0,
+    FK_SCALE_KEEP = 1,
+    FK_SCALE_EACH_UPLOAD = 2
+} fk_scale_policy;
 
 /* Narumi et al., sec. 4.1. On the fly (the default): the pair loop masks excluded pairs (a
  * compare per slot per pair, config.max_exclusions): correct on every device by construction.
@@ -518,10 +538,12 @@ FK_API fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *partic
  * successful fk_eval_set_particles, and for gaj their new velocities (3 * count; ignored by the
  * other kernels, may be NULL there). Masses, charges, types, the pair table and exclusions stay;
  * the coordinates are written into the existing device buffers, and the accumulators that take
- * their scale from the data (fixed64, narumi, nitadori_large) rerun their bound pre-pass. Rejects
+ * their scale from the data (fixed64, narumi, nitadori_large) rerun their bound pre-pass unless
+ * the scale is kept (config.scale_policy: by default fixed64 keeps it). Rejects
  * NaN and Inf, and with gravity and eps = 0 coincident bodies, as set_particles does; it does not
  * repeat the molecular kernels' O(N log N) search for coincident particles: such a pair gives NaN
- * forces (FK_ERR_OVERFLOW from the data-scaled accumulators), which the caller must check. After
+ * forces (FK_ERR_OVERFLOW from the data-scaled accumulators: from this update where it runs their
+ * pre-pass, else from the compute), which the caller must check. After
  * FK_ERR_INVALID_INPUT for a coordinate the evaluation keeps its previous particles (the cells and
  * neighbors loops' check for a particle more than a box length outside the periodic box is the
  * exception: it runs after the upload, and fk_eval_set_particles is needed); after any other
@@ -626,13 +648,14 @@ FK_API fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end
  * all-pairs, the share's particles times N; cells and lists, the pairs its loop examined, those
  * beyond the cutoff included); 0 before the first compute. */
 FK_API uint64_t fk_eval_share_pairs(const fk_eval *eval);
-/* FK_SCALE_KEEP: chooses the data-scaled accumulator's scale again from the current positions
- * (one pre-pass), as a compute that overflowed does by itself. For callers that keep several
+/* A kept scale (FK_SCALE_KEEP, FK_SCALE_AUTO's fixed64): chooses the data-scaled accumulator's
+ * scale again from the current positions (one pre-pass), as a compute that overflowed does by
+ * itself. For callers that keep several
  * evaluations on one scale: when one of them rescaled (fk_eval_rescale_count grew), the others
  * call this and compute again. FK_OK and nothing done for accumulators without a data-scaled
  * scale. */
 FK_API fk_status fk_eval_rescale(fk_eval *eval);
-/* Computes redone with a new scale after an overflow (FK_SCALE_KEEP), since fk_eval_create;
+/* Computes redone with a new scale after an overflow (a kept scale), since fk_eval_create;
  * fk_eval_rescale calls are not counted. */
 FK_API size_t fk_eval_rescale_count(const fk_eval *eval);
 /* The bound the last pre-pass measured on this evaluation's particles: the largest |pair term|

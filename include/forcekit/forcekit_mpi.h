@@ -91,7 +91,8 @@ FK_API fk_status fk_mpi_eval_set_all_particles(fk_mpi_eval *eval, const fk_parti
 FK_API fk_status fk_mpi_eval_update_all_positions(fk_mpi_eval *eval, const double *position,
                                                   const double *velocity);
 /* Collective: every rank computes its share and the results are combined on every rank.
- * *seconds (may be NULL): this rank's device time. With FK_SCALE_KEEP, a rank whose compute
+ * *seconds (may be NULL): this rank's device time. With a kept scale (FK_SCALE_KEEP, and the
+ * default FK_SCALE_AUTO's fixed64, as on one device), a rank whose compute
  * overflowed rescales by itself (fk_eval_wait) and the others then rescale too and compute again,
  * so that all stay on one scale, the one a single device would have chosen. */
 FK_API fk_status fk_mpi_eval_compute(fk_mpi_eval *eval, double *seconds);

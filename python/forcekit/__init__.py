@@ -336,7 +336,7 @@ class Context:
         exclusion_mode: str = "on_the_fly",
         max_exclusions: int = 0,
         neighbor_lists: str = "auto",
-        scale_policy: str = "each_upload",
+        scale_policy: str = "auto",
         result_type: str = "double",
         positions: str = "float",
         refresh_cache: bool = False,
@@ -390,7 +390,7 @@ class Context:
         o.lanes = _integer(lanes, "lanes", -_INT_MAX - 1, _INT_MAX)
         modes = {"on_the_fly": 0, "afterwards": 1}
         lists = {"auto": 0, "half": 1, "full": 2}
-        scales = {"each_upload": 0, "keep": 1}
+        scales = {"auto": 0, "keep": 1, "each_upload": 2}
         results = {"double": 0, "float": 1}
         position_kinds = {"float": 1, "ds": 2}
         for name, value, table in (("exclusion_mode", exclusion_mode, modes),

@@ -240,7 +240,9 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddNumberToObject(document, "steps", (double)in->reps);
         cJSON_AddBoolToObject(document, "potential", in->potential != 0);
         cJSON_AddStringToObject(document, "scale_policy",
-                                in->base.scale_policy == FK_SCALE_KEEP ? "keep" : "each");
+                                in->base.scale_policy == FK_SCALE_KEEP   ? "keep"
+                                : in->base.scale_policy == FK_SCALE_AUTO ? "auto"
+                                                                         : "each");
         cJSON_AddStringToObject(document, "result_type",
                                 in->result_type == FK_RESULT_FLOAT ? "float" : "double");
         cJSON_AddStringToObject(document, "positions",

@@ -55,9 +55,11 @@ static const char bench_usage[] =
     "                  without a copy), pinned (positions written into the pinned array too)\n"
     "  --potential     with --step: read the potentials too\n"
     "  --result T      with --step: results decoded to double (default) or float\n"
-    "  --scale P       with --step and fixed64: each (default: a new scale from every update's\n"
-    "                  positions, the bound pre-pass) or keep (the scale of set_particles until\n"
-    "                  a compute overflows; fk_eval_config.scale_policy)\n"
+    "  --scale P       with --step, the data-scaled accumulators' scale on each update: auto\n"
+    "                  (default: fixed64 keeps it, the others choose it again), each (a new\n"
+    "                  scale from every update's positions, the bound pre-pass) or keep (fixed64:\n"
+    "                  the scale of set_particles until a compute overflows);\n"
+    "                  fk_eval_config.scale_policy\n"
     "  --device-timing T  with --step: off (default: the steps run on a queue without OpenCL\n"
     "                  event profiling, as a production code's would, and the device time comes\n"
     "                  from one more pass on a profiled queue) or on (both from the same steps)\n"
@@ -76,8 +78,8 @@ static const int unroll_factors[] = {1, 2, 4, 8};
 typedef struct bench_options {
     const char *kernel, *accum, *device, *algorithm;
     cli_shape_options shape; /* --unroll (also "all" here), --wg, --splits, --tiling, --lanes */
-    const char *lists;     /* --lists: auto, half or full */
-    const char *positions; /* --positions: float or ds */
+    const char *lists;       /* --lists: auto, half or full */
+    const char *positions;   /* --positions: float or ds */
     long long n, reps, seed;
     double eps, density, skin; /* skin: NAN when not given */
     int json, help, reproducible;
@@ -589,11 +591,13 @@ int cmd_bench(int argc, char **argv)
         result_type = FK_RESULT_FLOAT;
     else if (options.result && strcmp(options.result, "double") != 0)
         return cli_usage_error("bench", "--result '%s': expected double or float", options.result);
-    int scale_policy = FK_SCALE_EACH_UPLOAD;
+    int scale_policy = FK_SCALE_AUTO;
     if (options.scale && strcmp(options.scale, "keep") == 0)
         scale_policy = FK_SCALE_KEEP;
-    else if (options.scale && strcmp(options.scale, "each") != 0)
-        return cli_usage_error("bench", "--scale '%s': expected each or keep", options.scale);
+    else if (options.scale && strcmp(options.scale, "each") == 0)
+        scale_policy = FK_SCALE_EACH_UPLOAD;
+    else if (options.scale && strcmp(options.scale, "auto") != 0)
+        return cli_usage_error("bench", "--scale '%s': expected auto, each or keep", options.scale);
     int device_timing = FK_DEVICE_TIMING_OFF;
     if (cli_parse_device_timing("bench", options.device_timing, FK_DEVICE_TIMING_OFF,
                                 &device_timing))

@@ -192,9 +192,11 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         accum_name);
     if (!isfinite(config->eps) || config->eps < 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
-    if (config->scale_policy != FK_SCALE_EACH_UPLOAD && config->scale_policy != FK_SCALE_KEEP)
+    if (config->scale_policy != FK_SCALE_AUTO && config->scale_policy != FK_SCALE_KEEP &&
+        config->scale_policy != FK_SCALE_EACH_UPLOAD)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "scale_policy %d: FK_SCALE_EACH_UPLOAD (0) or FK_SCALE_KEEP (1)",
+                        "scale_policy %d: FK_SCALE_AUTO (0), FK_SCALE_KEEP (1) or "
+                        "FK_SCALE_EACH_UPLOAD (2)",
                         config->scale_policy);
     if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -568,10 +570,10 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
     if (status == FK_OK && seconds) { /* implausible event times are unavailable (timing.c) */
         const double n = (double)eval->count;
-        const double pairs = eval->variant.pairs_examined ? (double)eval->variant.pairs_examined
-                                                          : n * n;
-        *seconds = fk__plausible_device_seconds(context, *seconds, pairs,
-                                                fk__now() - eval->pending_since);
+        const double pairs =
+            eval->variant.pairs_examined ? (double)eval->variant.pairs_examined : n * n;
+        *seconds =
+            fk__plausible_device_seconds(context, *seconds, pairs, fk__now() - eval->pending_since);
     }
     if (status == FK_OK && read) {
         /* Waited for by its own event, not only by clFinish: Mesa 22.3's Rusticl returns from
@@ -586,8 +588,8 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     fk__eval_release_pending(eval);
     if (status == FK_OK)
         fk__eval_output_arrived(eval);
-    if (status == FK_OK && eval->first_overflow >= 0 &&
-        eval->config.scale_policy == FK_SCALE_KEEP && !eval->rescaling &&
+    if (status == FK_OK && eval->first_overflow >= 0 && fk__eval_keeps_scale(eval) &&
+        !eval->rescaling &&
         !eval->config.coordinated_scale) { /* parts rescale together, on the caller's call */
         /* The kept scale no longer holds these forces: a new one from these positions, and the
          * pass again (its device time replaces the first's). Once: the new scale is chosen from

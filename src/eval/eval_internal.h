@@ -24,6 +24,8 @@ fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound
 /* Runs the bound pre-pass on the particles just uploaded and sets acc_param and the decode scale
  * (nothing for accumulators without data-scaled parameters). */
 fk_status fk__eval_choose_accum_parameters(fk_eval *eval);
+/* FK_SCALE_KEEP, or FK_SCALE_AUTO where it keeps the scale (src/eval/share.c) */
+int fk__eval_keeps_scale(const fk_eval *eval);
 /* The device reduction of the bound (fk_eval_create, for the data-scaled accumulators). */
 fk_status fk__eval_create_bound_reduce(fk_eval *eval);
 void fk__eval_release_bound_reduce(fk_eval *eval);

@@ -151,6 +151,27 @@ uint64_t fk_eval_share_pairs(const fk_eval *eval)
     return mine * n; /* all-pairs: exact */
 }
 
+/* Whether update_positions keeps the scale (and fk_eval_wait redoes an overflowed compute).
+ * FK_SCALE_AUTO keeps it where that is safe without the caller's help: an accumulator that
+ * detects every overflow (fixed64; narumi and nitadori_large cannot, so they need the pre-pass's
+ * bound every time), an evaluation that is no part of a larger one (coordinated parts rescale
+ * together on the caller's call, which a caller of 0.2's default does not make) and no share
+ * (the parts of a share each see only their own particles' overflow: one would rescale without
+ * the others, and their results would no longer combine to the unshared ones). Read at each
+ * update, because a share is set and cleared after fk_eval_create. */
+int fk__eval_keeps_scale(const fk_eval *eval)
+{
+    switch (eval->config.scale_policy) {
+    case FK_SCALE_KEEP:
+        return 1;
+    case FK_SCALE_AUTO:
+        return eval->accum->overflowed != NULL && eval->accum->choose_parameters != NULL &&
+               !eval->config.coordinated_scale && !share_active(eval);
+    default:
+        return 0;
+    }
+}
+
 fk_status fk_eval_rescale(fk_eval *eval)
 {
     if (!eval)

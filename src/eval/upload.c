@@ -492,7 +492,7 @@ static fk_status update_from_device_buffer(fk_eval *eval, cl_mem source, int ker
         eval->positions_refused = 0; /* read by the prepare only, within this update */
         return status;
     }
-    if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
+    if (status == FK_OK && !fk__eval_keeps_scale(eval))
         status = fk__eval_choose_accum_parameters(eval);
     if (status != FK_OK)
         eval->count = 0;
@@ -647,9 +647,9 @@ fk_status fk_eval_update_positions(fk_eval *eval, const double *position, const 
     }
     eval->host_body_current = 1;
     status = eval->loop->prepare(eval, eval->loop_state);
-    /* The scale depends on the data: every update, unless the caller keeps it (fk_eval_wait
-     * rescales when it no longer holds). */
-    if (status == FK_OK && eval->config.scale_policy != FK_SCALE_KEEP)
+    /* The scale depends on the data: every update, unless it is kept (FK_SCALE_KEEP, and
+     * FK_SCALE_AUTO's fixed64: fk_eval_wait rescales when it no longer holds). */
+    if (status == FK_OK && !fk__eval_keeps_scale(eval))
         status = fk__eval_choose_accum_parameters(eval);
     if (status != FK_OK)
         eval->count = 0;

@@ -137,11 +137,29 @@ static double resident_margin(const fk_eval_config *config)
     return 0.12 * (config->cutoff > 0 ? config->cutoff : 2.5);
 }
 
+/* Whether the ranks keep the data-scaled accumulator's scale across updates: FK_SCALE_KEEP, and
+ * FK_SCALE_AUTO's fixed64, as one evaluation of the whole system would (forcekit.h); a compute
+ * that overflows the kept scale is redone by every rank together (fk_mpi_eval_compute). */
+static int keeps_scale(const fk_eval_config *config)
+{
+    if (config->scale_policy == FK_SCALE_KEEP)
+        return 1;
+    if (config->scale_policy != FK_SCALE_AUTO)
+        return 0;
+    const char *accum = config->accum          ? config->accum
+                        : config->reproducible ? "fixed64" /* as fk_eval_create chooses */
+                                               : "float";
+    return strcmp(accum, "fixed64") == 0;
+}
+
 static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
 {
     fk_eval_config local = *config;
     if (local.struct_size == 0)
         local.struct_size = sizeof local;
+    /* the local parts are coordinated, where AUTO would choose at every update: the ranks'
+     * policy, resolved here */
+    local.scale_policy = keeps_scale(config) ? FK_SCALE_KEEP : FK_SCALE_EACH_UPLOAD;
     /* Shares need every particle's results on one part: full lists on every rank count, so
      * that P = 1 runs what P = 4 runs. The ranks choose the scale together. */
     local.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
@@ -179,7 +197,7 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
     }
     m->components = fk_eval_force_components(m->eval);
     m->potential = config->potential != 0;
-    m->keep_scale = config->scale_policy == FK_SCALE_KEEP;
+    m->keep_scale = keeps_scale(config);
     return FK_OK;
 }
 
