@@ -16,19 +16,17 @@
  * (never a guess per particle, so nothing can overflow) and a fill pass repeats the count pass's
  * walk and writes the partners. One walk instead of two (src/loops/neighbors.c decides): the
  * count pass also stores each particle's partners of A, in the walk's order, into a row of
- * `row` slots of a scratch buffer (fk_neighbors_count_store), and after the prefix sum
- * fk_neighbors_compact copies the rows to their offsets and scatters the mirrors as the fill would:
- * the same lists, entry for entry. A row that overflows is counted all the same, and the largest
- * such count reported (stats[FK_NB_MAX_ROW]); the host then runs the fill pass instead. Two lists
- * per particle, A and B, with
- * offsets offsets[i].x and offsets[i].y (offsets[n] holds the totals):
- *   full lists (the accumulators whose sums must run per particle): A every partner, in the walk's
- *     order; B empty.
- *   half lists (Newton's third law): A the partners j > i, in the walk's order, whose pair terms
- *     the pair loop computes once for both particles, storing j's side at the pair's place in A;
- *     B one entry per partner j < i: the mirror of the pair, its place in j's list A, where i
- *     then finds its side of that pair. The fill writes A, and j's walk, writing pair (j, i) at
- *     place p of its A, puts p into i's B at a slot taken with an atomic increment (any order),
+ * `row` slots (and a spare) of a scratch buffer (fk_neighbors_count_store), and after the prefix
+ * sum fk_neighbors_compact copies the rows to their offsets and scatters the mirrors as the fill
+ * would: the same lists, entry for entry. A row that overflows is counted all the same, and the
+ * largest such count reported (stats[FK_NB_MAX_ROW]); the host then runs the fill pass instead. Two
+ * lists per particle, A and B, with offsets offsets[i].x and offsets[i].y (offsets[n] holds the
+ * totals): full lists (the accumulators whose sums must run per particle): A every partner, in the
+ * walk's order; B empty. half lists (Newton's third law): A the partners j > i, in the walk's
+ * order, whose pair terms the pair loop computes once for both particles, storing j's side at the
+ * pair's place in A; B one entry per partner j < i: the mirror of the pair, its place in j's list
+ * A, where i then finds its side of that pair. The fill writes A, and j's walk, writing pair (j, i)
+ * at place p of its A, puts p into i's B at a slot taken with an atomic increment (any order),
  *     after which each B is sorted: mirrors are distinct, so the order, and hence the order of
  *     each particle's sum, is fixed.
  * Distances use the force laws' minimum image (d -= L rint(d / L)), which is exactly odd in d, so
@@ -82,6 +80,11 @@ static inline float fk_nb_distance2(const float4 pi, const float4 pj, const floa
     return dx * dx + dy * dy + dz * dz;
 }
 
+/* 1: the one-walk build stores every candidate (see fk_nb_candidate); the host sets it on CPUs. */
+#ifndef FK_NB_STORE_ALWAYS
+#define FK_NB_STORE_ALWAYS 0
+#endif
+
 /* Placeholders (i-particles) per work-item of the walk: each candidate j read from the cells is
  * tested against all of them, as the cell loop's i-block does (on POCL the walk took twice as long
  * with one). */
@@ -109,8 +112,16 @@ static inline void fk_nb_candidate(const int fill, const int half_lists, const i
         live & (j != i) & (fk_nb_distance2(pi, pj, box, inv_box, periodic) < radius2);
     const int to_a = !half_lists | (j > i);
     if (fill == FK_NB_STORE) {
+#if FK_NB_STORE_ALWAYS
+        /* Every candidate written at the row's next free slot (row: a spare slot that takes what
+         * falls past the row), which a partner then keeps by advancing in_a: no branch on the
+         * distance test, which a CPU mispredicts (POCL, where the walk is scalar code). */
+        if (live) /* a repeated placeholder's row is a live one's */
+            list_a[*next_a + (uint)min(*in_a, row)] = j;
+#else
         if (within && to_a && *in_a < row)
             list_a[*next_a + (uint)*in_a] = j;
+#endif
         *in_a += within & to_a;
         *in_b += within & !to_a;
     } else if (!fill) { /* counted without branches: a tenth of them are taken */
@@ -164,7 +175,7 @@ static inline void fk_nb_walk(const int fill, const int half_lists, const int ca
         i[u] = slots[(size_t)c * (size_t)capacity + (size_t)min(first + u, m - 1)];
         pi[u] = body[i[u]];
         next_a[u] = fill == FK_NB_FILL    ? offsets[i[u]].x
-                    : fill == FK_NB_STORE ? (uint)i[u] * (uint)row
+                    : fill == FK_NB_STORE ? (uint)i[u] * (uint)(row + 1)
                                           : 0u;
         in_a[u] = in_b[u] = 0;
     }
@@ -206,8 +217,9 @@ fk_neighbors_count(const int half_lists, const int capacity, const int4 grid,
                counts, NULL, NULL, NULL, NULL, 0, NULL);
 }
 
-/* The count pass that also stores the partners of A into scratch rows of `row` slots (particle i's
- * row at i * row): the one-walk build. The first arguments are the count pass's. */
+/* The count pass that also stores the partners of A into scratch rows of `row` slots and a spare
+ * (particle i's row at i * (row + 1)): the one-walk build. The first arguments are the count
+ * pass's. */
 __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_neighbors_count_store(
     const int half_lists, const int capacity, const int4 grid, __global const int *restrict count,
     __global const int *restrict slots, __global const float4 *restrict body, const float radius2,
@@ -263,7 +275,7 @@ fk_nb_walk_tiled(const int fill, const int half_lists, const int capacity, const
     const int i = slots[(size_t)c * (size_t)capacity + (size_t)min(first + lid, m - 1)];
     const float4 pi = body[i];
     uint next_a = fill == FK_NB_FILL && live ? offsets[i].x
-                  : fill == FK_NB_STORE      ? (uint)i * (uint)row
+                  : fill == FK_NB_STORE      ? (uint)i * (uint)(row + 1)
                                              : 0u;
     int in_a = 0, in_b = 0;
     int2 rx, ry, rz;
@@ -359,7 +371,7 @@ fk_neighbors_compact(const int n, const int half_lists, const int row, const int
     if (m > row)
         return;
     const uint first = offsets[i].x;
-    __global const int *mine = scratch + (size_t)i * (size_t)row;
+    __global const int *mine = scratch + (size_t)i * (size_t)(row + 1);
     for (int k = lane; k < m; k += lanes) {
         const uint place = first + (uint)k;
         if (place >= capacity_a)

@@ -329,10 +329,18 @@ static int use_tiled_walk(const fk_device_info *device, int mode, size_t item_wa
  * (bench/results/2026-11-28_nvidia-h200/steps). The rows' size is learnt: the first build walks
  * twice and sizes the rows from its mean count (mean + mean / 4 + 16); a row that overflows is
  * still counted, its build runs the fill walk instead, and the rows grow to the largest count
- * seen (+ 1/8 + 8). The scratch takes N x row ints, where the device allows that (at most an
+ * seen (+ 1/8 + 8). The scratch takes N x (row + 1) ints, where the device allows that (at most an
  * eighth of its memory, one allocation); else two walks. FORCEKIT_NEIGHBOR_ROW=0 forces two walks
  * and =K one walk with rows of K from the first build (the tests; measurements). */
 enum { ROW_AUTO = -1, ROW_OFF = 0, ROW_FORCED = 1 };
+
+/* Whether the one walk stores every candidate, not only the partners (FK_NB_STORE_ALWAYS): on
+ * CPUs, where the walk is scalar code and a store costs less than the mispredicted branch on the
+ * distance test; not on GPUs, where every candidate's store would be memory traffic. */
+static int store_always(const fk_device_info *device)
+{
+    return device->type != FK_DEVICE_GPU;
+}
 
 static int row_mode(int *row)
 {
@@ -398,9 +406,10 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     if (status == FK_OK) {
         /* The list build does not depend on the force law or accumulator: one program for every
          * evaluation. */
-        char build_options[64];
-        snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d",
-                 state->grid.aux_group);
+        char build_options[96];
+        snprintf(build_options, sizeof build_options,
+                 "-D FK_CELLS_AUX_WG=%d -D FK_NB_STORE_ALWAYS=%d", state->grid.aux_group,
+                 store_always(&context->info));
         status = fk__program_build_file(context, "neighbors_build.cl", build_options, &built_lists);
         if (status == FK_OK)
             state->build_program = built_lists.program;
@@ -559,9 +568,9 @@ static fk_status choose_row(fk_eval *eval, struct fk__neighbors *state, int *sto
     if (state->row_mode == ROW_OFF || state->row <= 0)
         return FK_OK;
     const fk_device_info *device = &eval->context->info;
-    const size_t n = eval->count, row = (size_t)state->row;
-    const size_t slots = n * row; /* indexed in 32 bits on the device */
-    if (n > UINT32_MAX / row || slots > SIZE_MAX / 2 / sizeof(cl_int) ||
+    const size_t n = eval->count, stride = (size_t)state->row + 1; /* a spare slot per row */
+    const size_t slots = n * stride; /* indexed in 32 bits on the device */
+    if (n > UINT32_MAX / stride || slots > SIZE_MAX / 2 / sizeof(cl_int) ||
         2 * slots * sizeof(cl_int) > device->max_allocation_bytes ||
         8 * slots * sizeof(cl_int) > device->global_memory_bytes)
         return FK_OK; /* two walks (ensure_buffer's margin: the factor 2 above) */
