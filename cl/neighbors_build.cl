@@ -230,6 +230,94 @@ __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_ne
                counts, NULL, scratch, NULL, NULL, row, stats);
 }
 
+/*
+ * The one walk for CPUs, in vectors: work-item g takes FK_NB_WALK_V consecutive placeholders of one
+ * cell as the lanes of float vectors, and each candidate j is tested against all of them at once
+ * (POCL runs the scalar walk one pair at a time: its work-items' loops differ, so it cannot
+ * vectorise across them). The distance is fk_nb_distance2's operations lane by lane (FP_CONTRACT
+ * OFF), so the same bits and the same lists; each lane then stores j at its row's next free slot
+ * (every candidate: FK_NB_STORE_ALWAYS) and a partner advances the lane's count.
+ */
+#define FK_NB_WALK_V 8
+__kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void
+fk_neighbors_count_store_vec(const int half_lists, const int capacity, const int4 grid,
+                             __global const int *restrict count, __global const int *restrict slots,
+                             __global const float4 *restrict body, const float radius2,
+                             const float4 box, const float4 inv_box, __global int2 *restrict counts,
+                             const int row, __global int *restrict scratch,
+                             __global int *restrict stats)
+{
+    const size_t g = get_global_id(0);
+    const int per_cell = (capacity + FK_NB_WALK_V - 1) / FK_NB_WALK_V;
+    const int c = (int)(g / (size_t)per_cell);
+    const int first = (int)(g % (size_t)per_cell) * FK_NB_WALK_V;
+    if (c >= grid.x * grid.y * grid.z)
+        return;
+    const int m = min(count[c], capacity);
+    if (first >= m)
+        return;
+    int is[FK_NB_WALK_V], lives[FK_NB_WALK_V], in_a[FK_NB_WALK_V];
+    float xs[FK_NB_WALK_V], ys[FK_NB_WALK_V], zs[FK_NB_WALK_V];
+    uint next[FK_NB_WALK_V];
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_V; ++u)
+    {
+        lives[u] =
+            first + u < m ? -1 : 0; /* a placeholder past the cell's count repeats its last */
+        is[u] = slots[(size_t)c * (size_t)capacity + (size_t)min(first + u, m - 1)];
+        const float4 p = body[is[u]];
+        xs[u] = p.x;
+        ys[u] = p.y;
+        zs[u] = p.z;
+        next[u] = (uint)is[u] * (uint)(row + 1);
+        in_a[u] = 0;
+    }
+    const float8 px = vload8(0, xs), py = vload8(0, ys), pz = vload8(0, zs);
+    const int8 iv = vload8(0, is), live = vload8(0, lives);
+    const int periodic = grid.w;
+    const float magic = 0x1.8p23f;
+    int8 in_b = (int8)(0);
+    int2 rx, ry, rz;
+    fk_cells_neighbour_ranges(c, grid, &rx, &ry, &rz);
+    for (int tz = rz.x; tz <= rz.y; ++tz)
+        for (int ty = ry.x; ty <= ry.y; ++ty)
+            for (int tx = rx.x; tx <= rx.y; ++tx) {
+                const int nb = fk_cells_index(tx, ty, tz, grid);
+                const int partners = min(count[nb], capacity);
+                __global const int *theirs = slots + (size_t)nb * (size_t)capacity;
+                for (int jj = 0; jj < partners; ++jj) {
+                    const int j = theirs[jj];
+                    const float4 pj = body[j];
+                    float8 dx = px - pj.x, dy = py - pj.y, dz = pz - pj.z;
+                    if (periodic) { /* fk_nb_distance2's image, fk_nb_rint lane by lane */
+                        dx -= box.x * ((dx * inv_box.x + magic) - magic);
+                        dy -= box.y * ((dy * inv_box.y + magic) - magic);
+                        dz -= box.z * ((dz * inv_box.z + magic) - magic);
+                    }
+                    const float8 r2 = dx * dx + dy * dy + dz * dz;
+                    const int8 within = live & (iv != j) & (r2 < radius2);
+                    const int8 to_a = half_lists ? (iv < j) : (int8)(-1);
+                    int take[FK_NB_WALK_V];
+                    vstore8(within & to_a, 0, take);
+                    in_b -= within & ~to_a;
+                    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_V; ++u)
+                    {
+                        if (lives[u]) /* a repeated placeholder's row is a live one's */
+                            scratch[next[u] + (uint)min(in_a[u], row)] = j;
+                        in_a[u] -= take[u];
+                    }
+                }
+            }
+    int bs[FK_NB_WALK_V];
+    vstore8(in_b, 0, bs);
+    _Pragma("unroll") for (int u = 0; u < FK_NB_WALK_V; ++u)
+    {
+        if (lives[u])
+            counts[is[u]] = (int2)(in_a[u], bs[u]);
+        if (lives[u] && in_a[u] > row) /* the row overflowed */
+            atomic_max(&stats[FK_NB_MAX_ROW], in_a[u]);
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(FK_CELLS_AUX_WG, 1, 1))) void fk_neighbors_fill(
     const int half_lists, const int capacity, const int4 grid, __global const int *restrict count,
     __global const int *restrict slots, __global const float4 *restrict body, const float radius2,

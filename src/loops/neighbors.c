@@ -44,7 +44,7 @@ _Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
 
 /* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum; FK_NB_WALK_I
  * there: placeholders per work-item of the list walks. */
-enum { SCAN_ITEMS = 16, WALK_I = 4 }; /* a scan block: grid.aux_group x SCAN_ITEMS counts */
+enum { SCAN_ITEMS = 16, WALK_I = 4, WALK_V = 8 }; /* a scan block: aux_group x SCAN_ITEMS counts */
 
 struct fk__neighbors {
     fk__cell_grid grid;
@@ -59,7 +59,7 @@ struct fk__neighbors {
     int compact_lanes; /* work-items per particle of fk_neighbors_compact */
     cl_program build_program, program, bound_program;
     cl_kernel count, fill, count_tiled, fill_tiled, sort, scan_blocks, scan_top, scan_apply;
-    cl_kernel count_store, count_store_tiled, compact;
+    cl_kernel count_store, count_store_tiled, count_store_vec, compact;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
      * NULL). */
     cl_kernel pairs, gather, bound_pairs, bound_gather;
@@ -432,6 +432,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         {"fk_neighbors_count_store", &state->count_store},
         {may_tile ? "fk_neighbors_count_store_tiled" : NULL, &state->count_store_tiled},
         {"fk_neighbors_compact", &state->compact},
+        {store_always(&context->info) ? "fk_neighbors_count_store_vec" : NULL,
+         &state->count_store_vec},
         {"fk_neighbors_sort", &state->sort},
         {"fk_neighbors_scan_blocks", &state->scan_blocks},
         {"fk_neighbors_scan_top", &state->scan_top},
@@ -483,11 +485,12 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,      state->fill,        state->count_tiled,
-                           state->fill_tiled, state->count_store, state->count_store_tiled,
-                           state->compact,    state->sort,        state->scan_blocks,
-                           state->scan_top,   state->scan_apply,  state->pairs,
-                           state->gather,     state->bound_pairs, state->bound_gather};
+    cl_kernel kernels[] = {state->count,          state->fill,        state->count_tiled,
+                           state->fill_tiled,     state->count_store, state->count_store_tiled,
+                           state->compact,        state->sort,        state->scan_blocks,
+                           state->scan_top,       state->scan_apply,  state->pairs,
+                           state->gather,         state->bound_pairs, state->bound_gather,
+                           state->count_store_vec};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -691,8 +694,13 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status != FK_OK)
         return status;
     const cl_int row = state->row;
-    cl_kernel count_kernel = store ? (tiled ? state->count_store_tiled : state->count_store)
-                                   : (tiled ? state->count_tiled : state->count);
+    /* On CPUs the one walk per item runs in vectors of WALK_V placeholders (FK_NB_WALK_V). */
+    const int vec = store && !tiled && state->count_store_vec;
+    cl_kernel count_kernel = vec     ? state->count_store_vec
+                             : store ? (tiled ? state->count_store_tiled : state->count_store)
+                                     : (tiled ? state->count_tiled : state->count);
+    const size_t count_walkers =
+        vec ? grid->cells * (((size_t)grid->capacity + WALK_V - 1) / WALK_V) : walkers;
     cl_kernel fill_kernel = tiled ? state->fill_tiled : state->fill;
     /* The walks take the same first arguments: the grid and the radius. */
     for (int k = 0; k < 2 && status == FK_OK; ++k)
@@ -732,7 +740,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, count_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+    launch(context, count_kernel, aux, count_walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
     launch(context, state->scan_blocks, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
@@ -968,6 +976,7 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
         {state->count_store, "fk_neighbors_count_store"},
         {state->count_store_tiled, "fk_neighbors_count_store_tiled"},
         {state->compact, "fk_neighbors_compact"},
+        {state->count_store_vec, "fk_neighbors_count_store_vec"},
     };
     return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
                                   figures, capacity);
