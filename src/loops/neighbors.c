@@ -3,9 +3,11 @@
  *
  * Lists of radius R = cutoff + skin (plus the grid's rounding margin) are built on the device from
  * the cell grid the cell loop uses (cell_grid.c, cl/cells_build.cl): cl/neighbors_build.cl walks
- * each particle's neighbouring cells twice, once to count its partners and, after a prefix sum and
- * an allocation of what was counted, once to write them (compressed rows; the layout is
- * described there). cl/neighbors.cl runs the pair loop over them.
+ * each particle's neighbouring cells, counting its partners and storing them into a scratch row,
+ * and after a prefix sum copies the rows to the counted offsets (compressed rows; the layout is
+ * described there); the first build, and a build whose rows overflow, walk twice instead (count,
+ * then write at the counted offsets): row_mode below. cl/neighbors.cl runs the pair loop over
+ * them.
  *
  * When things happen. The evaluation calls prepare after every upload of positions. The grid's
  * check runs on the device (the largest displacement since the last build against skin / 2, one
