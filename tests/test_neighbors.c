@@ -763,22 +763,46 @@ static void test_walks_agree(void **state)
         const test_system *s = systems[k];
         for (size_t f = 0; f < 2; ++f) {
             const eval_options o = {.lists = forms[f], .lanes = -1};
-            outputs out[2];
-            const char *walks[] = {"items", "tiled"};
-            for (int w = 0; w < 2; ++w) {
-                setenv("FORCEKIT_NEIGHBOR_WALK", walks[w], 1);
+            /* Each walk, with two walks (row 0) and with one: rows that overflow (4: the fill walk
+             * redoes the build) and rows that hold every list (256: the compaction). Each build
+             * twice (all particles moved past the skin): the second finds lists from the first,
+             * and one walk then compacts into them before it reads the totals. */
+            enum { VARIANTS = 6 };
+            double *moved = malloc(3 * s->n * sizeof *moved); /* every particle 0.5 along x */
+            assert_non_null(moved);
+            for (size_t m = 0; m < 3 * s->n; ++m) {
+                const double side = s->physics.box[m % 3];
+                moved[m] = s->position[m] + (m % 3 == 0 ? 0.5 : 0.0);
+                if (side > 0 && moved[m] >= side)
+                    moved[m] -= side;
+            }
+            outputs out[VARIANTS];
+            const char *walks[] = {"items", "tiled"}, *rows[] = {"0", "4", "256"};
+            for (int w = 0; w < VARIANTS; ++w) {
+                setenv("FORCEKIT_NEIGHBOR_WALK", walks[w / 3], 1);
+                setenv("FORCEKIT_NEIGHBOR_ROW", rows[w % 3], 1);
                 out[w] = make_outputs(s->n);
                 fk_eval *eval = make_eval(s, "float", o);
                 set_particles(eval, s);
                 compute_read(eval, s->n, &out[w]);
+                const size_t builds = variant_of(eval).cell_rebuilds;
+                expect_ok(fk_eval_update_positions(eval, moved, NULL), "update_positions");
+                compute_read(eval, s->n, &out[w]);
+                assert_true(variant_of(eval).cell_rebuilds > builds);
                 fk_eval_destroy(eval);
             }
-            for (size_t w = 0; w < 8 * s->n; ++w)
-                if (out[0].packed[w] != out[1].packed[w])
-                    fail_msg("%s lists, system %zu: the walks differ at particle %zu component %zu",
-                             f ? "full" : "half", k, w / 8, (w % 8) / 2);
+            unsetenv("FORCEKIT_NEIGHBOR_ROW");
+            free(moved);
+            for (int v = 1; v < VARIANTS; ++v) {
+                for (size_t w = 0; w < 8 * s->n; ++w)
+                    if (out[0].packed[w] != out[v].packed[w])
+                        fail_msg("%s lists, system %zu: walk %s with rows %s differs from walk "
+                                 "items with two walks at particle %zu component %zu",
+                                 f ? "full" : "half", k, walks[v / 3], rows[v % 3], w / 8,
+                                 (w % 8) / 2);
+                free_outputs(&out[v]);
+            }
             free_outputs(&out[0]);
-            free_outputs(&out[1]);
         }
         reference ref = make_reference(s, 0.3);
         check_system(k ? "cluster, tiled walk" : "uniform, tiled walk", s, &ref, "float",

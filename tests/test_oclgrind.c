@@ -360,6 +360,21 @@ static void test_neighbors_tiled_walk(void **state)
     unsetenv("FORCEKIT_NEIGHBOR_WALK");
 }
 
+/* The one-walk build (count and store into scratch rows, then the compaction), which a single
+ * evaluation reaches only with its rows forced (automatic rows come from a first build's two
+ * walks): per item (on a CPU, every candidate stored) and tiled. */
+static void test_neighbors_one_walk(void **state)
+{
+    (void)state;
+    setenv("FORCEKIT_NEIGHBOR_ROW", "256", 1);
+    const test_case c = {.kernel = "lj", .algorithm = FK_ALGORITHM_NEIGHBORS};
+    run_accumulators(&c, accumulators, 2);
+    setenv("FORCEKIT_NEIGHBOR_WALK", "tiled", 1);
+    run_accumulators(&c, accumulators, 1);
+    unsetenv("FORCEKIT_NEIGHBOR_WALK");
+    unsetenv("FORCEKIT_NEIGHBOR_ROW");
+}
+
 static void test_exclusions_afterwards(void **state)
 {
     (void)state;
@@ -390,6 +405,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_neighbors),
         cmocka_unit_test(test_neighbors_tiled_walk),
+        cmocka_unit_test(test_neighbors_one_walk),
         cmocka_unit_test(test_exclusions_afterwards),
         cmocka_unit_test(test_exclusions_on_the_fly),
     };

@@ -3,9 +3,11 @@
  *
  * Lists of radius R = cutoff + skin (plus the grid's rounding margin) are built on the device from
  * the cell grid the cell loop uses (cell_grid.c, cl/cells_build.cl): cl/neighbors_build.cl walks
- * each particle's neighbouring cells twice, once to count its partners and, after a prefix sum and
- * an allocation of what was counted, once to write them (compressed rows; the layout is
- * described there). cl/neighbors.cl runs the pair loop over them.
+ * each particle's neighbouring cells, counting its partners and storing them into a scratch row,
+ * and after a prefix sum copies the rows to the counted offsets (compressed rows; the layout is
+ * described there); the first build, and a build whose rows overflow, walk twice instead (count,
+ * then write at the counted offsets): row_mode below. cl/neighbors.cl runs the pair loop over
+ * them.
  *
  * When things happen. The evaluation calls prepare after every upload of positions. The grid's
  * check runs on the device (the largest displacement since the last build against skin / 2, one
@@ -36,32 +38,37 @@ enum {
     STAT_MISSING = 0,
     STAT_TOTAL_A,
     STAT_TOTAL_B = STAT_TOTAL_A + 2,
-    STAT_COUNT = STAT_TOTAL_B + 2
+    STAT_MAX_ROW = STAT_TOTAL_B + 2,
+    STAT_COUNT
 };
 static const cl_int initial_stats[8] = {0};
 _Static_assert(STAT_COUNT <= 8, "neighbour statistics buffer too small");
 
 /* FK_NB_SCAN_BLOCK in cl/neighbors_build.cl: counts per work-group of the prefix sum; FK_NB_WALK_I
  * there: placeholders per work-item of the list walks. */
-enum { SCAN_ITEMS = 16, WALK_I = 4 }; /* a scan block: grid.aux_group x SCAN_ITEMS counts */
+enum { SCAN_ITEMS = 16, WALK_I = 4, WALK_V = 8 }; /* a scan block: aux_group x SCAN_ITEMS counts */
 
 struct fk__neighbors {
     fk__cell_grid grid;
-    int half;   /* 1: half lists, Newton's third law; 0: full lists */
-    int group;  /* work-items per group of the pair kernels, one particle each */
-    int unroll; /* partners per unrolled step (UNROLL_J) */
-    int lanes;  /* > 0: the lane form, partners per vector (cl/neighbors.c, FK_LANES) */
-    int split;  /* work-items per particle (FK_NB_SPLIT): full lists, the scalar walk */
-    int walk;   /* the list build's walk: WALK_AUTO, WALK_TILED or WALK_ITEMS (use_tiled_walk) */
+    int half;     /* 1: half lists, Newton's third law; 0: full lists */
+    int group;    /* work-items per group of the pair kernels, one particle each */
+    int unroll;   /* partners per unrolled step (UNROLL_J) */
+    int lanes;    /* > 0: the lane form, partners per vector (cl/neighbors.c, FK_LANES) */
+    int split;    /* work-items per particle (FK_NB_SPLIT): full lists, the scalar walk */
+    int walk;     /* the list build's walk: WALK_AUTO, WALK_TILED or WALK_ITEMS (use_tiled_walk) */
+    int row_mode; /* one walk: ROW_AUTO, ROW_OFF (two walks) or ROW_FORCED (choose_row) */
+    int row;      /* one walk: slots per particle of the scratch rows; 0: two walks */
+    int compact_lanes; /* work-items per particle of fk_neighbors_compact */
     cl_program build_program, program, bound_program;
     cl_kernel count, fill, count_tiled, fill_tiled, sort, scan_blocks, scan_top, scan_apply;
+    cl_kernel count_store, count_store_tiled, count_store_vec, compact;
     /* The pair loop of each pass: fk_neighbors_half and _gather, or fk_neighbors_full (gather
      * NULL). */
     cl_kernel pairs, gather, bound_pairs, bound_gather;
-    cl_mem counts, offsets, block_sums, list_a, list_b, jterms, cursor, stats;
+    cl_mem counts, offsets, block_sums, list_a, list_b, jterms, cursor, stats, scratch;
     /* allocated elements */
     size_t counts_capacity, offsets_capacity, block_capacity, a_capacity, b_capacity,
-        jterm_capacity, cursor_capacity;
+        jterm_capacity, cursor_capacity, scratch_capacity;
     /* The current lists */
     size_t built;        /* particles of the lists; 0: none */
     size_t entries_a;    /* entries of the lists A: the pairs each pass evaluates */
@@ -315,6 +322,41 @@ static int use_tiled_walk(const fk_device_info *device, int mode, size_t item_wa
            item_walkers < (size_t)device->compute_units * IN_FLIGHT_PER_UNIT;
 }
 
+/* One walk or two (cl/neighbors_build.cl). Two walks (count, then fill at the counted offsets)
+ * walk every particle's candidates twice; one walk counts and stores each particle's partners into
+ * a scratch row of `row` slots, and a compaction copies the rows to the counted offsets: the same
+ * lists. Measured on an NVIDIA H200 (LJ fluid, density 0.8, rc 2.5, skin 0.3, full lists, float,
+ * lists rebuilt every ~8 steps): the count walk took 0.18 / 0.60 / 1.82 ms and the fill 0.20 /
+ * 0.66 / 2.11 ms at N = 65,536 / 262,144 / 1,048,576, a third of the step at each N
+ * (bench/results/2026-11-28_nvidia-h200/steps). The rows' size is learnt: the first build walks
+ * twice and sizes the rows from its mean count (mean + mean / 4 + 16); a row that overflows is
+ * still counted, its build runs the fill walk instead, and the rows grow to the largest count
+ * seen (+ 1/8 + 8). The scratch takes N x (row + 1) ints, where the device allows that (at most an
+ * eighth of its memory, one allocation); else two walks. FORCEKIT_NEIGHBOR_ROW=0 forces two walks
+ * and =K one walk with rows of K from the first build (the tests; measurements). */
+enum { ROW_AUTO = -1, ROW_OFF = 0, ROW_FORCED = 1 };
+
+/* Whether the one walk stores every candidate, not only the partners (FK_NB_STORE_ALWAYS): on
+ * CPUs, where the walk is scalar code and a store costs less than the mispredicted branch on the
+ * distance test; not on GPUs, where every candidate's store would be memory traffic. */
+static int store_always(const fk_device_info *device)
+{
+    return device->type != FK_DEVICE_GPU;
+}
+
+static int row_mode(int *row)
+{
+    *row = 0;
+    const char *forced = getenv("FORCEKIT_NEIGHBOR_ROW");
+    if (!forced || !*forced)
+        return ROW_AUTO;
+    const long value = strtol(forced, NULL, 10);
+    if (value <= 0)
+        return ROW_OFF;
+    *row = value > 4096 ? 4096 : (int)value;
+    return ROW_FORCED;
+}
+
 static fk_status neighbors_create(fk_eval *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
@@ -366,9 +408,10 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
     if (status == FK_OK) {
         /* The list build does not depend on the force law or accumulator: one program for every
          * evaluation. */
-        char build_options[64];
-        snprintf(build_options, sizeof build_options, "-D FK_CELLS_AUX_WG=%d",
-                 state->grid.aux_group);
+        char build_options[96];
+        snprintf(build_options, sizeof build_options,
+                 "-D FK_CELLS_AUX_WG=%d -D FK_NB_STORE_ALWAYS=%d", state->grid.aux_group,
+                 store_always(&context->info));
         status = fk__program_build_file(context, "neighbors_build.cl", build_options, &built_lists);
         if (status == FK_OK)
             state->build_program = built_lists.program;
@@ -377,6 +420,8 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
      * kernels only where they may run (GPUs, or forced): a CPU device need not take their local
      * memory and barriers. */
     state->walk = walk_mode();
+    state->row_mode = row_mode(&state->row);
+    state->compact_lanes = context->info.type == FK_DEVICE_GPU ? 32 : 1;
     const int may_tile = use_tiled_walk(&context->info, state->walk, 0); /* the fewest walkers */
     const struct {
         const char *name;
@@ -386,6 +431,11 @@ static fk_status neighbors_create(fk_eval *eval, const fk_program_request *reque
         {"fk_neighbors_fill", &state->fill},
         {may_tile ? "fk_neighbors_count_tiled" : NULL, &state->count_tiled},
         {may_tile ? "fk_neighbors_fill_tiled" : NULL, &state->fill_tiled},
+        {"fk_neighbors_count_store", &state->count_store},
+        {may_tile ? "fk_neighbors_count_store_tiled" : NULL, &state->count_store_tiled},
+        {"fk_neighbors_compact", &state->compact},
+        {store_always(&context->info) ? "fk_neighbors_count_store_vec" : NULL,
+         &state->count_store_vec},
         {"fk_neighbors_sort", &state->sort},
         {"fk_neighbors_scan_blocks", &state->scan_blocks},
         {"fk_neighbors_scan_top", &state->scan_top},
@@ -437,10 +487,12 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,      state->fill,        state->count_tiled,
-                           state->fill_tiled, state->sort,        state->scan_blocks,
-                           state->scan_top,   state->scan_apply,  state->pairs,
-                           state->gather,     state->bound_pairs, state->bound_gather};
+    cl_kernel kernels[] = {state->count,          state->fill,        state->count_tiled,
+                           state->fill_tiled,     state->count_store, state->count_store_tiled,
+                           state->compact,        state->sort,        state->scan_blocks,
+                           state->scan_top,       state->scan_apply,  state->pairs,
+                           state->gather,         state->bound_pairs, state->bound_gather,
+                           state->count_store_vec};
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
@@ -448,8 +500,9 @@ static void neighbors_destroy(void *opaque)
     for (size_t k = 0; k < sizeof programs / sizeof programs[0]; ++k)
         if (programs[k])
             clReleaseProgram(programs[k]);
-    cl_mem buffers[] = {state->counts, state->offsets, state->block_sums, state->list_a,
-                        state->list_b, state->jterms,  state->cursor,     state->stats};
+    cl_mem buffers[] = {state->counts, state->offsets, state->block_sums,
+                        state->list_a, state->list_b,  state->jterms,
+                        state->cursor, state->stats,   state->scratch};
     for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
         if (buffers[k])
             clReleaseMemObject(buffers[k]);
@@ -505,6 +558,98 @@ static uint64_t stat_u64(const cl_int *stats, int index)
     return (uint64_t)(uint32_t)stats[index] | ((uint64_t)(uint32_t)stats[index + 1] << 32);
 }
 
+/* Whether a buffer of `capacity` elements is one ensure_buffer would keep for `needed`. */
+static int buffer_fits(cl_mem buffer, size_t capacity, size_t needed)
+{
+    if (needed == 0)
+        needed = 1;
+    return buffer && needed <= capacity && needed >= capacity / 2;
+}
+
+/* One walk for this build (*store) where rows are sized and their scratch fits the device. */
+static fk_status choose_row(fk_eval *eval, struct fk__neighbors *state, int *store)
+{
+    *store = 0;
+    if (state->row_mode == ROW_OFF || state->row <= 0)
+        return FK_OK;
+    const fk_device_info *device = &eval->context->info;
+    const size_t n = eval->count, stride = (size_t)state->row + 1; /* a spare slot per row */
+    const size_t slots = n * stride; /* indexed in 32 bits on the device */
+    if (n > UINT32_MAX / stride || slots > SIZE_MAX / 2 / sizeof(cl_int) ||
+        2 * slots * sizeof(cl_int) > device->max_allocation_bytes ||
+        8 * slots * sizeof(cl_int) > device->global_memory_bytes)
+        return FK_OK; /* two walks (ensure_buffer's margin: the factor 2 above) */
+    fk_status status = ensure_buffer(eval, &state->scratch, &state->scratch_capacity, slots,
+                                     sizeof(cl_int), "scratch rows");
+    *store = status == FK_OK;
+    return status;
+}
+
+/* The rows' size for the next build: from the first build's mean, or grown past an overflow. */
+static void learn_row(struct fk__neighbors *state, size_t n, size_t total_a, int max_row)
+{
+    if (state->row_mode == ROW_OFF)
+        return;
+    size_t row = (size_t)state->row;
+    if (max_row > 0)
+        row = (size_t)max_row + (size_t)max_row / 8 + 8;
+    else if (row == 0) {
+        const size_t mean = n ? (total_a + n - 1) / n : 0;
+        row = mean + mean / 4 + 16;
+    }
+    row = round_up(row, 4);
+    state->row = row > 4096 ? 0 : (int)row; /* beyond: two walks */
+}
+
+/* The second half of a build, after the prefix sum: half lists' mirror cursors from 0, then the
+ * fill walk (use_fill) or the compaction of the scratch rows, then half lists' sort of the
+ * mirrors. events: three slots. */
+static fk_status enqueue_second_half(fk_eval *eval, struct fk__neighbors *state, int use_fill,
+                                     cl_kernel fill_kernel, size_t walkers, cl_event *events)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count, aux = (size_t)state->grid.aux_group;
+    const cl_int n_int = (cl_int)n, half = state->half, row = state->row;
+    const cl_int lanes = state->compact_lanes;
+    const cl_uint capacity_a =
+        (cl_uint)(state->a_capacity > UINT32_MAX ? UINT32_MAX : state->a_capacity);
+    const cl_uint capacity_b =
+        (cl_uint)(state->b_capacity > UINT32_MAX ? UINT32_MAX : state->b_capacity);
+    fk_status status =
+        use_fill
+            ? FK__SET_ARGS(context, fill_kernel, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
+                           FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->cursor))
+            : FK__SET_ARGS(context, state->compact, "fk_neighbors_compact", 0, FK__ARG(n_int),
+                           FK__ARG(half), FK__ARG(row), FK__ARG(lanes), FK__ARG(state->counts),
+                           FK__ARG(state->scratch), FK__ARG(state->offsets), FK__ARG(state->list_a),
+                           FK__ARG(capacity_a), FK__ARG(state->list_b), FK__ARG(capacity_b),
+                           FK__ARG(state->cursor));
+    if (status == FK_OK && state->half)
+        status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
+                              FK__ARG(state->offsets), FK__ARG(state->list_b),
+                              FK__ARG(state->cursor), FK__ARG(state->stats));
+    if (status != FK_OK)
+        return status;
+    const char *call = NULL;
+    cl_int err = CL_SUCCESS;
+    if (state->half) {
+        const cl_int zero = 0;
+        call = "clEnqueueFillBuffer (neighbour lists: mirror cursors)";
+        err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
+                               NULL, &events[0]);
+    }
+    if (use_fill)
+        launch(context, fill_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)",
+               &events[1], &err, &call);
+    else
+        launch(context, state->compact, aux, n * (size_t)lanes,
+               "clEnqueueNDRangeKernel (fk_neighbors_compact)", &events[1], &err, &call);
+    if (state->half)
+        launch(context, state->sort, aux, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)",
+               &events[2], &err, &call);
+    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, call, err);
+}
+
 /* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
  * the mirrors scattered too), and for half lists sort each particle's mirrors. */
 static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
@@ -545,9 +690,21 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         state->count_tiled && use_tiled_walk(&context->info, state->walk, item_walkers);
     const size_t walkers =
         tiled ? grid->cells * (((size_t)grid->capacity + aux - 1) / aux) * aux : item_walkers;
-    cl_kernel count_kernel = tiled ? state->count_tiled : state->count;
+    /* One walk where the scratch rows may be had (choose_row), else two. */
+    int store = 0;
+    status = choose_row(eval, state, &store);
+    if (status != FK_OK)
+        return status;
+    const cl_int row = state->row;
+    /* On CPUs the one walk per item runs in vectors of WALK_V placeholders (FK_NB_WALK_V). */
+    const int vec = store && !tiled && state->count_store_vec;
+    cl_kernel count_kernel = vec     ? state->count_store_vec
+                             : store ? (tiled ? state->count_store_tiled : state->count_store)
+                                     : (tiled ? state->count_tiled : state->count);
+    const size_t count_walkers =
+        vec ? grid->cells * (((size_t)grid->capacity + WALK_V - 1) / WALK_V) : walkers;
     cl_kernel fill_kernel = tiled ? state->fill_tiled : state->fill;
-    /* The two walks take the same first arguments: the grid and the radius. */
+    /* The walks take the same first arguments: the grid and the radius. */
     for (int k = 0; k < 2 && status == FK_OK; ++k)
         status = FK__SET_ARGS(context, k ? fill_kernel : count_kernel,
                               k ? "fk_neighbors_fill" : "fk_neighbors_count", 0, FK__ARG(half),
@@ -557,6 +714,9 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status == FK_OK)
         status =
             FK__SET_ARGS(context, count_kernel, "fk_neighbors_count", 9, FK__ARG(state->counts));
+    if (status == FK_OK && store)
+        status = FK__SET_ARGS(context, count_kernel, "fk_neighbors_count_store", 10, FK__ARG(row),
+                              FK__ARG(state->scratch), FK__ARG(state->stats));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, state->scan_blocks, "fk_neighbors_scan_blocks", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums));
@@ -571,12 +731,18 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     if (status != FK_OK)
         return status;
 
-    /* Count and prefix sum; the totals come back with the statistics. */
-    cl_event events[8] = {NULL};
+    /* Count (one walk: and store) and prefix sum; the totals come back with the statistics. One
+     * walk with lists from an earlier build: the copy into them (and the mirrors' sort) goes to
+     * the queue before the totals are read, on the lists as they are allocated (the compaction
+     * drops what does not fit), so that a rebuild waits for the device once; the rare build whose
+     * lists outgrow them, or whose rows overflow, does its second half again below. */
+    const int early =
+        store && state->list_a && state->list_b && state->cursor && (!state->half || state->jterms);
+    cl_event events[12] = {NULL};
     const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
     cl_int err = clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, 0,
                                       sizeof initial_stats, initial_stats, 0, NULL, &events[0]);
-    launch(context, count_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
+    launch(context, count_kernel, aux, count_walkers, "clEnqueueNDRangeKernel (fk_neighbors_count)",
            &events[1], &err, &call);
     launch(context, state->scan_blocks, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_blocks)", &events[2], &err, &call);
@@ -585,83 +751,104 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
     launch(context, state->scan_apply, aux, blocks * aux,
            "clEnqueueNDRangeKernel (fk_neighbors_scan_apply)", &events[4], &err, &call);
     cl_int stats[8];
+    if (early && err == CL_SUCCESS) {
+        status = enqueue_second_half(eval, state, 0, fill_kernel, walkers, events + 5);
+        if (status != FK_OK) {
+            clFinish(context->queue);
+            fk__collect_events(events, 8, NULL);
+            return status;
+        }
+    }
     if (err == CL_SUCCESS) {
         call = "clEnqueueReadBuffer (neighbour lists: statistics)";
         err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
                                   NULL, NULL);
     }
     double seconds = 0.0;
-    fk__collect_events(events, 5, err == CL_SUCCESS ? &seconds : NULL);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue); /* nothing of this build may still run when the caller retries */
+        fk__collect_events(events, 8, NULL);
         return fk__cl_fail(context, call, err);
+    }
+    fk__collect_events(events, 8, &seconds);
     const uint64_t total_a = stat_u64(stats, STAT_TOTAL_A), total_b = stat_u64(stats, STAT_TOTAL_B);
     if (total_a > INT_MAX || total_b > INT_MAX)
         return fk__fail(context, FK_ERR_DEVICE_MEMORY,
                         "%s: %llu pairs within cutoff + skin exceed the lists' 2^31 entries; use "
                         "the cells algorithm or a smaller skin",
                         owner, (unsigned long long)(total_a + total_b));
+    const int overflow = store && stats[STAT_MAX_ROW] > 0;
 
-    /* Exactly what was counted (plus the growth margin of ensure_buffer), then the fill. The lane
+    /* The lists hold exactly what was counted (plus the growth margin of ensure_buffer). The lane
      * form reads whole vectors of FK_LANES entries and may read up to FK_LANES entries past the
      * last list (masked, cl/neighbors.cl): that many more, zeroed below (valid particle indices).
      */
     const size_t padding = (size_t)state->lanes;
-    status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a + padding,
-                           sizeof(cl_int), "lists");
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
-                               sizeof(cl_int), "mirrors");
-    if (status == FK_OK && state->half)
-        status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity,
-                               (size_t)total_a * eval->components, sizeof(cl_float), "pair terms");
-    /* Half lists: the mirrors each particle has received, from 0 (the fill's atomic slots). */
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
-                               "mirror cursors");
-    if (status == FK_OK)
+    const size_t jterms_needed = state->half ? (size_t)total_a * eval->components : 0;
+    const int done =
+        early && !overflow &&
+        buffer_fits(state->list_a, state->a_capacity, (size_t)total_a + padding) &&
+        buffer_fits(state->list_b, state->b_capacity, (size_t)total_b) &&
+        (!state->half || buffer_fits(state->jterms, state->jterm_capacity, jterms_needed)) &&
+        buffer_fits(state->cursor, state->cursor_capacity, n);
+    if (!done) {
+        status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a + padding,
+                               sizeof(cl_int), "lists");
+        if (status == FK_OK)
+            status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
+                                   sizeof(cl_int), "mirrors");
+        if (status == FK_OK && state->half)
+            status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity, jterms_needed,
+                                   sizeof(cl_float), "pair terms");
+        /* Half lists: the mirrors each particle has received, from 0 (the atomic slots). */
+        if (status == FK_OK)
+            status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
+                                   "mirror cursors");
+        if (status != FK_OK)
+            return status;
+        /* The statistics' missing-mirror count starts again from 0 (an early sort may have
+         * counted the mirrors the full lists could not take). */
+        const cl_int zero = 0;
+        call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
+        err =
+            clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE,
+                                 STAT_MISSING * sizeof(cl_int), sizeof zero, &zero, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(context, call, err);
         status =
-            FK__SET_ARGS(context, fill_kernel, "fk_neighbors_fill", 9, FK__ARG(state->offsets),
-                         FK__ARG(state->list_a), FK__ARG(state->list_b), FK__ARG(state->cursor));
-    if (status == FK_OK && state->half)
-        status = FK__SET_ARGS(context, state->sort, "fk_neighbors_sort", 0, FK__ARG(n_int),
-                              FK__ARG(state->offsets), FK__ARG(state->list_b),
-                              FK__ARG(state->cursor), FK__ARG(state->stats));
-    if (status != FK_OK)
-        return status;
-    const cl_int zero = 0;
-    if (err == CL_SUCCESS && padding) {
-        call = "clEnqueueFillBuffer (neighbour lists: padding)";
-        err = fk__enqueue_fill_at(context, state->list_a, &zero, sizeof zero,
-                                  (size_t)total_a * sizeof(cl_int), padding * sizeof(cl_int), 0,
-                                  NULL, NULL);
+            enqueue_second_half(eval, state, !store || overflow, fill_kernel, walkers, events + 5);
+        if (status != FK_OK) {
+            clFinish(context->queue);
+            fk__collect_events(events + 5, 3, NULL);
+            return status;
+        }
+        {
+            call = "clEnqueueReadBuffer (neighbour lists: statistics)";
+            err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats,
+                                      0, NULL, NULL);
+        }
+        if (err != CL_SUCCESS) {
+            clFinish(context->queue);
+            fk__collect_events(events + 5, 3, NULL);
+            return fk__cl_fail(context, call, err);
+        }
+        fk__collect_events(events + 5, 3, &seconds);
     }
-    if (err == CL_SUCCESS && state->half) {
-        call = "clEnqueueFillBuffer (neighbour lists: mirror cursors)";
-        err = fk__enqueue_fill(context, state->cursor, &zero, sizeof zero, n * sizeof(cl_int), 0,
-                               NULL, &events[7]);
-    }
-    launch(context, fill_kernel, aux, walkers, "clEnqueueNDRangeKernel (fk_neighbors_fill)",
-           &events[5], &err, &call);
-    if (state->half)
-        launch(context, state->sort, aux, n, "clEnqueueNDRangeKernel (fk_neighbors_sort)",
-               &events[6], &err, &call);
-    if (err == CL_SUCCESS) {
-        call = "clEnqueueReadBuffer (neighbour lists: statistics)";
-        err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats, 0,
-                                  NULL, NULL);
-    }
-    if (err != CL_SUCCESS) {
-        clFinish(context->queue); /* nothing of this build may still run when the caller retries */
-        fk__collect_events(events + 5, 3, NULL);
-        return fk__cl_fail(context, call, err);
-    }
-    fk__collect_events(events + 5, 3, &seconds);
     if (stats[STAT_MISSING] != 0)
         return fk__fail(context, FK_ERR_OPENCL,
                         "%s: %d particles did not receive the mirrors of the lower partners they "
                         "counted (the device computed a pair's distance differently for its two "
                         "particles)",
                         owner, stats[STAT_MISSING]);
+    if (padding) {
+        const cl_int zero = 0;
+        err = fk__enqueue_fill_at(context, state->list_a, &zero, sizeof zero,
+                                  (size_t)total_a * sizeof(cl_int), padding * sizeof(cl_int), 0,
+                                  NULL, NULL);
+        if (err != CL_SUCCESS)
+            return fk__cl_fail(context, "clEnqueueFillBuffer (neighbour lists: padding)", err);
+    }
+    learn_row(state, n, (size_t)total_a, overflow ? stats[STAT_MAX_ROW] : 0);
     state->entries_a = (size_t)total_a;
     state->list_seconds = seconds;
     state->built = n;
@@ -788,6 +975,10 @@ static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
         {state->fill, "fk_neighbors_fill"},
         {state->count_tiled, "fk_neighbors_count_tiled"},
         {state->fill_tiled, "fk_neighbors_fill_tiled"},
+        {state->count_store, "fk_neighbors_count_store"},
+        {state->count_store_tiled, "fk_neighbors_count_store_tiled"},
+        {state->compact, "fk_neighbors_compact"},
+        {state->count_store_vec, "fk_neighbors_count_store_vec"},
     };
     return fk__figures_of_kernels(eval->context, kernels, sizeof kernels / sizeof kernels[0],
                                   figures, capacity);
