@@ -11,9 +11,13 @@
 #    systems (lj65536 at LJ_N, default 65,536, and the protein), --max-error 1e-12 ->
 #    accuracy_{lj65536,protein}_ds.json;
 # 4. a summary on standard output and in OUT/summary.json: per workload and accumulator the
-#    median seconds and the ratio to float.
+#    median seconds and the ratio to float;
+# 5. on NVIDIA, the instructions per pair of ga's all-pairs loop for each accumulator, from the PTX
+#    the program cache holds (bench/ptx_pair_count.py; SASS too where ptxas and nvdisasm are on
+#    the PATH) -> ptx/ and ptx_counts.json.
 # Environment: BUILD (an existing build directory with forcekit; else one is made), GA_N, MD_N,
-# LJ_N, REPS (default 30).
+# LJ_N, REPS (default 30), ACCURACY (0: skip step 3), CHECKS (0: skip step 1), ACCUMS (default
+# "float double fixed64 narumi ref"), CACHE (the program cache, default BUILD/cache).
 set -euo pipefail
 if [ $# -lt 1 ]; then
     echo "usage: $0 OUT [DEVICE]" >&2
@@ -33,8 +37,10 @@ if [ ! -x "$build/forcekit" ]; then
         > "$out/configure.log"
     cmake --build "$build" -j"$(nproc)" > "$out/build.log"
 fi
-export FORCEKIT_DEVICE=$device FORCEKIT_CACHE_DIR=$build/cache FORCEKIT_TUNING_DB=off
+cache=${CACHE:-$build/cache}
+export FORCEKIT_DEVICE=$device FORCEKIT_CACHE_DIR=$cache FORCEKIT_TUNING_DB=off
 fk=$build/forcekit
+if [ "${CHECKS:-1}" != 0 ]; then
 {
     if [ -x "$build/tests/test_laws" ]; then
         "$build/tests/test_laws" ref_typed_double || echo "test_laws ref_typed_double FAILED"
@@ -44,9 +50,10 @@ fk=$build/forcekit
     fi
 } > "$out/checks.txt" 2>&1
 grep FAILED "$out/checks.txt" >&2 || true
+fi
 # shellcheck source=bench/lattice.sh
 . "$root/bench/lattice.sh" # box N: the lattice's periodic box at density 0.8
-accums="float double fixed64 narumi ref"
+accums=${ACCUMS:-float double fixed64 narumi ref}
 for accum in $accums; do
     "$fk" bench --json --kernel ga --n "$ga_n" --accum "$accum" --reps "$reps" \
         > "$out/ga_${accum}.json" || echo "ga $accum failed" >&2
@@ -54,10 +61,14 @@ for accum in $accums; do
         --cutoff 2.5 --box "$(box "$md_n")" --reps "$reps" \
         > "$out/md_${accum}.json" || echo "md $accum failed" >&2
 done
+if [ "${ACCURACY:-1}" != 0 ]; then
 "$fk" accuracy --json --system lj65536 --n "$lj_n" --positions ds --accum float,double,fixed64,narumi,ref \
     --reps 5 --max-error 1e-12 > "$out/accuracy_lj65536_ds.json" || echo "accuracy lj65536 failed" >&2
 "$fk" accuracy --json --system protein --positions ds --accum float,double,fixed64,narumi,ref \
     --reps 5 --max-error 1e-12 > "$out/accuracy_protein_ds.json" || echo "accuracy protein failed" >&2
+fi
+python3 "$root/bench/ptx_pair_count.py" "$cache" "$out/ptx" > "$out/ptx_counts.json" ||
+    echo "ptx_pair_count failed" >&2
 "$fk" devices --json > "$out/devices.json"
 python3 - "$out" $accums << 'EOF'
 import json, os, sys

@@ -27,7 +27,32 @@
 #define LOCAL_TILING 1
 #endif
 #define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
+/* Blocks for the accumulators that can use them (FK_ACC_BLOCKS: narumi): a tile runs its j in
+ * blocks of FK_ACC_BLOCK_TERMS (the whole tile up to 128; a tile of 256 or more, a multiple of
+ * 128, in blocks of 128), each between FK_ACC_BLOCK_BEGIN and FK_ACC_BLOCK_END. Every block has at
+ * least one j, and every pair adds one term to each component, so a state's additions come in
+ * non-empty blocks of at most FK_ACC_BLOCK_TERMS. The accumulator takes blocks only up to its own
+ * limit; otherwise FK_TILE_BLOCK is the whole tile and nothing changes. */
+#if LOCAL_TILING && WG_SIZE <= 128
+#define FK_ACC_BLOCK_TERMS WG_SIZE
+#elif LOCAL_TILING && WG_SIZE % 128 == 0 && 128 % UNROLL_J == 0
+#define FK_ACC_BLOCK_TERMS 128
+#endif
 #include "pair_step.clh"
+
+#ifdef FK_ACC_BLOCKS
+#define FK_ACC_BLOCK_BEGIN(acc)                                                                    \
+    _Pragma("unroll") for (int u_ = 0; u_ < UNROLL_I; ++u_) _Pragma("unroll") for (              \
+        int k_ = 0; k_ < FK_COMPONENTS; ++k_) fk_acc_block_begin(&(acc)[u_][k_], &env)
+#define FK_ACC_BLOCK_END(acc)                                                                      \
+    _Pragma("unroll") for (int u_ = 0; u_ < UNROLL_I; ++u_) _Pragma("unroll") for (              \
+        int k_ = 0; k_ < FK_COMPONENTS; ++k_) fk_acc_block_end(&(acc)[u_][k_], &env)
+#define FK_TILE_BLOCK FK_ACC_BLOCK_TERMS
+#else
+#define FK_ACC_BLOCK_BEGIN(acc) (void)0
+#define FK_ACC_BLOCK_END(acc) (void)0
+#define FK_TILE_BLOCK WG_SIZE
+#endif
 
 /* The pair loop body for one j-particle against this work-item's i-block. */
 #define FK_INTERACT_ALL(jbody, j_index)                                                            \
@@ -79,22 +104,30 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
             /* Full tile: a compile-time trip count the compiler can unroll further. The host
              * makes WG_SIZE a multiple of UNROLL_J (src/variant.c); should it not be, the last
              * WG_SIZE % UNROLL_J go one by one rather than past the tile. */
-            int jj = 0;
-            for (; jj + UNROLL_J <= WG_SIZE; jj += UNROLL_J) {
-                _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
-                {
-                    const fk_jbody jb = tile[jj + v];
-                    FK_INTERACT_ALL(jb, tile_start + jj + v);
+            for (int block = 0; block < WG_SIZE; block += FK_TILE_BLOCK) {
+                FK_ACC_BLOCK_BEGIN(acc);
+                int jj = block;
+                for (; jj + UNROLL_J <= block + FK_TILE_BLOCK; jj += UNROLL_J) {
+                    _Pragma("unroll") for (int v = 0; v < UNROLL_J; ++v)
+                    {
+                        const fk_jbody jb = tile[jj + v];
+                        FK_INTERACT_ALL(jb, tile_start + jj + v);
+                    }
                 }
-            }
-#if WG_SIZE % UNROLL_J
-            for (; jj < WG_SIZE; ++jj) {
-                const fk_jbody jb = tile[jj];
-                FK_INTERACT_ALL(jb, tile_start + jj);
-            }
+#if FK_TILE_BLOCK % UNROLL_J
+                for (; jj < block + FK_TILE_BLOCK; ++jj) {
+                    const fk_jbody jb = tile[jj];
+                    FK_INTERACT_ALL(jb, tile_start + jj);
+                }
 #endif
+                FK_ACC_BLOCK_END(acc);
+            }
         } else {
-            FK_J_RUN(jj, 0, count, FK_TILE_STEP, tile_start)
+            for (int block = 0; block < count; block += FK_TILE_BLOCK) {
+                FK_ACC_BLOCK_BEGIN(acc);
+                FK_J_RUN(jj, block, min(count, block + FK_TILE_BLOCK), FK_TILE_STEP, tile_start)
+                FK_ACC_BLOCK_END(acc);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -141,7 +174,13 @@ __kernel void fk_subtract_exclusions(const int n, __global const int *restrict e
     __global const int *partners = excluded + n + 1;
     for (int p = first; p < last; ++p) {
         const fk_jbody jb = fk_load_j(body, body_aux, partners[p]);
+#ifdef FK_ACC_BLOCKS /* one partner per block: no limit on the partners */
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) fk_acc_block_begin(&acc[k], &env);
+#endif
         fk_interact_excluded(&ibody, &jb, &phys, &env, acc);
+#ifdef FK_ACC_BLOCKS
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k) fk_acc_block_end(&acc[k], &env);
+#endif
     }
     FK_ACC_STORE(sums, acc);
 }

@@ -54,6 +54,9 @@
 #define FK_LANES 16
 #endif
 #define FK_PAIR_STEP_SPLITS 1 /* fk_reduce_splits merges the j-splits */
+/* The j-loop below can run in blocks of 128 j-particles for an accumulator that takes them
+ * (FK_ACCV_BLOCKS: narumi, whose per-addition counter and empty test they replace). */
+#define FK_ACCV_BLOCK_TERMS 128
 #include "pair_step.clh"
 
 #ifndef FK_ACC_LANE_FORMS /* one form of the addition */
@@ -87,7 +90,19 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
 #define FK_LANE_STEP(j, form)                                                                      \
     const fk_jbody jb = fk_load_j(body, body_aux, j);                                              \
     fk_interact_lanes(&ibody, &jb, i_index == (fk_maskv)(j), &phys, &env, acc, form)
+#ifdef FK_ACCV_BLOCKS
+#define FK_J_LOOP(form)                                                                            \
+    for (int b_ = j_begin; b_ < j_end; b_ += FK_ACCV_BLOCK_TERMS) {                                \
+        const int e_ = min(j_end, b_ + FK_ACCV_BLOCK_TERMS);                                       \
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)                                  \
+            fk_accv_block_begin(&acc[k], &env);                                                    \
+        FK_J_RUN(j, b_, e_, FK_LANE_STEP, form)                                                    \
+        _Pragma("unroll") for (int k = 0; k < FK_COMPONENTS; ++k)                                  \
+            fk_accv_block_end(&acc[k], e_ - b_);                                                   \
+    }
+#else
 #define FK_J_LOOP(form) FK_J_RUN(j, j_begin, j_end, FK_LANE_STEP, form)
+#endif
 #if FK_ACC_LANE_FORMS > 1
     if (fk_accv_form(&env) == 1)
         FK_J_LOOP(1)
