@@ -66,7 +66,7 @@ static void usage(void)
     fprintf(stderr, "usage: bench_integrator [--n N] [--steps K] [--rounds R] [--evals E] "
                     "[--accum A] [--algorithm L] [--kind verlet|langevin] [--dt DT] [--skin S] "
                     "[--seed S] [--device SEL] [--warmup W] [--device-timing on|off] "
-                    "[--lists auto|half|full]\n");
+                    "[--lists auto|half|full] [--potential off|on]\n");
 }
 
 static void print_array(const char *name, const double *values, size_t count, double scale)
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     /* --device-timing off: the queue without event profiling, as `simulate --device-timing off`
      * (a profiled queue costs microseconds a kernel on some drivers); --lists: the neighbour
      * lists' form (fk_eval_config.neighbor_lists). */
-    int device_timing = FK_DEVICE_TIMING_ON, lists = FK_NEIGHBOR_LISTS_AUTO;
+    int device_timing = FK_DEVICE_TIMING_ON, lists = FK_NEIGHBOR_LISTS_AUTO, potential = 0;
     const char *accum = "float", *algorithm_name = "neighbors", *kind_name = "verlet";
     const char *device = NULL;
     double dt = 0.005, skin = 0.3;
@@ -169,6 +169,8 @@ int main(int argc, char **argv)
             device_timing = strcmp(value, "off") == 0  ? FK_DEVICE_TIMING_OFF
                             : strcmp(value, "on") == 0 ? FK_DEVICE_TIMING_ON
                                                        : -1;
+        else if (strcmp(arg, "--potential") == 0) /* potentials every step, as simulate's */
+            potential = strcmp(value, "on") == 0 ? 1 : strcmp(value, "off") == 0 ? 0 : -1;
         else if (strcmp(arg, "--lists") == 0)
             lists = strcmp(value, "half") == 0   ? FK_NEIGHBOR_LISTS_HALF
                     : strcmp(value, "full") == 0 ? FK_NEIGHBOR_LISTS_FULL
@@ -183,7 +185,8 @@ int main(int argc, char **argv)
     const int langevin = strcmp(kind_name, "langevin") == 0;
     if (n < 2 || steps < 1 || warmup < 0 || rounds < 1 || rounds > MAX_ROUNDS || evals < 1 ||
         evals > MAX_EVALS || !(dt > 0) || fk_algorithm_find(algorithm_name, &algorithm) != FK_OK ||
-        (!langevin && strcmp(kind_name, "verlet") != 0) || device_timing < 0 || lists < 0) {
+        (!langevin && strcmp(kind_name, "verlet") != 0) || device_timing < 0 || lists < 0 ||
+        potential < 0) {
         usage();
         return 2;
     }
@@ -210,6 +213,7 @@ int main(int argc, char **argv)
     config.skin = skin;
     config.expected_count = n;
     config.neighbor_lists = lists;
+    config.potential = potential;
     if (strcmp(accum, "fixed64") == 0)
         config.scale_policy = FK_SCALE_KEEP;
     fk_particles particles = {.count = n, .position = set.position, .type = set.type};
@@ -313,6 +317,7 @@ int main(int argc, char **argv)
            "  \"kind\": \"%s\",\n  \"dt\": %g,\n  \"skin\": %g,\n  \"steps_per_round\": %d,\n"
            "  \"rounds\": %d,\n  \"evals_per_round\": %d,\n  \"warmup_steps\": %d,\n",
            n, accum, algorithm_name, kind_name, dt, skin, steps, rounds, evals, warmup);
+    printf("  \"potential\": %s,\n", potential ? "true" : "false");
     printf("  \"device_timing\": %s,\n  \"neighbor_half_lists\": %s,\n",
            device_timing == FK_DEVICE_TIMING_OFF ? "false" : "true",
            variant.neighbor_half_lists ? "true" : "false");
