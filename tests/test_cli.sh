@@ -559,6 +559,16 @@ expect_exit "simulate --integrate host fixed64, 120 of the 200 steps with a chec
 expect_exit "simulate --integrate host fixed64 --restart to step 200 exits 0" 0 $SIMG --steps 200 --restart "$WORK/host-fixed64.ckpt" --json
 expect_json "a restarted fixed64 host loop ends bit-identical to the uninterrupted one" "$WORK/out" \
     'd["state_checksum"] == json.load(open("'"$WORK/sim-host-fixed64.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-host-fixed64.json"'"))["samples"] and d["restarted_from_step"] == 120'
+# ga float on a CPU runs the automatic lane loop; the checkpoint records the lanes, because the
+# restart's explicit unrolling alone would run the scalar template (other roundings; Intel's CPU
+# runtime gave other bits for float, double and fixed64 before the lanes were recorded)
+SIML="$FK simulate --kernel ga --system plummer --n 256 --eps 1e-4 --accum float --algorithm all-pairs"
+expect_exit "simulate ga float all-pairs, 130 steps exits 0" 0 $SIML --steps 130 --sample 10 --json
+cp "$WORK/out" "$WORK/sim-lanes.json"
+expect_exit "simulate ga float, 120 of the 130 steps with a checkpoint exits 0" 0 $SIML --steps 120 --sample 10 --checkpoint "$WORK/lanes.ckpt"
+expect_exit "simulate ga float --restart to step 130 exits 0" 0 $SIML --steps 130 --sample 10 --restart "$WORK/lanes.ckpt" --json
+expect_json "a restarted ga float run ends bit-identical to the uninterrupted one, its lanes kept" "$WORK/out" \
+    'd["state_checksum"] == json.load(open("'"$WORK/sim-lanes.json"'"))["state_checksum"] and d["restarted_from_step"] == 120'
 expect_exit "simulate --restart with another --dt exits 2" 2 $SIM --steps 40 --dt 0.004 --restart "$WORK/half.ckpt"
 expect_stderr "a mismatched restart names the option" "does not match this run: dt"
 expect_exit "simulate --restart with another --seed exits 2" 2 $SIM --steps 40 --seed 2 --restart "$WORK/half.ckpt"

@@ -332,6 +332,13 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
     text = fkt_sim_checkpoint_option(checkpoint, "j_splits");
     if (text && cli_parse_long(text, &value) && value > 0 && value <= (1 << 20))
         config->eval.j_splits = (int)value;
+    /* The lanes too: automatic lanes are on only while the unrolling is automatic, so the
+     * explicit unrolling above would otherwise turn them off, and the restart would run the scalar
+     * template where the original ran the lane loop (other roundings: not the same bits).
+     * Checkpoints written before the lanes were recorded restart as before. */
+    text = fkt_sim_checkpoint_option(checkpoint, "lanes");
+    if (text && cli_parse_long(text, &value) && value >= 0 && value <= 64)
+        config->eval.lanes = value ? (int)value : -1;
     return CLI_EXIT_OK;
 }
 
@@ -1025,6 +1032,7 @@ int cmd_simulate(int argc, char **argv)
     add_option(list, "work_group_size", "%d", variant.work_group_size);
     add_option(list, "local_tiling", "%d", variant.local_tiling);
     add_option(list, "j_splits", "%d", variant.j_splits);
+    add_option(list, "lanes", "%d", variant.lanes);
     add_option(list, "device", "%s", fk_context_device(run.context)->name);
     add_option(list, "steps", "%lld", options.steps);
 
