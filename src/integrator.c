@@ -36,8 +36,20 @@ enum { GROUP_MAX = 256 };
 /* The first guess of the steps between rebuilds (with lists), before one was seen. */
 enum { INTERVAL_GUESS = 8 };
 /* The rounding of the per-particle kernels' launch sizes, and the work-group size of the energy
- * sum (FK_ENERGY_WG). */
-enum { GROUP = 64, ENERGY_GROUP = 64 };
+ * sum (FK_ENERGY_WG) where the device cannot run ENERGY_GROUP_WIDE. */
+enum { GROUP = 64, ENERGY_GROUP = 64, ENERGY_GROUP_WIDE = 256 };
+
+/* The energy sum runs as one work-group over all N particles, so its time is N / group serial
+ * loads a work-item: on an H200 the gap between simulate's step (which asks for the energies every
+ * --sample steps) and the library step grew with N, 1.2 / 4.8 / 24 ms per 100 steps at N = 65,536
+ * / 262,144 / 1,048,576 (issue #33 item 4), consistent with a latency-bound loop of 64
+ * work-items (not yet measured on a GPU with 256). 256 keeps four times the loads in flight. The
+ * result is the same bits at any group size (an exact maximum and an integer sum). */
+static int energy_group(const fk_context *context)
+{
+    return context->info.max_work_group_size >= ENERGY_GROUP_WIDE ? ENERGY_GROUP_WIDE
+                                                                  : ENERGY_GROUP;
+}
 
 struct fk_integrator {
     fk_eval *eval;
@@ -350,7 +362,7 @@ static fk_status create_kernels(fk_integrator *integrator)
              "-D FK_ENERGY_WG=%d -D FK_HERMITE=%d",
              fk__eval_ds(eval), eval->result_size == 8, eval->kernel->info.force_components,
              integrator->periodic, integrator->config.kind == FK_INTEGRATOR_LANGEVIN,
-             integrator->lists, integrator->gravity, ENERGY_GROUP, integrator->hermite);
+             integrator->lists, integrator->gravity, energy_group(context), integrator->hermite);
     fk_program_result built;
     fk_status status = fk__program_build_file(context, "integrate.cl", options, &built);
     if (status != FK_OK)
@@ -1038,7 +1050,7 @@ fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic, dou
     status = FK__SET_ARGS(context, integrator->energies, "fk_integrate_energies", 0, FK__ARG(n),
                           FK__ARG(count), FK__ARG(integrator->v), FK__ARG(integrator->kinetic_mass),
                           FK__ARG(integrator->potential), FK__ARG(integrator->energy_out));
-    const size_t group = ENERGY_GROUP;
+    const size_t group = (size_t)energy_group(context);
     cl_int err = CL_SUCCESS;
     if (status == FK_OK)
         err = clEnqueueNDRangeKernel(context->queue, integrator->energies, 1, NULL, &group, &group,

@@ -332,13 +332,13 @@ static int check_restart(const simulate_options *options, simulate_run *run, fkt
     text = fkt_sim_checkpoint_option(checkpoint, "j_splits");
     if (text && cli_parse_long(text, &value) && value > 0 && value <= (1 << 20))
         config->eval.j_splits = (int)value;
-    /* The lanes too: automatic lanes are on only while the unrolling is automatic, so the
-     * explicit unrolling above would otherwise turn them off, and the restart would run the scalar
-     * template where the original ran the lane loop (other roundings: not the same bits).
-     * Checkpoints written before the lanes were recorded restart as before. */
+    /* The lane form too: the pinned unroll_j above alone asks for the scalar walk (and, on CPUs,
+     * the neighbors loop's half lists), a different variant from the one the checkpoint ran:
+     * other rounding, and twice the step time on POCL. Checkpoints from before this option keep
+     * the old choice (lanes automatic under the pinned unrolling). */
     text = fkt_sim_checkpoint_option(checkpoint, "lanes");
     if (text && cli_parse_long(text, &value) && value >= 0 && value <= 64)
-        config->eval.lanes = value ? (int)value : -1;
+        config->eval.lanes = value > 0 ? (int)value : -1;
     return CLI_EXIT_OK;
 }
 
@@ -484,6 +484,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddStringToObject(document, "variant_source", cli_variant_source_token(variant.source));
     cJSON_AddNumberToObject(document, "work_group_size", variant.work_group_size);
     cJSON_AddNumberToObject(document, "j_splits", variant.j_splits);
+    cJSON_AddNumberToObject(document, "lanes", variant.lanes);
     if (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS) {
         /* builds of the cells (and lists), the first included: with a skin, how often the
          * particles moved skin / 2; without, one per evaluation */
@@ -491,6 +492,8 @@ static int print_json(const simulate_options *options, const simulate_run *run,
         cli_json_number(document, "skin", variant.cell_skin);
         cJSON_AddNumberToObject(document, "pairs_examined", (double)variant.pairs_examined);
         cli_json_number(document, "last_build_device_seconds", variant.cell_build_seconds);
+        if (variant.algorithm == FK_ALGORITHM_NEIGHBORS)
+            cJSON_AddBoolToObject(document, "neighbor_half_lists", variant.neighbor_half_lists);
     }
     cJSON_AddNumberToObject(document, "seed", (double)options->seed);
     if (sim->periodic) {
