@@ -94,21 +94,19 @@ def test_compute_into_out_after_another_thread_changed_n(ctx, rng):
         ev._impl.update_positions(np.zeros((8, 3)), None)
 
 
-def test_evaluator_collected_while_tune_holds_the_context(ctx, tmp_path):
-    # tune() with a progress callback in a thread holds the context's lock and calls back into
-    # Python; the main thread drops evaluators of that context and collects them. ~Evaluator
-    # used to wait for the lock with the GIL held while the callback waited for the GIL: a
-    # deadlock (3 of 3 runs hung before the fix). The callback stops the tune once the evaluators
-    # are gone; the context must still work afterwards.
+def collect_while_tune_holds_the_context(ctx, tmp_path, make_doomed):
+    """In a child interpreter: make_doomed (code at the script's indentation, using ctx, np and
+    rng) fills the list `doomed`; a tune with a progress callback then runs in a thread, holding
+    the context's lock, while the main thread drops and collects the doomed objects one by one.
+    The tune's thread must destroy them when it lets go, and the context must still work."""
+    setup = textwrap.indent(textwrap.dedent(make_doomed).strip("\n"), " " * 8)
     run_child(ctx, f"""
         import gc, sys, threading
         import numpy as np
         import forcekit
         ctx = forcekit.Context(sys.argv[1])
-        doomed = [ctx.evaluator("ga", eps=0.1) for _ in range(3)]
-        for ev in doomed:
-            ev.set_particles(np.random.default_rng().uniform(size=(16, 3)))
-        del ev
+        rng = np.random.default_rng()
+{setup}
         tuning, collected, errors = threading.Event(), threading.Event(), []
         def progress(p):
             tuning.set()
@@ -128,7 +126,7 @@ def test_evaluator_collected_while_tune_holds_the_context(ctx, tmp_path):
         collected.set()
         thread.join()
         assert not errors, errors
-        assert ctx._impl._live == 0  # the tune's thread destroyed the three when it let go
+        assert ctx._impl._live == 0  # the tune's thread destroyed them when it let go
         ev = ctx.evaluator("ga", eps=0.1)
         ev.set_particles(np.eye(3))
         assert ev.compute().shape == (3, 3)
@@ -137,18 +135,27 @@ def test_evaluator_collected_while_tune_holds_the_context(ctx, tmp_path):
     """, timeout=180)
 
 
+def test_evaluator_collected_while_tune_holds_the_context(ctx, tmp_path):
+    # tune() with a progress callback in a thread holds the context's lock and calls back into
+    # Python; the main thread drops evaluators of that context and collects them. ~Evaluator
+    # used to wait for the lock with the GIL held while the callback waited for the GIL: a
+    # deadlock (3 of 3 runs hung before the fix). The callback stops the tune once the evaluators
+    # are gone; the context must still work afterwards.
+    collect_while_tune_holds_the_context(ctx, tmp_path, """
+        doomed = [ctx.evaluator("ga", eps=0.1) for _ in range(3)]
+        for ev in doomed:
+            ev.set_particles(rng.uniform(size=(16, 3)))
+        del ev
+    """)
+
+
 def test_integrator_collected_while_tune_holds_the_context(ctx, tmp_path):
     # The same for integrators (Evaluator.integrator): each holds its evaluator, so collecting it
     # retires the integrator and then its evaluation, which the tune's thread must destroy in that
     # order (fk_integrator before its fk_eval) when it lets go of the lock.
     if not ctx.device["fp64"]:
         pytest.skip("the integrator needs fp64")
-    run_child(ctx, f"""
-        import gc, sys, threading
-        import numpy as np
-        import forcekit
-        ctx = forcekit.Context(sys.argv[1])
-        rng = np.random.default_rng()
+    collect_while_tune_holds_the_context(ctx, tmp_path, """
         doomed = []
         for _ in range(3):
             ev = ctx.evaluator("ga", eps=0.1)
@@ -158,32 +165,7 @@ def test_integrator_collected_while_tune_holds_the_context(ctx, tmp_path):
             integ.step(3)
             doomed.append(integ)
         del ev, integ
-        tuning, collected, errors = threading.Event(), threading.Event(), []
-        def progress(p):
-            tuning.set()
-            return collected.is_set()
-        def run():
-            try:
-                forcekit.tune("ga", "float", context=ctx, n=1024, budget_seconds=60,
-                              database={str(tmp_path / "tuning.json")!r}, progress=progress)
-            except BaseException as exc:
-                errors.append(exc)
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        assert tuning.wait(60), "the tune never called back"
-        while doomed:
-            del doomed[0]
-            gc.collect()
-        collected.set()
-        thread.join()
-        assert not errors, errors
-        assert ctx._impl._live == 0  # integrators and evaluations destroyed by the tune's thread
-        ev = ctx.evaluator("ga", eps=0.1)
-        ev.set_particles(np.eye(3))
-        assert ev.compute().shape == (3, 3)
-        ctx.close()
-        print("ok")
-    """, timeout=180)
+    """)
 
 
 def test_progress_callback_using_the_tuned_context(ctx, tmp_path):
