@@ -283,8 +283,6 @@ int fk__registry_has_list_lanes(const fk_kernel_desc *kernel, const fk_accum_des
  * per component, force components then the potential) and the decode scale in use. */
 fk_status fk__eval_read_packed(fk_eval *eval, uint32_t *words);
 double fk__eval_accum_scale(const fk_eval *eval);
-/* FK_SCALE_KEEP: how many computes were redone with a new scale (tests). */
-size_t fk__eval_rescales(const fk_eval *eval);
 /* Overrides one per-launch accumulator parameter until the next set_particles (overflow tests). */
 void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value);
 /* Up to this many particles the host runs the checks an update needs where it has the positions

@@ -395,6 +395,47 @@ static void test_overflow_named(void **state)
     fk_eval_destroy(eval);
 }
 
+/* A kept scale's forces against a fresh evaluation's of the same positions (expected, with the
+ * fresh scale): the same float terms, each rounded to the kept scale's quantum instead of the
+ * fresh one's (fixed64's error model: N terms differ by at most one quantum each); and the
+ * physics, the double-precision reference (the float terms' rounding, summed over the
+ * neighbours, bounds the difference). */
+static void assert_kept_scale_forces(const double *forces, const double *expected,
+                                     double kept_scale, double fresh_scale,
+                                     const fk_particles *particles)
+{
+    const double quantum = 1.0 / fmin(kept_scale, fresh_scale);
+    for (size_t v = 0; v < 3 * N; ++v)
+        FK_ASSERT_NEAR(forces[v], expected[v], N * quantum);
+    double reference[3 * N];
+    const fk_physics physics = {0};
+    assert_int_equal(fk_reference_forces("ljc_constant", particles, &physics, reference, NULL),
+                     FK_OK);
+    for (size_t v = 0; v < 3 * N; ++v)
+        FK_ASSERT_NEAR(forces[v], reference[v], 1e-2 * (1 + fabs(reference[v])));
+}
+
+/* Particle 0 moved next to particle 1 (s's positions, which particles views): a pair term far
+ * beyond the kept scale's range. kept's compute overflows and is redone once (counted), with a
+ * new, smaller scale that is exactly a fresh evaluation's, and the fresh evaluation's bits. */
+static void assert_close_approach_redone(fk_eval *kept, fk_eval *fresh, step_system *s,
+                                         const fk_particles *particles, double kept_scale)
+{
+    for (int c = 0; c < 3; ++c)
+        s->position[c] = s->position[3 + c] + (c == 0 ? 0.45 : 0.0);
+    assert_int_equal(fk_eval_update_positions(kept, s->position, NULL), FK_OK);
+    assert_int_equal(fk_eval_compute(kept, NULL), FK_OK);
+    assert_int_equal(fk_eval_rescale_count(kept), 1);
+    assert_true(fk__eval_accum_scale(kept) < kept_scale);
+    double forces[3 * N], expected[3 * N];
+    assert_int_equal(fk_eval_read_forces(kept, forces), FK_OK);
+    assert_int_equal(fk_eval_set_particles(fresh, particles), FK_OK);
+    assert_int_equal(fk_eval_compute(fresh, NULL), FK_OK);
+    assert_int_equal(fk_eval_read_forces(fresh, expected), FK_OK);
+    assert_true(fk__eval_accum_scale(fresh) == fk__eval_accum_scale(kept));
+    assert_memory_equal(forces, expected, sizeof forces);
+}
+
 /* FK_SCALE_KEEP: small moves keep the scale (no pre-pass); a close approach overflows the kept
  * scale and the compute is redone with the scale of the current positions, giving exactly what a
  * fresh set_particles gives. */
@@ -418,8 +459,7 @@ static void test_keep_scale(void **state)
     fk_eval *fresh = create("ljc_constant", "fixed64", 0, FK_RESULT_DOUBLE);
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     const double kept_scale = fk__eval_accum_scale(eval);
-    double forces[3 * N], expected[3 * N], reference[3 * N];
-    fk_physics physics = {0};
+    double forces[3 * N], expected[3 * N];
     for (int step = 0; step < 3; ++step) {
         for (size_t v = 0; v < 3 * N; ++v)
             s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
@@ -427,35 +467,14 @@ static void test_keep_scale(void **state)
         assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
         assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
         assert_true(fk__eval_accum_scale(eval) == kept_scale);
-        assert_int_equal(fk__eval_rescales(eval), 0);
-        /* the same float terms as a fresh evaluation's, each rounded to the kept scale's
-         * quantum instead of the fresh one's: N terms differ by at most one quantum each */
+        assert_int_equal(fk_eval_rescale_count(eval), 0);
         assert_int_equal(fk_eval_set_particles(fresh, &particles), FK_OK);
         assert_int_equal(fk_eval_compute(fresh, NULL), FK_OK);
         assert_int_equal(fk_eval_read_forces(fresh, expected), FK_OK);
-        const double quantum = 1.0 / fmin(kept_scale, fk__eval_accum_scale(fresh));
-        for (size_t v = 0; v < 3 * N; ++v)
-            FK_ASSERT_NEAR(forces[v], expected[v], N * quantum);
-        /* and the physics: the double-precision reference (the float terms' rounding, summed
-         * over the neighbours, bounds the difference) */
-        assert_int_equal(fk_reference_forces("ljc_constant", &particles, &physics, reference, NULL),
-                         FK_OK);
-        for (size_t v = 0; v < 3 * N; ++v)
-            FK_ASSERT_NEAR(forces[v], reference[v], 1e-2 * (1 + fabs(reference[v])));
+        assert_kept_scale_forces(forces, expected, kept_scale, fk__eval_accum_scale(fresh),
+                                 &particles);
     }
-    /* particle 0 next to particle 1: a pair term far beyond the kept scale's range */
-    for (int c = 0; c < 3; ++c)
-        s.position[c] = s.position[3 + c] + (c == 0 ? 0.45 : 0.0);
-    assert_int_equal(fk_eval_update_positions(eval, s.position, NULL), FK_OK);
-    assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
-    assert_int_equal(fk__eval_rescales(eval), 1);
-    assert_true(fk__eval_accum_scale(eval) < kept_scale);
-    assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
-    assert_int_equal(fk_eval_set_particles(fresh, &particles), FK_OK);
-    assert_int_equal(fk_eval_compute(fresh, NULL), FK_OK);
-    assert_int_equal(fk_eval_read_forces(fresh, expected), FK_OK);
-    assert_true(fk__eval_accum_scale(fresh) == fk__eval_accum_scale(eval));
-    assert_memory_equal(forces, expected, sizeof forces);
+    assert_close_approach_redone(eval, fresh, &s, &particles, kept_scale);
     fk_eval_destroy(eval);
     fk_eval_destroy(fresh);
 }
@@ -524,8 +543,7 @@ static void test_default_keeps_scale(void **state)
         assert_int_equal(fk_eval_set_particles(e[k], &particles), FK_OK);
     const measured_bound first = bound_of(e[KEPT]);
     const double kept_scale = fk__eval_accum_scale(e[KEPT]);
-    double forces[3 * N], expected[3 * N], reference[3 * N];
-    fk_physics physics = {0};
+    double forces[3 * N], expected[3 * N];
     for (int step = 0; step < 3; ++step) {
         for (size_t v = 0; v < 3 * N; ++v)
             s.position[v] += 0.01 * (fk_test_rng_uniform(&rng) - 0.5);
@@ -559,31 +577,12 @@ static void test_default_keeps_scale(void **state)
         /* EACH_UPLOAD: a fresh evaluation's bits */
         assert_int_equal(fk_eval_read_forces(e[EACH], forces), FK_OK);
         assert_memory_equal(forces, expected, sizeof forces);
-        /* kept: the same float terms, each rounded to the kept quantum instead of the fresh
-         * one's (fixed64's error model: N terms differ by at most a quantum each) */
+        /* kept */
         assert_int_equal(fk_eval_read_forces(e[KEPT], forces), FK_OK);
-        const double quantum = 1.0 / fmin(kept_scale, fk__eval_accum_scale(e[FRESH]));
-        for (size_t v = 0; v < 3 * N; ++v)
-            FK_ASSERT_NEAR(forces[v], expected[v], N * quantum);
-        assert_int_equal(fk_reference_forces("ljc_constant", &particles, &physics, reference, NULL),
-                         FK_OK);
-        for (size_t v = 0; v < 3 * N; ++v)
-            FK_ASSERT_NEAR(forces[v], reference[v], 1e-2 * (1 + fabs(reference[v])));
+        assert_kept_scale_forces(forces, expected, kept_scale, fk__eval_accum_scale(e[FRESH]),
+                                 &particles);
     }
-    /* particle 0 next to particle 1: a pair term far beyond the kept scale's range; the redo is
-     * counted and gives exactly what a fresh evaluation gives */
-    for (int c = 0; c < 3; ++c)
-        s.position[c] = s.position[3 + c] + (c == 0 ? 0.45 : 0.0);
-    assert_int_equal(fk_eval_update_positions(e[KEPT], s.position, NULL), FK_OK);
-    assert_int_equal(fk_eval_compute(e[KEPT], NULL), FK_OK);
-    assert_int_equal(fk_eval_rescale_count(e[KEPT]), 1);
-    assert_true(fk__eval_accum_scale(e[KEPT]) < kept_scale);
-    assert_int_equal(fk_eval_read_forces(e[KEPT], forces), FK_OK);
-    assert_int_equal(fk_eval_set_particles(e[FRESH], &particles), FK_OK);
-    assert_int_equal(fk_eval_compute(e[FRESH], NULL), FK_OK);
-    assert_int_equal(fk_eval_read_forces(e[FRESH], expected), FK_OK);
-    assert_true(fk__eval_accum_scale(e[FRESH]) == fk__eval_accum_scale(e[KEPT]));
-    assert_memory_equal(forces, expected, sizeof forces);
+    assert_close_approach_redone(e[KEPT], e[FRESH], &s, &particles, kept_scale);
     for (int k = 0; k < EVALS; ++k)
         fk_eval_destroy(e[k]);
 }

@@ -609,11 +609,6 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     return status;
 }
 
-size_t fk__eval_rescales(const fk_eval *eval)
-{
-    return eval->rescales;
-}
-
 fk_status fk_eval_compute(fk_eval *eval, double *seconds)
 {
     const fk_status status = fk_eval_compute_async(eval);
