@@ -95,6 +95,31 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$WORK/pyerr"; then
     fi
 }
 
+# expect_restart_identical NAME STEPS AT KEY... -- COMMAND...: COMMAND run for STEPS steps, and
+# again to step AT with a checkpoint and restarted from it to STEPS; the restart must say it
+# restarted at AT and end on the uninterrupted run's values of each JSON KEY.
+expect_restart_identical() {
+    # own names: expect_exit sets the global name (the script is POSIX sh, without local)
+    restart_name=$1
+    restart_steps=$2
+    restart_at=$3
+    restart_keys=""
+    shift 3
+    while [ "$1" != "--" ]; do
+        restart_keys="$restart_keys\"$1\", "
+        shift
+    done
+    shift
+    expect_exit "$restart_name, $restart_steps steps exits 0" 0 "$@" --steps "$restart_steps" --json
+    cp "$WORK/out" "$WORK/restart-full.json"
+    expect_exit "$restart_name, $restart_at of the $restart_steps steps with a checkpoint exits 0" 0 \
+        "$@" --steps "$restart_at" --checkpoint "$WORK/restart.ckpt"
+    expect_exit "$restart_name --restart to step $restart_steps exits 0" 0 "$@" \
+        --steps "$restart_steps" --restart "$WORK/restart.ckpt" --json
+    expect_json "a restarted $restart_name ends bit-identical to the uninterrupted one" "$WORK/out" \
+        'd["restarted_from_step"] == '"$restart_at"' and all(d[k] == json.load(open("'"$WORK/restart-full.json"'"))[k] for k in ('"$restart_keys"'))'
+}
+
 # expect_lines NAME FILE COUNT COLUMNS: FILE has COUNT lines of COLUMNS finite numbers each.
 expect_lines() {
     if [ ! -f "$2" ]; then
@@ -548,13 +573,9 @@ expect_json "a restarted run ends bit-identical to the uninterrupted one" "$WORK
 # Neighbour lists, float, no skin (rebuilt every step): the restart runs the checkpoint's lane
 # form too (on CPUs the pinned unrolling alone gave the scalar walk with half lists: other bits,
 # twice the step time; issue #33 item 4), so it ends bit-identical.
-NSIM="$SIM --algorithm neighbors --sample 10"
-expect_exit "simulate neighbors 40 steps --json exits 0" 0 $NSIM --steps 40 --json
-cp "$WORK/out" "$WORK/sim-nb.json"
-expect_exit "simulate neighbors 25 of the 40 steps with a checkpoint exits 0" 0 $NSIM --steps 25 --checkpoint "$WORK/nb.ckpt"
-expect_exit "simulate neighbors --restart to step 40 exits 0" 0 $NSIM --steps 40 --restart "$WORK/nb.ckpt" --json
-expect_json "a restarted neighbors run keeps the lanes and list form and ends bit-identical" "$WORK/out" \
-    'all(d[k] == json.load(open("'"$WORK/sim-nb.json"'"))[k] for k in ("lanes", "neighbor_half_lists", "pairs_examined", "state_checksum", "samples"))'
+expect_restart_identical "simulate neighbors (lanes, list form)" 40 25 \
+    lanes neighbor_half_lists pairs_examined state_checksum samples -- \
+    $SIM --algorithm neighbors --sample 10
 expect_exit "simulate --integrate host 25 of the 40 steps with a checkpoint exits 0" 0 $SIM --steps 25 --sample 10 --algorithm all-pairs --checkpoint "$WORK/host-half.ckpt" --integrate host
 expect_exit "simulate --integrate host --restart to step 40 exits 0" 0 $SIM --steps 40 --restart "$WORK/host-half.ckpt" --integrate host --json
 expect_json "a restarted host loop ends bit-identical to the uninterrupted one" "$WORK/out" \
@@ -562,23 +583,15 @@ expect_json "a restarted host loop ends bit-identical to the uninterrupted one" 
 # fixed64 on the host loop: the scale is chosen at every update there (the library's default
 # keeps it, and a restart's set_particles would choose another from the restart's positions:
 # this Plummer run's encounters leave the kept scale away from a fresh one, seeds 1 and 2 on POCL)
-SIMG="$FK simulate --kernel ga --system plummer --n 256 --eps 1e-4 --accum fixed64 --algorithm all-pairs --integrate host"
-expect_exit "simulate --integrate host fixed64, 200 steps exits 0" 0 $SIMG --steps 200 --sample 50 --json
-cp "$WORK/out" "$WORK/sim-host-fixed64.json"
-expect_exit "simulate --integrate host fixed64, 120 of the 200 steps with a checkpoint exits 0" 0 $SIMG --steps 120 --sample 50 --checkpoint "$WORK/host-fixed64.ckpt"
-expect_exit "simulate --integrate host fixed64 --restart to step 200 exits 0" 0 $SIMG --steps 200 --restart "$WORK/host-fixed64.ckpt" --json
-expect_json "a restarted fixed64 host loop ends bit-identical to the uninterrupted one" "$WORK/out" \
-    'd["state_checksum"] == json.load(open("'"$WORK/sim-host-fixed64.json"'"))["state_checksum"] and d["samples"] == json.load(open("'"$WORK/sim-host-fixed64.json"'"))["samples"] and d["restarted_from_step"] == 120'
+expect_restart_identical "simulate --integrate host fixed64" 200 120 state_checksum samples -- \
+    "$FK" simulate --kernel ga --system plummer --n 256 --eps 1e-4 --accum fixed64 \
+    --algorithm all-pairs --integrate host --sample 50
 # ga float on a CPU runs the automatic lane loop; the checkpoint records the lanes, because the
 # restart's explicit unrolling alone would run the scalar template (other roundings; Intel's CPU
 # runtime gave other bits for float, double and fixed64 before the lanes were recorded)
-SIML="$FK simulate --kernel ga --system plummer --n 256 --eps 1e-4 --accum float --algorithm all-pairs"
-expect_exit "simulate ga float all-pairs, 130 steps exits 0" 0 $SIML --steps 130 --sample 10 --json
-cp "$WORK/out" "$WORK/sim-lanes.json"
-expect_exit "simulate ga float, 120 of the 130 steps with a checkpoint exits 0" 0 $SIML --steps 120 --sample 10 --checkpoint "$WORK/lanes.ckpt"
-expect_exit "simulate ga float --restart to step 130 exits 0" 0 $SIML --steps 130 --sample 10 --restart "$WORK/lanes.ckpt" --json
-expect_json "a restarted ga float run ends bit-identical to the uninterrupted one, its lanes kept" "$WORK/out" \
-    'd["state_checksum"] == json.load(open("'"$WORK/sim-lanes.json"'"))["state_checksum"] and d["restarted_from_step"] == 120'
+expect_restart_identical "simulate ga float all-pairs (lanes)" 130 120 state_checksum -- \
+    "$FK" simulate --kernel ga --system plummer --n 256 --eps 1e-4 --accum float \
+    --algorithm all-pairs --sample 10
 expect_exit "simulate --restart with another --dt exits 2" 2 $SIM --steps 40 --dt 0.004 --restart "$WORK/half.ckpt"
 expect_stderr "a mismatched restart names the option" "does not match this run: dt"
 expect_exit "simulate --restart with another --seed exits 2" 2 $SIM --steps 40 --seed 2 --restart "$WORK/half.ckpt"
