@@ -19,7 +19,7 @@
 
 #include "baseline_gravity.h"
 #include "forcekit/forcekit.h"
-#include "generate.h"
+#include "support/generate.h"
 
 static int compare_doubles(const void *a, const void *b)
 {

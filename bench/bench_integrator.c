@@ -29,7 +29,7 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "systems.h"
+#include "support/systems.h"
 
 enum { MAX_ROUNDS = 64, MAX_EVALS = 256 };
 
@@ -77,7 +77,7 @@ static void print_array(const char *name, const double *values, size_t count, do
     printf("]");
 }
 
-/* The host-integrated velocity Verlet of the step path (src/simulate.c's operations). */
+/* The host-integrated velocity Verlet of the step path (src/support/simulate.c's operations). */
 typedef struct host_loop {
     fk_eval *eval;
     double *x, *v, *a; /* x: the evaluation's pinned positions array */

@@ -25,7 +25,7 @@
 
 #include "baseline_gravity.h"
 #include "forcekit/forcekit.h"
-#include "generate.h"
+#include "support/generate.h"
 
 #define MAX_SIZES 8
 #define MAX_ACCUMS 8

@@ -20,7 +20,7 @@
 #include <cJSON.h>
 
 #include "forcekit/forcekit.h"
-#include "symmetric.h"
+#include "core/loops/symmetric.h"
 
 enum { MAX_ITEMS = 32 };
 

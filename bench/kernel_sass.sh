@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The SASS an NVIDIA GPU runs for one forcekit evaluation, and the instruction mix of its innermost
-# loops (the figures of bench/results/2026-11-27_nvidia-h200/symmetric_sweep/ and fixed64_sass/):
+# loops (the figures of results/2026-11-27_nvidia-h200/symmetric_sweep/ and fixed64_sass/):
 #   bench/kernel_sass.sh BUILD_DIR OUT_DIR NAME ENTRY [forcekit bench arguments...]
 # e.g. bench/kernel_sass.sh build out ga_fixed64 fk_pairwise --kernel ga --accum fixed64 --n 262144
 # Runs `forcekit bench` on the GPU with a fresh program cache, takes every cached program that

@@ -34,8 +34,8 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "simulate.h"
-#include "systems.h"
+#include "support/simulate.h"
+#include "support/systems.h"
 
 enum { MAX_LOOPS = 4, MAX_ROUNDS = 64, FIXED_REPS = 7, MAX_EVALS = 256 };
 

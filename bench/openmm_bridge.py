@@ -28,7 +28,7 @@ On the H200 (the lead's machine):
     python3 -m venv build-py/venv && build-py/venv/bin/pip install nanobind scikit-build-core numpy openmm
     build-py/venv/bin/pip install --no-build-isolation ./python
     build-py/venv/bin/python bench/openmm_bridge.py --n 65536 --platform CUDA --device gpu \\
-        > bench/results/openmm_bridge_h200.json
+        > results/openmm_bridge_h200.json
 (--platform OpenCL compares with OpenMM's own OpenCL NonbondedForce, as the issue asks; run both.)
 """
 

@@ -4,7 +4,7 @@
     bench/ptx_pair_count.py CACHE_DIR OUT_DIR [--force ga]
 
 NVIDIA's OpenCL returns PTX as the program binary, and the library stores it in its program cache
-(src/cache.c: a 64-byte header, the full key, the payload). For every cached all-pairs program of
+(src/core/programs/cache.c: a 64-byte header, the full key, the payload). For every cached all-pairs program of
 the force law this writes OUT_DIR/<accum>_<unroll>.ptx and, where ptxas and nvdisasm are on the
 PATH, the sm_90 machine code (.sass) and ptxas's register report, then counts the instructions
 of the hottest loop of fk_pairwise: the innermost loop holding the most pair markers (one

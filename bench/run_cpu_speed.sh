@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU speed of ga (issue #12, item 7): bench_cpu_speed on POCL and, when it can be installed, on
 # Intel's CPU OpenCL runtime, each one interleaved run against the C + OpenMP baseline. Writes
-# the JSON, the device list and the CPU model under bench/results/<date>_<cpu>/.
+# the JSON, the device list and the CPU model under results/<date>_<cpu>/.
 #
 # usage: bench/run_cpu_speed.sh [BUILD_DIR] [ROUNDS] [REPS]      (default build 7 3)
 #

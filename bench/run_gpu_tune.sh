@@ -3,7 +3,7 @@
 #   bench/run_gpu_tune.sh BUILD_DIR OUT_DIR [BUDGET_SECONDS_PER_RUN]
 # Each run tunes every N bucket of one kernel and accumulator and writes OUT_DIR/tuning.json (the
 # database to merge: scripts/merge_tuning.py data/tuning/shipped.json OUT_DIR/tuning.json) and
-# OUT_DIR/tune_<kernel>_<accum>.json (what was tried; copy it to bench/results/<date>_<device>/). Kernels or accumulators this build does not know are skipped, so the script can run
+# OUT_DIR/tune_<kernel>_<accum>.json (what was tried; copy it to results/<date>_<device>/). Kernels or accumulators this build does not know are skipped, so the script can run
 # before the force-law and precision issues have landed.
 set -euo pipefail
 build=$1 out=$2 budget=${3:-900}

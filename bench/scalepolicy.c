@@ -34,8 +34,8 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "generate.h"
-#include "systems.h"
+#include "support/generate.h"
+#include "support/systems.h"
 
 static double now(void)
 {
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
             fk_eval_get_bound(keep, &keep_term, &unused);
             const double stale = each_term > 0 ? keep_term / each_term : 1;
             /* the scales' exponents differ by what frexp gives the two largest terms
-             * (src/accum.c, fk__choose_fixed64): the bits of resolution keep gave up */
+             * (src/core/accum/accum.c, fk__choose_fixed64): the bits of resolution keep gave up */
             int e_each = 0, e_keep = 0;
             frexp(each_term, &e_each);
             frexp(keep_term, &e_keep);

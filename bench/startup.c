@@ -23,7 +23,7 @@
 #include <cJSON.h>
 
 #include "forcekit/forcekit.h"
-#include "generate.h"
+#include "support/generate.h"
 #include "forcekit/tools.h"
 
 static double seconds_of(const struct timespec *ts)

@@ -3,7 +3,7 @@
  * work-group, so that the host reads FK_BOUND_GROUPS pairs instead of every particle's (issue #16:
  * at N = 1M that read was 32 MB per update_positions). The maximum is exact and independent of
  * the order, so the scale the host chooses from it is the one the whole array gives. A NaN sticks,
- * as in the host's reduction (src/eval/precision.c): it means a term that cannot be represented. */
+ * as in the host's reduction (src/core/eval/precision.c): it means a term that cannot be represented. */
 static float fk_bound_max(const float a, const float b)
 {
     return isnan(a) || isnan(b) ? NAN : fmax(a, b);

@@ -3,7 +3,7 @@
  * doubles (or floats on request) in two plain arrays, forces (components x count) then potentials
  * (count), which one read brings to the host.
  *
- * Every decode is the host's (src/accum.c, src/registry.c) step for step, in operations that
+ * Every decode is the host's (src/core/accum/accum.c, src/core/laws/registry.c) step for step, in operations that
  * OpenCL requires to be correctly rounded in double precision (conversions, +, -, / by a power of
  * two, ldexp) or that are exact, so the device's decode and the host's give the same bits; test_step
  * checks that against the host decode of the same packed words. Float words are widened by their

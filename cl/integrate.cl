@@ -1,5 +1,5 @@
 /*
- * forcekit: time integration on the device (issue #33); src/integrator.c drives these kernels
+ * forcekit: time integration on the device (issue #33); src/core/integrate/integrator.c drives these kernels
  * around the evaluation's own pair loop. The master copy of the state is double (x, v: 3 values per
  * particle); each step writes the evaluation's particle records (float4, or double-single hi/lo
  * pairs) from it, as cl/positions.cl does for an update, so the pair loops read the positions
@@ -69,7 +69,7 @@
 #define FK_ENERGY_WG 64
 #endif
 
-/* flags[]: written by the kernels, read by the host after a group of steps (src/integrator.c has
+/* flags[]: written by the kernels, read by the host after a group of steps (src/core/integrate/integrator.c has
  * the same indices). */
 #define FK_FLAG_HALT 0 /* the step of the group whose forces could not be used; -1: none yet */
 /* 1: a particle moved more than skin / 2 since the lists' build, at FK_FLAG_MOVED + (step & 1):
@@ -248,7 +248,7 @@ static double4 fk_normal3(const uint seed_lo, const uint seed_hi, const uint ste
     return (double4)(a.x, a.y, b.x, 0.0);
 }
 
-/* Tests (src/integrator.c's fk__integrator_noise): the deviates of every particle at one step. */
+/* Tests (src/core/integrate/integrator.c's fk__integrator_noise): the deviates of every particle at one step. */
 kernel void fk_integrate_noise(const uint n, const uint seed_lo, const uint seed_hi,
                                const uint step_lo, const uint step_hi, global double *out)
 {
@@ -260,7 +260,7 @@ kernel void fk_integrate_noise(const uint n, const uint seed_lo, const uint seed
 /* ---------------------------------------------------------------------------------------------- */
 /* The state */
 
-/* A coordinate into [0, L): src/simulate.c's wrap, the same operations. */
+/* A coordinate into [0, L): src/support/simulate.c's wrap, the same operations. */
 static double fk_wrap(double x, const double side)
 {
     if (x >= 0.0 && x < side)
@@ -394,7 +394,7 @@ static int fk_acceleration_jerk(global const fk_force_t *force, const uint i, gl
     return 1;
 }
 
-/* Hermite's predictor (src/simulate.c's hermite_step, the same operations): the predicted
+/* Hermite's predictor (src/support/simulate.c's hermite_step, the same operations): the predicted
  * positions and velocities go to the particle and velocity records only. */
 kernel void fk_integrate_predict(const uint n, global const double *x, global const double *v,
                                  global const fk_force_t *force, const double dt,

@@ -43,7 +43,7 @@
 #define FK_IMAGE_BOUNDED 1
 #include "pair_step.clh"
 
-/* The pair kernels' first parameters, the order the host sets them in (src/loops/neighbors.c
+/* The pair kernels' first parameters, the order the host sets them in (src/core/loops/neighbors.c
  * neighbors_enqueue); each kernel adds its outputs after them. */
 #define FK_NB_PAIR_PARAMS                                                                          \
     const int n, __global const uint2 *restrict offsets, __global const int *restrict partners,    \

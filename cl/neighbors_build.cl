@@ -1,6 +1,6 @@
 /*
  * forcekit: building Verlet neighbour lists on the device from the cell grid. The grid comes from
- * cl/cells_build.cl (src/loops/cell_grid.c), src/loops/neighbors.c drives these kernels, and
+ * cl/cells_build.cl (src/core/loops/cell_grid.c), src/core/loops/neighbors.c drives these kernels, and
  * cl/neighbors.cl is the pair loop over the lists. Nothing here depends on the force law or the
  * accumulator, so this program is compiled once per context.
  *
@@ -14,7 +14,7 @@
  * Storage: compressed rows, sized from an exact count. A count pass gives each particle its number
  * of partners, a prefix sum gives the offsets and the totals, the host allocates what was counted
  * (never a guess per particle, so nothing can overflow) and a fill pass repeats the count pass's
- * walk and writes the partners. One walk instead of two (src/loops/neighbors.c decides): the
+ * walk and writes the partners. One walk instead of two (src/core/loops/neighbors.c decides): the
  * count pass also stores each particle's partners of A, in the walk's order, into a row of
  * `row` slots (and a spare) of a scratch buffer (fk_neighbors_count_store), and after the prefix
  * sum fk_neighbors_compact copies the rows to their offsets and scatters the mirrors as the fill
@@ -48,7 +48,7 @@
 #define FK_NB_SCAN_ITEMS 16
 #define FK_NB_SCAN_BLOCK (FK_CELLS_AUX_WG * FK_NB_SCAN_ITEMS)
 
-/* stats[]: what the build reports to the host (src/loops/neighbors.c has the same indices). */
+/* stats[]: what the build reports to the host (src/core/loops/neighbors.c has the same indices). */
 #define FK_NB_MISSING 0 /* half lists: particles whose mirrors do not match their count (none) */
 #define FK_NB_TOTAL_A 1 /* entries of the lists A, 64 bits: lo, hi */
 #define FK_NB_TOTAL_B 3 /* entries of the lists B, 64 bits: lo, hi */

@@ -102,7 +102,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
         const int count = min(WG_SIZE, j_end - tile_start);
         if (count == WG_SIZE) {
             /* Full tile: a compile-time trip count the compiler can unroll further. The host
-             * makes WG_SIZE a multiple of UNROLL_J (src/variant.c); should it not be, the last
+             * makes WG_SIZE a multiple of UNROLL_J (src/core/programs/variant.c); should it not be, the last
              * WG_SIZE % UNROLL_J go one by one rather than past the tile. */
             for (int block = 0; block < WG_SIZE; block += FK_TILE_BLOCK) {
                 FK_ACC_BLOCK_BEGIN(acc);
@@ -150,7 +150,7 @@ fk_pairwise(const int n, const int j_chunk, __global const float4 *restrict body
  * The bound pre-pass (accum/bound.clh) already covers these additions: each is the negation of a
  * term it measured, and every partial sum is a sum of a subset of the particle's terms.
  *
- * excluded: CSR lists, n + 1 offsets then the partners, sorted (src/forcelaw.c); no limit on the
+ * excluded: CSR lists, n + 1 offsets then the partners, sorted (src/core/laws/forcelaw.c); no limit on the
  * partners per particle. A particle without any is left untouched (same bits).
  */
 __kernel void fk_subtract_exclusions(const int n, __global const int *restrict excluded,

@@ -43,7 +43,7 @@
  * state in memory, as a function call).
  * This file holds the lane i-block (FK_LANES i-particles in vectors: load, zero, store lane by
  * lane) and the j-loop; the pair step's scalar i-block does not apply here.
- * The host builds this file only for a force law and an accumulator that src/registry.c marks as
+ * The host builds this file only for a force law and an accumulator that src/core/laws/registry.c marks as
  * having a lane form (`.lanes = 1`; tests/test_lanes.c checks that the headers' `#define
  * FK_INTERACT_LANES` / `#define FK_ACC_LANES` lines agree); the others run cl/pairwise.cl.
  */

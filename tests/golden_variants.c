@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "splitmix64.h"
+#include "core/internal.h"
+#include "common/splitmix64.h"
 #include "test_support.h"
 
 enum {

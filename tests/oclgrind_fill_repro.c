@@ -9,7 +9,7 @@
  * j-split reduction reading the poisoned-then-written partial sums, src/plan.c, hits this).
  * The same program with clEnqueueWriteBuffer instead of the fill reports nothing. OpenCL 1.2
  * sec. 5.2.2 defines the fill as writing the pattern to every byte, so oclgrind is wrong here;
- * src/fill.c works around it on such devices.
+ * src/core/devices/fill.c works around it on such devices.
  *   oclgrind --uninitialized ./oclgrind_fill_repro fill bump|plain|relay    (diagnostics)
  *   oclgrind --uninitialized ./oclgrind_fill_repro write bump|plain|relay   (clean)
  * Exit 0 when the kernel's results are right on the device it ran on, 1 otherwise, 2 on usage.

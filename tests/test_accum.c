@@ -23,8 +23,8 @@
 
 #include <cmocka.h>
 
-#include "accum.h"
-#include "internal.h"
+#include "core/accum/accum.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static fk_context *context;

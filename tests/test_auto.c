@@ -1,6 +1,6 @@
 /*
- * --algorithm auto (FK_ALGORITHM_AUTO, src/eval/choose.c): the untuned rule (long-range laws and
- * tiny systems run all-pairs, a cutoff and a large N do not; the device type and the density
+ * --algorithm auto (FK_ALGORITHM_AUTO, src/core/eval/choose.c): the untuned rule (long-range laws
+ * and tiny systems run all-pairs, a cutoff and a large N do not; the device type and the density
  * decide the rest), the choice read from the tuning database's measured entries of the loops
  * (fastest wins, the source is the database; one measured loop is not a comparison), what
  * fk_variant reports, forces equal bit for bit to those of the loop it chose, the names, and the
@@ -17,10 +17,10 @@
 
 #include <cmocka.h>
 
-#include "eval/choose.h"
-#include "internal.h"
+#include "core/eval/choose.h"
+#include "core/internal.h"
 #include "test_support.h"
-#include "tune.h"
+#include "core/tune/tune.h"
 
 /* An LJ fluid of side^3 particles on a jittered lattice at density 0.8 in its periodic box. */
 typedef struct fluid {

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "core/programs/cache.h"
 #include "test_support.h"
 
 /* magic 8, version 4, reserved 4, key digest 16, full key size 8, payload size 8, hash 16; then
- * the full key, then the payload (src/cache.c) */
+ * the full key, then the payload (src/core/programs/cache.c) */
 #define HEADER_SIZE 64
 #define KEY_SIZE_AT 32
 #define PAYLOAD_SIZE_AT 40

@@ -1,5 +1,5 @@
 /*
- * The cells algorithm (cl/cells.cl, src/loops/cells.c): the same forces as all-pairs with the
+ * The cells algorithm (cl/cells.cl, src/core/loops/cells.c): the same forces as all-pairs with the
  * cutoff, both held to the double-precision host reference (fk_reference_forces) on fresh random
  * inputs, and fixed64 bit-identical to all-pairs in reproducible mode (integer sums do not depend
  * on the order, the pairs the cell loop skips are beyond the cutoff, exactly 0 in all-pairs, and
@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static fk_test_rng rng;
@@ -331,7 +331,8 @@ static void test_uniform_open(void **state)
     fk_test_system_lattice(&s, 0, s.n, 11, 1.08, (double[3]){0.5, -3.0, 7.0}, 0.2, &rng);
     reference ref = make_reference(&s);
     for (size_t a = 0; a < sizeof main_accums / sizeof main_accums[0]; ++a) {
-        if (fk_accum_find(main_accums[a])->needs_fp64 && !fk_test_device_has_fp64(fk_test_context)) {
+        if (fk_accum_find(main_accums[a])->needs_fp64 &&
+            !fk_test_device_has_fp64(fk_test_context)) {
             fprintf(stderr, "  SKIPPED %s: the device has no double precision\n", main_accums[a]);
             continue; /* refused by the library with a message (test_known_answer, test_device) */
         }
@@ -584,7 +585,8 @@ static void test_wrap(void **state)
 /* As test_wrap, with the wraps along z: the displacement check takes the minimum image on every
  * axis, so a particle wrapped by one box length in z has hardly moved and nothing is rebuilt (a
  * check without z's image would rebuild at every such step: forces still right, the count not).
- * Run both ways: the host's check (src/loops/cell_grid.c) and the device's (cl/cells_build.cl). */
+ * Run both ways: the host's check (src/core/loops/cell_grid.c) and the device's
+ * (cl/cells_build.cl). */
 static void test_wrap_z(void **state)
 {
     (void)state;

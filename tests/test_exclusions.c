@@ -42,7 +42,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static fk_test_rng rng;

@@ -32,7 +32,7 @@
 
 #include "forcekit/forcekit_cl.h"
 #include "forcekit/tools.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -258,8 +258,9 @@ static int setup(void **state)
      * build failure, which needs clBuildProgram called, asks for it with refresh_cache. */
     if (fk_test_open_context(&context) != 0)
         return -1;
-    /* One evaluation without faults first: the context's one-time probes (src/lanes_rsqrt.c, whose
-     * failure means "no" by design) are done before any fault is injected. */
+    /* One evaluation without faults first: the context's one-time probes
+     * (src/core/devices/lanes_rsqrt.c, whose failure means "no" by design) are done before any
+     * fault is injected. */
     const fk_eval_config config = {.kernel = "ga", .eps = 0.01};
     fk_eval *eval = NULL;
     int step = 0;

@@ -1,6 +1,7 @@
-/* Writing files (src/files.c, issue #13): device nodes and FIFOs written in place, never replaced;
- * read-only files refused; links written through; modes kept; long names; stale temporaries of
- * the same target removed, live ones kept; the lock serialising read-modify-write. */
+/* Writing files (src/common/files.c, issue #13): device nodes and FIFOs written in place, never
+ * replaced; read-only files refused; links written through; modes kept; long names; stale
+ * temporaries of the same target removed, live ones kept; the lock serialising read-modify-write.
+ */
 #define _DEFAULT_SOURCE /* mknod, makedev, flock */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "files.h"
+#include "common/files.h"
 #include "test_support.h"
 
 static char error[1024];

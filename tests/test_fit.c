@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 /* ---- the wrapper ---------------------------------------------------------------------------- */
@@ -34,8 +34,8 @@ static size_t group_limit;
  * memory than the device has (an eighth of it per work-item). */
 static int local_overflow;
 
-cl_int __real_clGetKernelWorkGroupInfo(cl_kernel, cl_device_id, cl_kernel_work_group_info,
-                                       size_t, void *, size_t *);
+cl_int __real_clGetKernelWorkGroupInfo(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t,
+                                       void *, size_t *);
 
 /* The pair loops' kernels, not the cell grid's or neighbour lists' build kernels (fixed groups of
  * 64 work-items) nor the reductions. */
@@ -61,8 +61,7 @@ cl_int __wrap_clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id device,
     if (what == CL_KERNEL_LOCAL_MEM_SIZE && local_overflow && size == sizeof(cl_ulong)) {
         /* more than the device has whenever the program was built for more than 8 work-items */
         cl_ulong device_local = 0;
-        clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof device_local, &device_local,
-                        NULL);
+        clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof device_local, &device_local, NULL);
         size_t compiled[3] = {0, 0, 0}; /* reqd_work_group_size(WG_SIZE, 1, 1) */
         __real_clGetKernelWorkGroupInfo(kernel, device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
                                         sizeof compiled, compiled, NULL);
@@ -73,7 +72,8 @@ cl_int __wrap_clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id device,
     return err;
 }
 
-/* ---- helpers ---------------------------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------------------------
+ */
 
 static fk_context *context;
 static fk_test_rng rng;
@@ -142,7 +142,8 @@ static fk_variant run_and_check(const fk_test_system *s, const fk_eval_config *c
     assert_int_equal(fk_eval_set_particles(eval, &particles), FK_OK);
     assert_int_equal(fk_eval_compute(eval, NULL), FK_OK);
     assert_int_equal(fk_eval_read_forces(eval, forces), FK_OK);
-    const double error = fk_test_error_vs_float_reference(s->kernel, &particles, &s->physics, forces);
+    const double error =
+        fk_test_error_vs_float_reference(s->kernel, &particles, &s->physics, forces);
     /* float sums of a few hundred terms: far below 1e-4 of the largest force for any draw */
     if (!(error < 1e-4))
         fail_msg("%s %s: error %g against the double reference", s->kernel,
@@ -161,9 +162,11 @@ static fk_variant run_and_check(const fk_test_system *s, const fk_eval_config *c
     return variant;
 }
 
-/* ---- tests ------------------------------------------------------------------------------------ */
+/* ---- tests ------------------------------------------------------------------------------------
+ */
 
-/* Every loop whose automatic group exceeds the limit is rebuilt within it, says so, and is right. */
+/* Every loop whose automatic group exceeds the limit is rebuilt within it, says so, and is right.
+ */
 static void test_automatic_shape_narrowed(void **state)
 {
     (void)state;
@@ -174,11 +177,11 @@ static void test_automatic_shape_narrowed(void **state)
         const fk_test_system *system;
         int algorithm, lanes;
     } cases[] = {
-        {&ga, FK_ALGORITHM_ALL_PAIRS, -1},   /* the scalar template */
-        {&ga, FK_ALGORITHM_ALL_PAIRS, 0},    /* automatic lanes where the device has them */
-        {&lj, FK_ALGORITHM_ALL_PAIRS, -1},   /* molecular */
-        {&lj, FK_ALGORITHM_SYMMETRIC, -1},   /* CPU default: 64 work-items */
-        {&lj, FK_ALGORITHM_NEIGHBORS, -1},   /* CPU default: 16 */
+        {&ga, FK_ALGORITHM_ALL_PAIRS, -1}, /* the scalar template */
+        {&ga, FK_ALGORITHM_ALL_PAIRS, 0},  /* automatic lanes where the device has them */
+        {&lj, FK_ALGORITHM_ALL_PAIRS, -1}, /* molecular */
+        {&lj, FK_ALGORITHM_SYMMETRIC, -1}, /* CPU default: 64 work-items */
+        {&lj, FK_ALGORITHM_NEIGHBORS, -1}, /* CPU default: 16 */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         fk_eval_config config = config_of(cases[c].system, cases[c].algorithm);
@@ -186,8 +189,8 @@ static void test_automatic_shape_narrowed(void **state)
         group_limit = 0;
         const fk_variant free_variant = run_and_check(cases[c].system, &config);
         /* a limit below what the automatic choice takes */
-        group_limit = (size_t)(free_variant.work_group_size > 1 ? free_variant.work_group_size / 2
-                                                                : 1);
+        group_limit =
+            (size_t)(free_variant.work_group_size > 1 ? free_variant.work_group_size / 2 : 1);
         const fk_variant fitted = run_and_check(cases[c].system, &config);
         group_limit = 0;
         if (free_variant.work_group_size <= 1)
@@ -195,9 +198,8 @@ static void test_automatic_shape_narrowed(void **state)
         if (fitted.source != FK_VARIANT_FITTED ||
             (size_t)fitted.work_group_size > (size_t)free_variant.work_group_size / 2)
             fail_msg("%s %s lanes %d: work-group size %d (source %d) under a limit of %d",
-                     cases[c].system->kernel, fk_algorithm_name(cases[c].algorithm),
-                     cases[c].lanes, fitted.work_group_size, (int)fitted.source,
-                     free_variant.work_group_size / 2);
+                     cases[c].system->kernel, fk_algorithm_name(cases[c].algorithm), cases[c].lanes,
+                     fitted.work_group_size, (int)fitted.source, free_variant.work_group_size / 2);
     }
     fk_test_system_free(&ga);
     fk_test_system_free(&lj);

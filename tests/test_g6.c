@@ -1,4 +1,4 @@
-/* libsapporo (src/g6/sapporo.c) through the GRAPE-6 API, against the comparison library
+/* libsapporo (src/sapporo/sapporo.c) through the GRAPE-6 API, against the comparison library
  * (tests/g6/g6cpu.c, double precision on the CPU). Both are loaded into this process with dlopen
  * (RTLD_LOCAL: their identical symbols do not clash), so every test drives both with the same
  * calls: forces, jerks, potentials and nearest neighbours of random systems; neighbour lists

@@ -1,4 +1,4 @@
-/* Synthetic inputs: src/generate.c. */
+/* Synthetic inputs: src/support/generate.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "generate.h"
+#include "support/generate.h"
 #include "test_support.h"
 
 static const double pi = 3.14159265358979323846;

@@ -3,7 +3,7 @@
 # into a temporary prefix, builds examples/embed.c against it as a consumer would (find_package and
 # pkg-config), then MOVES the prefix and runs the command and both consumers from the new place
 # with no FORCEKIT_* variable set. The installed library must find its kernels and shipped tuning
-# database relative to itself (src/install_paths.c), not in this checkout and not at the configured
+# database relative to itself (src/core/programs/install_paths.c), not in this checkout and not at the configured
 # prefix: `forcekit --version` must name the moved prefix's kernel directory. A static consumer
 # copied out of the prefix runs on the kernels built into the library.
 # Args: BUILD_DIR SOURCE_DIR

@@ -1,4 +1,4 @@
-/* Particle files (text, TIPSY) and force output: src/io.c. */
+/* Particle files (text, TIPSY) and force output: src/tools/io.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

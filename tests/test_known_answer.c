@@ -1,7 +1,7 @@
 /*
- * The known-answer check (issue #37, src/known_answer.c): the first evaluation of each program on
- * a context computes four particles whose forces the host knows, and an accumulator whose forces
- * are wrong is refused instead of returned with FK_OK.
+ * The known-answer check (issue #37, src/core/devices/known_answer.c): the first evaluation of each
+ * program on a context computes four particles whose forces the host knows, and an accumulator
+ * whose forces are wrong is refused instead of returned with FK_OK.
  *
  * A wrong answer is planted as Mesa 22.3's Rusticl produced it: the test links the static library
  * with -Wl,--wrap=clEnqueueReadBuffer, and the wrapper, when armed, overwrites what a read of the
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
-#include "known_answer.h"
+#include "core/internal.h"
+#include "core/devices/known_answer.h"
 #include "test_support.h"
 
 /* ---- the wrapper ---------------------------------------------------------------------------- */
@@ -60,7 +60,8 @@ cl_int __wrap_clEnqueueReadBuffer(cl_command_queue queue, cl_mem buffer, cl_bool
     return err;
 }
 
-/* ---- helpers ---------------------------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------------------------
+ */
 
 static fk_context *context;
 
@@ -88,7 +89,8 @@ static fk_eval_config ga_config(const char *accum)
     return config;
 }
 
-/* ---- tests ------------------------------------------------------------------------------------ */
+/* ---- tests ------------------------------------------------------------------------------------
+ */
 
 static void expect_refused(planted what, int work_group_size)
 {

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "forcekit/forcekit.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static int is_cpu(void)
@@ -350,8 +350,9 @@ static void test_lanes_declared_by_headers(void **state)
                          expected ? "not found" : "found", expected ? "one" : "none");
             if (fk__registry_has_lanes(fk__kernel_desc(kernel), fk__accum_desc(accum), 1) !=
                 expected)
-                fail_msg("%s with %s: src/registry.c's lane flags disagree with the headers",
-                         kernel, accum);
+                fail_msg(
+                    "%s with %s: src/core/laws/registry.c's lane flags disagree with the headers",
+                    kernel, accum);
             /* The neighbour lists' lane form (partners in lanes): lj and ljc_constant with the
              * same accumulators (FK_LAW_PAIR_LANES, the laws' .list_lanes). */
             const int list_expected =
@@ -367,8 +368,9 @@ static void test_lanes_declared_by_headers(void **state)
                          accum);
         }
     assert_int_equal(fk__program_has_lanes(fk_test_context, "nosuch", "float"), 0);
-    /* native_rsqrt as a Newton-step estimate (src/lanes_rsqrt.c): POCL's is the exact square root
-     * and division (no estimate: the lane loop keeps rsqrt), Intel's CPU runtime's is vrsqrtps. */
+    /* native_rsqrt as a Newton-step estimate (src/core/devices/lanes_rsqrt.c): POCL's is the exact
+     * square root and division (no estimate: the lane loop keeps rsqrt), Intel's CPU runtime's is
+     * vrsqrtps. */
     const int estimate = fk__native_rsqrt_estimate_ok(fk_test_context);
     if (is_pocl())
         assert_int_equal(estimate, 0);

@@ -1,15 +1,15 @@
 /*
- * The neighbour-list algorithm (cl/neighbors.cl, cl/neighbors_build.cl, src/loops/neighbors.c):
- * forces and potentials against the double-precision host reference (fk_reference_forces, same
- * cutoff) on fresh random inputs, every accumulator, each held to its own error model
- * (fk_accum_info.error, as tests/test_kernels.c does); half lists for the accumulators with
- * Newton's third law and full lists for the others, told apart by the pairs each evaluates; fixed64
- * bit for bit equal to the cell and all-pairs loops in reproducible mode (the promise of
- * docs/precision.md); lists that never miss a pair: pairs that were just inside the list radius at
- * the build and move into the cutoff by moves just under skin / 2 (no rebuild, still exact), pairs
- * just outside it that move in by moves just over skin / 2 (a rebuild, counted, and exact);
- * clustered particles (cells overflow their placeholders, lists of hundreds), boxes of one and two
- * cells per side, open boundaries, exclusions both ways, and bad inputs.
+ * The neighbour-list algorithm (cl/neighbors.cl, cl/neighbors_build.cl,
+ * src/core/loops/neighbors.c): forces and potentials against the double-precision host reference
+ * (fk_reference_forces, same cutoff) on fresh random inputs, every accumulator, each held to its
+ * own error model (fk_accum_info.error, as tests/test_kernels.c does); half lists for the
+ * accumulators with Newton's third law and full lists for the others, told apart by the pairs each
+ * evaluates; fixed64 bit for bit equal to the cell and all-pairs loops in reproducible mode (the
+ * promise of docs/precision.md); lists that never miss a pair: pairs that were just inside the list
+ * radius at the build and move into the cutoff by moves just under skin / 2 (no rebuild, still
+ * exact), pairs just outside it that move in by moves just over skin / 2 (a rebuild, counted, and
+ * exact); clustered particles (cells overflow their placeholders, lists of hundreds), boxes of one
+ * and two cells per side, open boundaries, exclusions both ways, and bad inputs.
  *
  * Coordinates are multiples of 2^-16 below 64, so differences of positions are exact in float; the
  * error left is the pair arithmetic's rounding and the sum's, bounded per particle by the sum of
@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static fk_context *context;

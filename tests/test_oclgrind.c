@@ -349,8 +349,9 @@ static void test_neighbors(void **state)
     run_accumulators(&c, accumulators, 4);
 }
 
-/* The list build's tiled walk (local memory and barriers; the GPUs' choice, src/loops/neighbors.c)
- * forced on this CPU device: its barriers and local tiles under the race checker. */
+/* The list build's tiled walk (local memory and barriers; the GPUs' choice,
+ * src/core/loops/neighbors.c) forced on this CPU device: its barriers and local tiles under the
+ * race checker. */
 static void test_neighbors_tiled_walk(void **state)
 {
     (void)state;

@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "forcekit/forcekit.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

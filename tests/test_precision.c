@@ -30,9 +30,9 @@
 
 #include <cmocka.h>
 
-#include "accum.h"
-#include "generate.h"
-#include "internal.h"
+#include "core/accum/accum.h"
+#include "support/generate.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 typedef struct test_system {
@@ -307,12 +307,22 @@ static void check_bit_identical(const char *accum, const variant *variants, size
 
 /* Different programs: reproducible mode. */
 static const variant variants[] = {
-    {1, 1, 64, 1, 1, 1},  {1, 4, 64, 1, 1, 1}, {2, 4, 64, 1, 1, 1},  {4, 4, 64, 1, 1, 1},
-    {8, 8, 64, 1, 1, 1},  {4, 1, 32, 1, 1, 1}, {2, 2, 128, 1, 0, 1}, {1, 1, 64, -1, 1, 1},
-    {4, 4, 64, -1, 3, 1}, {1, 4, 16, 1, 7, 1}, {2, 8, 64, 1, 24, 1},
+    {1, 1, 64, 1, 1, 1},
+    {1, 4, 64, 1, 1, 1},
+    {2, 4, 64, 1, 1, 1},
+    {4, 4, 64, 1, 1, 1},
+    {8, 8, 64, 1, 1, 1},
+    {4, 1, 32, 1, 1, 1},
+    {2, 2, 128, 1, 0, 1},
+    {1, 1, 64, -1, 1, 1},
+    {4, 4, 64, -1, 3, 1},
+    {1, 4, 16, 1, 7, 1},
+    {2, 8, 64, 1, 24, 1},
     /* tiles of 256 (narumi adds them in two blocks of 128, cl/pairwise.cl) and of 192 (one
      * block of its own counted additions), whole and split */
-    {4, 8, 256, 1, 1, 1}, {2, 4, 256, 1, 3, 1}, {2, 4, 192, 1, 3, 1},
+    {4, 8, 256, 1, 1, 1},
+    {2, 4, 256, 1, 3, 1},
+    {2, 4, 192, 1, 3, 1},
 };
 /* One program, its j-splits: any mode. */
 static const variant splits[] = {

@@ -16,8 +16,8 @@
 #include <CL/cl.h>
 
 #include "forcekit/forcekit.h"
-#include "install_paths.h" /* the built-in copy */
-#include "internal.h"      /* fk__build_log_warns */
+#include "core/programs/install_paths.h" /* the built-in copy */
+#include "core/internal.h"               /* fk__build_log_warns */
 #include "test_support.h"
 
 static char kernel_dir[4096];

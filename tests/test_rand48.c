@@ -1,5 +1,6 @@
-/* rand48 (src/rand48.c, cl/rand48.cl): the host generator and the device's leapfrogged streams
- * against glibc's srand48 / lrand48 / drand48, value by value, and the leapfrog identity. */
+/* rand48 (src/support/rand48.c, cl/rand48.cl): the host generator and the device's leapfrogged
+ * streams against glibc's srand48 / lrand48 / drand48, value by value, and the leapfrog identity.
+ */
 #define _DEFAULT_SOURCE /* srand48, lrand48, drand48 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h" /* fk_context.loop_limit, planted below */
-#include "rand48.h"
+#include "core/internal.h" /* fk_context.loop_limit, planted below */
+#include "support/rand48.h"
 #include "test_support.h"
 
 enum { VALUES = 100000 };
@@ -169,10 +170,11 @@ static void test_device_offset_and_blocks(void **state)
     free(reals);
 }
 
-/* A device that stops kernel loops early (Mesa's llvmpipe: 65,535 iterations, src/loop_limit.c):
- * the generator splits a work-item's values over more launches. Planted here as a cap of 1,000 so
- * every device runs the split; without it the values from 1,000 on would be the device buffer's
- * garbage on llvmpipe (test_device_matches_glibc's one work-item sees the real cap there). */
+/* A device that stops kernel loops early (Mesa's llvmpipe: 65,535 iterations,
+ * src/core/devices/loop_limit.c): the generator splits a work-item's values over more launches.
+ * Planted here as a cap of 1,000 so every device runs the split; without it the values from 1,000
+ * on would be the device buffer's garbage on llvmpipe (test_device_matches_glibc's one work-item
+ * sees the real cap there). */
 static void test_device_loop_cap_split(void **state)
 {
     (void)state;

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "forcekit/forcekit.h"
-#include "generate.h"
+#include "support/generate.h"
 #include "test_support.h"
 
 static void test_two_bodies(void **state)
@@ -149,10 +149,8 @@ int main(int argc, char **argv)
 {
     FK_TEST_PREPARE(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_bodies),
-        cmocka_unit_test(test_plummer_invariants),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_non_finite_input),
+        cmocka_unit_test(test_two_bodies),    cmocka_unit_test(test_plummer_invariants),
+        cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_non_finite_input),
         cmocka_unit_test(test_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

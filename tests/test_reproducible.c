@@ -27,8 +27,8 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
-#include "splitmix64.h"
+#include "core/internal.h"
+#include "common/splitmix64.h"
 #include "test_support.h"
 
 /* Fixed inputs on every platform (splitmix64), exact in float. */

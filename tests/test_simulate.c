@@ -1,5 +1,5 @@
 /*
- * The simulation driver (src/simulate.c) and the evaluation's update fast path
+ * The simulation driver (src/support/simulate.c) and the evaluation's update fast path
  * (fk_eval_update_positions), on the device:
  *
  * - A two-body circular orbit (G = 1, masses 1/2, separation 1, period 2 pi) with ga and velocity
@@ -31,11 +31,11 @@
 
 #include <cmocka.h>
 
-#include "generate.h"
-#include "internal.h"
+#include "support/generate.h"
+#include "core/internal.h"
 #include "forcekit/tools.h"
-#include "simulate.h"
-#include "systems.h"
+#include "support/simulate.h"
+#include "support/systems.h"
 #include "test_support.h"
 
 /* Velocity Verlet of the lj fluid (dt 0.005, cutoff 2.5) in its periodic box, with accum. */

@@ -1,9 +1,9 @@
 /* The step path (issue #16): results decoded on the device into the caller's layout, read from
  * pinned memory, lent without a copy, computed asynchronously, and the update loop of a
  * time-stepping code. The decoded values are compared bit for bit with the host's decode of the
- * same packed words (src/accum.c), and the packed words are checked against the double-precision
- * reference elsewhere (test_kernels, test_laws); here one reference check per law guards the
- * layout (forces, then potentials). */
+ * same packed words (src/core/accum/accum.c), and the packed words are checked against the
+ * double-precision reference elsewhere (test_kernels, test_laws); here one reference check per law
+ * guards the layout (forces, then potentials). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "accum.h"
+#include "core/accum/accum.h"
 #include "forcekit/forcekit.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 #define N 203 /* not a multiple of any work-group size */

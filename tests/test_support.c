@@ -1,6 +1,6 @@
 #define _XOPEN_SOURCE 700
 #include "forcekit/forcekit.h"
-#include "splitmix64.h"
+#include "common/splitmix64.h"
 #include "test_support.h"
 
 #include <ftw.h>

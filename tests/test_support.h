@@ -73,8 +73,8 @@ int fk_test_device_has_fp64(const struct fk_context *context);
 int fk_test_default_device_has_fp64(void);
 
 /* 1 when seconds is a device time fk_eval_compute may report on context: >= 0, or -1 when the
- * device's event times are not usable and the context says so in its warnings (src/timing.c:
- * Rusticl 22.3 reports 1 ns for every command). */
+ * device's event times are not usable and the context says so in its warnings
+ * (src/core/devices/timing.c: Rusticl 22.3 reports 1 ns for every command). */
 int fk_test_seconds_reported(const struct fk_context *context, double seconds);
 
 /* |a - b| <= tolerance in double (cmocka 1.1 has no double comparison). */
@@ -125,7 +125,7 @@ double fk_test_error_vs_float_reference(const char *kernel, const fk_particles *
 
 /* Nonzero: evaluations made by the grid loops' tests send their checks to the device
  * (fk__eval_set_host_check_count(eval, 0)), which the host otherwise runs for systems this small
- * (src/internal.h, FK__HOST_CHECK_COUNT). fk_test_device_checks_on / _off are cmocka setup and
+ * (src/core/internal.h, FK__HOST_CHECK_COUNT). fk_test_device_checks_on / _off are cmocka setup and
  * teardown functions, so a test that depends on the grid's check runs both ways. */
 extern int fk_test_device_checks;
 int fk_test_device_checks_on(void **state);

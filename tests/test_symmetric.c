@@ -14,7 +14,7 @@
  * - outputs NaN-poisoned (the library poisons the device buffer, the host arrays start as NaN), so
  *   an unwritten result fails;
  * - accumulators it does not support are refused with FK_ERR_UNSUPPORTED and a reason, and so
- *   are the fixed64 variants POCL miscompiles (src/loops/symmetric.c).
+ *   are the fixed64 variants POCL miscompiles (src/core/loops/symmetric.c).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 static fk_test_rng rng;
@@ -404,7 +404,7 @@ static void test_ga_fixed64(void **state)
           sizes_small, COUNT(sizes_small), NULL);
 }
 
-/* The variants POCL miscompiles with fixed64 (src/loops/symmetric.c) are refused there, with a
+/* The variants POCL miscompiles with fixed64 (src/core/loops/symmetric.c) are refused there, with a
  * reason; elsewhere they run and must match all-pairs bit for bit like every other. */
 static void test_fixed64_wide_steps(void **state)
 {

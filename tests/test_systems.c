@@ -1,5 +1,6 @@
-/* The systems of `forcekit generate` (src/systems.c): counts, types, exclusions, distances, charge,
- * stoichiometry, velocities, determinism in the seed, and the text files they are written as. */
+/* The systems of `forcekit generate` (src/support/systems.c): counts, types, exclusions, distances,
+ * charge, stoichiometry, velocities, determinism in the seed, and the text files they are written
+ * as. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "systems.h"
+#include "support/systems.h"
 #include "test_support.h"
 
 static double distance(const fkt_particle_set *set, size_t i, size_t j)

@@ -1,5 +1,5 @@
 /*
- * Device times that cannot be trusted are reported as such (issue #37, src/timing.c).
+ * Device times that cannot be trusted are reported as such (issue #37, src/core/devices/timing.c).
  *
  * Mesa 22.3's Rusticl reports 1 ns for every command, and bench printed 4.2e15 pair interactions
  * per second. The test links the static library with -Wl,--wrap=clGetEventProfilingInfo; armed,
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "test_support.h"
 
 /* 0: pass on; else every command's END is START + this many nanoseconds */

@@ -23,7 +23,7 @@
 
 #include "forcekit/forcekit.h"
 #include "test_support.h"
-#include "tune.h"
+#include "core/tune/tune.h"
 
 #include <cJSON.h>
 
@@ -962,8 +962,8 @@ static fk_tuning_entry entry_with_n(size_t n)
     return entry;
 }
 
-/* The one place (src/variant.c) and the three sites that ask it: the API, the database (the CLI's
- * bench options are covered by test_cli.sh). */
+/* The one place (src/core/programs/variant.c) and the three sites that ask it: the API, the
+ * database (the CLI's bench options are covered by test_cli.sh). */
 static void test_variant_rules(void **state)
 {
     (void)state;

@@ -1,6 +1,6 @@
 /* The physics buffer of the molecular force laws: one list, read by the device
- * (forces/molecular.clh) and by the host that fills it (src/forcelaw.c, through internal.h), so the
- * two cannot drift apart. Valid C and OpenCL C alike.
+ * (forces/molecular.clh) and by the host that fills it (src/core/laws/forcelaw.c, through
+ * internal.h), so the two cannot drift apart. Valid C and OpenCL C alike.
  *
  * FK_MOLECULAR_PHYSICS(X) calls X(NAME, index, floats) for every field; the host and the device
  * each turn it into FK_PHYS_<NAME> indices. */

@@ -265,8 +265,8 @@ typedef struct fk_eval fk_eval;
 /* Where the variant that runs came from. */
 typedef enum fk_variant_source {
     FK_VARIANT_EXPLICIT = 0,
-    FK_VARIANT_DEFAULT,   /* the built-in default for the device type */
-    FK_VARIANT_USER_DB,   /* the user's tuning database (FORCEKIT_TUNING_DB or the XDG data dir) */
+    FK_VARIANT_DEFAULT,    /* the built-in default for the device type */
+    FK_VARIANT_USER_DB,    /* the user's tuning database (FORCEKIT_TUNING_DB or the XDG data dir) */
     FK_VARIANT_SHIPPED_DB, /* the tuning database installed with forcekit */
     /* an automatic shape narrowed to what the device allows for the built kernel (work-items per
      * group, local memory); fk_eval_variant_note says from what and why (added in 0.2) */
@@ -947,7 +947,7 @@ typedef enum fk_integrator_kind {
     FK_INTEGRATOR_LANGEVIN = 1,
     /* 4th-order Hermite with a shared step (Makino & Aarseth 1992), gaj only: predict x and v
      * from a and the jerk, evaluate a and the jerk at the prediction, correct in the
-     * time-symmetric form; src/simulate.c's operations. */
+     * time-symmetric form; src/support/simulate.c's operations. */
     FK_INTEGRATOR_HERMITE = 2
 } fk_integrator_kind;
 

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_step.h"
-#include "common.h"
-#include "internal.h" /* fk__now, fk__measure_pinned_bandwidth */
+#include "cli/bench_step.h"
+#include "cli/common.h"
+#include "core/internal.h" /* fk__now, fk__measure_pinned_bandwidth */
 
 typedef enum step_mode { STEP_COPY, STEP_VIEW, STEP_PINNED, STEP_MODES } step_mode;
 static const char *const step_mode_names[] = {"copy", "view", "pinned"};

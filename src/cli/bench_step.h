@@ -4,7 +4,7 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "physics.h"
+#include "cli/physics.h"
 
 typedef struct bench_step_input {
     fk_context *context;

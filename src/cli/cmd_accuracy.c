@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "generate.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "support/generate.h"
 #include "forcekit/tools.h"
-#include "physics.h"
-#include "systems.h"
+#include "cli/physics.h"
+#include "support/systems.h"
 
 static const char accuracy_usage[] =
     "usage: forcekit accuracy (--in FILE --kernel K | --system plummer|protein|lj65536 [--kernel "

@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_step.h"
-#include "commands.h"
-#include "common.h"
-#include "generate.h"
-#include "internal.h" /* fk__variant_check: the one place for the variant rules */
+#include "cli/bench_step.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "support/generate.h"
+#include "core/internal.h" /* fk__variant_check: the one place for the variant rules */
 #include "forcekit/tools.h"
-#include "mpi.h"
-#include "physics.h"
+#include "cli/mpi.h"
+#include "cli/physics.h"
 #ifdef FK_CLI_MPI
 #include <mpi.h>
 
@@ -97,7 +97,8 @@ typedef struct bench_result {
     int warm_from_cache;
     int forces_finite; /* 0: the variant is broken and its timing must not be reported */
     /* 1: the device's event times were unavailable or implausible (the library's check,
-     * src/timing.c), and the times are the wall clock's, compute to results on the host */
+     * src/core/devices/timing.c), and the times are the wall clock's, compute to results on the
+     * host */
     int wall_clock;
 } bench_result;
 
@@ -365,8 +366,8 @@ static int prepare(bench_run *run, bench_options *options)
         run->requested[0][1] = shape.unroll_j;
         run->requested_count = 1;
     }
-    /* The variant rules (src/variant.c) before any device work: --wg 5 with --unroll 4x4 and
-     * tiling is refused here as the library would refuse it. */
+    /* The variant rules (src/core/programs/variant.c) before any device work: --wg 5 with --unroll
+     * 4x4 and tiling is refused here as the library would refuse it. */
     for (size_t v = 0; v < run->requested_count; ++v) {
         char reason[256];
         if (!fk__variant_check(run->requested[v][0], run->requested[v][1], shape.work_group_size,

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
+#include "cli/commands.h"
+#include "cli/common.h"
 
 static const char devices_usage[] =
     "usage: forcekit devices [--device SEL] [--json]\n\n"

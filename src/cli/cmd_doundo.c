@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "suite.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "support/suite.h"
 
 static const char doundo_usage[] =
     "usage: forcekit doundo [--iterations N] [--seed S] [--device SEL] [--json]\n\n"

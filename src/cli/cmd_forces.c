@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
+#include "cli/commands.h"
+#include "cli/common.h"
 #include "forcekit/tools.h"
-#include "mpi.h"
-#include "physics.h"
+#include "cli/mpi.h"
+#include "cli/physics.h"
 #ifdef FK_CLI_MPI
 #include "forcekit/forcekit_mpi.h"
 #endif
@@ -45,8 +45,8 @@ static const char forces_usage[] =
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *format, *device, *algorithm;
     cli_shape_options shape; /* --unroll, --wg, --splits, --tiling, --lanes */
-    const char *lists;     /* --lists: auto, half or full */
-    const char *positions; /* --positions: float or ds */
+    const char *lists;       /* --lists: auto, half or full */
+    const char *positions;   /* --positions: float or ds */
     double eps;
     int potential, json, help, reproducible;
     cli_physics_options physics;

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "common.h"
-#include "files.h"
-#include "generate.h"
-#include "systems.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/files.h"
+#include "support/generate.h"
+#include "support/systems.h"
 
 static const char generate_usage[] =
     "usage: forcekit generate --model M --out FILE [--n N] [--seed S] [--kernel K]\n"

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "commands.h"
-#include "common.h"
-#include "rand48.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "support/rand48.h"
 
 static const char rand48_usage[] =
     "usage: forcekit rand48 --count N [--seed S] [--float] [--host] [--work-items W]\n"

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "splitmix64.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/splitmix64.h"
 
 static const char selftest_usage[] =
     "usage: forcekit selftest [--device SEL] [--all] [--n N] [--json]\n\n"

@@ -1,6 +1,6 @@
 /* `forcekit simulate`: integration on the device (the library's fk_integrator: velocity Verlet,
- * Langevin, Hermite for gaj) or on the host (src/simulate.c's loop, --integrate host), the energy
- * series and its drift, checkpoints and bit-identical restarts. */
+ * Langevin, Hermite for gaj) or on the host (src/support/simulate.c's loop, --integrate host), the
+ * energy series and its drift, checkpoints and bit-identical restarts. */
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -11,15 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "common.h"
-#include "files.h"
-#include "generate.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/files.h"
+#include "support/generate.h"
 #include "forcekit/tools.h"
-#include "mpi.h"
-#include "physics.h"
-#include "simulate.h"
-#include "systems.h"
+#include "cli/mpi.h"
+#include "cli/physics.h"
+#include "support/simulate.h"
+#include "support/systems.h"
 
 static const char simulate_usage[] =
     "usage: forcekit simulate --kernel K (--system NAME --n N | --in FILE) --steps S [--dt DT]\n"

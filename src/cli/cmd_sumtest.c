@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "splitmix64.h"
-#include "suite.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "common/splitmix64.h"
+#include "support/suite.h"
 
 static const char sumtest_usage[] =
     "usage: forcekit sumtest [--count N] [--seed S] [--device SEL] [--json]\n\n"

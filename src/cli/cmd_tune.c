@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "common.h"
-#include "tune.h" /* fk__tune_run_loop: the public fk_tune_run tunes all-pairs */
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/tune/tune.h" /* fk__tune_run_loop: the public fk_tune_run tunes all-pairs */
 
 static const char tune_usage[] =
     "usage: forcekit tune --kernel K [--accum A] [--algorithm L] [--n N] [--budget SECONDS]\n"

@@ -1,4 +1,4 @@
-#include "common.h"
+#include "cli/common.h"
 
 #include <math.h>
 #include <stdarg.h>

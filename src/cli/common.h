@@ -9,7 +9,7 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "options.h"
+#include "cli/options.h"
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))

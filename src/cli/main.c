@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "mpi.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/mpi.h"
 
 typedef struct command {
     const char *name;
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
             return CLI_EXIT_RUNTIME;
         }
         /* "built-in": no kernel directory was found, and the library runs on the copy of the
-         * kernel sources compiled into it (src/install_paths.c) */
+         * kernel sources compiled into it (src/core/programs/install_paths.c) */
         const char *kernel_dir = fk_context_kernel_dir(context);
         if (strcmp(kernel_dir, "built-in") == 0)
             printf("kernels %s built-in (compiled into the library; no kernel directory found)\n",

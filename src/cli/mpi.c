@@ -1,5 +1,5 @@
 /* The command under mpirun (src/cli/mpi.h). */
-#include "mpi.h"
+#include "cli/mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>

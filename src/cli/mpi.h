@@ -8,7 +8,7 @@
 #include <cJSON.h>
 
 #include "forcekit/forcekit.h"
-#include "simulate.h"
+#include "support/simulate.h"
 
 /* main: MPI_Init when the process was started by an MPI launcher (Open MPI's, MPICH's Hydra,
  * PMIx); cli_mpi_finish(exit code) at exit: MPI_Finalize, or MPI_Abort for a failure. */

@@ -1,8 +1,8 @@
-#include "options.h"
+#include "cli/options.h"
 
-#include "common.h"
+#include "cli/common.h"
 #include "forcekit/forcekit.h"
-#include "internal.h" /* fk__variant_check: the one place for the variant rules */
+#include "core/internal.h" /* fk__variant_check: the one place for the variant rules */
 
 #include <ctype.h>
 #include <errno.h>
@@ -187,7 +187,8 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
 }
 
 const char cli_shape_usage[] =
-    "\nVariant shape (default: automatic, from the tuning database or the built-in default, narrowed\n"
+    "\nVariant shape (default: automatic, from the tuning database or the built-in default, "
+    "narrowed\n"
     "to what the device allows for the built kernel; an explicit value that does not fit is an\n"
     "error):\n"
     "  --unroll IxJ    i and j unrolling, each 1, 2, 4 or 8; auto (default)\n"
@@ -202,7 +203,8 @@ int cli_shape_config(const char *command, const cli_shape_options *shape,
     int unroll_i = 0, unroll_j = 0;
     if (shape->unroll && strcmp(shape->unroll, "all") != 0 &&
         !cli_parse_unroll(shape->unroll, &unroll_i, &unroll_j))
-        return cli_usage_error(command, "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8} or auto",
+        return cli_usage_error(command,
+                               "--unroll '%s': expected IxJ with I, J in {1, 2, 4, 8} or auto",
                                shape->unroll);
     int tiling = 0;
     if (shape->tiling && strcmp(shape->tiling, "on") == 0)

@@ -63,7 +63,10 @@ typedef struct cli_shape_options {
     const char *lanes;         /* --lanes auto|off|8|16 */
 } cli_shape_options;
 
-#define CLI_SHAPE_OPTIONS_INIT {.unroll = "auto"}
+#define CLI_SHAPE_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        .unroll = "auto"                                                                           \
+    }
 #define CLI_SHAPE_OPTION_ENTRIES(o)                                                                \
     {.name = "unroll", .kind = CLI_STRING, .value = &(o).unroll},                                  \
         {.name = "wg", .kind = CLI_INT, .value = &(o).work_group_size, .min = 1, .max = 1 << 20},  \
@@ -74,9 +77,9 @@ typedef struct cli_shape_options {
     }
 
 /* The shape as fk_eval_config fields (unroll_i, unroll_j, work_group_size, local_tiling, j_splits,
- * lanes), checked by the library's variant rules (src/variant.c) before any device work. unroll
- * "all" is left to the caller (unroll 0x0 here). Returns 0, or 2 after a usage error naming
- * command. */
+ * lanes), checked by the library's variant rules (src/core/programs/variant.c) before any device
+ * work. unroll "all" is left to the caller (unroll 0x0 here). Returns 0, or 2 after a usage error
+ * naming command. */
 struct fk_eval_config;
 int cli_shape_config(const char *command, const cli_shape_options *shape,
                      struct fk_eval_config *config);

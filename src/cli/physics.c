@@ -1,10 +1,10 @@
-#include "physics.h"
+#include "cli/physics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "cli/common.h"
 
 static const char physics_usage[] =
     "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (default none, or the law's\n"

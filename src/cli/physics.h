@@ -11,7 +11,7 @@
 
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
-#include "options.h"
+#include "cli/options.h"
 
 typedef struct cli_physics_options {
     const char *params, *exclude, *exclude_mode, *box;

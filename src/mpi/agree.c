@@ -1,5 +1,5 @@
 /* The failure agreement and the figures of the MPI layer (src/mpi/agree.h). */
-#include "agree.h"
+#include "mpi/agree.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
  * succeeded. So a rank that fails never leaves the others inside a collective it skipped. */
 #include "forcekit/forcekit_mpi.h"
 
-#include "agree.h"
+#include "mpi/agree.h"
 
 #include <limits.h>
 #include <math.h>
@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Header-only, as in src/cache.c: the digests of replicated input (fk_mpi_eval_set_all_particles)
- * link nothing. */
+/* Header-only, as in src/core/programs/cache.c: the digests of replicated input
+ * (fk_mpi_eval_set_all_particles) link nothing. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 

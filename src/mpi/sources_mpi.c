@@ -9,7 +9,7 @@
  * (as one engine breaks them). Uses only the public API. */
 #include "forcekit/forcekit_mpi.h"
 
-#include "agree.h"
+#include "mpi/agree.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,12 +1,13 @@
-/* Compiled-program cache entries (src/cache.c). Odd first byte: the input is the entry file as it
- * is. Even: the input is a payload that the harness stores as a valid entry, then one byte of the
- * file (at the offset in bytes 1-2) is replaced by byte 3: this reaches the checks behind the
- * magic, the key and the hash. A hit must return exactly what a store of the same key wrote. */
+/* Compiled-program cache entries (src/core/programs/cache.c). Odd first byte: the input is the
+ * entry file as it is. Even: the input is a payload that the harness stores as a valid entry, then
+ * one byte of the file (at the offset in bytes 1-2) is replaced by byte 3: this reaches the checks
+ * behind the magic, the key and the hash. A hit must return exactly what a store of the same key
+ * wrote. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "core/programs/cache.h"
 #include "fuzz_support.h"
 
 static const char source[] = "__kernel void k(__global float *x) { x[0] = 1.0f; }";

@@ -1,4 +1,4 @@
-/* simulate checkpoints (src/simulate.c): the header's counts must never drive an allocation
+/* simulate checkpoints (src/support/simulate.c): the header's counts must never drive an allocation
  * beyond what the file holds (the audit's 71-byte file asked for 24.7 GB), and a checkpoint is
  * trusted only with its checksum (issue #32).
  *
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz_support.h"
-#include "simulate.h"
+#include "support/simulate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

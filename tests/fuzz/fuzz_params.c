@@ -1,4 +1,4 @@
-/* Pair parameter tables (2 and 3 numbers a pair) and exclusion lists (src/io_params.c). */
+/* Pair parameter tables (2 and 3 numbers a pair) and exclusion lists (src/tools/io_params.c). */
 #include <stdlib.h>
 
 #include "fuzz_support.h"

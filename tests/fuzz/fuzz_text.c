@@ -1,5 +1,5 @@
-/* Text particle files (src/io.c) in every column layout: any bytes give FK_OK with finite values
- * or an error with a message; never a crash, a leak or unbounded memory. */
+/* Text particle files (src/tools/io.c) in every column layout: any bytes give FK_OK with finite
+ * values or an error with a message; never a crash, a leak or unbounded memory. */
 #include <math.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* TIPSY snapshots (src/io.c), both byte orders, with and without velocities. */
+/* TIPSY snapshots (src/tools/io.c), both byte orders, with and without velocities. */
 #include <math.h>
 
 #include "fuzz_support.h"

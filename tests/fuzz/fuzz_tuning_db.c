@@ -1,9 +1,9 @@
-/* Tuning databases (src/tune_db.c): loading as user and as shipped database, then lookups. A
- * corrupt database is a warning, never a failure. */
+/* Tuning databases (src/core/tune/tune_db.c): loading as user and as shipped database, then
+ * lookups. A corrupt database is a warning, never a failure. */
 #include <stdlib.h>
 
 #include "fuzz_support.h"
-#include "tune.h"
+#include "core/tune/tune.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,5 +1,5 @@
 /*
- * The comparison g6 library (issue #18, deliverable 3): the GRAPE-6 API of src/g6/sapporo.c
+ * The comparison g6 library (issue #18, deliverable 3): the GRAPE-6 API of src/sapporo/sapporo.c
  * (same symbols, same conventions, same environment variables FORCEKIT_G6_NPIPES and
  * FORCEKIT_G6_NEIGHBOURS) computed on the CPU in double precision with the plain loops of
  * g6_reference.c. Correct and slow on purpose: what libsapporo is measured against, in the tests
@@ -34,7 +34,8 @@ typedef struct unit {
 } unit;
 
 /* Open units under the IDs g6_open_ was given (any int); a call whose ID names none reaches the
- * only open unit, as with Sapporo, which ignores the ID (libsapporo's rule, src/g6/sapporo.c). */
+ * only open unit, as with Sapporo, which ignores the ID (libsapporo's rule, src/sapporo/sapporo.c).
+ */
 static unit *units[G6_MAX_IDS];
 static int keys[G6_MAX_IDS];
 
