@@ -1,4 +1,4 @@
-/* forcekit: does a kernel's loop run to the end on this device? (src/core/devices/loop_limit.c)
+/* forcekit: does a kernel's loop run to the end on this device? (src/core/probes/loop_limit.c)
  * Mesa 22.3's llvmpipe (Rusticl) stops any loop after 65,535 iterations without an error
  * (tests/rusticl/loop_limit.c); a pair loop cut short there would return wrong forces with success.
  * One work-item writes out[t] = t + 1 for every t < n: a store per iteration, so no compiler can

@@ -259,7 +259,7 @@ static int setup(void **state)
     if (fk_test_open_context(&context) != 0)
         return -1;
     /* One evaluation without faults first: the context's one-time probes
-     * (src/core/devices/lanes_rsqrt.c, whose failure means "no" by design) are done before any
+     * (src/core/probes/lanes_rsqrt.c, whose failure means "no" by design) are done before any
      * fault is injected. */
     const fk_eval_config config = {.kernel = "ga", .eps = 0.01};
     fk_eval *eval = NULL;

@@ -368,7 +368,7 @@ static void test_lanes_declared_by_headers(void **state)
                          accum);
         }
     assert_int_equal(fk__program_has_lanes(fk_test_context, "nosuch", "float"), 0);
-    /* native_rsqrt as a Newton-step estimate (src/core/devices/lanes_rsqrt.c): POCL's is the exact
+    /* native_rsqrt as a Newton-step estimate (src/core/probes/lanes_rsqrt.c): POCL's is the exact
      * square root and division (no estimate: the lane loop keeps rsqrt), Intel's CPU runtime's is
      * vrsqrtps. */
     const int estimate = fk__native_rsqrt_estimate_ok(fk_test_context);

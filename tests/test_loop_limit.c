@@ -1,6 +1,6 @@
 /*
  * A device that stops kernel loops early is refused for the particle counts it would get wrong
- * (issue #37, src/core/devices/loop_limit.c).
+ * (issue #37, src/core/probes/loop_limit.c).
  *
  * Mesa 22.3's llvmpipe stops every loop of a kernel after 65,535 iterations and reports success
  * (tests/rusticl/loop_limit.c), so a pair loop over more particles returns wrong forces with FK_OK.

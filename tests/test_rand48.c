@@ -171,7 +171,7 @@ static void test_device_offset_and_blocks(void **state)
 }
 
 /* A device that stops kernel loops early (Mesa's llvmpipe: 65,535 iterations,
- * src/core/devices/loop_limit.c): the generator splits a work-item's values over more launches.
+ * src/core/probes/loop_limit.c): the generator splits a work-item's values over more launches.
  * Planted here as a cap of 1,000 so every device runs the split; without it the values from 1,000
  * on would be the device buffer's garbage on llvmpipe (test_device_matches_glibc's one work-item
  * sees the real cap there). */

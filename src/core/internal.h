@@ -33,7 +33,7 @@ struct fk_context {
     size_t last_error_capacity;
     struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
-    int native_rsqrt; /* src/core/devices/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not
+    int native_rsqrt; /* src/core/probes/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not
                        */
     struct fk__program_memo *programs; /* program.c: the built programs, in front of the disk */
     /* 1 once the context was created in full. A failed fk_context_create still hands the caller
@@ -58,6 +58,19 @@ fk_status fk__context_usable(const fk_context *context);
  * Malloc'ed and NUL-terminated (its length in *size when not NULL), or NULL. */
 char *fk__kernel_source_read(const fk_context *context, const char *relative, size_t *size);
 
+/* The steps of putting a context together (src/core/context/context.c calls them in order). The
+ * device layer (src/core/devices/context.c): open the selected device with its OpenCL context and
+ * queue, or check and retain the caller's (fk_context_create_cl's rules); release them. The
+ * programs layer (src/core/programs/kernel_dir.c): find the kernel directory (configured, then
+ * FORCEKIT_KERNEL_DIR, the installed and build-tree copies, the built-in one) and read the version
+ * its sources carry (a mismatch is a warning). Each records its failure in the context. */
+fk_status fk__context_open_device(fk_context *context, const fk_context_config *config);
+fk_status fk__context_adopt_cl(fk_context *context, cl_context cl, cl_device_id device,
+                               cl_command_queue queue, const fk_context_config *config);
+void fk__context_release_device(fk_context *context);
+fk_status fk__kernel_dir_resolve(fk_context *context, const char *configured);
+void fk__kernel_version_read(fk_context *context);
+
 /* A pair-loop variant's shape is valid (variant.c, the one place for these rules): unroll IxJ with
  * I, J in 1, 2, 4, 8 (0x0: automatic), work-group size 1 or more (0: automatic; the device sets
  * the upper bound), local tiling 1 on, -1 off, 0 automatic, and with tiling on a work-group size
@@ -76,12 +89,12 @@ fk_status fk__variant_fit_kernel(fk_eval *eval, cl_kernel kernel, int group, con
 /* An automatic work-group size under the evaluation's cap (eval->group_cap; 0: none). */
 int fk__variant_capped_group(const fk_eval *eval, int group);
 /* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
- * per context; src/core/devices/lanes_rsqrt.c). */
+ * per context; src/core/probes/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);
 /* FK_OK when an evaluation of n particles cannot meet this device's cap on a kernel loop's
  * iterations (Mesa's llvmpipe stops every loop after 65,535 without an error); else
  * FK_ERR_UNSUPPORTED with the reason. Probes the device once per context, and only for n above
- * 65,535 (src/core/devices/loop_limit.c). */
+ * 65,535 (src/core/probes/loop_limit.c). */
 fk_status fk__loop_limit_check(fk_context *context, size_t n);
 /* The most iterations one kernel loop runs on this device (the probe's count), or CL_UINT_MAX when
  * it has no cap or none could be measured; a kernel that needs `iterations` asks, so the probe runs
@@ -251,7 +264,7 @@ typedef struct fk_program_request {
     int refresh_cache;
     const char *file; /* the template to specialize; NULL: "pairwise.cl" (cells: "cells.cl") */
     int lanes; /* > 0: -D FK_LANES=lanes (cl/pairwise_lanes.cl's i-particles per work-item) */
-    int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/core/devices/lanes_rsqrt.c) */
+    int lane_rsqrt_newton; /* lanes: -D FK_LANE_RSQRT_NEWTON=1 (src/core/probes/lanes_rsqrt.c) */
 } fk_program_request;
 
 typedef struct fk_program_result {
@@ -316,13 +329,8 @@ double fk__plausible_device_seconds(fk_context *context, double seconds, double 
 fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,
                                        double *to_device, double *to_host);
 
-/* Reference implementations (reference.c, reference_molecular.c), for the descriptors. */
-fk_status fk__reference_ga(const fk_kernel_desc *kernel, const fk_particles *particles,
-                           const fk_physics *physics, size_t first, size_t end, double *forces,
-                           double *potentials);
-fk_status fk__reference_gaj(const fk_kernel_desc *kernel, const fk_particles *particles,
-                            const fk_physics *physics, size_t first, size_t end, double *forces,
-                            double *potentials);
+/* The molecular laws' shared reference (reference_molecular.c), for their descriptors; ga and gaj
+ * keep theirs in their own files. */
 fk_status fk__reference_molecular(const fk_kernel_desc *kernel, const fk_particles *particles,
                                   const fk_physics *physics, size_t first, size_t end,
                                   double *forces, double *potentials);

@@ -145,7 +145,7 @@ fk_status fkt_rand48_device_generate(fkt_rand48_device *generator, long seed, ui
     if (per_item_size > (count + items - 1) / items)
         per_item_size = (count + items - 1) / items;
     /* Mesa's llvmpipe stops a kernel's loop after 65,535 iterations without an error
-     * (src/core/devices/loop_limit.c): a work-item's loop over more values left the rest unwritten.
+     * (src/core/probes/loop_limit.c): a work-item's loop over more values left the rest unwritten.
      * Fewer values per launch, more launches: each work-item's state carries over between them. */
     const cl_uint loop_limit = fk__loop_limit(context, per_item_size);
     if (per_item_size > loop_limit)

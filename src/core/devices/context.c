@@ -1,145 +1,16 @@
-/* Context: the chosen device, its OpenCL context and queue, the kernel directory and the cache. */
+/* The device side of a context: its OpenCL context and in-order queue (opened here or adopted
+ * from the caller), pinned staging buffers, and the queries. The context as a whole (kernel
+ * directory, program cache, tuning database, checks) is put together in src/core/context/, the top
+ * of the core, which calls down into this file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "core/programs/cache.h"
-#include "core/programs/install_paths.h"
 #include "core/internal.h"
-#include "core/devices/known_answer.h"
 #include "forcekit/forcekit_cl.h"
-#include "common/text.h"
-#include "core/tune/tune.h"
 
-static int has_template(const char *dir)
+fk_status fk__context_open_device(fk_context *context, const fk_context_config *config)
 {
-    size_t size = strlen(dir) + 32;
-    char *path = malloc(size);
-    if (!path)
-        return 0;
-    snprintf(path, size, "%s/pairwise.cl", dir);
-    struct stat st;
-    int found = stat(path, &st) == 0 && S_ISREG(st.st_mode);
-    free(path);
-    return found;
-}
-
-char *fk__kernel_source_read(const fk_context *context, const char *relative, size_t *size)
-{
-    const char *dir = context->kernels_built_in ? "cl" : context->kernel_dir;
-    if (!dir || !relative)
-        return NULL;
-    const size_t path_size = strlen(dir) + strlen(relative) + 2;
-    char *path = malloc(path_size);
-    if (!path)
-        return NULL;
-    snprintf(path, path_size, "%s/%s", dir, relative);
-    char *text =
-        context->kernels_built_in ? fk__embedded_read(path, size) : fk__read_file(path, size);
-    free(path);
-    return text;
-}
-
-/* An explicitly named directory (config or FORCEKIT_KERNEL_DIR) is authoritative: if it lacks the
- * sources that is an error, not a silent fall-back to some other copy of the kernels. Otherwise
- * the installed and build-tree directories are searched, and the copy built into the library
- * (install_paths.h) is the last resort: a program linked with the static library runs wherever
- * it is, and a directory found on disk still wins, so installed kernels stay editable. */
-static fk_status resolve_kernel_dir(fk_context *context, const char *configured)
-{
-    const char *from_env = getenv("FORCEKIT_KERNEL_DIR");
-    const char *explicit_dir = (configured && *configured) ? configured
-                               : (from_env && *from_env)   ? from_env
-                                                           : NULL;
-    if (explicit_dir) {
-        if (!has_template(explicit_dir))
-            return fk__fail(context, FK_ERR_KERNEL_SOURCE,
-                            "kernel sources not found: %s/pairwise.cl does not exist (set by %s)",
-                            explicit_dir,
-                            (configured && *configured) ? "the caller" : "FORCEKIT_KERNEL_DIR");
-        context->kernel_dir = fk_copy_string(explicit_dir);
-        return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
-    }
-    char *candidates[4];
-    const size_t count = fk__data_candidates("cl", FK_SOURCE_KERNEL_DIR, candidates, 4);
-    char searched[2048] = "";
-    size_t used = 0;
-    fk_status status = FK_ERR_KERNEL_SOURCE;
-    for (size_t i = 0; i < count && status == FK_ERR_KERNEL_SOURCE; ++i) {
-        if (has_template(candidates[i])) {
-            context->kernel_dir = candidates[i];
-            candidates[i] = NULL;
-            status = context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
-        } else if (used < sizeof searched) {
-            used +=
-                (size_t)snprintf(searched + used, sizeof searched - used, ", %s", candidates[i]);
-        }
-    }
-    fk__data_candidates_free(candidates, count);
-    if (status == FK_OK)
-        return status;
-    if (fk__embedded_has("cl/pairwise.cl")) {
-        context->kernel_dir = fk_copy_string(FK__BUILT_IN);
-        context->kernels_built_in = 1;
-        return context->kernel_dir ? FK_OK : FK_ERR_HOST_MEMORY;
-    }
-    return fk__fail(context, FK_ERR_KERNEL_SOURCE,
-                    "kernel sources (pairwise.cl) not found; searched: $FORCEKIT_KERNEL_DIR "
-                    "(unset)%s",
-                    searched);
-}
-
-/* The kernel sources carry their own version (cl/VERSION): users may edit or replace an installed
- * kernel directory, and a library built for other kernels would fail in ways hard to trace. A
- * mismatch is a warning, not an error: edited kernels are a supported use. */
-static void read_kernel_version(fk_context *context)
-{
-    char *text = fk__kernel_source_read(context, "VERSION", NULL);
-    if (text) {
-        text[strcspn(text, "\r\n")] = '\0';
-        snprintf(context->kernel_version, sizeof context->kernel_version, "%s", text);
-        free(text);
-    } else {
-        snprintf(context->kernel_version, sizeof context->kernel_version, "unknown");
-    }
-    if (strcmp(context->kernel_version, fk_version()) != 0)
-        fk__warn(&context->warnings,
-                 "the kernel sources in %s are version %s, this library is %s: results may be "
-                 "wrong or builds may fail; point FORCEKIT_KERNEL_DIR at the kernels of this "
-                 "version",
-                 context->kernel_dir, context->kernel_version, fk_version());
-}
-
-static fk_status finish_context(fk_context *context, const fk_context_config *config);
-
-/* What both constructors do first: the (empty) context handed to the caller at once, so that a
- * failure below still has its message there, and the caller's configuration in this library's
- * layout. */
-static fk_status begin_context(const fk_context_config *config, fk_context **out,
-                               fk_context_config *copy)
-{
-    if (!out)
-        return FK_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    const fk_context_config defaults = {0};
-    fk_context *context = calloc(1, sizeof *context);
-    if (!context)
-        return FK_ERR_HOST_MEMORY;
-    *out = context;
-    return fk__config_copy(context, "fk_context_config", copy, sizeof *copy,
-                           config ? config : &defaults, FK__SIZE_0_2(fk_context_config, cache_dir));
-}
-
-fk_status fk_context_create(const fk_context_config *config, fk_context **out)
-{
-    fk_context_config copy;
-    fk_status begun = begin_context(config, out, &copy);
-    if (begun != FK_OK)
-        return begun;
-    fk_context *context = *out;
-    config = &copy;
-
     if (config->device_timing < FK_DEVICE_TIMING_DEFAULT ||
         config->device_timing > FK_DEVICE_TIMING_OFF)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -174,43 +45,12 @@ fk_status fk_context_create(const fk_context_config *config, fk_context **out)
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clCreateCommandQueue", err);
 
-    return finish_context(context, config);
-}
-
-/* What both constructors do once the OpenCL objects are in place. */
-static fk_status finish_context(fk_context *context, const fk_context_config *config)
-{
-    fk_status status = resolve_kernel_dir(context, config->kernel_dir);
-    if (status != FK_OK)
-        return status;
-
-    read_kernel_version(context);
-
-    /* A cache directory that cannot be created only costs speed: run without it. */
-    if (fk_cache_dir_resolve(config->cache_dir, &context->cache_dir) != 0)
-        context->cache_dir = NULL;
-    /* The tuning databases are small; reading them once here lets every fk_eval_create use them,
-     * and a corrupt one is reported (fk_context_warnings) before anything runs. */
-    fk__tuning_context_load(context);
-    fk__clear_error(context);
-    context->ready = 1;
     return FK_OK;
 }
 
-fk_status fk__context_usable(const fk_context *context)
+fk_status fk__context_adopt_cl(fk_context *context, cl_context cl, cl_device_id device,
+                               cl_command_queue queue, const fk_context_config *config)
 {
-    return context && context->ready ? FK_OK : FK_ERR_INVALID_ARGUMENT;
-}
-
-fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_queue queue,
-                               const fk_context_config *config, fk_context **out)
-{
-    fk_context_config copy;
-    fk_status begun = begin_context(config, out, &copy);
-    if (begun != FK_OK)
-        return begun;
-    fk_context *context = *out;
-    config = &copy;
     if (!cl || !device || !queue)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_context_create_cl needs an OpenCL context, device and queue");
@@ -260,7 +100,22 @@ fk_status fk_context_create_cl(cl_context cl, cl_device_id device, cl_command_qu
     context->cl = cl;
     context->queue = queue;
     context->profiling = (properties & CL_QUEUE_PROFILING_ENABLE) != 0;
-    return finish_context(context, config);
+    return FK_OK;
+}
+
+void fk__context_release_device(fk_context *context)
+{
+    if (context->queue)
+        clReleaseCommandQueue(context->queue);
+    if (context->cl)
+        clReleaseContext(context->cl);
+    context->queue = NULL;
+    context->cl = NULL;
+}
+
+fk_status fk__context_usable(const fk_context *context)
+{
+    return context && context->ready ? FK_OK : FK_ERR_INVALID_ARGUMENT;
 }
 
 fk_status fk_context_cl_objects(const fk_context *context, cl_context *cl, cl_device_id *device,
@@ -275,24 +130,6 @@ fk_status fk_context_cl_objects(const fk_context *context, cl_context *cl, cl_de
     if (queue)
         *queue = context->queue;
     return FK_OK;
-}
-
-void fk_context_destroy(fk_context *context)
-{
-    if (!context)
-        return;
-    fk__program_memo_free(context); /* before the OpenCL context its programs belong to */
-    fk__known_answer_free(context);
-    if (context->queue)
-        clReleaseCommandQueue(context->queue);
-    if (context->cl)
-        clReleaseContext(context->cl);
-    free(context->kernel_dir);
-    free(context->cache_dir);
-    free(context->last_error);
-    fk__tuning_db_free(context->tuning);
-    free(context->warnings);
-    free(context);
 }
 
 fk_status fk__pinned_create(fk_context *context, size_t bytes, cl_mem *buffer, void **host,
