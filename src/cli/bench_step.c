@@ -20,6 +20,7 @@
 
 #include "cli/bench_step.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "core/internal.h" /* fk__now, fk__measure_pinned_bandwidth */
 
 typedef enum step_mode { STEP_COPY, STEP_VIEW, STEP_PINNED, STEP_MODES } step_mode;
@@ -130,13 +131,13 @@ static fk_status measure_mode(const bench_step_input *in, fk_context *context, s
         return status;
     const size_t reps = (size_t)in->reps;
     result->ran = 1;
-    result->wall_median = cli_median(timings, reps); /* sorts */
+    result->wall_median = fk__median(timings, reps); /* sorts */
     result->wall_min = timings[0];
     result->wall_max = timings[reps - 1];
-    result->device_median = cli_median(device_times, reps);
-    result->update_median = cli_median(calls[0], reps);
-    result->compute_median = cli_median(calls[1], reps);
-    result->read_median = cli_median(calls[2], reps);
+    result->device_median = fk__median(device_times, reps);
+    result->update_median = fk__median(calls[0], reps);
+    result->compute_median = fk__median(calls[1], reps);
+    result->read_median = fk__median(calls[2], reps);
     return FK_OK;
 }
 

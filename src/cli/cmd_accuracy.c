@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "forcekit/tools.h"
 #include "cli/physics.h"
@@ -427,7 +428,7 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     if (status != FK_OK)
         return status;
     result->accum = accum;
-    result->seconds_per_eval = cli_median(run->timings, (size_t)reps);
+    result->seconds_per_eval = fk__median(run->timings, (size_t)reps);
     for (long long rep = 0; rep < reps; ++rep)
         if (isnan(run->timings[rep]))
             result->seconds_per_eval = NAN; /* no profiling information */

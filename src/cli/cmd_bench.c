@@ -8,6 +8,7 @@
 #include "cli/bench_step.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "core/internal.h" /* fk__variant_check: the one place for the variant rules */
 #include "forcekit/tools.h"
@@ -214,7 +215,7 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
             result->wall_clock = 1; /* no usable device times: the wall clock's, said so */
     if (result->wall_clock)
         memcpy(run->timings, run->wall_timings, (size_t)reps * sizeof *run->timings);
-    result->median_seconds = cli_median(run->timings, (size_t)reps); /* sorts the timings */
+    result->median_seconds = fk__median(run->timings, (size_t)reps); /* sorts the timings */
     result->min_seconds = run->timings[0];
     result->max_seconds = run->timings[reps - 1];
     return FK_OK;
@@ -482,7 +483,7 @@ static int bench_distributed(bench_run *run, const bench_options *options)
             fk_mpi_eval_destroy(m);
             return CLI_EXIT_RUNTIME;
         }
-    const double median = cli_median(run->timings, (size_t)options->reps);
+    const double median = fk__median(run->timings, (size_t)options->reps);
     char checksum[CLI_CHECKSUM_SIZE];
     cli_checksum(run->forces, n * fc, checksum);
     if (rank == 0) {

@@ -308,23 +308,6 @@ void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE])
         snprintf(text, CLI_TIMESTAMP_SIZE, "unknown");
 }
 
-/* NaN sorts last, so the order stays consistent for qsort. */
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    if (isnan(x) || isnan(y))
-        return isnan(x) - isnan(y);
-    return (x > y) - (x < y);
-}
-
-double cli_median(double *values, size_t count)
-{
-    if (count == 0)
-        return NAN;
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
 void cli_checksum(const double *values, size_t count, char text[CLI_CHECKSUM_SIZE])
 {
     const unsigned long long hash = (unsigned long long)XXH3_64bits(values, count * sizeof *values);

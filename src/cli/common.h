@@ -102,9 +102,6 @@ void cli_json_number(cJSON *object, const char *key, double value);
 #define CLI_TIMESTAMP_SIZE 32
 void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE]);
 
-/* Median of values[0..count-1] (sorts them); NaN for count 0. */
-double cli_median(double *values, size_t count);
-
 /* XXH3-64 of the bytes of count doubles, as 16 lowercase hex digits: a fingerprint of results that
  * must be bit-identical (reproducible mode, across devices). */
 #define CLI_CHECKSUM_SIZE 17
