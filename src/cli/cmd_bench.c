@@ -20,7 +20,7 @@
 #include "forcekit/forcekit_mpi.h"
 #endif
 
-static const char bench_usage[] =
+static const char bench_synopsis[] =
     "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
     "                      [--eps E] [--seed S] [--splits S] [--wg W] [--tiling on|off]\n"
     "                      [--positions float|ds] [--device SEL] [--json]\n\n"
@@ -29,49 +29,25 @@ static const char bench_usage[] =
     "Per variant: cold start (compile from source),\n"
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
     "event profiling. Interactions are N^2 per evaluation for all-pairs, the pairs examined\n"
-    "(pairs_examined) for cells and neighbors.\n\n"
-    "  --kernel K      force law (listed at the end)\n"
-    "  --n N           number of particles\n"
-    "  --accum A       accumulator (default float)\n"
-    "  --unroll V      IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all\n"
-    "  --reps R        timed evaluations per variant (default 10)\n"
-    "  --eps E         softening of the gravity kernels (default 0.01)\n"
-    "  --seed S        seed of the synthetic system (default 1)\n"
-    "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
-    "  --wg W          work-group size (default: automatic)\n"
-    "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
-    "  --lanes L       CPU lane forms, vector lanes of i-particles (all-pairs: ga) or of list\n"
-    "                  partners (neighbors: lj, ljc_constant): auto (default: the CPU's float\n"
-    "                  vector width, 8 or 16, for kernels and accumulators that have them, with\n"
-    "                  automatic unrolling), off, 8 or 16\n"
-    "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
-    "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
-    "  --skin S        cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
-    "                  are at least cutoff + skin wide, neighbour lists hold the pairs within\n"
-    "                  cutoff + skin, both rebuilt once a particle moved more than skin / 2\n"
-    "  --step          time what a time-stepping code does per step instead: update positions,\n"
-    "                  compute, read the forces, by the wall clock, next to the device time and\n"
-    "                  the pinned host<->device bandwidth measured in the same run; R steps in\n"
-    "                  each mode: copy (read into an array), view (the pinned results lent\n"
-    "                  without a copy), pinned (positions written into the pinned array too)\n"
-    "  --potential     with --step: read the potentials too\n"
-    "  --result T      with --step: results decoded to double (default) or float\n"
-    "  --scale P       with --step, the data-scaled accumulators' scale on each update: auto\n"
-    "                  (default: fixed64 keeps it, the others choose it again), each (a new\n"
-    "                  scale from every update's positions, the bound pre-pass) or keep (fixed64:\n"
-    "                  the scale of set_particles until a compute overflows);\n"
-    "                  fk_eval_config.scale_policy\n"
-    "  --device-timing T  with --step: off (default: the steps run on a queue without OpenCL\n"
-    "                  event profiling, as a production code's would, and the device time comes\n"
-    "                  from one more pass on a profiled queue) or on (both from the same steps)\n"
-    "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
-    "  --json          print the results as one JSON document on standard output\n\n"
+    "(pairs_examined) for cells and neighbors.\n\n";
+
+static const char bench_usage_mpi[] =
+    "\n"
     "Under mpirun (mpirun -np P forcekit bench ...) it times R steps of the distributed\n"
     "evaluation (libforcekit_mpi, docs/mpi.md) of one variant: the positions gathered from every\n"
     "rank's slice, each rank's share computed, the results combined, by the wall clock between\n"
     "barriers on rank 0; the JSON has the median step, the pair rate, the checksum of the forces\n"
     "(equal to one device's) and the \"mpi\" object (each rank's pairs, compute, communication\n"
     "and wait seconds over the R steps).\n";
+
+static void bench_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs(bench_usage_mpi, out);
+    cli_print_options(out, options, count, CLI_GROUP_LOOP, 18);
+    fputs(cli_positions_usage, out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
@@ -547,40 +523,67 @@ int cmd_bench(int argc, char **argv)
                              .skin = NAN,
                              .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
-        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = 1e6},
-        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
+        cli_opt_kernel(&options.kernel),
+        cli_int("n", "N", &options.n, 1, 1 << 30, "number of particles"),
+        cli_opt_accum(&options.accum),
+        cli_explained_as(cli_opt_unroll(&options.shape.unroll), "V",
+                         "IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all"),
+        cli_int("reps", "R", &options.reps, 1, 1000000,
+                "timed evaluations per variant (default 10)"),
+        cli_opt_eps(&options.eps, "softening of the gravity kernels (default 0.01)"),
+        cli_opt_seed(&options.seed, 0, CLI_MAX_SEED, "seed of the synthetic system (default 1)"),
+        cli_explained(cli_opt_splits(&options.shape.splits),
+                      "work-groups sharing one i-block's j-range (default: automatic)"),
+        cli_explained(cli_opt_wg(&options.shape.work_group_size),
+                      "work-group size (default: automatic)"),
+        cli_explained(cli_opt_tiling(&options.shape.tiling),
+                      "j-tiles staged in local memory (default: automatic)"),
+        cli_explained(cli_opt_lanes(&options.shape.lanes),
+                      "CPU lane forms, vector lanes of i-particles (all-pairs: ga) or of list\n"
+                      "partners (neighbors: lj, ljc_constant): auto (default: the CPU's float\n"
+                      "vector width, 8 or 16, for kernels and accumulators that have them, with\n"
+                      "automatic unrolling), off, 8 or 16"),
+        cli_opt_reproducible(
+            &options.reproducible,
+            "fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)"),
+        cli_double("density", "D", &options.density, 1e-6, 10,
+                   "number density of the molecular kernels' lattice (default 0.8)"),
+        cli_double("skin", "S", &options.skin, 0, 1e6,
+                   "cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
+                   "are at least cutoff + skin wide, neighbour lists hold the pairs within\n"
+                   "cutoff + skin, both rebuilt once a particle moved more than skin / 2"),
+        cli_flag("step", &options.step,
+                 "time what a time-stepping code does per step instead: update positions,\n"
+                 "compute, read the forces, by the wall clock, next to the device time and\n"
+                 "the pinned host<->device bandwidth measured in the same run; R steps in\n"
+                 "each mode: copy (read into an array), view (the pinned results lent\n"
+                 "without a copy), pinned (positions written into the pinned array too)"),
+        cli_flag("potential", &options.potential, "with --step: read the potentials too"),
+        cli_string("result", "T", &options.result,
+                   "with --step: results decoded to double (default) or float"),
+        cli_string("scale", "P", &options.scale,
+                   "with --step, the data-scaled accumulators' scale on each update: auto\n"
+                   "(default: fixed64 keeps it, the others choose it again), each (a new\n"
+                   "scale from every update's positions, the bound pre-pass) or keep (fixed64:\n"
+                   "the scale of set_particles until a compute overflows);\n"
+                   "fk_eval_config.scale_policy"),
+        cli_opt_device_timing(
+            &options.device_timing,
+            "with --step: off (default: the steps run on a queue without OpenCL\n"
+            "event profiling, as a production code's would, and the device time comes\n"
+            "from one more pass on a profiled queue) or on (both from the same steps)"),
+        cli_opt_device(&options.device),
+        cli_opt_json(&options.json),
+        cli_opt_positions(&options.positions),
+        cli_opt_algorithm(&options.algorithm),
+        cli_opt_lists(&options.lists),
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "step", .kind = CLI_FLAG, .value = &options.step},
-        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
-        {.name = "result", .kind = CLI_STRING, .value = &options.result},
-        {.name = "scale", .kind = CLI_STRING, .value = &options.scale},
-        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        cli_opt_help(&options.help),
     };
-    if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(bench_usage, stdout);
-        fputs(cli_algorithm_usage, stdout);
-        fputs(cli_lists_usage, stdout);
-        fputs(cli_positions_usage, stdout);
-        cli_physics_print_usage(stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"bench", bench_synopsis, 18, bench_usage_after};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &usage_code))
+        return usage_code;
     if (options.reproducible) { /* reproducible mode sums in fixed64 */
         if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
             options.accum = "fixed64";

@@ -13,34 +13,32 @@
 #include "forcekit/forcekit_mpi.h"
 #endif
 
-static const char forces_usage[] =
+static const char forces_synopsis[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
     "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
     "                       [--positions float|ds] [--json]\n\n"
     "Computes the forces on the particles of FILE once and writes one line per particle (%.17g),\n"
     "the law's output columns (listed at the end). Without --out they go to standard output.\n"
     "Outputs are written to a temporary file and renamed, so a failure never leaves a partial\n"
-    "file.\n\n"
-    "  --kernel K     force law (listed at the end)\n"
-    "  --in FILE      particles, text (# comments), a line each in the law's input columns (at\n"
-    "                 the end); or TIPSY (.bin, .tipsy)\n"
-    "  --out FILE     write the forces here instead of standard output\n"
-    "  --accum A      accumulator (default float)\n"
-    "  --unroll IxJ   i and j unrolling (and --wg, --splits, --tiling, --lanes: the variant\n"
-    "                 shape, below); auto (default) takes the tuned choice\n"
-    "  --eps E        gravitational softening (default 0)\n"
-    "  --potential    append each particle's potential as a last column\n"
-    "  --reproducible bit-identical results across devices: fixed64, correctly rounded divide\n"
-    "                 and sqrt, no contraction, denormals kept (says so where the device cannot)\n"
-    "  --format F     input format: auto (by file name, default), text or tipsy\n"
-    "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
-    "  --json         print a summary as JSON on standard output (needs --out)\n\n"
-    "Under mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
+    "file.\n\n";
+
+static const char forces_usage_mpi[] =
+    "\nUnder mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
     "(libforcekit_mpi, docs/mpi.md): each rank computes its share on its own device (cells and\n"
     "lists in a periodic box: a slab of the box and its halo; the rest: a range of particles;\n"
     "without --device, ranks on one node take its GPUs by local rank), the results are\n"
     "the single-device results bit for bit, rank 0 writes the output, and the JSON summary has\n"
     "an \"mpi\" object with each rank's pairs and compute, communication and wait seconds.\n";
+
+static void forces_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs(forces_usage_mpi, out);
+    cli_print_shape_usage(out, options, count);
+    cli_print_options(out, options, count, CLI_GROUP_LOOP, 18);
+    fputs(cli_positions_usage, out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *format, *device, *algorithm;
@@ -214,35 +212,37 @@ int cmd_forces(int argc, char **argv)
     forces_options options = {
         .accum = "float", .shape = CLI_SHAPE_OPTIONS_INIT, .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "in", .kind = CLI_STRING, .value = &options.in},
-        {.name = "out", .kind = CLI_STRING, .value = &options.out},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
+        cli_opt_kernel(&options.kernel),
+        cli_string("in", "FILE", &options.in,
+                   "particles, text (# comments), a line each in the law's input columns (at\n"
+                   "the end); or TIPSY (.bin, .tipsy)"),
+        cli_string("out", "FILE", &options.out, "write the forces here instead of standard output"),
+        cli_opt_accum(&options.accum),
+        cli_help_line("unroll", "IxJ",
+                      "i and j unrolling (and --wg, --splits, --tiling, --lanes: the variant\n"
+                      "shape, below); auto (default) takes the tuned choice"),
         CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
+        cli_opt_eps(&options.eps, "gravitational softening (default 0)"),
+        cli_flag("potential", &options.potential,
+                 "append each particle's potential as a last column"),
+        cli_opt_reproducible(
+            &options.reproducible,
+            "bit-identical results across devices: fixed64, correctly rounded divide\n"
+            "and sqrt, no contraction, denormals kept (says so where the device cannot)"),
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "format", .kind = CLI_STRING, .value = &options.format},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        cli_opt_format(&options.format),
+        cli_opt_algorithm(&options.algorithm),
+        cli_opt_lists(&options.lists),
+        cli_opt_positions(&options.positions),
+        cli_opt_device(&options.device),
+        cli_explained(cli_opt_json(&options.json),
+                      "print a summary as JSON on standard output (needs --out)"),
+        cli_opt_help(&options.help),
     };
-    if (cli_parse_options("forces", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(forces_usage, stdout);
-        fputs(cli_shape_usage, stdout);
-        fputs(cli_algorithm_usage, stdout);
-        fputs(cli_lists_usage, stdout);
-        fputs(cli_positions_usage, stdout);
-        cli_physics_print_usage(stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"forces", forces_synopsis, 17, forces_usage_after};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &usage_code))
+        return usage_code;
     if (!options.kernel)
         return cli_usage_error("forces", "--kernel is required");
     if (options.reproducible) { /* reproducible mode sums in fixed64 */

@@ -16,7 +16,7 @@
 #include "support/generate.h"
 #include "support/systems.h"
 
-static const char generate_usage[] =
+static const char generate_synopsis[] =
     "usage: forcekit generate --model M --out FILE [--n N] [--seed S] [--kernel K]\n"
     "                         [--density D] [--temperature T] [--json]\n\n"
     "Writes a built-in system as text files (docs/file-formats.md), each headed by '#' comments "
@@ -33,17 +33,7 @@ static const char generate_usage[] =
     "            FILE.params (epsilon sigma, kcal/mol, Angstrom; use --coulomb 332.0637) and\n"
     "            FILE.exclude (the 1-2 and 1-3 pairs)\n"
     "  lj65536   Narumi et al.'s System 2: 65,536 LJ particles of 16 random types at --density\n"
-    "            (default 0.5), FILE.params; reduced units\n\n"
-    "  --model M        one of the above\n"
-    "  --out FILE       the particle file; the others are FILE.params, FILE.exclude, FILE.vel\n"
-    "  --n N            particles, 1 to 2^28 (protein: 3339 and lj65536: 65536, the only values)\n"
-    "  --seed S         seed of the random draws (default 1; rand48, the same on every platform)\n"
-    "  --kernel K       the kernel whose columns to write (default: plummer ga, lj-fluid, fcc,\n"
-    "                   lj65536 lj, fluorite buck, protein ljc_constant)\n"
-    "  --density D      number density (lj-fluid, fcc: default 0.8; lj65536: default 0.5, at\n"
-    "                   most 1)\n"
-    "  --temperature T  lj-fluid temperature, k_B = m = 1 (default 1.0)\n"
-    "  --json           describe what was written as one JSON document on standard output\n";
+    "            (default 0.5), FILE.params; reduced units\n\n";
 
 typedef enum model {
     MODEL_PLUMMER,
@@ -200,31 +190,30 @@ int cmd_generate(int argc, char **argv)
     double density = NAN, temperature = NAN;
     int json = 0, help = 0;
     cli_option table[] = {
-        {.name = "model", .kind = CLI_STRING, .value = &model_name},
-        {.name = "out", .kind = CLI_STRING, .value = &out},
-        {.name = "n", .kind = CLI_INT, .value = &n, .min = 1, .max = 1 << 28},
-        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "kernel", .kind = CLI_STRING, .value = &kernel_name},
-        {.name = "density",
-         .kind = CLI_DOUBLE,
-         .value = &density,
-         .min = -HUGE_VAL,
-         .max = HUGE_VAL},
-        {.name = "temperature",
-         .kind = CLI_DOUBLE,
-         .value = &temperature,
-         .min = -HUGE_VAL,
-         .max = HUGE_VAL},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_string("model", "M", &model_name, "one of the above"),
+        cli_string("out", "FILE", &out,
+                   "the particle file; the others are FILE.params, FILE.exclude, FILE.vel"),
+        cli_int("n", "N", &n, 1, 1 << 28,
+                "particles, 1 to 2^28 (protein: 3339 and lj65536: 65536, the only values)"),
+        cli_opt_seed(&seed, 0, CLI_MAX_SEED,
+                     "seed of the random draws (default 1; rand48, the same on every platform)"),
+        cli_explained(cli_opt_kernel(&kernel_name),
+                      "the kernel whose columns to write (default: plummer ga, lj-fluid, fcc,\n"
+                      "lj65536 lj, fluorite buck, protein ljc_constant)"),
+        cli_double("density", "D", &density, -HUGE_VAL, HUGE_VAL,
+                   "number density (lj-fluid, fcc: default 0.8; lj65536: default 0.5, at\n"
+                   "most 1)"),
+        cli_double("temperature", "T", &temperature, -HUGE_VAL, HUGE_VAL,
+                   "lj-fluid temperature, k_B = m = 1 (default 1.0)"),
+        cli_explained(cli_opt_json(&json),
+                      "describe what was written as one JSON document on standard output"),
+        cli_opt_help(&help),
     };
     const size_t options = sizeof table / sizeof table[0];
-    if (cli_parse_options("generate", argc, argv, table, options))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(generate_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"generate", generate_synopsis, 19, NULL};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, options, &usage_code))
+        return usage_code;
     if (!model_name)
         return cli_usage_error("generate", "--model is required");
     int found = -1;

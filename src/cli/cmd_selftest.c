@@ -11,17 +11,13 @@
 #include "cli/common.h"
 #include "common/splitmix64.h"
 
-static const char selftest_usage[] =
+static const char selftest_synopsis[] =
     "usage: forcekit selftest [--device SEL] [--all] [--n N] [--json]\n\n"
     "Checks the installation on every OpenCL device: ga (gravity, float) and lj (Lennard-Jones,\n"
     "periodic box, cutoff 2.5, float) against the double-precision host reference (error as in\n"
     "Narumi et al. eq. 10, held to 3e-5), then both in reproducible mode (fixed64), whose\n"
     "results must be the same bits on every device that can run it: their checksums are compared\n"
-    "across devices. Exit 0 when every check passed, 1 when one failed.\n\n"
-    "  --device SEL  only this device (P:D, a name substring, cpu, gpu)\n"
-    "  --all         also devices of type 'other' (emulators such as oclgrind: slow)\n"
-    "  --n N         particles per system (default 1000; the lattice takes the nearest cube)\n"
-    "  --json        the results as one JSON document on standard output\n";
+    "across devices. Exit 0 when every check passed, 1 when one failed.\n\n";
 
 /* Float pair terms and sums: 4e-7 (ga) and 4e-6 (lj, whose net forces cancel more) measured on POCL
  * and Intel's CPU runtime; a broken device is off by far more. */
@@ -205,19 +201,20 @@ int cmd_selftest(int argc, char **argv)
 {
     selftest_options options = {.n = 1000};
     cli_option table[] = {
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "all", .kind = CLI_FLAG, .value = &options.all},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 27, .max = 100000},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        cli_explained(cli_opt_device(&options.device),
+                      "only this device (P:D, a name substring, cpu, gpu)"),
+        cli_flag("all", &options.all,
+                 "also devices of type 'other' (emulators such as oclgrind: slow)"),
+        cli_int("n", "N", &options.n, 27, 100000,
+                "particles per system (default 1000; the lattice takes the nearest cube)"),
+        cli_explained(cli_opt_json(&options.json),
+                      "the results as one JSON document on standard output"),
+        cli_opt_help(&options.help),
     };
-    int code = cli_parse_options("selftest", argc, argv, table, sizeof table / sizeof table[0]);
-    if (code != CLI_EXIT_OK)
+    static const cli_usage usage = {"selftest", selftest_synopsis, 16, NULL};
+    int code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &code))
         return code;
-    if (options.help) {
-        fputs(selftest_usage, stdout);
-        return CLI_EXIT_OK;
-    }
     fk_device_info *devices = NULL;
     size_t device_count = 0;
     fk_status status = fk_devices_list(&devices, &device_count);

@@ -21,7 +21,7 @@
 #include "support/simulate.h"
 #include "support/systems.h"
 
-static const char simulate_usage[] =
+static const char simulate_synopsis[] =
     "usage: forcekit simulate --kernel K (--system NAME --n N | --in FILE) --steps S [--dt DT]\n"
     "                         [--accum A] [--integrator verlet|hermite|langevin] [--sample K]\n"
     "                         [--integrate device|host] [--json] [--checkpoint FILE\n"
@@ -30,66 +30,28 @@ static const char simulate_usage[] =
     "temperature, with positions and velocities in double and the forces from the device with\n"
     "the chosen accumulator, and reports the total energy (kinetic + potential) every K steps,\n"
     "its relative drift and the slope of a linear fit. Progress goes to stderr when it is a\n"
-    "terminal.\n\n"
-    "  --kernel K        lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj "
-    "(Hermite)\n"
-    "  --system NAME     lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
-    "                    periodic cubic box) or plummer (ga, gaj; N-body units); default lj-fluid\n"
-    "                    for the molecular kernels, plummer for gravity\n"
-    "  --n N             particles of the system\n"
-    "  --in FILE         start from a particle file instead (gaj files carry velocities; for the\n"
-    "                    others they are drawn at --temperature; add --box for a periodic box)\n"
-    "  --steps S         the step to integrate to (a restart continues up to S)\n"
-    "  --dt DT           time step (default 0.005 molecular, 0.001 gravity)\n"
-    "  --accum A         accumulator of the forces and potentials (default float)\n"
-    "  --reproducible    fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
-    "                    trajectory, are the same bits on every device and with every pair loop\n"
-    "  --positions P     float (default) or ds: the device's coordinates as float pairs (48\n"
-    "                    bits; with --accum ref the forces agree with double to about 1e-14;\n"
-    "                    open boundaries, all-pairs and symmetric; docs/precision.md)\n"
-    "  --integrator I    verlet (default; kick-drift-kick), hermite (4th order, gaj only; the\n"
-    "                    default for gaj) or langevin (BAOAB at --temperature with --friction;\n"
-    "                    molecular kernels, --integrate device)\n"
-    "  --integrate W     device (default: the state stays on the device, which integrates;\n"
-    "                    needs fp64: without it the run falls back to host with a note) or\n"
-    "                    host (positions and velocities on the host, forces read every step)\n"
-    "  --friction G      langevin: the friction gamma in 1/time (default 1.0)\n"
-    "  --density D       lj-fluid number density (default 0.8)\n"
-    "  --temperature T   lj-fluid initial temperature (default 1.0); for files without\n"
-    "                    velocities (default 1.0 molecular, 0 gravity: at rest); langevin:\n"
-    "                    also the bath's k_B T\n"
-    "  --seed S          seed of the system, of drawn velocities and of Langevin's noise\n"
-    "                    (default 1)\n"
-    "  --eps E           gravitational softening (default 0.01)\n"
-    "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
-    "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
-    "                    and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
-    "                    all-pairs, symmetric, cells or neighbors\n"
-    "  --unroll IxJ      kernel variant (default auto: the tuned choice); --wg, --splits,\n"
-    "                    --tiling, --lanes: the rest of the shape (below)\n"
-    "  --skin S          cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
-    "                    (default: rebuild every step, so a restart is bit-identical; with a\n"
-    "                    skin the rounding depends on when they were built and it is not)\n"
-    "  --checkpoint FILE write the state here every --checkpoint-every steps (default steps/10),\n"
-    "                    at the end and on SIGINT/SIGTERM (then exit 130/143), atomically\n"
-    "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
-    "                    uninterrupted run on the same device); a mismatch exits 2\n"
-    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n";
-/* (two strings: C11 promises string literals of 4095 characters only) */
-static const char simulate_usage_more[] =
-    "  --device-timing T on (default) or off: off creates the device's queue without OpenCL\n"
-    "                    event profiling, which costs some drivers host time per command\n"
-    "                    (NVIDIA's on an H200: 8-29 us a step); the report's device seconds\n"
-    "                    are then null. The trajectory is the same either way\n"
-    "  --json            print the result as one JSON document on standard output\n\n"
-    "Under mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over the\n"
-    "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
-    "box, the rest by shares of the particles); every rank integrates all particles the same\n"
-    "way, the trajectory is the single-device one bit for bit, rank 0 writes the checkpoints,\n"
-    "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
-    "trial runs), the integration is on the host (--integrate host; langevin is refused) and a\n"
-    "signal ends the job without a checkpoint.\n\n"
-    "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
+    "terminal.\n\n";
+
+static void simulate_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over "
+          "the\n"
+          "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
+          "box, the rest by shares of the particles); every rank integrates all particles the "
+          "same\n"
+          "way, the trajectory is the single-device one bit for bit, rank 0 writes the "
+          "checkpoints,\n"
+          "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
+          "trial runs), the integration is on the host (--integrate host; langevin is refused) "
+          "and a\n"
+          "signal ends the job without a checkpoint.\n\n"
+          "molecular options (--box only with --in; lj-fluid's box follows from N and the "
+          "density):\n",
+          out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_shape_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 typedef struct simulate_options {
     const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *device;
@@ -762,63 +724,89 @@ int cmd_simulate(int argc, char **argv)
                                 .shape = CLI_SHAPE_OPTIONS_INIT,
                                 .physics = CLI_PHYSICS_OPTIONS_INIT};
     cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
-        {.name = "system", .kind = CLI_STRING, .value = &options.system},
-        {.name = "in", .kind = CLI_STRING, .value = &options.in},
-        {.name = "format", .kind = CLI_STRING, .value = &options.format},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
-        {.name = "steps", .kind = CLI_INT, .value = &options.steps, .min = 0, .max = 1e15},
-        {.name = "dt", .kind = CLI_DOUBLE, .value = &options.dt, .min = 0, .max = HUGE_VAL},
-        {.name = "integrator", .kind = CLI_STRING, .value = &options.integrator},
-        {.name = "integrate", .kind = CLI_STRING, .value = &options.integrate},
-        {.name = "friction",
-         .kind = CLI_DOUBLE,
-         .value = &options.friction,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "density",
-         .kind = CLI_DOUBLE,
-         .value = &options.density,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "temperature",
-         .kind = CLI_DOUBLE,
-         .value = &options.temperature,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "sample", .kind = CLI_INT, .value = &options.sample, .min = 1, .max = 1e15},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
+        cli_explained(cli_opt_kernel(&options.kernel),
+                      "lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj (Hermite)"),
+        cli_string("system", "NAME", &options.system,
+                   "lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
+                   "periodic cubic box) or plummer (ga, gaj; N-body units); default lj-fluid\n"
+                   "for the molecular kernels, plummer for gravity"),
+        cli_int("n", "N", &options.n, 1, 1 << 30, "particles of the system"),
+        cli_string("in", "FILE", &options.in,
+                   "start from a particle file instead (gaj files carry velocities; for the\n"
+                   "others they are drawn at --temperature; add --box for a periodic box)"),
+        cli_int("steps", "S", &options.steps, 0, 1e15,
+                "the step to integrate to (a restart continues up to S)"),
+        cli_double("dt", "DT", &options.dt, 0, HUGE_VAL,
+                   "time step (default 0.005 molecular, 0.001 gravity)"),
+        cli_explained(cli_opt_accum(&options.accum),
+                      "accumulator of the forces and potentials (default float)"),
+        cli_opt_reproducible(
+            &options.reproducible,
+            "fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
+            "trajectory, are the same bits on every device and with every pair loop"),
+        cli_explained(cli_opt_positions(&options.positions),
+                      "float (default) or ds: the device's coordinates as float pairs (48\n"
+                      "bits; with --accum ref the forces agree with double to about 1e-14;\n"
+                      "open boundaries, all-pairs and symmetric; docs/precision.md)"),
+        cli_string("integrator", "I", &options.integrator,
+                   "verlet (default; kick-drift-kick), hermite (4th order, gaj only; the\n"
+                   "default for gaj) or langevin (BAOAB at --temperature with --friction;\n"
+                   "molecular kernels, --integrate device)"),
+        cli_string("integrate", "W", &options.integrate,
+                   "device (default: the state stays on the device, which integrates;\n"
+                   "needs fp64: without it the run falls back to host with a note) or\n"
+                   "host (positions and velocities on the host, forces read every step)"),
+        cli_double("friction", "G", &options.friction, 0, HUGE_VAL,
+                   "langevin: the friction gamma in 1/time (default 1.0)"),
+        cli_double("density", "D", &options.density, 0, HUGE_VAL,
+                   "lj-fluid number density (default 0.8)"),
+        cli_double("temperature", "T", &options.temperature, 0, HUGE_VAL,
+                   "lj-fluid initial temperature (default 1.0); for files without\n"
+                   "velocities (default 1.0 molecular, 0 gravity: at rest); langevin:\n"
+                   "also the bath's k_B T"),
+        cli_opt_seed(&options.seed, 0, CLI_MAX_SEED,
+                     "seed of the system, of drawn velocities and of Langevin's noise\n"
+                     "(default 1)"),
+        cli_opt_eps(&options.eps, "gravitational softening (default 0.01)"),
+        cli_int("sample", "K", &options.sample, 1, 1e15,
+                "record the energy every K steps (default: steps / 1000, at least 1)"),
+        cli_explained(cli_opt_algorithm(&options.algorithm),
+                      "auto (default: time a few steps of each pair loop the kernel supports\n"
+                      "and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
+                      "all-pairs, symmetric, cells or neighbors"),
+        cli_help_line("unroll", "IxJ",
+                      "kernel variant (default auto: the tuned choice); --wg, --splits,\n"
+                      "--tiling, --lanes: the rest of the shape (below)"),
         CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = HUGE_VAL},
-        {.name = "checkpoint", .kind = CLI_STRING, .value = &options.checkpoint},
-        {.name = "checkpoint-every",
-         .kind = CLI_INT,
-         .value = &options.checkpoint_every,
-         .min = 1,
-         .max = 1e15},
-        {.name = "restart", .kind = CLI_STRING, .value = &options.restart},
+        cli_double("skin", "S", &options.skin, 0, HUGE_VAL,
+                   "cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
+                   "(default: rebuild every step, so a restart is bit-identical; with a\n"
+                   "skin the rounding depends on when they were built and it is not)"),
+        cli_string("checkpoint", "FILE", &options.checkpoint,
+                   "write the state here every --checkpoint-every steps (default steps/10),\n"
+                   "at the end and on SIGINT/SIGTERM (then exit 130/143), atomically"),
+        cli_int("checkpoint-every", "K", &options.checkpoint_every, 1, 1e15,
+                NULL), /* described with --checkpoint */
+        cli_string("restart", "FILE", &options.restart,
+                   "continue from a checkpoint with the same options (bit-identical to an\n"
+                   "uninterrupted run on the same device); a mismatch exits 2"),
+        cli_opt_device(&options.device),
+        cli_opt_device_timing(&options.device_timing,
+                              "on (default) or off: off creates the device's queue without OpenCL\n"
+                              "event profiling, which costs some drivers host time per command\n"
+                              "(NVIDIA's on an H200: 8-29 us a step); the report's device seconds\n"
+                              "are then null. The trajectory is the same either way"),
+        cli_explained(cli_opt_json(&options.json),
+                      "print the result as one JSON document on standard output"),
+        cli_string("format", "F", &options.format, NULL), /* the input format: not in the help */
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        cli_opt_help(&options.help),
     };
     const size_t table_size = sizeof table / sizeof table[0];
-    if (cli_parse_options("simulate", argc, argv, table, table_size))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(simulate_usage, stdout);
-        fputs(simulate_usage_more, stdout);
-        cli_physics_print_usage(stdout);
-        fputs(cli_shape_usage, stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"simulate", simulate_synopsis, 20, simulate_usage_after};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, table_size, &usage_code))
+        return usage_code;
     if (!options.kernel)
         return cli_usage_error("simulate", "--kernel is required");
     if (!cli_option_named(table, table_size, "steps")->given)

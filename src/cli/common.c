@@ -164,13 +164,6 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
     return 1;
 }
 
-const char cli_algorithm_usage[] =
-    "  --algorithm A   pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
-    "                  law), cells (cell lists) or neighbors (Verlet lists built from the cells;\n"
-    "                  cells and neighbors: short-range kernels with a cutoff) or auto (one of\n"
-    "                  all-pairs, cells and neighbors from the tuning database's measurements\n"
-    "                  for N, else by a rule of N, density, cutoff and device; says its choice)\n";
-
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
 {
     *algorithm = FK_ALGORITHM_ALL_PAIRS;
@@ -182,11 +175,6 @@ int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *alg
             text);
     return CLI_EXIT_OK;
 }
-
-const char cli_lists_usage[] =
-    "  --lists L       neighbors: half (each pair once, Newton's third law; float, double and\n"
-    "                  fixed64), full (every partner in each list) or auto (default: half on\n"
-    "                  CPUs where the accumulator allows, full on GPUs)\n";
 
 int cli_parse_lists(const char *command, const char *text, int *lists)
 {

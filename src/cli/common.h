@@ -68,11 +68,9 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
 /* --algorithm: "all-pairs" (or NULL), "symmetric" or "cells". Reports a usage error naming the
  * command and returns 2 when unknown, else 0. */
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm);
-extern const char cli_algorithm_usage[];
 /* --lists: "half", "full" or "auto" (or NULL) into an fk_neighbor_lists value; reports a usage
  * error naming the command and returns its exit code otherwise. */
 int cli_parse_lists(const char *command, const char *text, int *lists);
-extern const char cli_lists_usage[];
 /* --positions: "float" (or NULL) or "ds" into an fk_positions value (fk_eval_config.positions);
  * reports a usage error naming the command and returns its exit code otherwise. */
 int cli_parse_positions(const char *command, const char *text, int *positions);
