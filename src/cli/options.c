@@ -193,34 +193,36 @@ cli_option cli_flag(const char *name, int *value, const char *help)
     return (cli_option){.name = name, .kind = CLI_FLAG, .value = value, .help = help};
 }
 
-cli_option cli_string(const char *name, const char *argument, const char **value, const char *help)
+/* An option that takes a value: its kind, storage and the value's name in the help. */
+static cli_option with_value(const char *name, cli_option_kind kind, void *value,
+                             const char *argument, const char *help)
 {
     return (cli_option){
-        .name = name, .kind = CLI_STRING, .value = value, .argument = argument, .help = help};
+        .name = name, .kind = kind, .value = value, .argument = argument, .help = help};
+}
+
+static cli_option in_range(cli_option option, double min, double max)
+{
+    option.min = min;
+    option.max = max;
+    return option;
+}
+
+cli_option cli_string(const char *name, const char *argument, const char **value, const char *help)
+{
+    return with_value(name, CLI_STRING, value, argument, help);
 }
 
 cli_option cli_int(const char *name, const char *argument, long long *value, double min, double max,
                    const char *help)
 {
-    return (cli_option){.name = name,
-                        .kind = CLI_INT,
-                        .value = value,
-                        .min = min,
-                        .max = max,
-                        .argument = argument,
-                        .help = help};
+    return in_range(with_value(name, CLI_INT, value, argument, help), min, max);
 }
 
 cli_option cli_double(const char *name, const char *argument, double *value, double min, double max,
                       const char *help)
 {
-    return (cli_option){.name = name,
-                        .kind = CLI_DOUBLE,
-                        .value = value,
-                        .min = min,
-                        .max = max,
-                        .argument = argument,
-                        .help = help};
+    return in_range(with_value(name, CLI_DOUBLE, value, argument, help), min, max);
 }
 
 cli_option cli_help_line(const char *name, const char *argument, const char *help)
