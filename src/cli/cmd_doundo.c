@@ -49,17 +49,10 @@ int cmd_doundo(int argc, char **argv)
         return usage_code;
     fk_context *context = NULL;
     fkt_suite *suite = NULL;
-    int code = cli_open_context(device, &context);
-    fk_status status = FK_OK;
-    if (code == CLI_EXIT_OK) {
-        status = fkt_suite_open(context, &suite);
-        if (status != FK_OK)
-            code = cli_report_status(status, context);
-    }
-    if (code != CLI_EXIT_OK) {
-        fk_context_destroy(context);
+    int code = cli_open_suite(device, &context, &suite);
+    if (code != CLI_EXIT_OK)
         return code;
-    }
+    fk_status status = FK_OK;
     cJSON *document = json ? cJSON_CreateObject() : NULL;
     cJSON *results = json ? cJSON_AddArrayToObject(document, "results") : NULL;
     if (json) {
@@ -104,13 +97,5 @@ int cmd_doundo(int argc, char **argv)
                 }
             }
     }
-    if (status != FK_OK) {
-        code = cli_report_status(status, context);
-        cJSON_Delete(document);
-    } else if (json) {
-        code = cli_print_json(document);
-    }
-    fkt_suite_close(suite);
-    fk_context_destroy(context);
-    return code;
+    return cli_close_suite(status, json, document, context, suite);
 }

@@ -86,20 +86,14 @@ int cmd_sumtest(int argc, char **argv)
     float *base = malloc(n * sizeof *base), *values = malloc(n * sizeof *values);
     fk_context *context = NULL;
     fkt_suite *suite = NULL;
-    int code = base && values ? cli_open_context(device, &context)
+    int code = base && values ? cli_open_suite(device, &context, &suite)
                               : cli_report_status(FK_ERR_HOST_MEMORY, NULL);
-    fk_status status = FK_OK;
-    if (code == CLI_EXIT_OK) {
-        status = fkt_suite_open(context, &suite);
-        if (status != FK_OK)
-            code = cli_report_status(status, context);
-    }
     if (code != CLI_EXIT_OK) {
-        fk_context_destroy(context);
         free(base);
         free(values);
         return code;
     }
+    fk_status status = FK_OK;
     uint64_t state = (uint64_t)seed;
     for (size_t i = 0; i < n; i += 2) {
         const double u = next_uniform(&state);
@@ -150,14 +144,7 @@ int cmd_sumtest(int argc, char **argv)
             }
         }
     }
-    if (status != FK_OK) {
-        code = cli_report_status(status, context);
-        cJSON_Delete(document);
-    } else if (json) {
-        code = cli_print_json(document);
-    }
-    fkt_suite_close(suite);
-    fk_context_destroy(context);
+    code = cli_close_suite(status, json, document, context, suite);
     free(base);
     free(values);
     return code;

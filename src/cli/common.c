@@ -1,4 +1,5 @@
 #include "cli/common.h"
+#include "support/suite.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -87,6 +88,37 @@ int cli_open_context_timed(const char *device, int device_timing, fk_context **c
     }
     *context = created;
     return CLI_EXIT_OK;
+}
+
+int cli_open_suite(const char *device, fk_context **context, fkt_suite **suite)
+{
+    *suite = NULL;
+    int code = cli_open_context(device, context);
+    if (code != CLI_EXIT_OK)
+        return code;
+    const fk_status status = fkt_suite_open(*context, suite);
+    if (status == FK_OK)
+        return CLI_EXIT_OK;
+    code = cli_report_status(status, *context);
+    fk_context_destroy(*context);
+    *context = NULL;
+    *suite = NULL;
+    return code;
+}
+
+int cli_close_suite(fk_status status, int json, cJSON *document, fk_context *context,
+                    fkt_suite *suite)
+{
+    int code = CLI_EXIT_OK;
+    if (status != FK_OK) {
+        code = cli_report_status(status, context);
+        cJSON_Delete(document);
+    } else if (json) {
+        code = cli_print_json(document);
+    }
+    fkt_suite_close(suite);
+    fk_context_destroy(context);
+    return code;
 }
 
 int cli_check_fits_device(const fk_context *context, size_t count)

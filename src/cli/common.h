@@ -45,6 +45,15 @@ int cli_open_context(const char *device, fk_context **context);
 /* The same with fk_context_config.device_timing (fk_device_timing). */
 int cli_open_context_timed(const char *device, int device_timing, fk_context **context);
 
+/* Opens the device (cli_open_context) and Taufer's suite (support/suite.h) on it, for sumtest and
+ * doundo. On failure reports it and returns the exit code with both NULL. */
+struct fkt_suite;
+int cli_open_suite(const char *device, fk_context **context, struct fkt_suite **suite);
+/* The end of such a run: reports a failed status (the document is dropped) or, with json, prints
+ * the document; then closes the suite and the device. Returns the exit code. */
+int cli_close_suite(fk_status status, int json, cJSON *document, fk_context *context,
+                    struct fkt_suite *suite);
+
 /* A synthetic system of count particles must fit the device (a float4 per particle) before it is
  * generated, so that an absurd --n fails at once instead of exhausting host memory. Reports and
  * returns 1 when it does not fit, else 0. */
