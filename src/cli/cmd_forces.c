@@ -270,11 +270,15 @@ static int forces_config(const forces_options *options, const fk_kernel_info *ke
                          const fk_accum_info *accum, fk_eval_config *config,
                          fk_eval_config *physics)
 {
-    fk_eval_config shape = {0};
+    *config = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
+                               .kernel = kernel->name,
+                               .accum = accum->name,
+                               .potential = options->potential,
+                               .eps = options->eps};
     if (strcmp(options->shape.unroll, "all") == 0)
         return cli_usage_error("forces", "--unroll all: bench measures every unrolling; forces "
                                          "runs one (IxJ or auto)");
-    if (cli_shape_config("forces", &options->shape, &shape))
+    if (cli_shape_config("forces", &options->shape, config)) /* the variant's shape fields */
         return CLI_EXIT_USAGE;
     fk_algorithm algorithm;
     if (cli_parse_algorithm("forces", options->algorithm, &algorithm))
@@ -288,17 +292,6 @@ static int forces_config(const forces_options *options, const fk_kernel_info *ke
     int physics_code = cli_physics_config("forces", kernel, &options->physics, physics);
     if (physics_code != CLI_EXIT_OK)
         return physics_code;
-    *config = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
-                               .kernel = kernel->name,
-                               .accum = accum->name,
-                               .unroll_i = shape.unroll_i,
-                               .unroll_j = shape.unroll_j,
-                               .work_group_size = shape.work_group_size,
-                               .local_tiling = shape.local_tiling,
-                               .j_splits = shape.j_splits,
-                               .lanes = shape.lanes,
-                               .potential = options->potential,
-                               .eps = options->eps};
     config->reproducible = options->reproducible;
     config->algorithm = (int)algorithm;
     config->neighbor_lists = lists;

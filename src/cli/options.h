@@ -1,6 +1,9 @@
-/* A small command-line option parser: `--name value`, `--name=value` and flags. Every option is
- * long; there are no positional arguments. Numbers are validated in full (no trailing text, no
- * overflow, within the option's range). */
+/* The command's options, declared once in tables of descriptors (name, value, help, parser into
+ * a field) that each command composes from the shared entries below and its own; the parser and
+ * the --help text both read the table, so they cannot drift (curl's option table is the model).
+ * `--name value`, `--name=value` and flags; every option is long, there are no positional
+ * arguments. Numbers are validated in full (no trailing text, no overflow, within the option's
+ * range). */
 #ifndef FK_CLI_OPTIONS_H
 #define FK_CLI_OPTIONS_H
 
