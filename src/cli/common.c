@@ -134,28 +134,39 @@ int cli_check_fits_device(const fk_context *context, size_t count)
     return CLI_EXIT_RUNTIME;
 }
 
+static const char *kernel_name_at(size_t index)
+{
+    const fk_kernel_info *kernel = fk_kernel_at(index);
+    return kernel ? kernel->name : NULL;
+}
+
+static const char *accum_name_at(size_t index)
+{
+    const fk_accum_info *accum = fk_accum_at(index);
+    return accum ? accum->name : NULL;
+}
+
+/* `forcekit: COMMAND: unknown WHAT 'NAME'; available: ...` from the registry; returns 2. */
+static int unknown_name(const char *command, const char *what, const char *name,
+                        const char *(*name_at)(size_t))
+{
+    fprintf(stderr, "forcekit: %s: unknown %s '%s'; available:", command, what, name);
+    for (size_t i = 0; name_at(i); ++i)
+        fprintf(stderr, " %s", name_at(i));
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_find_kernel(const char *command, const char *name, const fk_kernel_info **kernel)
 {
     *kernel = fk_kernel_find(name);
-    if (*kernel)
-        return CLI_EXIT_OK;
-    fprintf(stderr, "forcekit: %s: unknown kernel '%s'; available:", command, name);
-    for (size_t i = 0; fk_kernel_at(i); ++i)
-        fprintf(stderr, " %s", fk_kernel_at(i)->name);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
+    return *kernel ? CLI_EXIT_OK : unknown_name(command, "kernel", name, kernel_name_at);
 }
 
 int cli_find_accum(const char *command, const char *name, const fk_accum_info **accum)
 {
     *accum = fk_accum_find(name);
-    if (*accum)
-        return CLI_EXIT_OK;
-    fprintf(stderr, "forcekit: %s: unknown accumulator '%s'; available:", command, name);
-    for (size_t i = 0; fk_accum_at(i); ++i)
-        fprintf(stderr, " %s", fk_accum_at(i)->name);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
+    return *accum ? CLI_EXIT_OK : unknown_name(command, "accumulator", name, accum_name_at);
 }
 
 int cli_kernel_is_gravity(const char *kernel)
