@@ -18,14 +18,9 @@
 #include <time.h>
 
 #include "baseline_gravity.h"
+#include "common/stats.h"
 #include "forcekit/forcekit.h"
 #include "support/generate.h"
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double p = *(const double *)a, q = *(const double *)b;
-    return (p > q) - (p < q);
-}
 
 static int parse_size(const char *text, long long min, long long max, long long *value)
 {
@@ -97,9 +92,7 @@ int main(int argc, char **argv)
         fk_baseline_gravity(count, x, y, z, m, eps2, ax, ay, az);
         timings[r] = omp_get_wtime() - start;
     }
-    qsort(timings, (size_t)reps, sizeof *timings, compare_doubles);
-    const double median =
-        reps % 2 ? timings[reps / 2] : 0.5 * (timings[reps / 2 - 1] + timings[reps / 2]);
+    const double median = fk__median(timings, (size_t)reps); /* sorts: the extremes below */
 
     /* Check: the worst |a - a_ref| / sum_j |term_ij| over up to 256 particles (the first and the
      * last included) against the kernel tests' float tolerance. The reference covers every

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/stats.h"
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
 #include "support/systems.h"
@@ -40,18 +41,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of values, which stay in their order (fk__median sorts a copy). */
 static double median(const double *values, size_t count)
 {
     double sorted[MAX_EVALS > MAX_ROUNDS ? MAX_EVALS : MAX_ROUNDS];
     memcpy(sorted, values, count * sizeof *values);
-    qsort(sorted, count, sizeof *sorted, compare_doubles);
-    return count % 2 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
+    return fk__median(sorted, count);
 }
 
 static int fail(fk_context *context, const char *what, fk_status status)

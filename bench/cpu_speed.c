@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "baseline_gravity.h"
+#include "common/stats.h"
 #include "forcekit/forcekit.h"
 #include "support/generate.h"
 
@@ -37,18 +38,6 @@ static double wall(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double p = *(const double *)a, q = *(const double *)b;
-    return (p > q) - (p < q);
-}
-
-static double median_of(double *values, size_t count)
-{
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
 static int usage(const char *why)
@@ -332,7 +321,8 @@ int main(int argc, char **argv)
                     round_times[k] = wall() - start;
                     timings[c * per + (size_t)(r * reps + k)] = round_times[k];
                 }
-                round_median[c * (size_t)rounds + (size_t)r] = median_of(round_times, (size_t)reps);
+                round_median[c * (size_t)rounds + (size_t)r] =
+                    fk__median(round_times, (size_t)reps);
             }
         if (status == 0) {
             printf("%s\n    {\"n\": %zu, \"check\": {\"samples\": %zu, \"tolerance\": %.3e},\n"
@@ -340,8 +330,7 @@ int main(int argc, char **argv)
                    si ? "," : "", n, s.sample_count, tolerance(n));
             for (size_t c = 0; c <= accum_count; ++c) {
                 double *t = timings + c * per;
-                qsort(t, per, sizeof *t, compare_doubles);
-                const double median = per % 2 ? t[per / 2] : 0.5 * (t[per / 2 - 1] + t[per / 2]);
+                const double median = fk__median(t, per); /* sorts: t[0] and t[per - 1] below */
                 /* Per-round ratios: float against the baseline, the others against float. */
                 double ratios[1000];
                 for (long long r = 0; r < rounds; ++r) {
@@ -364,7 +353,7 @@ int main(int argc, char **argv)
                     printf(", \"%s\": [", c == 1 ? "x_baseline_per_round" : "x_float_per_round");
                     for (long long r = 0; r < rounds; ++r)
                         printf("%s%.3f", r ? ", " : "", ratios[r]);
-                    const double median_ratio = median_of(ratios, (size_t)rounds);
+                    const double median_ratio = fk__median(ratios, (size_t)rounds);
                     printf("], \"%s\": %.3f, \"%s\": %.3f, \"%s\": %.3f",
                            c == 1 ? "x_baseline_median" : "x_float_median", median_ratio,
                            c == 1 ? "x_baseline_min" : "x_float_min", ratios[0],

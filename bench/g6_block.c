@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/stats.h"
 #include "forcekit/forcekit.h"
 
 static double now(void)
@@ -32,18 +33,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, size_t n)
-{
-    qsort(values, n, sizeof(double), compare_double);
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 static size_t parse_list(const char *text, size_t *values, size_t capacity)
@@ -161,12 +150,12 @@ static int time_block(fk_context *context, fk_sources *engine, size_t ni, size_t
                 ++timed;
         }
     }
-    result->wall = median(samples, reps);
-    result->device = timed ? median(device, timed) : NAN;
-    result->pair_loop = timed ? median(pair_loop, timed) : NAN;
+    result->wall = fk__median(samples, reps);
+    result->device = timed ? fk__median(device, timed) : NAN;
+    result->pair_loop = timed ? fk__median(pair_loop, timed) : NAN;
     result->reps = reps;
-    result->host_set = median(set_time, reps);
-    result->host_start = median(start_time, reps);
+    result->host_set = fk__median(set_time, reps);
+    result->host_start = fk__median(start_time, reps);
 done:
     free(id);
     free(x);
@@ -236,7 +225,7 @@ static double gaj_rate(fk_context *context, size_t n, const char *accum, double 
             spent += s;
         }
         if (reps > 0)
-            rate = (double)n * (double)n / median(samples, reps);
+            rate = (double)n * (double)n / fk__median(samples, reps);
     }
     free(position);
     free(velocity);

@@ -32,6 +32,7 @@
 
 #include <cJSON.h>
 
+#include "common/stats.h"
 #include "forcekit/forcekit.h"
 #include "forcekit/tools.h"
 #include "support/simulate.h"
@@ -44,18 +45,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, size_t count)
-{
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
 static int usage(const char *message)
@@ -191,7 +180,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_md_loops: compute: %s\n", fk_context_last_error(context));
             exit_code = 1;
         } else {
-            loops[l].fixed_seconds = median(times, FIXED_REPS);
+            loops[l].fixed_seconds = fk__median(times, FIXED_REPS);
         }
     }
     for (int r = 0; r < rounds && exit_code == 0; ++r)
@@ -295,10 +284,10 @@ int main(int argc, char **argv)
             cJSON *per_round = cJSON_AddArrayToObject(item, "seconds_per_step_by_round");
             for (int r = 0; r < rounds; ++r)
                 cJSON_AddItemToArray(per_round, cJSON_CreateNumber(loops[l].round_seconds[r]));
-            medians[l] = median(loops[l].round_seconds, (size_t)rounds);
+            medians[l] = fk__median(loops[l].round_seconds, (size_t)rounds);
             cJSON_AddNumberToObject(item, "seconds_per_step", medians[l]);
             cJSON_AddNumberToObject(item, "device_seconds_per_evaluation_in_steps",
-                                    median(loops[l].round_device, (size_t)rounds));
+                                    fk__median(loops[l].round_device, (size_t)rounds));
             cJSON_AddNumberToObject(item, "device_seconds_per_evaluation_fixed",
                                     loops[l].fixed_seconds);
             cJSON_AddNumberToObject(item, "steps", (double)loops[l].steps);
@@ -310,7 +299,7 @@ int main(int argc, char **argv)
                 cJSON *by_rep = cJSON_AddArrayToObject(item, "eval_readback_seconds_by_rep");
                 for (int e = 0; e < evals; ++e)
                     cJSON_AddItemToArray(by_rep, cJSON_CreateNumber(loops[l].eval_seconds[e]));
-                const double middle = median(loops[l].eval_seconds, (size_t)evals); /* sorts */
+                const double middle = fk__median(loops[l].eval_seconds, (size_t)evals); /* sorts */
                 cJSON_AddNumberToObject(item, "eval_readback_seconds_min",
                                         loops[l].eval_seconds[0]);
                 cJSON_AddNumberToObject(item, "eval_readback_seconds_median", middle);

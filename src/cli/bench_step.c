@@ -20,6 +20,7 @@
 
 #include "cli/bench_step.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "core/internal.h" /* fk__now, fk__measure_pinned_bandwidth */
 
 typedef enum step_mode { STEP_COPY, STEP_VIEW, STEP_PINNED, STEP_MODES } step_mode;
@@ -130,23 +131,30 @@ static fk_status measure_mode(const bench_step_input *in, fk_context *context, s
         return status;
     const size_t reps = (size_t)in->reps;
     result->ran = 1;
-    result->wall_median = cli_median(timings, reps); /* sorts */
+    result->wall_median = fk__median(timings, reps); /* sorts */
     result->wall_min = timings[0];
     result->wall_max = timings[reps - 1];
-    result->device_median = cli_median(device_times, reps);
-    result->update_median = cli_median(calls[0], reps);
-    result->compute_median = cli_median(calls[1], reps);
-    result->read_median = cli_median(calls[2], reps);
+    result->device_median = fk__median(device_times, reps);
+    result->update_median = fk__median(calls[0], reps);
+    result->compute_median = fk__median(calls[1], reps);
+    result->read_median = fk__median(calls[2], reps);
     return FK_OK;
 }
 
-int bench_step_run(const bench_step_input *in)
+/* What the run measured: each mode's figures (ran 0: not run), the profiled pass of the copy
+ * mode when the steps ran untimed, and the pinned bandwidth. */
+typedef struct step_measurements {
+    step_result results[STEP_MODES], timed;
+    double to_device, to_host;
+} step_measurements;
+
+/* The bandwidth, then every mode's steps; reports a failure and returns its exit code. */
+static int measure_steps(const bench_step_input *in, step_measurements *m)
 {
     const fk_device_info *device = fk_context_device(in->context);
     /* the bandwidth of large transfers (32 MiB): the bus's, not a small copy's latency */
-    double to_device = 0, to_host = 0;
     fk_status status =
-        fk__measure_pinned_bandwidth(in->context, (size_t)32 << 20, 7, &to_device, &to_host);
+        fk__measure_pinned_bandwidth(in->context, (size_t)32 << 20, 7, &m->to_device, &m->to_host);
     if (status != FK_OK)
         return cli_report_status(status, in->context);
 
@@ -177,7 +185,7 @@ int bench_step_run(const bench_step_input *in)
     }
     double *device_times = timings + reps;
     double *calls[3] = {timings + 2 * reps, timings + 3 * reps, timings + 4 * reps};
-    step_result results[STEP_MODES], timed = {0};
+    step_result *results = m->results;
     for (int mode = STEP_COPY; mode < STEP_MODES; ++mode) {
         if (mode != STEP_COPY && !device->fp64) { /* no view: the host decodes at each read */
             results[mode].ran = 0;
@@ -189,18 +197,25 @@ int bench_step_run(const bench_step_input *in)
             break;
     }
     if (status == FK_OK && untimed) {
-        status = measure_mode(in, in->context, STEP_COPY, &timed, timings, device_times, calls);
+        status = measure_mode(in, in->context, STEP_COPY, &m->timed, timings, device_times, calls);
         for (int mode = STEP_COPY; mode < STEP_MODES; ++mode)
-            results[mode].device_median = timed.device_median;
+            results[mode].device_median = m->timed.device_median;
     }
     free(timings);
-    if (status != FK_OK) {
-        const int code = cli_report_status(status, steps);
-        fk_context_destroy(untimed);
-        return code;
-    }
+    int code = CLI_EXIT_OK;
+    if (status != FK_OK)
+        code = cli_report_status(status, steps);
     fk_context_destroy(untimed);
+    return code;
+}
 
+/* The report: a table, or the JSON document with the run's description and a result a mode. */
+static int report_steps(const bench_step_input *in, const step_measurements *m)
+{
+    const fk_device_info *device = fk_context_device(in->context);
+    const step_result *results = m->results;
+    const step_result timed = m->timed;
+    const double to_device = m->to_device, to_host = m->to_host;
     /* the loop that ran (--algorithm auto: the one it chose; every mode's evaluation chooses
      * the same, from the same configuration) */
     const char *requested = fk_algorithm_name((fk_algorithm)in->base.algorithm);
@@ -295,4 +310,11 @@ int bench_step_run(const bench_step_input *in)
         cJSON_AddItemToArray(list, item);
     }
     return document ? cli_print_json(document) : CLI_EXIT_OK;
+}
+
+int bench_step_run(const bench_step_input *in)
+{
+    step_measurements m = {.timed = {0}};
+    const int code = measure_steps(in, &m);
+    return code == CLI_EXIT_OK ? report_steps(in, &m) : code;
 }

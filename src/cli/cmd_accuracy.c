@@ -11,12 +11,13 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "forcekit/tools.h"
 #include "cli/physics.h"
 #include "support/systems.h"
 
-static const char accuracy_usage[] =
+static const char accuracy_synopsis[] =
     "usage: forcekit accuracy (--in FILE --kernel K | --system plummer|protein|lj65536 [--kernel "
     "K])\n"
     "                         [--n N] [--seed S] [--accum A[,B...]|all] [--eps E] [--reps R]\n"
@@ -46,26 +47,19 @@ static const char accuracy_usage[] =
     "  lj65536   Narumi's System 2, 65,536 LJ particles of 16 types (default lj; or ljc_*);\n"
     "            --n shrinks it (same recipe, for tests); default --reps 1\n"
     "  With lj the cutoff defaults to beyond the system's diameter: every pair counts, as in\n"
-    "  Narumi's runs without cutoff.\n\n"
-    "  --kernel K     force law (required with --in)\n"
-    "  --in FILE      particles from a file (text or TIPSY)\n"
-    "  --system NAME  a synthetic system, as above\n"
-    "  --n N          particles of plummer (default 16384) or lj65536 (default 65536)\n"
-    "  --seed S       seed of the synthetic system (default 1)\n"
-    "  --accum A      accumulators, separated by commas, or all (default) that the device "
-    "supports\n"
-    "  --eps E        gravitational softening (gravity only; default 0.01)\n"
-    "  --reps R       timed evaluations per accumulator, median reported (default 5)\n"
-    "  --format F     input format: auto (by file name, default), text or tipsy\n"
-    "  --reproducible run fixed64 and narumi in reproducible mode (correctly rounded divide and\n"
-    "                 sqrt, no contraction: the same pair terms in every kernel and on every "
-    "device)\n"
-    "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
-    "  --max-error E  name the cheapest accumulator (least time per evaluation) whose error is\n"
-    "                 at most E (JSON: max_error, cheapest; null when none meets it)\n"
-    "  --json         print the results as one JSON document on standard output\n"
-    "Physics options (molecular kernels; with --system only --cutoff, --coulomb, --dielectric\n"
-    "and --exclude-mode, the system bringing its parameters and exclusions):\n";
+    "  Narumi's runs without cutoff.\n\n";
+
+static void accuracy_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs("Physics options (molecular kernels; with --system only --cutoff, --coulomb, "
+          "--dielectric\n"
+          "and --exclude-mode, the system bringing its parameters and exclusions):\n",
+          out);
+    cli_print_shape_usage(out, options, count);
+    fputs(cli_positions_usage, out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 enum { ACCURACY_MAX_ACCUMULATORS = 32 };
 
@@ -427,7 +421,7 @@ static fk_status measure_accumulator(accuracy_run *run, const fk_accum_info *acc
     if (status != FK_OK)
         return status;
     result->accum = accum;
-    result->seconds_per_eval = cli_median(run->timings, (size_t)reps);
+    result->seconds_per_eval = fk__median(run->timings, (size_t)reps);
     for (long long rep = 0; rep < reps; ++rep)
         if (isnan(run->timings[rep]))
             result->seconds_per_eval = NAN; /* no profiling information */
@@ -828,39 +822,38 @@ int cmd_accuracy(int argc, char **argv)
                                 .physics = CLI_PHYSICS_OPTIONS_INIT,
                                 .shape = CLI_SHAPE_OPTIONS_INIT};
     cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "in", .kind = CLI_STRING, .value = &options.in},
-        {.name = "system", .kind = CLI_STRING, .value = &options.system},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 2, .max = 1 << 30},
-        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
-        {.name = "max-error",
-         .kind = CLI_DOUBLE,
-         .value = &options.max_error,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "format", .kind = CLI_STRING, .value = &options.format},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions_name},
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
+        cli_explained(cli_opt_kernel(&options.kernel), "force law (required with --in)"),
+        cli_string("in", "FILE", &options.in, "particles from a file (text or TIPSY)"),
+        cli_string("system", "NAME", &options.system, "a synthetic system, as above"),
+        cli_int("n", "N", &options.n, 2, 1 << 30,
+                "particles of plummer (default 16384) or lj65536 (default 65536)"),
+        cli_opt_seed(&options.seed, 0, CLI_MAX_SEED, "seed of the synthetic system (default 1)"),
+        cli_explained(
+            cli_opt_accum(&options.accum),
+            "accumulators, separated by commas, or all (default) that the device supports"),
+        cli_opt_eps(&options.eps, "gravitational softening (gravity only; default 0.01)"),
+        cli_int("reps", "R", &options.reps, 1, 1000000,
+                "timed evaluations per accumulator, median reported (default 5)"),
+        cli_opt_format(&options.format),
+        cli_opt_reproducible(
+            &options.reproducible,
+            "run fixed64 and narumi in reproducible mode (correctly rounded divide and\n"
+            "sqrt, no contraction: the same pair terms in every kernel and on every device)"),
+        cli_opt_device(&options.device),
+        cli_double("max-error", "E", &options.max_error, 0, HUGE_VAL,
+                   "name the cheapest accumulator (least time per evaluation) whose error is\n"
+                   "at most E (JSON: max_error, cheapest; null when none meets it)"),
+        cli_opt_json(&options.json),
+        cli_opt_positions(&options.positions_name),
+        cli_opt_help(&options.help),
         CLI_PHYSICS_OPTION_ENTRIES(options.physics),
         CLI_SHAPE_OPTION_ENTRIES(options.shape),
     };
     const size_t table_count = sizeof table / sizeof table[0];
-    if (cli_parse_options("accuracy", argc, argv, table, table_count))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(accuracy_usage, stdout);
-        fputs(cli_shape_usage, stdout);
-        fputs(cli_positions_usage, stdout);
-        cli_physics_print_usage(stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"accuracy", accuracy_synopsis, 17, accuracy_usage_after};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, table_count, &usage_code))
+        return usage_code;
     accuracy_run run = {0};
     if (strcmp(options.shape.unroll, "all") == 0)
         return cli_usage_error("accuracy", "--unroll all: bench measures every unrolling; "

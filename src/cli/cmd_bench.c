@@ -8,6 +8,7 @@
 #include "cli/bench_step.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "core/internal.h" /* fk__variant_check: the one place for the variant rules */
 #include "forcekit/tools.h"
@@ -19,7 +20,7 @@
 #include "forcekit/forcekit_mpi.h"
 #endif
 
-static const char bench_usage[] =
+static const char bench_synopsis[] =
     "usage: forcekit bench --kernel K --n N [--accum A] [--unroll IxJ|auto|all] [--reps R]\n"
     "                      [--eps E] [--seed S] [--splits S] [--wg W] [--tiling on|off]\n"
     "                      [--positions float|ds] [--device SEL] [--json]\n\n"
@@ -28,49 +29,25 @@ static const char bench_usage[] =
     "Per variant: cold start (compile from source),\n"
     "warm start (program cache), one warm-up, then the median of R evaluations timed with OpenCL\n"
     "event profiling. Interactions are N^2 per evaluation for all-pairs, the pairs examined\n"
-    "(pairs_examined) for cells and neighbors.\n\n"
-    "  --kernel K      force law (listed at the end)\n"
-    "  --n N           number of particles\n"
-    "  --accum A       accumulator (default float)\n"
-    "  --unroll V      IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all\n"
-    "  --reps R        timed evaluations per variant (default 10)\n"
-    "  --eps E         softening of the gravity kernels (default 0.01)\n"
-    "  --seed S        seed of the synthetic system (default 1)\n"
-    "  --splits S      work-groups sharing one i-block's j-range (default: automatic)\n"
-    "  --wg W          work-group size (default: automatic)\n"
-    "  --tiling on|off j-tiles staged in local memory (default: automatic)\n"
-    "  --lanes L       CPU lane forms, vector lanes of i-particles (all-pairs: ga) or of list\n"
-    "                  partners (neighbors: lj, ljc_constant): auto (default: the CPU's float\n"
-    "                  vector width, 8 or 16, for kernels and accumulators that have them, with\n"
-    "                  automatic unrolling), off, 8 or 16\n"
-    "  --reproducible  fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)\n"
-    "  --density D     number density of the molecular kernels' lattice (default 0.8)\n"
-    "  --skin S        cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
-    "                  are at least cutoff + skin wide, neighbour lists hold the pairs within\n"
-    "                  cutoff + skin, both rebuilt once a particle moved more than skin / 2\n"
-    "  --step          time what a time-stepping code does per step instead: update positions,\n"
-    "                  compute, read the forces, by the wall clock, next to the device time and\n"
-    "                  the pinned host<->device bandwidth measured in the same run; R steps in\n"
-    "                  each mode: copy (read into an array), view (the pinned results lent\n"
-    "                  without a copy), pinned (positions written into the pinned array too)\n"
-    "  --potential     with --step: read the potentials too\n"
-    "  --result T      with --step: results decoded to double (default) or float\n"
-    "  --scale P       with --step, the data-scaled accumulators' scale on each update: auto\n"
-    "                  (default: fixed64 keeps it, the others choose it again), each (a new\n"
-    "                  scale from every update's positions, the bound pre-pass) or keep (fixed64:\n"
-    "                  the scale of set_particles until a compute overflows);\n"
-    "                  fk_eval_config.scale_policy\n"
-    "  --device-timing T  with --step: off (default: the steps run on a queue without OpenCL\n"
-    "                  event profiling, as a production code's would, and the device time comes\n"
-    "                  from one more pass on a profiled queue) or on (both from the same steps)\n"
-    "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
-    "  --json          print the results as one JSON document on standard output\n\n"
+    "(pairs_examined) for cells and neighbors.\n\n";
+
+static const char bench_usage_mpi[] =
+    "\n"
     "Under mpirun (mpirun -np P forcekit bench ...) it times R steps of the distributed\n"
     "evaluation (libforcekit_mpi, docs/mpi.md) of one variant: the positions gathered from every\n"
     "rank's slice, each rank's share computed, the results combined, by the wall clock between\n"
     "barriers on rank 0; the JSON has the median step, the pair rate, the checksum of the forces\n"
     "(equal to one device's) and the \"mpi\" object (each rank's pairs, compute, communication\n"
     "and wait seconds over the R steps).\n";
+
+static void bench_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs(bench_usage_mpi, out);
+    cli_print_options(out, options, count, CLI_GROUP_LOOP, 18);
+    fputs(cli_positions_usage, out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 enum { BENCH_MAX_VARIANTS = 16 };
 static const int unroll_factors[] = {1, 2, 4, 8};
@@ -88,6 +65,9 @@ typedef struct bench_options {
     const char *scale;         /* --scale each|keep */
     const char *device_timing; /* --device-timing on|off (with --step) */
     cli_physics_options physics;
+    /* --result, --scale and --device-timing resolved: fk_result_type, fk_scale_policy and
+     * fk_device_timing values */
+    int result_type, scale_policy, device_timing_mode;
 } bench_options;
 
 typedef struct bench_result {
@@ -214,7 +194,7 @@ static fk_status measure_variant(bench_run *run, int unroll_i, int unroll_j, lon
             result->wall_clock = 1; /* no usable device times: the wall clock's, said so */
     if (result->wall_clock)
         memcpy(run->timings, run->wall_timings, (size_t)reps * sizeof *run->timings);
-    result->median_seconds = cli_median(run->timings, (size_t)reps); /* sorts the timings */
+    result->median_seconds = fk__median(run->timings, (size_t)reps); /* sorts the timings */
     result->min_seconds = run->timings[0];
     result->max_seconds = run->timings[reps - 1];
     return FK_OK;
@@ -482,7 +462,7 @@ static int bench_distributed(bench_run *run, const bench_options *options)
             fk_mpi_eval_destroy(m);
             return CLI_EXIT_RUNTIME;
         }
-    const double median = cli_median(run->timings, (size_t)options->reps);
+    const double median = fk__median(run->timings, (size_t)options->reps);
     char checksum[CLI_CHECKSUM_SIZE];
     cli_checksum(run->forces, n * fc, checksum);
     if (rank == 0) {
@@ -535,6 +515,209 @@ static int bench_distributed(bench_run *run, const bench_options *options)
 }
 #endif
 
+/* Parses and checks the command line; the --step modes resolved into options. Returns 1 when
+ * the command is done (*code: 0 after the help, 2 after a usage error). */
+static int parse_bench_options(int argc, char **argv, bench_options *options, int *code)
+{
+    cli_option table[] = {
+        cli_opt_kernel(&options->kernel),
+        cli_int("n", "N", &options->n, 1, 1 << 30, "number of particles"),
+        cli_opt_accum(&options->accum),
+        cli_explained_as(cli_opt_unroll(&options->shape.unroll), "V",
+                         "IxJ (I, J in 1, 2, 4, 8), auto (default: the tuned choice) or all"),
+        cli_int("reps", "R", &options->reps, 1, 1000000,
+                "timed evaluations per variant (default 10)"),
+        cli_opt_eps(&options->eps, "softening of the gravity kernels (default 0.01)"),
+        cli_opt_seed(&options->seed, 0, CLI_MAX_SEED, "seed of the synthetic system (default 1)"),
+        cli_explained(cli_opt_splits(&options->shape.splits),
+                      "work-groups sharing one i-block's j-range (default: automatic)"),
+        cli_explained(cli_opt_wg(&options->shape.work_group_size),
+                      "work-group size (default: automatic)"),
+        cli_explained(cli_opt_tiling(&options->shape.tiling),
+                      "j-tiles staged in local memory (default: automatic)"),
+        cli_explained(cli_opt_lanes(&options->shape.lanes),
+                      "CPU lane forms, vector lanes of i-particles (all-pairs: ga) or of list\n"
+                      "partners (neighbors: lj, ljc_constant): auto (default: the CPU's float\n"
+                      "vector width, 8 or 16, for kernels and accumulators that have them, with\n"
+                      "automatic unrolling), off, 8 or 16"),
+        cli_opt_reproducible(
+            &options->reproducible,
+            "fixed64 with correctly rounded divide and sqrt (cross-device bit-identity)"),
+        cli_double("density", "D", &options->density, 1e-6, 10,
+                   "number density of the molecular kernels' lattice (default 0.8)"),
+        cli_double("skin", "S", &options->skin, 0, 1e6,
+                   "cells, neighbors: Verlet skin (default 0.12 x cutoff; 0: none); cells\n"
+                   "are at least cutoff + skin wide, neighbour lists hold the pairs within\n"
+                   "cutoff + skin, both rebuilt once a particle moved more than skin / 2"),
+        cli_flag("step", &options->step,
+                 "time what a time-stepping code does per step instead: update positions,\n"
+                 "compute, read the forces, by the wall clock, next to the device time and\n"
+                 "the pinned host<->device bandwidth measured in the same run; R steps in\n"
+                 "each mode: copy (read into an array), view (the pinned results lent\n"
+                 "without a copy), pinned (positions written into the pinned array too)"),
+        cli_flag("potential", &options->potential, "with --step: read the potentials too"),
+        cli_string("result", "T", &options->result,
+                   "with --step: results decoded to double (default) or float"),
+        cli_string("scale", "P", &options->scale,
+                   "with --step, the data-scaled accumulators' scale on each update: auto\n"
+                   "(default: fixed64 keeps it, the others choose it again), each (a new\n"
+                   "scale from every update's positions, the bound pre-pass) or keep (fixed64:\n"
+                   "the scale of set_particles until a compute overflows);\n"
+                   "fk_eval_config.scale_policy"),
+        cli_opt_device_timing(
+            &options->device_timing,
+            "with --step: off (default: the steps run on a queue without OpenCL\n"
+            "event profiling, as a production code's would, and the device time comes\n"
+            "from one more pass on a profiled queue) or on (both from the same steps)"),
+        cli_opt_device(&options->device),
+        cli_opt_json(&options->json),
+        cli_opt_positions(&options->positions),
+        cli_opt_algorithm(&options->algorithm),
+        cli_opt_lists(&options->lists),
+        CLI_PHYSICS_OPTION_ENTRIES(options->physics),
+        cli_opt_help(&options->help),
+    };
+    static const cli_usage usage = {"bench", bench_synopsis, 18, bench_usage_after};
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], code))
+        return 1;
+    *code = CLI_EXIT_USAGE;
+    if (options->reproducible) { /* reproducible mode sums in fixed64 */
+        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
+            options->accum = "fixed64";
+        else if (strcmp(options->accum, "fixed64") != 0)
+            return cli_usage_error("bench", "--reproducible uses the fixed64 accumulator, not %s",
+                                   options->accum);
+    }
+    options->result_type = FK_RESULT_DOUBLE;
+    if (options->result && strcmp(options->result, "float") == 0)
+        options->result_type = FK_RESULT_FLOAT;
+    else if (options->result && strcmp(options->result, "double") != 0)
+        return cli_usage_error("bench", "--result '%s': expected double or float", options->result);
+    options->scale_policy = FK_SCALE_AUTO;
+    if (options->scale && strcmp(options->scale, "keep") == 0)
+        options->scale_policy = FK_SCALE_KEEP;
+    else if (options->scale && strcmp(options->scale, "each") == 0)
+        options->scale_policy = FK_SCALE_EACH_UPLOAD;
+    else if (options->scale && strcmp(options->scale, "auto") != 0)
+        return cli_usage_error("bench", "--scale '%s': expected auto, each or keep",
+                               options->scale);
+    options->device_timing_mode = FK_DEVICE_TIMING_OFF;
+    if (cli_parse_device_timing("bench", options->device_timing, FK_DEVICE_TIMING_OFF,
+                                &options->device_timing_mode))
+        return 1;
+    if (!options->step &&
+        (options->result || options->potential || options->scale || options->device_timing))
+        return cli_usage_error("bench",
+                               "--result, --potential, --scale and --device-timing go with --step");
+    if (options->step && strcmp(options->shape.unroll, "all") == 0)
+        return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
+    *code = CLI_EXIT_OK;
+    return 0;
+}
+
+/* The device, the synthetic system and its physics, the buffers of the timings and forces.
+ * Reports a failure and returns its exit code (run is freed by the caller). */
+static int set_up_run(bench_run *run, bench_options *options)
+{
+    int code = prepare(run, options);
+    if (code != CLI_EXIT_OK)
+        return code;
+    char selector[32]; /* under mpirun, a device per rank unless one was named */
+    code = cli_open_context(options->device ? options->device : cli_mpi_device(selector),
+                            &run->context);
+    if (code == CLI_EXIT_OK)
+        code = cli_check_fits_device(run->context, (size_t)options->n);
+    if (code != CLI_EXIT_OK)
+        return code;
+    fk_status status = generate_system(run, options);
+    if (status == FK_OK) {
+        code = cli_physics_load("bench", run->kernel, &options->physics, &run->particles,
+                                &run->base, &run->physics);
+        if (code != CLI_EXIT_OK)
+            return code;
+    }
+    run->timings = malloc((size_t)options->reps * sizeof *run->timings);
+    run->wall_timings = malloc((size_t)options->reps * sizeof *run->wall_timings);
+    run->skipped = cJSON_CreateArray();
+    if (status == FK_OK && (!run->timings || !run->wall_timings || !run->skipped))
+        status = FK_ERR_HOST_MEMORY;
+    if (status == FK_OK) {
+        run->forces =
+            malloc(run->particles.count * run->kernel->force_components * sizeof *run->forces);
+        if (!run->forces)
+            status = FK_ERR_HOST_MEMORY;
+    }
+    if (status != FK_OK) {
+        cli_error("bench", "cannot generate %lld particles: %s", options->n,
+                  fk_status_string(status));
+        return cli_exit_code(status);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* bench --step: one variant, timed as a stepping code uses it (bench_step.c). */
+static int bench_steps(const bench_run *run, const bench_options *options)
+{
+    bench_step_input step = {.context = run->context,
+                             .base = run->base,
+                             .physics = &run->physics,
+                             .particles = &run->particles,
+                             .kernel = run->kernel,
+                             .accum = run->accum,
+                             .reps = options->reps,
+                             .potential = options->potential,
+                             .result_type = options->result_type,
+                             .device_timing = options->device_timing_mode,
+                             .json = options->json};
+    step.base.scale_policy = options->scale_policy;
+    step.base.unroll_i = run->requested[0][0];
+    step.base.unroll_j = run->requested[0][1];
+    return bench_step_run(&step);
+}
+
+/* Every requested variant timed, as a table or a JSON document. A variant the device cannot
+ * run is skipped with its reason. */
+static int bench_variants(bench_run *run, const bench_options *options)
+{
+    if (!options->json)
+        print_table_header(run, options);
+    for (size_t v = 0; v < run->requested_count; ++v) {
+        const int unroll_i = run->requested[v][0], unroll_j = run->requested[v][1];
+        bench_result *result = &run->results[run->result_count];
+        memset(result, 0, sizeof *result);
+        char name[CLI_UNROLL_NAME_SIZE] = "auto";
+        if (unroll_i)
+            cli_unroll_name(unroll_i, unroll_j, name);
+        const fk_status status = measure_variant(run, unroll_i, unroll_j, options->reps, result);
+        if (status == FK_ERR_UNSUPPORTED) {
+            /* One variant the device cannot run (registers, local memory) is a finding of the
+             * benchmark, not a failure of it. */
+            const char *reason = fk_context_last_error(run->context);
+            fprintf(stderr, "forcekit: bench: variant %s skipped: %s\n", name, reason);
+            cJSON *skip = cJSON_CreateObject();
+            cJSON_AddStringToObject(skip, "unroll", name);
+            cJSON_AddStringToObject(skip, "reason", reason);
+            cJSON_AddItemToArray(run->skipped, skip);
+            continue;
+        }
+        if (status == FK_OK && !result->forces_finite) {
+            cli_error("bench", "variant %s produced non-finite forces; not reporting its timing",
+                      name);
+            return CLI_EXIT_RUNTIME;
+        }
+        if (status != FK_OK)
+            return cli_report_status(status, run->context);
+        run->result_count++;
+        if (!options->json)
+            print_table_row(run, result);
+    }
+    if (run->result_count == 0) {
+        cli_error("bench", "no variant could run on %s", fk_context_device(run->context)->name);
+        return CLI_EXIT_RUNTIME;
+    }
+    return options->json ? print_json(run, options) : CLI_EXIT_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_options options = {.accum = "float",
@@ -545,184 +728,28 @@ int cmd_bench(int argc, char **argv)
                              .density = 0.8,
                              .skin = NAN,
                              .physics = CLI_PHYSICS_OPTIONS_INIT};
-    cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "reps", .kind = CLI_INT, .value = &options.reps, .min = 1, .max = 1000000},
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        {.name = "density", .kind = CLI_DOUBLE, .value = &options.density, .min = 1e-6, .max = 10},
-        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = 1e6},
-        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
-        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "step", .kind = CLI_FLAG, .value = &options.step},
-        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
-        {.name = "result", .kind = CLI_STRING, .value = &options.result},
-        {.name = "scale", .kind = CLI_STRING, .value = &options.scale},
-        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
-    };
-    if (cli_parse_options("bench", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(bench_usage, stdout);
-        fputs(cli_algorithm_usage, stdout);
-        fputs(cli_lists_usage, stdout);
-        fputs(cli_positions_usage, stdout);
-        cli_physics_print_usage(stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (options.reproducible) { /* reproducible mode sums in fixed64 */
-        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
-            options.accum = "fixed64";
-        else if (strcmp(options.accum, "fixed64") != 0)
-            return cli_usage_error("bench", "--reproducible uses the fixed64 accumulator, not %s",
-                                   options.accum);
-    }
-    int result_type = FK_RESULT_DOUBLE;
-    if (options.result && strcmp(options.result, "float") == 0)
-        result_type = FK_RESULT_FLOAT;
-    else if (options.result && strcmp(options.result, "double") != 0)
-        return cli_usage_error("bench", "--result '%s': expected double or float", options.result);
-    int scale_policy = FK_SCALE_AUTO;
-    if (options.scale && strcmp(options.scale, "keep") == 0)
-        scale_policy = FK_SCALE_KEEP;
-    else if (options.scale && strcmp(options.scale, "each") == 0)
-        scale_policy = FK_SCALE_EACH_UPLOAD;
-    else if (options.scale && strcmp(options.scale, "auto") != 0)
-        return cli_usage_error("bench", "--scale '%s': expected auto, each or keep", options.scale);
-    int device_timing = FK_DEVICE_TIMING_OFF;
-    if (cli_parse_device_timing("bench", options.device_timing, FK_DEVICE_TIMING_OFF,
-                                &device_timing))
-        return CLI_EXIT_USAGE;
-    if (!options.step &&
-        (options.result || options.potential || options.scale || options.device_timing))
-        return cli_usage_error("bench",
-                               "--result, --potential, --scale and --device-timing go with --step");
-    if (options.step && strcmp(options.shape.unroll, "all") == 0)
-        return cli_usage_error("bench", "--step times one variant: --unroll IxJ or auto");
-    bench_run run = {0};
-    int code = prepare(&run, &options);
-    if (code != CLI_EXIT_OK)
+    int code = CLI_EXIT_OK;
+    if (parse_bench_options(argc, argv, &options, &code))
         return code;
-
-    char selector[32]; /* under mpirun, a device per rank unless one was named */
-    code =
-        cli_open_context(options.device ? options.device : cli_mpi_device(selector), &run.context);
-    if (code == CLI_EXIT_OK)
-        code = cli_check_fits_device(run.context, (size_t)options.n);
+    bench_run run = {0};
+    code = set_up_run(&run, &options);
     if (code != CLI_EXIT_OK) {
         bench_run_free(&run);
         return code;
     }
-    fk_status status = generate_system(&run, &options);
-    if (status == FK_OK) {
-        code = cli_physics_load("bench", run.kernel, &options.physics, &run.particles, &run.base,
-                                &run.physics);
-        if (code != CLI_EXIT_OK) {
-            bench_run_free(&run);
-            return code;
-        }
-    }
-    run.timings = malloc((size_t)options.reps * sizeof *run.timings);
-    run.wall_timings = malloc((size_t)options.reps * sizeof *run.wall_timings);
-    run.skipped = cJSON_CreateArray();
-    if (status == FK_OK && (!run.timings || !run.wall_timings || !run.skipped))
-        status = FK_ERR_HOST_MEMORY;
-    if (status == FK_OK) {
-        run.forces =
-            malloc(run.particles.count * run.kernel->force_components * sizeof *run.forces);
-        if (!run.forces)
-            status = FK_ERR_HOST_MEMORY;
-    }
-    if (status != FK_OK) {
-        cli_error("bench", "cannot generate %lld particles: %s", options.n,
-                  fk_status_string(status));
-        bench_run_free(&run);
-        return cli_exit_code(status);
-    }
-
 #ifdef FK_CLI_MPI
     if (cli_mpi_active()) {
         if (run.requested_count != 1) {
             bench_run_free(&run);
             return cli_usage_error("bench", "under mpirun, one variant: --unroll IxJ or auto");
         }
-        run.base.scale_policy = scale_policy;
+        run.base.scale_policy = options.scale_policy;
         code = bench_distributed(&run, &options);
         bench_run_free(&run);
         return code;
     }
 #endif
-    if (options.step) {
-        bench_step_input step = {.context = run.context,
-                                 .base = run.base,
-                                 .physics = &run.physics,
-                                 .particles = &run.particles,
-                                 .kernel = run.kernel,
-                                 .accum = run.accum,
-                                 .reps = options.reps,
-                                 .potential = options.potential,
-                                 .result_type = result_type,
-                                 .device_timing = device_timing,
-                                 .json = options.json};
-        step.base.scale_policy = scale_policy;
-        step.base.unroll_i = run.requested[0][0];
-        step.base.unroll_j = run.requested[0][1];
-        code = bench_step_run(&step);
-        bench_run_free(&run);
-        return code;
-    }
-    if (!options.json)
-        print_table_header(&run, &options);
-    for (size_t v = 0; v < run.requested_count; ++v) {
-        const int unroll_i = run.requested[v][0], unroll_j = run.requested[v][1];
-        bench_result *result = &run.results[run.result_count];
-        memset(result, 0, sizeof *result);
-        char name[CLI_UNROLL_NAME_SIZE] = "auto";
-        if (unroll_i)
-            cli_unroll_name(unroll_i, unroll_j, name);
-        status = measure_variant(&run, unroll_i, unroll_j, options.reps, result);
-        if (status == FK_ERR_UNSUPPORTED) {
-            /* One variant the device cannot run (registers, local memory) is a finding of the
-             * benchmark, not a failure of it. */
-            const char *reason = fk_context_last_error(run.context);
-            fprintf(stderr, "forcekit: bench: variant %s skipped: %s\n", name, reason);
-            cJSON *skip = cJSON_CreateObject();
-            cJSON_AddStringToObject(skip, "unroll", name);
-            cJSON_AddStringToObject(skip, "reason", reason);
-            cJSON_AddItemToArray(run.skipped, skip);
-            continue;
-        }
-        if (status == FK_OK && !result->forces_finite) {
-            cli_error("bench", "variant %s produced non-finite forces; not reporting its timing",
-                      name);
-            bench_run_free(&run);
-            return CLI_EXIT_RUNTIME;
-        }
-        if (status != FK_OK) {
-            code = cli_report_status(status, run.context);
-            bench_run_free(&run);
-            return code;
-        }
-        run.result_count++;
-        if (!options.json)
-            print_table_row(&run, result);
-    }
-    if (run.result_count == 0) {
-        cli_error("bench", "no variant could run on %s", fk_context_device(run.context)->name);
-        code = CLI_EXIT_RUNTIME;
-    } else if (options.json) {
-        code = print_json(&run, &options);
-    }
+    code = options.step ? bench_steps(&run, &options) : bench_variants(&run, &options);
     bench_run_free(&run);
     return code;
 }

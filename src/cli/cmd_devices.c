@@ -6,14 +6,12 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 
-static const char devices_usage[] =
+static const char devices_synopsis[] =
     "usage: forcekit devices [--device SEL] [--json]\n\n"
     "Lists every device of every OpenCL platform: selector P:D, type, compute units, global\n"
     "memory, double precision, OpenCL C version, vendor and name. '*' marks the default device\n"
     "(what commands use without --device: $FORCEKIT_DEVICE, else the first GPU, else the first\n"
-    "CPU); '>' the one --device selects.\n\n"
-    "  --device SEL  mark the device SEL selects (P:D, a name substring, cpu, gpu)\n"
-    "  --json        a JSON list of devices on standard output\n";
+    "CPU); '>' the one --device selects.\n\n";
 
 static cJSON *device_json(const fk_device_info *device, int is_default, int is_selected)
 {
@@ -85,16 +83,16 @@ int cmd_devices(int argc, char **argv)
     const char *device_selector = NULL;
     int json = 0, help = 0;
     cli_option options[] = {
-        {.name = "device", .kind = CLI_STRING, .value = &device_selector},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_explained(cli_opt_device(&device_selector),
+                      "mark the device SEL selects (P:D, a name substring, cpu, gpu)"),
+        cli_explained(cli_opt_json(&json), "a JSON list of devices on standard output"),
+        cli_opt_help(&help),
     };
-    if (cli_parse_options("devices", argc, argv, options, sizeof options / sizeof options[0]))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(devices_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"devices", devices_synopsis, 16, NULL};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, options, sizeof options / sizeof options[0],
+                          &usage_code))
+        return usage_code;
 
     fk_device_info *devices = NULL;
     size_t count = 0;

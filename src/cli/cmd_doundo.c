@@ -10,18 +10,14 @@
 #include "cli/common.h"
 #include "support/suite.h"
 
-static const char doundo_usage[] =
+static const char doundo_synopsis[] =
     "usage: forcekit doundo [--iterations N] [--seed S] [--device SEL] [--json]\n\n"
     "Taufer et al.'s do/undo programs on the device: one work-item sets x to a random start, then\n"
     "N times (default 1000000) draws y and computes x = (x * y) / y (\"mul-div\") or\n"
     "x = (x / y) * y (\"div-mul\"), in float, double (where the device has fp64) and composite\n"
     "precision, for the paper's three ranges: x, y in (1, 100); x in (1e5, 1e6), y in (1e-6,\n"
     "1e-5); x in (1e-6, 1e-5), y in (1e5, 1e6). Exact arithmetic would leave x unchanged: the\n"
-    "drift (x_end - x_start) / x_start is the accumulated rounding. Also the device time.\n\n"
-    "  --iterations N  iterations per run (default 1000000)\n"
-    "  --seed S        seed of the start values and the y sequence (default 1)\n"
-    "  --device SEL    P:D, a substring of the device name, cpu or gpu\n"
-    "  --json          print the results as one JSON document on standard output\n";
+    "drift (x_end - x_start) / x_start is the accumulated rounding. Also the device time.\n\n";
 
 typedef struct trial {
     const char *name;
@@ -40,31 +36,23 @@ int cmd_doundo(int argc, char **argv)
     const char *device = NULL;
     int json = 0, help = 0;
     cli_option table[] = {
-        {.name = "iterations", .kind = CLI_INT, .value = &iterations, .min = 1, .max = 1e9},
-        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = 4294967295.0},
-        {.name = "device", .kind = CLI_STRING, .value = &device},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_int("iterations", "N", &iterations, 1, 1e9, "iterations per run (default 1000000)"),
+        cli_opt_seed(&seed, 0, 4294967295.0,
+                     "seed of the start values and the y sequence (default 1)"),
+        cli_opt_device(&device),
+        cli_opt_json(&json),
+        cli_opt_help(&help),
     };
-    if (cli_parse_options("doundo", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(doundo_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"doundo", doundo_synopsis, 18, NULL};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &usage_code))
+        return usage_code;
     fk_context *context = NULL;
     fkt_suite *suite = NULL;
-    int code = cli_open_context(device, &context);
-    fk_status status = FK_OK;
-    if (code == CLI_EXIT_OK) {
-        status = fkt_suite_open(context, &suite);
-        if (status != FK_OK)
-            code = cli_report_status(status, context);
-    }
-    if (code != CLI_EXIT_OK) {
-        fk_context_destroy(context);
+    int code = cli_open_suite(device, &context, &suite);
+    if (code != CLI_EXIT_OK)
         return code;
-    }
+    fk_status status = FK_OK;
     cJSON *document = json ? cJSON_CreateObject() : NULL;
     cJSON *results = json ? cJSON_AddArrayToObject(document, "results") : NULL;
     if (json) {
@@ -109,13 +97,5 @@ int cmd_doundo(int argc, char **argv)
                 }
             }
     }
-    if (status != FK_OK) {
-        code = cli_report_status(status, context);
-        cJSON_Delete(document);
-    } else if (json) {
-        code = cli_print_json(document);
-    }
-    fkt_suite_close(suite);
-    fk_context_destroy(context);
-    return code;
+    return cli_close_suite(status, json, document, context, suite);
 }

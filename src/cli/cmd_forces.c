@@ -13,34 +13,32 @@
 #include "forcekit/forcekit_mpi.h"
 #endif
 
-static const char forces_usage[] =
+static const char forces_synopsis[] =
     "usage: forcekit forces --kernel K --in FILE [--out FILE] [--accum A] [--unroll IxJ|auto]\n"
     "                       [--eps E] [--potential] [--format auto|text|tipsy] [--device SEL]\n"
     "                       [--positions float|ds] [--json]\n\n"
     "Computes the forces on the particles of FILE once and writes one line per particle (%.17g),\n"
     "the law's output columns (listed at the end). Without --out they go to standard output.\n"
     "Outputs are written to a temporary file and renamed, so a failure never leaves a partial\n"
-    "file.\n\n"
-    "  --kernel K     force law (listed at the end)\n"
-    "  --in FILE      particles, text (# comments), a line each in the law's input columns (at\n"
-    "                 the end); or TIPSY (.bin, .tipsy)\n"
-    "  --out FILE     write the forces here instead of standard output\n"
-    "  --accum A      accumulator (default float)\n"
-    "  --unroll IxJ   i and j unrolling (and --wg, --splits, --tiling, --lanes: the variant\n"
-    "                 shape, below); auto (default) takes the tuned choice\n"
-    "  --eps E        gravitational softening (default 0)\n"
-    "  --potential    append each particle's potential as a last column\n"
-    "  --reproducible bit-identical results across devices: fixed64, correctly rounded divide\n"
-    "                 and sqrt, no contraction, denormals kept (says so where the device cannot)\n"
-    "  --format F     input format: auto (by file name, default), text or tipsy\n"
-    "  --device SEL   P:D, a substring of the device name, cpu or gpu\n"
-    "  --json         print a summary as JSON on standard output (needs --out)\n\n"
-    "Under mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
+    "file.\n\n";
+
+static const char forces_usage_mpi[] =
+    "\nUnder mpirun (mpirun -np P forcekit forces ...) the evaluation is spread over the ranks\n"
     "(libforcekit_mpi, docs/mpi.md): each rank computes its share on its own device (cells and\n"
     "lists in a periodic box: a slab of the box and its halo; the rest: a range of particles;\n"
     "without --device, ranks on one node take its GPUs by local rank), the results are\n"
     "the single-device results bit for bit, rank 0 writes the output, and the JSON summary has\n"
     "an \"mpi\" object with each rank's pairs and compute, communication and wait seconds.\n";
+
+static void forces_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs(forces_usage_mpi, out);
+    cli_print_shape_usage(out, options, count);
+    cli_print_options(out, options, count, CLI_GROUP_LOOP, 18);
+    fputs(cli_positions_usage, out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 typedef struct forces_options {
     const char *kernel, *in, *out, *accum, *format, *device, *algorithm;
@@ -209,80 +207,188 @@ static int forces_distributed(const forces_options *options, const fk_kernel_inf
 }
 #endif
 
+/* Parses and checks the command line (the reproducible mode's accumulator applied). Returns 1
+ * when the command is done (*code: 0 after the help, 2 after a usage error). */
+static int parse_forces_options(int argc, char **argv, forces_options *options, int *code)
+{
+    cli_option table[] = {
+        cli_opt_kernel(&options->kernel),
+        cli_string("in", "FILE", &options->in,
+                   "particles, text (# comments), a line each in the law's input columns (at\n"
+                   "the end); or TIPSY (.bin, .tipsy)"),
+        cli_string("out", "FILE", &options->out,
+                   "write the forces here instead of standard output"),
+        cli_opt_accum(&options->accum),
+        cli_help_line("unroll", "IxJ",
+                      "i and j unrolling (and --wg, --splits, --tiling, --lanes: the variant\n"
+                      "shape, below); auto (default) takes the tuned choice"),
+        CLI_SHAPE_OPTION_ENTRIES(options->shape),
+        cli_opt_eps(&options->eps, "gravitational softening (default 0)"),
+        cli_flag("potential", &options->potential,
+                 "append each particle's potential as a last column"),
+        cli_opt_reproducible(
+            &options->reproducible,
+            "bit-identical results across devices: fixed64, correctly rounded divide\n"
+            "and sqrt, no contraction, denormals kept (says so where the device cannot)"),
+        CLI_PHYSICS_OPTION_ENTRIES(options->physics),
+        cli_opt_format(&options->format),
+        cli_opt_algorithm(&options->algorithm),
+        cli_opt_lists(&options->lists),
+        cli_opt_positions(&options->positions),
+        cli_opt_device(&options->device),
+        cli_explained(cli_opt_json(&options->json),
+                      "print a summary as JSON on standard output (needs --out)"),
+        cli_opt_help(&options->help),
+    };
+    static const cli_usage usage = {"forces", forces_synopsis, 17, forces_usage_after};
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], code))
+        return 1;
+    *code = CLI_EXIT_USAGE;
+    if (!options->kernel)
+        return cli_usage_error("forces", "--kernel is required");
+    if (options->reproducible) { /* reproducible mode sums in fixed64 */
+        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
+            options->accum = "fixed64";
+        else if (strcmp(options->accum, "fixed64") != 0)
+            return cli_usage_error("forces", "--reproducible uses the fixed64 accumulator, not %s",
+                                   options->accum);
+    }
+    if (!options->in)
+        return cli_usage_error("forces", "--in is required");
+    if (options->out && !*options->out)
+        return cli_usage_error("forces", "--out needs a file name");
+    if (options->json && (!options->out || strcmp(options->out, "-") == 0))
+        return cli_usage_error("forces", "--json needs --out FILE: standard output carries the "
+                                         "JSON document");
+    *code = CLI_EXIT_OK;
+    return 0;
+}
+
+/* The evaluation's configuration from the options (the physics fields in physics, to be
+ * completed by the files). Reports a usage error and returns its exit code. */
+static int forces_config(const forces_options *options, const fk_kernel_info *kernel,
+                         const fk_accum_info *accum, fk_eval_config *config,
+                         fk_eval_config *physics)
+{
+    *config = (fk_eval_config){.struct_size = sizeof(fk_eval_config),
+                               .kernel = kernel->name,
+                               .accum = accum->name,
+                               .potential = options->potential,
+                               .eps = options->eps};
+    if (strcmp(options->shape.unroll, "all") == 0)
+        return cli_usage_error("forces", "--unroll all: bench measures every unrolling; forces "
+                                         "runs one (IxJ or auto)");
+    if (cli_shape_config("forces", &options->shape, config)) /* the variant's shape fields */
+        return CLI_EXIT_USAGE;
+    fk_algorithm algorithm;
+    if (cli_parse_algorithm("forces", options->algorithm, &algorithm))
+        return CLI_EXIT_USAGE;
+    int lists = FK_NEIGHBOR_LISTS_AUTO;
+    if (cli_parse_lists("forces", options->lists, &lists))
+        return CLI_EXIT_USAGE;
+    int positions = FK_POSITIONS_FLOAT;
+    if (cli_parse_positions("forces", options->positions, &positions))
+        return CLI_EXIT_USAGE;
+    int physics_code = cli_physics_config("forces", kernel, &options->physics, physics);
+    if (physics_code != CLI_EXIT_OK)
+        return physics_code;
+    config->reproducible = options->reproducible;
+    config->algorithm = (int)algorithm;
+    config->neighbor_lists = lists;
+    config->positions = positions;
+    return CLI_EXIT_OK;
+}
+
+/* The physics read from the files (cli_physics_load) into the evaluation's configuration. */
+static void apply_physics(const fk_eval_config *physics, fk_eval_config *config)
+{
+    config->cutoff = physics->cutoff;
+    config->coulomb = physics->coulomb;
+    memcpy(config->parameters, physics->parameters, sizeof config->parameters);
+    memcpy(config->box, physics->box, sizeof config->box);
+    config->exclusion_mode = physics->exclusion_mode;
+    config->max_exclusions = physics->max_exclusions;
+}
+
+/* On one device: evaluate, check, report and write. Frees run. */
+static int forces_local(const forces_options *options, const fk_kernel_info *kernel,
+                        const fk_accum_info *accum, const fk_eval_config *config, forces_run *run)
+{
+    const fk_particles view = fkt_particle_set_view(&run->particles);
+    const size_t count = run->particles.count;
+    double seconds = NAN;
+    fk_status status = fk_eval_create(run->context, config, &run->eval);
+    if (status == FK_OK)
+        status = cli_physics_apply(run->eval, &run->physics);
+    if (status == FK_OK)
+        status = fk_eval_set_particles(run->eval, &view);
+    if (status == FK_OK)
+        status = fk_eval_compute(run->eval, &seconds);
+    if (status == FK_OK) {
+        run->forces = calloc(count, kernel->force_components * sizeof *run->forces);
+        run->potentials = options->potential ? calloc(count, sizeof *run->potentials) : NULL;
+        if (!run->forces || (options->potential && !run->potentials))
+            status = FK_ERR_HOST_MEMORY;
+    }
+    if (status == FK_OK)
+        status = fk_eval_read_forces(run->eval, run->forces);
+    if (status == FK_OK && options->potential)
+        status = fk_eval_read_potentials(run->eval, run->potentials);
+    if (status != FK_OK) {
+        const int code = cli_report_status(status, run->context);
+        forces_run_free(run);
+        return code;
+    }
+
+    /* Float overflow inside the pair terms (an extreme --coulomb or pair table) shows up only
+     * here: such forces are never written as a success. */
+    int code = check_finite(run, kernel);
+    if (code != CLI_EXIT_OK) {
+        forces_run_free(run);
+        return code;
+    }
+
+    fk_variant variant = {0};
+    fk_eval_get_variant(run->eval, &variant);
+    if (options->reproducible)
+        cli_note_reproducible(run->eval, fk_context_device(run->context)->name);
+    fprintf(stderr,
+            "%s (%s), N = %zu: variant %dx%d (%s), work-group %d, %d j-split%s, on %s: "
+            "%.3g s on the device\n",
+            kernel->name, accum->name, count, variant.unroll_i, variant.unroll_j,
+            cli_variant_source_text(variant.source), variant.work_group_size, variant.j_splits,
+            variant.j_splits == 1 ? "" : "s", fk_context_device(run->context)->name, seconds);
+    cli_note_variant(run->eval);
+
+    char message[1024] = "";
+    status = fkt_io_write_forces(options->out, count, kernel->force_components, run->forces,
+                                 run->potentials, message, sizeof message);
+    if (status != FK_OK) {
+        cli_error(fk_status_string(status), "%s", message);
+        code = cli_write_exit_code(status);
+    } else if (options->json) {
+        print_json_summary(options, run, &variant, kernel->force_components, seconds, NULL, &code);
+    }
+    forces_run_free(run);
+    return code;
+}
+
 int cmd_forces(int argc, char **argv)
 {
     forces_options options = {
         .accum = "float", .shape = CLI_SHAPE_OPTIONS_INIT, .physics = CLI_PHYSICS_OPTIONS_INIT};
-    cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "in", .kind = CLI_STRING, .value = &options.in},
-        {.name = "out", .kind = CLI_STRING, .value = &options.out},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "potential", .kind = CLI_FLAG, .value = &options.potential},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "format", .kind = CLI_STRING, .value = &options.format},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        {.name = "lists", .kind = CLI_STRING, .value = &options.lists},
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
-    };
-    if (cli_parse_options("forces", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(forces_usage, stdout);
-        fputs(cli_shape_usage, stdout);
-        fputs(cli_algorithm_usage, stdout);
-        fputs(cli_lists_usage, stdout);
-        fputs(cli_positions_usage, stdout);
-        cli_physics_print_usage(stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (!options.kernel)
-        return cli_usage_error("forces", "--kernel is required");
-    if (options.reproducible) { /* reproducible mode sums in fixed64 */
-        if (!cli_option_named(table, sizeof table / sizeof table[0], "accum")->given)
-            options.accum = "fixed64";
-        else if (strcmp(options.accum, "fixed64") != 0)
-            return cli_usage_error("forces", "--reproducible uses the fixed64 accumulator, not %s",
-                                   options.accum);
-    }
-    if (!options.in)
-        return cli_usage_error("forces", "--in is required");
-    if (options.out && !*options.out)
-        return cli_usage_error("forces", "--out needs a file name");
-    if (options.json && (!options.out || strcmp(options.out, "-") == 0))
-        return cli_usage_error("forces", "--json needs --out FILE: standard output carries the "
-                                         "JSON document");
+    int code = CLI_EXIT_OK;
+    if (parse_forces_options(argc, argv, &options, &code))
+        return code;
     const fk_kernel_info *kernel = NULL;
     const fk_accum_info *accum = NULL;
     if (cli_find_kernel("forces", options.kernel, &kernel) ||
         cli_find_accum("forces", options.accum, &accum))
         return CLI_EXIT_USAGE;
-    fk_eval_config shape = {0};
-    if (strcmp(options.shape.unroll, "all") == 0)
-        return cli_usage_error("forces", "--unroll all: bench measures every unrolling; forces "
-                                         "runs one (IxJ or auto)");
-    if (cli_shape_config("forces", &options.shape, &shape))
-        return CLI_EXIT_USAGE;
-    fk_algorithm algorithm;
-    if (cli_parse_algorithm("forces", options.algorithm, &algorithm))
-        return CLI_EXIT_USAGE;
-    int lists = FK_NEIGHBOR_LISTS_AUTO;
-    if (cli_parse_lists("forces", options.lists, &lists))
-        return CLI_EXIT_USAGE;
-    int positions = FK_POSITIONS_FLOAT;
-    if (cli_parse_positions("forces", options.positions, &positions))
-        return CLI_EXIT_USAGE;
-    fk_eval_config physics = {0}; /* the molecular kernels' options */
-    int physics_code = cli_physics_config("forces", kernel, &options.physics, &physics);
-    if (physics_code != CLI_EXIT_OK)
-        return physics_code;
+    fk_eval_config config, physics = {0}; /* physics: the molecular kernels' options */
+    code = forces_config(&options, kernel, accum, &config, &physics);
+    if (code != CLI_EXIT_OK)
+        return code;
     fkt_file_format format;
     if (!cli_parse_format(options.format, &format))
         return cli_usage_error("forces", "--format '%s': expected auto, text or tipsy",
@@ -301,8 +407,8 @@ int cmd_forces(int argc, char **argv)
         cli_error(fk_status_string(status), "%s", message);
         return cli_exit_code(status);
     }
-    int code = cli_physics_load("forces", kernel, &options.physics, &run.particles, &physics,
-                                &run.physics);
+    code = cli_physics_load("forces", kernel, &options.physics, &run.particles, &physics,
+                            &run.physics);
     char selector[32];
     if (code == CLI_EXIT_OK) /* under mpirun, a device per rank unless one was named */
         code = cli_open_context(options.device ? options.device : cli_mpi_device(selector),
@@ -311,88 +417,11 @@ int cmd_forces(int argc, char **argv)
         forces_run_free(&run);
         return code;
     }
-
-    fk_eval_config config = {.struct_size = sizeof(fk_eval_config),
-                             .kernel = kernel->name,
-                             .accum = accum->name,
-                             .unroll_i = shape.unroll_i,
-                             .unroll_j = shape.unroll_j,
-                             .work_group_size = shape.work_group_size,
-                             .local_tiling = shape.local_tiling,
-                             .j_splits = shape.j_splits,
-                             .lanes = shape.lanes,
-                             .potential = options.potential,
-                             .eps = options.eps};
     config.expected_count = run.particles.count; /* picks the tuning database's N bucket */
-    config.reproducible = options.reproducible;
-    config.algorithm = (int)algorithm;
-    config.neighbor_lists = lists;
-    config.positions = positions;
-    config.cutoff = physics.cutoff;
-    config.coulomb = physics.coulomb;
-    memcpy(config.parameters, physics.parameters, sizeof config.parameters);
-    memcpy(config.box, physics.box, sizeof config.box);
-    config.exclusion_mode = physics.exclusion_mode;
-    config.max_exclusions = physics.max_exclusions;
+    apply_physics(&physics, &config);
 #ifdef FK_CLI_MPI
     if (cli_mpi_active())
         return forces_distributed(&options, kernel, accum, &config, &run);
 #endif
-    const fk_particles view = fkt_particle_set_view(&run.particles);
-    const size_t count = run.particles.count;
-    double seconds = NAN;
-    status = fk_eval_create(run.context, &config, &run.eval);
-    if (status == FK_OK)
-        status = cli_physics_apply(run.eval, &run.physics);
-    if (status == FK_OK)
-        status = fk_eval_set_particles(run.eval, &view);
-    if (status == FK_OK)
-        status = fk_eval_compute(run.eval, &seconds);
-    if (status == FK_OK) {
-        run.forces = calloc(count, kernel->force_components * sizeof *run.forces);
-        run.potentials = options.potential ? calloc(count, sizeof *run.potentials) : NULL;
-        if (!run.forces || (options.potential && !run.potentials))
-            status = FK_ERR_HOST_MEMORY;
-    }
-    if (status == FK_OK)
-        status = fk_eval_read_forces(run.eval, run.forces);
-    if (status == FK_OK && options.potential)
-        status = fk_eval_read_potentials(run.eval, run.potentials);
-    if (status != FK_OK) {
-        code = cli_report_status(status, run.context);
-        forces_run_free(&run);
-        return code;
-    }
-
-    /* Float overflow inside the pair terms (an extreme --coulomb or pair table) shows up only
-     * here: such forces are never written as a success. */
-    code = check_finite(&run, kernel);
-    if (code != CLI_EXIT_OK) {
-        forces_run_free(&run);
-        return code;
-    }
-
-    fk_variant variant = {0};
-    fk_eval_get_variant(run.eval, &variant);
-    if (options.reproducible)
-        cli_note_reproducible(run.eval, fk_context_device(run.context)->name);
-    fprintf(stderr,
-            "%s (%s), N = %zu: variant %dx%d (%s), work-group %d, %d j-split%s, on %s: "
-            "%.3g s on the device\n",
-            kernel->name, accum->name, count, variant.unroll_i, variant.unroll_j,
-            cli_variant_source_text(variant.source), variant.work_group_size, variant.j_splits,
-            variant.j_splits == 1 ? "" : "s", fk_context_device(run.context)->name, seconds);
-    cli_note_variant(run.eval);
-
-    status = fkt_io_write_forces(options.out, count, kernel->force_components, run.forces,
-                                 run.potentials, message, sizeof message);
-    if (status != FK_OK) {
-        cli_error(fk_status_string(status), "%s", message);
-        code = cli_write_exit_code(status);
-    } else if (options.json) {
-        print_json_summary(&options, &run, &variant, kernel->force_components, seconds, NULL,
-                           &code);
-    }
-    forces_run_free(&run);
-    return code;
+    return forces_local(&options, kernel, accum, &config, &run);
 }

@@ -9,7 +9,7 @@
 #include "cli/common.h"
 #include "support/rand48.h"
 
-static const char rand48_usage[] =
+static const char rand48_synopsis[] =
     "usage: forcekit rand48 --count N [--seed S] [--float] [--host] [--work-items W]\n"
     "                       [--device SEL] [--json]\n\n"
     "Prints the first N values of the rand48 sequence of seed S, one a line: lrand48() values\n"
@@ -17,16 +17,7 @@ static const char rand48_usage[] =
     "identical to glibc's srand48(S) followed by N calls. Computed on the device: W work-items\n"
     "(default 1,024 per compute unit, at most N) each start from a consecutive state and jump W\n"
     "states at a time with A = a^W, C = c (a^(W-1) + ... + 1) mod 2^48 (van Meel et al., sec. "
-    "4).\n\n"
-    "  --count N        values, 0 to 2^48 (the period); 0 prints nothing\n"
-    "  --seed S         seed, -2^53 to 2^53 (default 0); as in glibc only its low 32 bits count\n"
-    "  --float          drand48() values instead of lrand48()\n"
-    "  --host           compute on the host instead of the device\n"
-    "  --work-items W   device work-items, 1 to 4194304 (default: automatic)\n"
-    "  --device SEL     P:D, a substring of the device name, cpu or gpu\n"
-    "  --json           {\"seed\", \"count\", \"float\", \"device\", \"work_items\", \"values\"}; "
-    "at most\n"
-    "                   1,000,000 values (write text for more)\n";
+    "4).\n\n";
 
 /* Values per device call and per printed block: bounds the host memory whatever N is. */
 #define RAND48_CHUNK ((size_t)1 << 20)
@@ -38,26 +29,25 @@ int cmd_rand48(int argc, char **argv)
     const char *device = NULL;
     int as_float = 0, host = 0, json = 0, help = 0;
     cli_option table[] = {
-        {.name = "count", .kind = CLI_INT, .value = &count, .min = 0, .max = 281474976710656.0},
-        {.name = "seed",
-         .kind = CLI_INT,
-         .value = &seed,
-         .min = -CLI_MAX_SEED,
-         .max = CLI_MAX_SEED},
-        {.name = "float", .kind = CLI_FLAG, .value = &as_float},
-        {.name = "host", .kind = CLI_FLAG, .value = &host},
-        {.name = "work-items", .kind = CLI_INT, .value = &work_items, .min = 1, .max = 4194304},
-        {.name = "device", .kind = CLI_STRING, .value = &device},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_int("count", "N", &count, 0, 281474976710656.0,
+                "values, 0 to 2^48 (the period); 0 prints nothing"),
+        cli_opt_seed(&seed, -CLI_MAX_SEED, CLI_MAX_SEED,
+                     "seed, -2^53 to 2^53 (default 0); as in glibc only its low 32 bits count"),
+        cli_flag("float", &as_float, "drand48() values instead of lrand48()"),
+        cli_flag("host", &host, "compute on the host instead of the device"),
+        cli_int("work-items", "W", &work_items, 1, 4194304,
+                "device work-items, 1 to 4194304 (default: automatic)"),
+        cli_opt_device(&device),
+        cli_explained(cli_opt_json(&json), "{\"seed\", \"count\", \"float\", \"device\", "
+                                           "\"work_items\", \"values\"}; at most\n"
+                                           "1,000,000 values (write text for more)"),
+        cli_opt_help(&help),
     };
     const size_t options = sizeof table / sizeof table[0];
-    if (cli_parse_options("rand48", argc, argv, table, options))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(rand48_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"rand48", rand48_synopsis, 19, NULL};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, options, &usage_code))
+        return usage_code;
     if (!cli_option_named(table, options, "count")->given)
         return cli_usage_error("rand48", "--count is required");
     if (host && (cli_option_named(table, options, "device")->given ||

@@ -11,17 +11,13 @@
 #include "cli/common.h"
 #include "common/splitmix64.h"
 
-static const char selftest_usage[] =
+static const char selftest_synopsis[] =
     "usage: forcekit selftest [--device SEL] [--all] [--n N] [--json]\n\n"
     "Checks the installation on every OpenCL device: ga (gravity, float) and lj (Lennard-Jones,\n"
     "periodic box, cutoff 2.5, float) against the double-precision host reference (error as in\n"
     "Narumi et al. eq. 10, held to 3e-5), then both in reproducible mode (fixed64), whose\n"
     "results must be the same bits on every device that can run it: their checksums are compared\n"
-    "across devices. Exit 0 when every check passed, 1 when one failed.\n\n"
-    "  --device SEL  only this device (P:D, a name substring, cpu, gpu)\n"
-    "  --all         also devices of type 'other' (emulators such as oclgrind: slow)\n"
-    "  --n N         particles per system (default 1000; the lattice takes the nearest cube)\n"
-    "  --json        the results as one JSON document on standard output\n";
+    "across devices. Exit 0 when every check passed, 1 when one failed.\n\n";
 
 /* Float pair terms and sums: 4e-7 (ga) and 4e-6 (lj, whose net forces cancel more) measured on POCL
  * and Intel's CPU runtime; a broken device is off by far more. */
@@ -201,58 +197,180 @@ typedef struct selftest_options {
     long long n;
 } selftest_options;
 
-int cmd_selftest(int argc, char **argv)
-{
-    selftest_options options = {.n = 1000};
-    cli_option table[] = {
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "all", .kind = CLI_FLAG, .value = &options.all},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 27, .max = 100000},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
-    };
-    int code = cli_parse_options("selftest", argc, argv, table, sizeof table / sizeof table[0]);
-    if (code != CLI_EXIT_OK)
-        return code;
-    if (options.help) {
-        fputs(selftest_usage, stdout);
-        return CLI_EXIT_OK;
-    }
-    fk_device_info *devices = NULL;
-    size_t device_count = 0;
-    fk_status status = fk_devices_list(&devices, &device_count);
-    if (status != FK_OK)
-        return cli_report_status(status, NULL);
-    size_t only = device_count;
-    if (options.device) {
-        status = fk_device_select(devices, device_count, options.device, &only);
-        if (status != FK_OK) {
-            fk_devices_free(devices);
-            cli_error("selftest", "no device matches '%s' (see 'forcekit devices')",
-                      options.device);
-            return CLI_EXIT_USAGE;
-        }
-    }
+static const char *const selftest_kernels[2] = {"ga", "lj"};
 
-    selftest_system systems[2] = {{0}, {0}};
-    double *references[2] = {NULL, NULL};
-    const char *kernels[2] = {"ga", "lj"};
-    int ok =
-        gravity_system(&systems[0], (size_t)options.n) && lj_system(&systems[1], (size_t)options.n);
+/* The two systems and their double-precision host reference forces; 0 when out of memory. */
+static int prepare_references(size_t n, selftest_system systems[2], double *references[2])
+{
+    int ok = gravity_system(&systems[0], n) && lj_system(&systems[1], n);
     for (int k = 0; ok && k < 2; ++k) {
         references[k] = malloc(3 * systems[k].n * sizeof(double));
         fk_eval_config config;
-        configure(kernels[k], &systems[k], &config);
+        configure(selftest_kernels[k], &systems[k], &config);
         fk_physics physics = {.eps = config.eps, .cutoff = config.cutoff};
         memcpy(physics.box, config.box, sizeof physics.box);
         const fk_particles particles = {.count = systems[k].n,
                                         .position = systems[k].position,
                                         .mass = k == 0 ? systems[k].mass : NULL,
                                         .type = k == 0 ? NULL : systems[k].type};
-        ok = references[k] &&
-             fk_reference_forces(kernels[k], &particles, &physics, references[k], NULL) == FK_OK;
+        ok = references[k] && fk_reference_forces(selftest_kernels[k], &particles, &physics,
+                                                  references[k], NULL) == FK_OK;
     }
-    if (!ok) {
+    return ok;
+}
+
+/* The checks of every device run so far: two a device (ga, lj), and the first reproducible
+ * checksum of each kernel, which every other device must equal. */
+typedef struct selftest_results {
+    check *checks;
+    int *ran;
+    int failures, tested;
+    const char *first_checksum[2];
+    size_t first_device[2];
+} selftest_results;
+
+/* Both checks on device d. */
+static void check_device(const fk_device_info *devices, size_t d, const selftest_system systems[2],
+                         double *const references[2], selftest_results *results)
+{
+    fk_context_config context_config = {.device = devices[d].selector};
+    fk_context *context = NULL;
+    const fk_status status = fk_context_create(&context_config, &context);
+    results->ran[d] = 1;
+    ++results->tested;
+    for (int k = 0; k < 2; ++k) {
+        check *c = &results->checks[2 * d + (size_t)k];
+        if (status != FK_OK) {
+            memset(c, 0, sizeof *c);
+            c->kernel = selftest_kernels[k];
+            c->error = NAN;
+            c->failed = 1;
+            snprintf(c->message, sizeof c->message, "no context: %s: %s", fk_status_string(status),
+                     context ? fk_context_last_error(context) : "");
+            continue;
+        }
+        run_check(context, selftest_kernels[k], &systems[k], references[k], c);
+        if (!c->failed && c->checksum[0]) {
+            if (!results->first_checksum[k]) {
+                results->first_checksum[k] = c->checksum;
+                results->first_device[k] = d;
+            } else if (strcmp(results->first_checksum[k], c->checksum) != 0) {
+                c->failed = 1;
+                snprintf(c->message, sizeof c->message,
+                         "reproducible checksum differs from device %s's",
+                         devices[results->first_device[k]].selector);
+            }
+        }
+    }
+    fk_context_destroy(context);
+    results->failures += results->checks[2 * d].failed + results->checks[2 * d + 1].failed;
+}
+
+static int print_json_report(const fk_device_info *devices, size_t device_count,
+                             const selftest_results *results)
+{
+    cJSON *document = cJSON_CreateObject();
+    cJSON *list = cJSON_AddArrayToObject(document, "devices");
+    for (size_t d = 0; results->checks && results->ran && d < device_count; ++d) {
+        if (!results->ran[d])
+            continue;
+        cJSON *device = cJSON_CreateObject();
+        cJSON_AddStringToObject(device, "selector", devices[d].selector);
+        cJSON_AddStringToObject(device, "name", devices[d].name);
+        cJSON_AddStringToObject(device, "platform", devices[d].platform_name);
+        cJSON *items = cJSON_AddArrayToObject(device, "checks");
+        for (int k = 0; k < 2; ++k) {
+            const check *c = &results->checks[2 * d + (size_t)k];
+            cJSON *item = cJSON_CreateObject();
+            cJSON_AddStringToObject(item, "kernel", c->kernel);
+            cli_json_number(item, "error", c->error);
+            cJSON_AddNumberToObject(item, "tolerance", SELFTEST_TOLERANCE);
+            if (c->checksum[0])
+                cJSON_AddStringToObject(item, "reproducible_checksum", c->checksum);
+            else
+                cJSON_AddNullToObject(item, "reproducible_checksum");
+            if (c->not_reproducible)
+                cJSON_AddStringToObject(item, "not_reproducible", c->not_reproducible);
+            cJSON_AddBoolToObject(item, "passed", !c->failed);
+            if (c->failed)
+                cJSON_AddStringToObject(item, "message", c->message);
+            cJSON_AddItemToArray(items, item);
+        }
+        cJSON_AddItemToArray(list, device);
+    }
+    cJSON_AddNumberToObject(document, "devices_tested", results->tested);
+    cJSON_AddBoolToObject(document, "passed", results->failures == 0 && results->tested > 0);
+    return cli_print_json(document);
+}
+
+static void print_table(const fk_device_info *devices, size_t device_count,
+                        const selftest_results *results)
+{
+    printf("%-5s %-6s %-11s %-17s %-6s %s\n", "SEL", "KERNEL", "ERROR", "REPRODUCIBLE", "RESULT",
+           "DEVICE");
+    for (size_t d = 0; d < device_count; ++d) {
+        if (!results->ran[d])
+            continue;
+        for (int k = 0; k < 2; ++k) {
+            const check *c = &results->checks[2 * d + (size_t)k];
+            printf("%-5s %-6s %-11.3e %-17s %-6s %s\n", devices[d].selector, c->kernel, c->error,
+                   c->checksum[0] ? c->checksum : "-", c->failed ? "FAIL" : "ok", devices[d].name);
+            if (c->failed)
+                printf("      %s\n", c->message);
+            else if (c->not_reproducible)
+                printf("      not reproducible here: %s\n", c->not_reproducible);
+        }
+    }
+    const int tested = results->tested, failures = results->failures;
+    printf("%d device%s tested, %d check%s failed\n", tested, tested == 1 ? "" : "s", failures,
+           failures == 1 ? "" : "s");
+}
+
+/* Every device of the list to run, or the one --device selects (*only: device_count when none is
+ * singled out). Reports an unmatched selector and returns 2. */
+static int select_device(const selftest_options *options, const fk_device_info *devices,
+                         size_t device_count, size_t *only)
+{
+    *only = device_count;
+    if (options->device &&
+        fk_device_select(devices, device_count, options->device, only) != FK_OK) {
+        cli_error("selftest", "no device matches '%s' (see 'forcekit devices')", options->device);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_selftest(int argc, char **argv)
+{
+    selftest_options options = {.n = 1000};
+    cli_option table[] = {
+        cli_explained(cli_opt_device(&options.device),
+                      "only this device (P:D, a name substring, cpu, gpu)"),
+        cli_flag("all", &options.all,
+                 "also devices of type 'other' (emulators such as oclgrind: slow)"),
+        cli_int("n", "N", &options.n, 27, 100000,
+                "particles per system (default 1000; the lattice takes the nearest cube)"),
+        cli_explained(cli_opt_json(&options.json),
+                      "the results as one JSON document on standard output"),
+        cli_opt_help(&options.help),
+    };
+    static const cli_usage usage = {"selftest", selftest_synopsis, 16, NULL};
+    int code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &code))
+        return code;
+    fk_device_info *devices = NULL;
+    size_t device_count = 0, only = 0;
+    fk_status status = fk_devices_list(&devices, &device_count);
+    if (status != FK_OK)
+        return cli_report_status(status, NULL);
+    if (select_device(&options, devices, device_count, &only) != CLI_EXIT_OK) {
+        fk_devices_free(devices);
+        return CLI_EXIT_USAGE;
+    }
+
+    selftest_system systems[2] = {{0}, {0}};
+    double *references[2] = {NULL, NULL};
+    if (!prepare_references((size_t)options.n, systems, references)) {
         for (int k = 0; k < 2; ++k) {
             free_system(&systems[k]);
             free(references[k]);
@@ -261,12 +379,10 @@ int cmd_selftest(int argc, char **argv)
         return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
     }
 
-    check *checks = calloc(2 * (device_count ? device_count : 1), sizeof *checks);
-    int *ran = calloc(device_count ? device_count : 1, sizeof *ran);
-    int failures = 0, tested = 0;
-    const char *first_checksum[2] = {NULL, NULL};
-    size_t first_device[2] = {0, 0};
-    for (size_t d = 0; checks && ran && d < device_count; ++d) {
+    selftest_results results = {
+        .checks = calloc(2 * (device_count ? device_count : 1), sizeof *results.checks),
+        .ran = calloc(device_count ? device_count : 1, sizeof *results.ran)};
+    for (size_t d = 0; results.checks && results.ran && d < device_count; ++d) {
         if ((only < device_count && d != only) ||
             (only == device_count && !options.all && devices[d].type == FK_DEVICE_OTHER)) {
             if (!options.json)
@@ -274,95 +390,15 @@ int cmd_selftest(int argc, char **argv)
                         devices[d].selector, devices[d].name, fk_device_type_name(devices[d].type));
             continue;
         }
-        fk_context_config context_config = {.device = devices[d].selector};
-        fk_context *context = NULL;
-        status = fk_context_create(&context_config, &context);
-        ran[d] = 1;
-        ++tested;
-        for (int k = 0; k < 2; ++k) {
-            check *c = &checks[2 * d + (size_t)k];
-            if (status != FK_OK) {
-                memset(c, 0, sizeof *c);
-                c->kernel = kernels[k];
-                c->error = NAN;
-                c->failed = 1;
-                snprintf(c->message, sizeof c->message, "no context: %s: %s",
-                         fk_status_string(status), context ? fk_context_last_error(context) : "");
-                continue;
-            }
-            run_check(context, kernels[k], &systems[k], references[k], c);
-            if (!c->failed && c->checksum[0]) {
-                if (!first_checksum[k]) {
-                    first_checksum[k] = c->checksum;
-                    first_device[k] = d;
-                } else if (strcmp(first_checksum[k], c->checksum) != 0) {
-                    c->failed = 1;
-                    snprintf(c->message, sizeof c->message,
-                             "reproducible checksum differs from device %s's",
-                             devices[first_device[k]].selector);
-                }
-            }
-        }
-        fk_context_destroy(context);
-        failures += checks[2 * d].failed + checks[2 * d + 1].failed;
+        check_device(devices, d, systems, references, &results);
     }
-
-    if (options.json) {
-        cJSON *document = cJSON_CreateObject();
-        cJSON *list = cJSON_AddArrayToObject(document, "devices");
-        for (size_t d = 0; checks && ran && d < device_count; ++d) {
-            if (!ran[d])
-                continue;
-            cJSON *device = cJSON_CreateObject();
-            cJSON_AddStringToObject(device, "selector", devices[d].selector);
-            cJSON_AddStringToObject(device, "name", devices[d].name);
-            cJSON_AddStringToObject(device, "platform", devices[d].platform_name);
-            cJSON *results = cJSON_AddArrayToObject(device, "checks");
-            for (int k = 0; k < 2; ++k) {
-                const check *c = &checks[2 * d + (size_t)k];
-                cJSON *item = cJSON_CreateObject();
-                cJSON_AddStringToObject(item, "kernel", c->kernel);
-                cli_json_number(item, "error", c->error);
-                cJSON_AddNumberToObject(item, "tolerance", SELFTEST_TOLERANCE);
-                if (c->checksum[0])
-                    cJSON_AddStringToObject(item, "reproducible_checksum", c->checksum);
-                else
-                    cJSON_AddNullToObject(item, "reproducible_checksum");
-                if (c->not_reproducible)
-                    cJSON_AddStringToObject(item, "not_reproducible", c->not_reproducible);
-                cJSON_AddBoolToObject(item, "passed", !c->failed);
-                if (c->failed)
-                    cJSON_AddStringToObject(item, "message", c->message);
-                cJSON_AddItemToArray(results, item);
-            }
-            cJSON_AddItemToArray(list, device);
-        }
-        cJSON_AddNumberToObject(document, "devices_tested", tested);
-        cJSON_AddBoolToObject(document, "passed", failures == 0 && tested > 0);
-        code = cli_print_json(document);
-    } else if (checks && ran) {
-        printf("%-5s %-6s %-11s %-17s %-6s %s\n", "SEL", "KERNEL", "ERROR", "REPRODUCIBLE",
-               "RESULT", "DEVICE");
-        for (size_t d = 0; d < device_count; ++d) {
-            if (!ran[d])
-                continue;
-            for (int k = 0; k < 2; ++k) {
-                const check *c = &checks[2 * d + (size_t)k];
-                printf("%-5s %-6s %-11.3e %-17s %-6s %s\n", devices[d].selector, c->kernel,
-                       c->error, c->checksum[0] ? c->checksum : "-", c->failed ? "FAIL" : "ok",
-                       devices[d].name);
-                if (c->failed)
-                    printf("      %s\n", c->message);
-                else if (c->not_reproducible)
-                    printf("      not reproducible here: %s\n", c->not_reproducible);
-            }
-        }
-        printf("%d device%s tested, %d check%s failed\n", tested, tested == 1 ? "" : "s", failures,
-               failures == 1 ? "" : "s");
-    }
-    const int out_of_memory = !checks || !ran;
-    free(checks);
-    free(ran);
+    if (options.json)
+        code = print_json_report(devices, device_count, &results);
+    else if (results.checks && results.ran)
+        print_table(devices, device_count, &results);
+    const int out_of_memory = !results.checks || !results.ran;
+    free(results.checks);
+    free(results.ran);
     for (int k = 0; k < 2; ++k) {
         free_system(&systems[k]);
         free(references[k]);
@@ -372,9 +408,9 @@ int cmd_selftest(int argc, char **argv)
         return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
     if (code != CLI_EXIT_OK)
         return code;
-    if (tested == 0) {
+    if (results.tested == 0) {
         cli_error("selftest", "no device was tested");
         return CLI_EXIT_RUNTIME;
     }
-    return failures ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+    return results.failures ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
 }

@@ -21,7 +21,7 @@
 #include "support/simulate.h"
 #include "support/systems.h"
 
-static const char simulate_usage[] =
+static const char simulate_synopsis[] =
     "usage: forcekit simulate --kernel K (--system NAME --n N | --in FILE) --steps S [--dt DT]\n"
     "                         [--accum A] [--integrator verlet|hermite|langevin] [--sample K]\n"
     "                         [--integrate device|host] [--json] [--checkpoint FILE\n"
@@ -30,66 +30,28 @@ static const char simulate_usage[] =
     "temperature, with positions and velocities in double and the forces from the device with\n"
     "the chosen accumulator, and reports the total energy (kinetic + potential) every K steps,\n"
     "its relative drift and the slope of a linear fit. Progress goes to stderr when it is a\n"
-    "terminal.\n\n"
-    "  --kernel K        lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj "
-    "(Hermite)\n"
-    "  --system NAME     lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
-    "                    periodic cubic box) or plummer (ga, gaj; N-body units); default lj-fluid\n"
-    "                    for the molecular kernels, plummer for gravity\n"
-    "  --n N             particles of the system\n"
-    "  --in FILE         start from a particle file instead (gaj files carry velocities; for the\n"
-    "                    others they are drawn at --temperature; add --box for a periodic box)\n"
-    "  --steps S         the step to integrate to (a restart continues up to S)\n"
-    "  --dt DT           time step (default 0.005 molecular, 0.001 gravity)\n"
-    "  --accum A         accumulator of the forces and potentials (default float)\n"
-    "  --reproducible    fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
-    "                    trajectory, are the same bits on every device and with every pair loop\n"
-    "  --positions P     float (default) or ds: the device's coordinates as float pairs (48\n"
-    "                    bits; with --accum ref the forces agree with double to about 1e-14;\n"
-    "                    open boundaries, all-pairs and symmetric; docs/precision.md)\n"
-    "  --integrator I    verlet (default; kick-drift-kick), hermite (4th order, gaj only; the\n"
-    "                    default for gaj) or langevin (BAOAB at --temperature with --friction;\n"
-    "                    molecular kernels, --integrate device)\n"
-    "  --integrate W     device (default: the state stays on the device, which integrates;\n"
-    "                    needs fp64: without it the run falls back to host with a note) or\n"
-    "                    host (positions and velocities on the host, forces read every step)\n"
-    "  --friction G      langevin: the friction gamma in 1/time (default 1.0)\n"
-    "  --density D       lj-fluid number density (default 0.8)\n"
-    "  --temperature T   lj-fluid initial temperature (default 1.0); for files without\n"
-    "                    velocities (default 1.0 molecular, 0 gravity: at rest); langevin:\n"
-    "                    also the bath's k_B T\n"
-    "  --seed S          seed of the system, of drawn velocities and of Langevin's noise\n"
-    "                    (default 1)\n"
-    "  --eps E           gravitational softening (default 0.01)\n"
-    "  --sample K        record the energy every K steps (default: steps / 1000, at least 1)\n"
-    "  --algorithm A     auto (default: time a few steps of each pair loop the kernel supports\n"
-    "                    and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
-    "                    all-pairs, symmetric, cells or neighbors\n"
-    "  --unroll IxJ      kernel variant (default auto: the tuned choice); --wg, --splits,\n"
-    "                    --tiling, --lanes: the rest of the shape (below)\n"
-    "  --skin S          cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
-    "                    (default: rebuild every step, so a restart is bit-identical; with a\n"
-    "                    skin the rounding depends on when they were built and it is not)\n"
-    "  --checkpoint FILE write the state here every --checkpoint-every steps (default steps/10),\n"
-    "                    at the end and on SIGINT/SIGTERM (then exit 130/143), atomically\n"
-    "  --restart FILE    continue from a checkpoint with the same options (bit-identical to an\n"
-    "                    uninterrupted run on the same device); a mismatch exits 2\n"
-    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n";
-/* (two strings: C11 promises string literals of 4095 characters only) */
-static const char simulate_usage_more[] =
-    "  --device-timing T on (default) or off: off creates the device's queue without OpenCL\n"
-    "                    event profiling, which costs some drivers host time per command\n"
-    "                    (NVIDIA's on an H200: 8-29 us a step); the report's device seconds\n"
-    "                    are then null. The trajectory is the same either way\n"
-    "  --json            print the result as one JSON document on standard output\n\n"
-    "Under mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over the\n"
-    "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
-    "box, the rest by shares of the particles); every rank integrates all particles the same\n"
-    "way, the trajectory is the single-device one bit for bit, rank 0 writes the checkpoints,\n"
-    "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
-    "trial runs), the integration is on the host (--integrate host; langevin is refused) and a\n"
-    "signal ends the job without a checkpoint.\n\n"
-    "molecular options (--box only with --in; lj-fluid's box follows from N and the density):\n";
+    "terminal.\n\n";
+
+static void simulate_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over "
+          "the\n"
+          "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
+          "box, the rest by shares of the particles); every rank integrates all particles the "
+          "same\n"
+          "way, the trajectory is the single-device one bit for bit, rank 0 writes the "
+          "checkpoints,\n"
+          "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
+          "trial runs), the integration is on the host (--integrate host; langevin is refused) "
+          "and a\n"
+          "signal ends the job without a checkpoint.\n\n"
+          "molecular options (--box only with --in; lj-fluid's box follows from N and the "
+          "density):\n",
+          out);
+    cli_physics_print_usage(out, options, count);
+    cli_print_shape_usage(out, options, count);
+    cli_print_kernels(out);
+}
 
 typedef struct simulate_options {
     const char *kernel, *accum, *system, *in, *format, *integrator, *algorithm, *device;
@@ -102,7 +64,17 @@ typedef struct simulate_options {
     double dt, density, temperature, eps, skin, friction;
     int json, help, reproducible;
     cli_physics_options physics;
+    struct { /* which options the command line named */
+        int steps, accum, n, density, sample, checkpoint_every;
+    } given;
 } simulate_options;
+
+/* What the options resolve to besides fkt_sim_config: the kind of system and how it runs. */
+typedef struct simulate_plan {
+    int gravity, fluid, velocities_drawn;
+    int auto_algorithm, unroll_given;
+    double temperature;
+} simulate_plan;
 
 /* SIGINT / SIGTERM: finish the step, write the checkpoint, exit 128 + signal. */
 static volatile sig_atomic_t interrupted_by = 0;
@@ -170,7 +142,8 @@ typedef struct simulate_run {
     fkt_sim_sample *samples;
     size_t sample_count, sample_capacity;
     option_list options;
-    int integrate_given; /* --integrate named: no fallback to the host */
+    int integrate_given;      /* --integrate named: no fallback to the host */
+    fk_pair_table pair_table; /* the view of physics.table that config.pair_table points to */
 } simulate_run;
 
 static void simulate_run_free(simulate_run *run)
@@ -749,6 +722,456 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
     return status;
 }
 
+/* Parses the command line into options (and which of them were given); with --help prints the
+ * usage. Returns 1 when the command is done (*code: 0 after the help, 2 after a usage error). */
+static int parse_options(int argc, char **argv, simulate_options *options, int *code)
+{
+    cli_option table[] = {
+        cli_explained(cli_opt_kernel(&options->kernel),
+                      "lj, ljc_*, buck (velocity Verlet, unit masses), ga (Verlet), gaj (Hermite)"),
+        cli_string("system", "NAME", &options->system,
+                   "lj-fluid (molecular kernels; fcc start, Maxwell-Boltzmann velocities,\n"
+                   "periodic cubic box) or plummer (ga, gaj; N-body units); default lj-fluid\n"
+                   "for the molecular kernels, plummer for gravity"),
+        cli_int("n", "N", &options->n, 1, 1 << 30, "particles of the system"),
+        cli_string("in", "FILE", &options->in,
+                   "start from a particle file instead (gaj files carry velocities; for the\n"
+                   "others they are drawn at --temperature; add --box for a periodic box)"),
+        cli_int("steps", "S", &options->steps, 0, 1e15,
+                "the step to integrate to (a restart continues up to S)"),
+        cli_double("dt", "DT", &options->dt, 0, HUGE_VAL,
+                   "time step (default 0.005 molecular, 0.001 gravity)"),
+        cli_explained(cli_opt_accum(&options->accum),
+                      "accumulator of the forces and potentials (default float)"),
+        cli_opt_reproducible(
+            &options->reproducible,
+            "fixed64 with correctly rounded divide and sqrt: the forces, and so the\n"
+            "trajectory, are the same bits on every device and with every pair loop"),
+        cli_explained(cli_opt_positions(&options->positions),
+                      "float (default) or ds: the device's coordinates as float pairs (48\n"
+                      "bits; with --accum ref the forces agree with double to about 1e-14;\n"
+                      "open boundaries, all-pairs and symmetric; docs/precision.md)"),
+        cli_string("integrator", "I", &options->integrator,
+                   "verlet (default; kick-drift-kick), hermite (4th order, gaj only; the\n"
+                   "default for gaj) or langevin (BAOAB at --temperature with --friction;\n"
+                   "molecular kernels, --integrate device)"),
+        cli_string("integrate", "W", &options->integrate,
+                   "device (default: the state stays on the device, which integrates;\n"
+                   "needs fp64: without it the run falls back to host with a note) or\n"
+                   "host (positions and velocities on the host, forces read every step)"),
+        cli_double("friction", "G", &options->friction, 0, HUGE_VAL,
+                   "langevin: the friction gamma in 1/time (default 1.0)"),
+        cli_double("density", "D", &options->density, 0, HUGE_VAL,
+                   "lj-fluid number density (default 0.8)"),
+        cli_double("temperature", "T", &options->temperature, 0, HUGE_VAL,
+                   "lj-fluid initial temperature (default 1.0); for files without\n"
+                   "velocities (default 1.0 molecular, 0 gravity: at rest); langevin:\n"
+                   "also the bath's k_B T"),
+        cli_opt_seed(&options->seed, 0, CLI_MAX_SEED,
+                     "seed of the system, of drawn velocities and of Langevin's noise\n"
+                     "(default 1)"),
+        cli_opt_eps(&options->eps, "gravitational softening (default 0.01)"),
+        cli_int("sample", "K", &options->sample, 1, 1e15,
+                "record the energy every K steps (default: steps / 1000, at least 1)"),
+        cli_explained(cli_opt_algorithm(&options->algorithm),
+                      "auto (default: time a few steps of each pair loop the kernel supports\n"
+                      "and keep the fastest: all-pairs, symmetric, cells, neighbors),\n"
+                      "all-pairs, symmetric, cells or neighbors"),
+        cli_help_line("unroll", "IxJ",
+                      "kernel variant (default auto: the tuned choice); --wg, --splits,\n"
+                      "--tiling, --lanes: the rest of the shape (below)"),
+        CLI_SHAPE_OPTION_ENTRIES(options->shape),
+        cli_double("skin", "S", &options->skin, 0, HUGE_VAL,
+                   "cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
+                   "(default: rebuild every step, so a restart is bit-identical; with a\n"
+                   "skin the rounding depends on when they were built and it is not)"),
+        cli_string("checkpoint", "FILE", &options->checkpoint,
+                   "write the state here every --checkpoint-every steps (default steps/10),\n"
+                   "at the end and on SIGINT/SIGTERM (then exit 130/143), atomically"),
+        cli_int("checkpoint-every", "K", &options->checkpoint_every, 1, 1e15,
+                NULL), /* described with --checkpoint */
+        cli_string("restart", "FILE", &options->restart,
+                   "continue from a checkpoint with the same options (bit-identical to an\n"
+                   "uninterrupted run on the same device); a mismatch exits 2"),
+        cli_opt_device(&options->device),
+        cli_opt_device_timing(&options->device_timing,
+                              "on (default) or off: off creates the device's queue without OpenCL\n"
+                              "event profiling, which costs some drivers host time per command\n"
+                              "(NVIDIA's on an H200: 8-29 us a step); the report's device seconds\n"
+                              "are then null. The trajectory is the same either way"),
+        cli_explained(cli_opt_json(&options->json),
+                      "print the result as one JSON document on standard output"),
+        cli_string("format", "F", &options->format, NULL), /* the input format: not in the help */
+        CLI_PHYSICS_OPTION_ENTRIES(options->physics),
+        cli_opt_help(&options->help),
+    };
+    const size_t table_size = sizeof table / sizeof table[0];
+    static const cli_usage usage = {"simulate", simulate_synopsis, 20, simulate_usage_after};
+    if (cli_parse_command(&usage, argc, argv, table, table_size, code))
+        return 1;
+    options->given.steps = cli_option_named(table, table_size, "steps")->given;
+    options->given.accum = cli_option_named(table, table_size, "accum")->given;
+    options->given.n = cli_option_named(table, table_size, "n")->given;
+    options->given.density = cli_option_named(table, table_size, "density")->given;
+    options->given.sample = cli_option_named(table, table_size, "sample")->given;
+    options->given.checkpoint_every =
+        cli_option_named(table, table_size, "checkpoint-every")->given;
+    if (!options->kernel)
+        *code = cli_usage_error("simulate", "--kernel is required");
+    else if (!options->given.steps)
+        *code = cli_usage_error("simulate", "--steps is required");
+    else if (options->reproducible && !options->given.accum) /* reproducible sums in fixed64 */
+        options->accum = "fixed64";
+    else if (options->reproducible && strcmp(options->accum, "fixed64") != 0)
+        *code = cli_usage_error("simulate", "--reproducible uses the fixed64 accumulator, not %s",
+                                options->accum);
+    return *code != CLI_EXIT_OK;
+}
+
+/* The evaluation's accumulator options, the integrator and where it runs. */
+static int configure_integration(const simulate_options *options, simulate_run *run,
+                                 fkt_sim_config *config, const simulate_plan *plan)
+{
+    config->eval.kernel = run->kernel->name;
+    config->eval.accum = run->accum->name;
+    config->eval.reproducible = options->reproducible;
+    if (cli_parse_positions("simulate", options->positions, &config->eval.positions))
+        return CLI_EXIT_USAGE;
+    if (cli_parse_device_timing("simulate", options->device_timing, FK_DEVICE_TIMING_ON,
+                                &run->device_timing))
+        return CLI_EXIT_USAGE;
+    config->integrator =
+        strcmp(run->kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
+    if (options->integrator && !fkt_integrator_find(options->integrator, &config->integrator))
+        return cli_usage_error("simulate",
+                               "--integrator '%s': expected verlet, hermite or langevin",
+                               options->integrator);
+    if (config->integrator == FKT_INTEGRATOR_HERMITE && strcmp(run->kernel->name, "gaj") != 0)
+        return cli_usage_error("simulate", "--integrator hermite needs the jerk: --kernel gaj");
+    return parse_integrate(options, run, config, plan->gravity);
+}
+
+/* The system (built in or a file), its temperature, softening, time step and physics. */
+static int configure_system(simulate_options *options, const simulate_run *run,
+                            fkt_sim_config *config, simulate_plan *plan)
+{
+    const int gravity = plan->gravity;
+    if (options->in && options->system)
+        return cli_usage_error("simulate", "--in and --system exclude each other");
+    if (!options->in && !options->system)
+        options->system = gravity ? "plummer" : "lj-fluid";
+    if (options->system && strcmp(options->system, "plummer") != 0 &&
+        strcmp(options->system, "lj-fluid") != 0)
+        return cli_usage_error("simulate", "--system '%s': expected lj-fluid or plummer",
+                               options->system);
+    if (options->system && (strcmp(options->system, "plummer") == 0) != gravity)
+        return cli_usage_error("simulate", "--system %s is for %s kernels, not %s", options->system,
+                               gravity ? "molecular" : "gravity", run->kernel->name);
+    plan->fluid = options->system && strcmp(options->system, "lj-fluid") == 0;
+    if (options->system && !options->given.n)
+        return cli_usage_error("simulate", "--system %s needs --n", options->system);
+    if (options->in && options->given.n)
+        return cli_usage_error("simulate", "--n applies to --system (a file has its own count)");
+    if (options->given.density && !plan->fluid)
+        return cli_usage_error("simulate", "--density applies to --system lj-fluid");
+    if (plan->fluid && !(options->density > 0))
+        return cli_usage_error("simulate", "--density must be > 0");
+    plan->velocities_drawn = plan->fluid || (options->in && strcmp(run->kernel->name, "gaj") != 0);
+    const int langevin = config->integrator == FKT_INTEGRATOR_LANGEVIN;
+    if (!isnan(options->temperature) && !plan->velocities_drawn && !langevin)
+        return cli_usage_error("simulate", "--temperature applies to lj-fluid and to files "
+                                           "without velocities");
+    plan->temperature = !isnan(options->temperature) ? options->temperature : (gravity ? 0.0 : 1.0);
+    config->temperature = plan->temperature;
+    if (langevin && !(plan->temperature > 0))
+        return cli_usage_error("simulate", "--integrator langevin needs --temperature > 0");
+    if (!isnan(options->eps) && !gravity)
+        return cli_usage_error("simulate", "--eps applies to the gravity kernels");
+    config->eval.eps = gravity ? (isnan(options->eps) ? 0.01 : options->eps) : 0.0;
+    config->dt = isnan(options->dt) ? (gravity ? 0.001 : 0.005) : options->dt;
+    if (!(config->dt > 0))
+        return cli_usage_error("simulate", "--dt must be > 0");
+    if (options->physics.box && plan->fluid)
+        return cli_usage_error("simulate", "--box: the lj-fluid box follows from --n and "
+                                           "--density");
+    const int code = cli_physics_config("simulate", run->kernel, &options->physics, &config->eval);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if ((plan->fluid || strcmp(run->kernel->name, "lj") == 0) && isnan(options->physics.cutoff))
+        config->eval.cutoff = 2.5; /* lj's default cutoff, also for ljc_* and buck in the fluid */
+    return CLI_EXIT_OK;
+}
+
+/* The pair loop, the variant's shape and the skin. */
+static int configure_loop(const simulate_options *options, fkt_sim_config *config,
+                          simulate_plan *plan)
+{
+    plan->auto_algorithm = !options->algorithm || strcmp(options->algorithm, "auto") == 0;
+    if (!plan->auto_algorithm) {
+        fk_algorithm algorithm;
+        if (fk_algorithm_find(options->algorithm, &algorithm) != FK_OK)
+            return cli_usage_error(
+                "simulate",
+                "--algorithm '%s': expected auto, all-pairs, symmetric, cells or "
+                "neighbors",
+                options->algorithm);
+        config->eval.algorithm = (int)algorithm;
+    }
+    if (strcmp(options->shape.unroll, "all") == 0)
+        return cli_usage_error("simulate", "--unroll all: bench measures every unrolling; "
+                                           "simulate runs one (IxJ or auto)");
+    if (cli_shape_config("simulate", &options->shape, &config->eval))
+        return CLI_EXIT_USAGE;
+    plan->unroll_given = config->eval.unroll_i != 0;
+    /* Cells keep a particle-to-cell assignment while no particle moved more than skin / 2, so with
+     * a skin the forces' rounding depends on when the cells were last built: a history a restart
+     * cannot reproduce. By default they are rebuilt at every step (a negative skin), so the forces
+     * are a function of the positions alone. */
+    if (!isnan(options->skin) && plan->gravity)
+        return cli_usage_error("simulate", "--skin applies to the cells and neighbors pair loops "
+                                           "(molecular kernels)");
+    config->eval.skin = isnan(options->skin) ? -1.0 : options->skin;
+    return CLI_EXIT_OK;
+}
+
+/* --checkpoint (checked writable now, not after the first checkpoint_every steps), --restart
+ * (read) and the sampling interval, which a restart takes from its checkpoint unless given. */
+static int prepare_checkpoints(simulate_options *options, simulate_run *run)
+{
+    if (options->checkpoint && !*options->checkpoint)
+        return cli_usage_error("simulate", "--checkpoint needs a file name");
+    if (options->restart && !*options->restart)
+        return cli_usage_error("simulate", "--restart needs a file name");
+    if (options->given.checkpoint_every && !options->checkpoint)
+        return cli_usage_error("simulate", "--checkpoint-every needs --checkpoint FILE");
+    if (!options->checkpoint_every)
+        options->checkpoint_every = options->steps / 10 > 0 ? options->steps / 10 : 1;
+    char message[1024] = "";
+    if (options->checkpoint) {
+        fk_status writable = fk__writer_check(options->checkpoint, message, sizeof message);
+        if (writable != FK_OK) {
+            cli_error("simulate", "--checkpoint: %s", message);
+            return cli_write_exit_code(writable);
+        }
+    }
+    if (options->restart) {
+        fk_status status =
+            fkt_sim_checkpoint_read(options->restart, &run->checkpoint, message, sizeof message);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", message);
+            return CLI_EXIT_USAGE;
+        }
+        run->restarting = 1;
+        /* the sampling interval is the checkpoint's unless given (then it must match) */
+        const char *sample = fkt_sim_checkpoint_option(&run->checkpoint, "sample");
+        long long value = 0;
+        if (!options->given.sample && sample && cli_parse_long(sample, &value) && value > 0)
+            options->sample = value;
+    }
+    if (!options->sample)
+        options->sample = options->steps / 1000 > 0 ? options->steps / 1000 : 1;
+    return CLI_EXIT_OK;
+}
+
+/* The particles and their physics, what a restart must match, the device and the simulation. */
+static int create_run(const simulate_options *options, simulate_run *run, fkt_sim_config *config,
+                      simulate_plan *plan)
+{
+    int code = build_initial(options, run, plan->temperature);
+    if (code == CLI_EXIT_OK && plan->fluid)
+        memcpy(config->eval.box, run->box, sizeof run->box);
+    if (code == CLI_EXIT_OK)
+        code = cli_physics_load("simulate", run->kernel, &options->physics, &run->particles,
+                                &config->eval, &run->physics);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (run->physics.has_table) {
+        run->pair_table = fkt_pair_table_set_view(&run->physics.table);
+        config->pair_table = &run->pair_table;
+    }
+    config->exclusions = run->physics.exclusions;
+    config->exclusion_count = run->physics.exclusion_count;
+
+    /* what a restart must match */
+    record_options(options, run, config, plan->temperature, plan->fluid ? options->density : 0.0,
+                   plan->velocities_drawn || config->integrator == FKT_INTEGRATOR_LANGEVIN);
+    if (run->restarting) {
+        code = check_restart(options, run, config, &plan->auto_algorithm, plan->unroll_given);
+        if (code != CLI_EXIT_OK)
+            return code;
+    }
+    /* Under mpirun the forces come from libforcekit_mpi (replicated data: every rank integrates
+     * every particle); there are no trial runs, auto is the library's built-in choice. */
+    config->backend = cli_mpi_sim_backend();
+    if (config->backend && plan->auto_algorithm) {
+        config->eval.algorithm = FK_ALGORITHM_AUTO;
+        plan->auto_algorithm = 0;
+    }
+    config->auto_algorithm = plan->auto_algorithm;
+
+    char selector[32];
+    code = cli_open_context_timed(options->device ? options->device : cli_mpi_device(selector),
+                                  run->device_timing, &run->context);
+    if (code == CLI_EXIT_OK && cli_check_fits_device(run->context, run->particles.count))
+        code = CLI_EXIT_RUNTIME;
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (run->restarting)
+        note_device(options, run);
+    return create_sim(options, run, config);
+}
+
+/* The variant chosen (recorded for checkpoints) and the first energy sample: step 0's, or a
+ * restart's samples on the grid of --sample; then the line that says what runs. */
+static int start_run(const simulate_options *options, simulate_run *run,
+                     const fkt_sim_config *config, int reports)
+{
+    if (options->reproducible)
+        cli_note_reproducible(run->sim->eval, fk_context_device(run->context)->name);
+    fk_variant variant = {0};
+    fk_eval_get_variant(run->sim->eval, &variant);
+    char unroll[CLI_UNROLL_NAME_SIZE];
+    cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
+    option_list *list = &run->options;
+    add_option(list, "algorithm", "%s", fk_algorithm_name(fkt_sim_algorithm(run->sim)));
+    add_option(list, "unroll", "%s", unroll);
+    add_option(list, "work_group_size", "%d", variant.work_group_size);
+    add_option(list, "local_tiling", "%d", variant.local_tiling);
+    add_option(list, "j_splits", "%d", variant.j_splits);
+    add_option(list, "lanes", "%d", variant.lanes);
+    add_option(list, "device", "%s", fk_context_device(run->context)->name);
+    add_option(list, "steps", "%lld", options->steps);
+
+    int code = CLI_EXIT_OK;
+    if (run->restarting) {
+        const fkt_sim_checkpoint *checkpoint = &run->checkpoint;
+        code = restore_checkpoint(options, run);
+        /* The samples on the grid of --sample; a finished run's last one (at its --steps) is
+         * off the grid and would not be in an uninterrupted longer run's series. */
+        for (size_t s = 0; code == CLI_EXIT_OK && s < checkpoint->sample_count; ++s)
+            if (checkpoint->samples[s].step % (uint64_t)options->sample == 0 &&
+                add_sample(run, checkpoint->samples[s]) != 0)
+                code = cli_exit_code(FK_ERR_HOST_MEMORY);
+        if (code == CLI_EXIT_OK && (run->sample_count == 0 || run->samples[0].step != 0)) {
+            cli_error("simulate", "checkpoint %s has no energy sample at step 0", options->restart);
+            code = CLI_EXIT_USAGE;
+        }
+    } else {
+        fkt_sim_sample sample = {.step = 0};
+        fk_status status = fkt_sim_energy(run->sim, &sample.kinetic, &sample.potential);
+        if (status != FK_OK) {
+            cli_error(fk_status_string(status), "%s", run->sim->message);
+            code = cli_exit_code(status);
+        } else if (add_sample(run, sample) != 0) {
+            code = cli_exit_code(FK_ERR_HOST_MEMORY);
+        }
+    }
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (reports)
+        fprintf(stderr,
+                "simulate: %s (%s), %s on the %s, N = %zu, dt = %g, %s, variant %s (%s), on "
+                "%s%s%s\n",
+                run->kernel->name, run->accum->name, fkt_integrator_name(config->integrator),
+                config->device ? "device" : "host", run->particles.count, config->dt,
+                fk_algorithm_name(fkt_sim_algorithm(run->sim)), unroll,
+                cli_variant_source_text(variant.source), fk_context_device(run->context)->name,
+                run->restarting ? ", restarted" : "",
+                cli_mpi_active() ? " (rank 0 of an MPI job)" : "");
+    return CLI_EXIT_OK;
+}
+
+/* The step loop up to --steps (or a signal), with its wall and device time. */
+static fk_status run_steps(const simulate_options *options, simulate_run *run, int reports,
+                           loop_stats *stats)
+{
+    const uint64_t target = (uint64_t)options->steps;
+    const int show_progress = reports && isatty(fileno(stderr));
+    interrupted_by = 0;
+    if (!cli_mpi_active()) { /* under mpirun the ranks would stop at different steps */
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+    }
+    *stats = (loop_stats){.first_step = run->sim->step};
+    const double device_before = run->sim->device_seconds;
+    const fkt_sim_timing timing_before = run->sim->timing;
+    const double started = monotonic_seconds();
+    fk_status status = step_loop(options, run, show_progress, stats->first_step, started);
+    if (status == FK_OK) /* the device path: the state the checksum and checkpoint see */
+        status = fkt_sim_sync(run->sim);
+    stats->seconds = monotonic_seconds() - started;
+    stats->steps_run = run->sim->step - stats->first_step;
+    stats->device_seconds = run->device_timing == FK_DEVICE_TIMING_OFF || run->sim->integrator
+                                ? NAN /* not recorded (the device path records none) */
+                                : run->sim->device_seconds - device_before;
+    stats->timing.update = run->sim->timing.update - timing_before.update;
+    stats->timing.compute = run->sim->timing.compute - timing_before.compute;
+    stats->timing.read = run->sim->timing.read - timing_before.read;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (show_progress)
+        progress(run, target, stats->first_step, started, 1);
+    return status;
+}
+
+/* After an interruption: the checkpoint, when there is one, and exit 128 + the signal. */
+static int interrupted(const simulate_options *options, simulate_run *run)
+{
+    const int signal_number = interrupted_by;
+    if (options->checkpoint) {
+        if (write_checkpoint(options, run) == CLI_EXIT_OK)
+            fprintf(stderr,
+                    "forcekit: simulate: interrupted at step %" PRIu64
+                    "; checkpoint written to %s (continue with --restart %s)\n",
+                    run->sim->step, options->checkpoint, options->checkpoint);
+    } else {
+        fprintf(stderr, "forcekit: simulate: interrupted at step %" PRIu64 " (no --checkpoint)\n",
+                run->sim->step);
+    }
+    return 128 + signal_number;
+}
+
+/* The last step's energy (when off the sampling grid), the checkpoint and the report. */
+static int finish_run(const simulate_options *options, simulate_run *run,
+                      const fkt_sim_config *config, const loop_stats *stats, int reports)
+{
+    if (run->samples[run->sample_count - 1].step != run->sim->step) {
+        fkt_sim_sample sample = {.step = run->sim->step};
+        fk_status status = fkt_sim_energy(run->sim, &sample.kinetic, &sample.potential);
+        if (status != FK_OK || add_sample(run, sample) != 0) {
+            cli_error(fk_status_string(status ? status : FK_ERR_HOST_MEMORY), "%s",
+                      run->sim->message);
+            return cli_exit_code(status ? status : FK_ERR_HOST_MEMORY);
+        }
+    }
+    int code = CLI_EXIT_OK;
+    if (options->checkpoint) {
+        code = write_checkpoint(options, run);
+        if (code != CLI_EXIT_OK)
+            return code;
+    }
+    const double e0 = total_energy(&run->samples[0]);
+    const double e_end = total_energy(&run->samples[run->sample_count - 1]);
+    if (reports) {
+        char device_share[64] = "device time not recorded"; /* --device-timing off */
+        if (!isnan(stats->device_seconds))
+            snprintf(device_share, sizeof device_share, "%.3g s/step on the device",
+                     stats->steps_run ? stats->device_seconds / (double)stats->steps_run : 0.0);
+        fprintf(stderr,
+                "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %s); "
+                "E0 = %.10g, E = %.10g, relative drift %.3e\n",
+                stats->steps_run, stats->seconds,
+                stats->seconds > 0 ? (double)stats->steps_run / stats->seconds : 0.0, device_share,
+                e0, e_end, fabs(e_end - e0) / fabs(e0));
+    }
+    mpi_figures = cli_mpi_sim_figures(); /* collective under mpirun; NULL otherwise */
+    if (options->json)
+        code = print_json(options, run, config, stats);
+    cJSON_Delete(mpi_figures);
+    mpi_figures = NULL;
+    return code;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     simulate_options options = {.accum = "float",
@@ -761,414 +1184,43 @@ int cmd_simulate(int argc, char **argv)
                                 .friction = NAN,
                                 .shape = CLI_SHAPE_OPTIONS_INIT,
                                 .physics = CLI_PHYSICS_OPTIONS_INIT};
-    cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &options.kernel},
-        {.name = "accum", .kind = CLI_STRING, .value = &options.accum},
-        {.name = "reproducible", .kind = CLI_FLAG, .value = &options.reproducible},
-        {.name = "positions", .kind = CLI_STRING, .value = &options.positions},
-        {.name = "device-timing", .kind = CLI_STRING, .value = &options.device_timing},
-        {.name = "system", .kind = CLI_STRING, .value = &options.system},
-        {.name = "in", .kind = CLI_STRING, .value = &options.in},
-        {.name = "format", .kind = CLI_STRING, .value = &options.format},
-        {.name = "n", .kind = CLI_INT, .value = &options.n, .min = 1, .max = 1 << 30},
-        {.name = "steps", .kind = CLI_INT, .value = &options.steps, .min = 0, .max = 1e15},
-        {.name = "dt", .kind = CLI_DOUBLE, .value = &options.dt, .min = 0, .max = HUGE_VAL},
-        {.name = "integrator", .kind = CLI_STRING, .value = &options.integrator},
-        {.name = "integrate", .kind = CLI_STRING, .value = &options.integrate},
-        {.name = "friction",
-         .kind = CLI_DOUBLE,
-         .value = &options.friction,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "density",
-         .kind = CLI_DOUBLE,
-         .value = &options.density,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "temperature",
-         .kind = CLI_DOUBLE,
-         .value = &options.temperature,
-         .min = 0,
-         .max = HUGE_VAL},
-        {.name = "seed", .kind = CLI_INT, .value = &options.seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "eps", .kind = CLI_DOUBLE, .value = &options.eps, .min = 0, .max = HUGE_VAL},
-        {.name = "sample", .kind = CLI_INT, .value = &options.sample, .min = 1, .max = 1e15},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &options.algorithm},
-        CLI_SHAPE_OPTION_ENTRIES(options.shape),
-        {.name = "skin", .kind = CLI_DOUBLE, .value = &options.skin, .min = 0, .max = HUGE_VAL},
-        {.name = "checkpoint", .kind = CLI_STRING, .value = &options.checkpoint},
-        {.name = "checkpoint-every",
-         .kind = CLI_INT,
-         .value = &options.checkpoint_every,
-         .min = 1,
-         .max = 1e15},
-        {.name = "restart", .kind = CLI_STRING, .value = &options.restart},
-        CLI_PHYSICS_OPTION_ENTRIES(options.physics),
-        {.name = "device", .kind = CLI_STRING, .value = &options.device},
-        {.name = "json", .kind = CLI_FLAG, .value = &options.json},
-        {.name = "help", .kind = CLI_FLAG, .value = &options.help},
-    };
-    const size_t table_size = sizeof table / sizeof table[0];
-    if (cli_parse_options("simulate", argc, argv, table, table_size))
-        return CLI_EXIT_USAGE;
-    if (options.help) {
-        fputs(simulate_usage, stdout);
-        fputs(simulate_usage_more, stdout);
-        cli_physics_print_usage(stdout);
-        fputs(cli_shape_usage, stdout);
-        cli_print_kernels(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (!options.kernel)
-        return cli_usage_error("simulate", "--kernel is required");
-    if (!cli_option_named(table, table_size, "steps")->given)
-        return cli_usage_error("simulate", "--steps is required");
-    if (options.reproducible) { /* reproducible mode sums in fixed64 */
-        if (!cli_option_named(table, table_size, "accum")->given)
-            options.accum = "fixed64";
-        else if (strcmp(options.accum, "fixed64") != 0)
-            return cli_usage_error(
-                "simulate", "--reproducible uses the fixed64 accumulator, not %s", options.accum);
-    }
+    int code = CLI_EXIT_OK;
+    if (parse_options(argc, argv, &options, &code))
+        return code;
     simulate_run run = {0};
     if (cli_find_kernel("simulate", options.kernel, &run.kernel) ||
         cli_find_accum("simulate", options.accum, &run.accum))
         return CLI_EXIT_USAGE;
-    const int gravity = cli_kernel_is_gravity(run.kernel->name);
-
     fkt_sim_config config = {0};
-    int code = CLI_EXIT_OK;
-    config.eval.kernel = run.kernel->name;
-    config.eval.accum = run.accum->name;
-    config.eval.reproducible = options.reproducible;
-    if (cli_parse_positions("simulate", options.positions, &config.eval.positions))
-        return CLI_EXIT_USAGE;
-    if (cli_parse_device_timing("simulate", options.device_timing, FK_DEVICE_TIMING_ON,
-                                &run.device_timing))
-        return CLI_EXIT_USAGE;
-    config.integrator =
-        strcmp(run.kernel->name, "gaj") == 0 ? FKT_INTEGRATOR_HERMITE : FKT_INTEGRATOR_VERLET;
-    if (options.integrator && !fkt_integrator_find(options.integrator, &config.integrator))
-        return cli_usage_error("simulate",
-                               "--integrator '%s': expected verlet, hermite or langevin",
-                               options.integrator);
-    if (config.integrator == FKT_INTEGRATOR_HERMITE && strcmp(run.kernel->name, "gaj") != 0)
-        return cli_usage_error("simulate", "--integrator hermite needs the jerk: --kernel gaj");
-    code = parse_integrate(&options, &run, &config, gravity);
-    if (code != CLI_EXIT_OK)
-        return code;
-
-    /* the system */
-    if (options.in && options.system)
-        return cli_usage_error("simulate", "--in and --system exclude each other");
-    if (!options.in && !options.system)
-        options.system = gravity ? "plummer" : "lj-fluid";
-    if (options.system && strcmp(options.system, "plummer") != 0 &&
-        strcmp(options.system, "lj-fluid") != 0)
-        return cli_usage_error("simulate", "--system '%s': expected lj-fluid or plummer",
-                               options.system);
-    if (options.system && (strcmp(options.system, "plummer") == 0) != gravity)
-        return cli_usage_error("simulate", "--system %s is for %s kernels, not %s", options.system,
-                               gravity ? "molecular" : "gravity", run.kernel->name);
-    const int fluid = options.system && strcmp(options.system, "lj-fluid") == 0;
-    if (options.system && !cli_option_named(table, table_size, "n")->given)
-        return cli_usage_error("simulate", "--system %s needs --n", options.system);
-    if (options.in && cli_option_named(table, table_size, "n")->given)
-        return cli_usage_error("simulate", "--n applies to --system (a file has its own count)");
-    if (cli_option_named(table, table_size, "density")->given && !fluid)
-        return cli_usage_error("simulate", "--density applies to --system lj-fluid");
-    if (fluid && !(options.density > 0))
-        return cli_usage_error("simulate", "--density must be > 0");
-    const int velocities_drawn = fluid || (options.in && strcmp(run.kernel->name, "gaj") != 0);
-    const int langevin = config.integrator == FKT_INTEGRATOR_LANGEVIN;
-    if (!isnan(options.temperature) && !velocities_drawn && !langevin)
-        return cli_usage_error("simulate", "--temperature applies to lj-fluid and to files "
-                                           "without velocities");
-    const double temperature =
-        !isnan(options.temperature) ? options.temperature : (gravity ? 0.0 : 1.0);
-    config.temperature = temperature;
-    if (langevin && !(temperature > 0))
-        return cli_usage_error("simulate", "--integrator langevin needs --temperature > 0");
-    if (!isnan(options.eps) && !gravity)
-        return cli_usage_error("simulate", "--eps applies to the gravity kernels");
-    config.eval.eps = gravity ? (isnan(options.eps) ? 0.01 : options.eps) : 0.0;
-    config.dt = isnan(options.dt) ? (gravity ? 0.001 : 0.005) : options.dt;
-    if (!(config.dt > 0))
-        return cli_usage_error("simulate", "--dt must be > 0");
-    if (options.physics.box && fluid)
-        return cli_usage_error("simulate", "--box: the lj-fluid box follows from --n and "
-                                           "--density");
-    code = cli_physics_config("simulate", run.kernel, &options.physics, &config.eval);
-    if (code != CLI_EXIT_OK)
-        return code;
-    if ((fluid || strcmp(run.kernel->name, "lj") == 0) && isnan(options.physics.cutoff))
-        config.eval.cutoff = 2.5; /* lj's default cutoff, also for ljc_* and buck in the fluid */
-
-    /* pair loop and variant */
-    int auto_algorithm = !options.algorithm || strcmp(options.algorithm, "auto") == 0;
-    if (!auto_algorithm) {
-        fk_algorithm algorithm;
-        if (fk_algorithm_find(options.algorithm, &algorithm) != FK_OK)
-            return cli_usage_error(
-                "simulate",
-                "--algorithm '%s': expected auto, all-pairs, symmetric, cells or "
-                "neighbors",
-                options.algorithm);
-        config.eval.algorithm = (int)algorithm;
-    }
-    if (strcmp(options.shape.unroll, "all") == 0)
-        return cli_usage_error("simulate", "--unroll all: bench measures every unrolling; "
-                                           "simulate runs one (IxJ or auto)");
-    if (cli_shape_config("simulate", &options.shape, &config.eval))
-        return CLI_EXIT_USAGE;
-    const int unroll_given = config.eval.unroll_i != 0;
-    /* Cells keep a particle-to-cell assignment while no particle moved more than skin / 2, so with
-     * a skin the forces' rounding depends on when the cells were last built: a history a restart
-     * cannot reproduce. By default they are rebuilt at every step (a negative skin), so the forces
-     * are a function of the positions alone. */
-    if (!isnan(options.skin) && gravity)
-        return cli_usage_error("simulate", "--skin applies to the cells and neighbors pair loops "
-                                           "(molecular kernels)");
-    config.eval.skin = isnan(options.skin) ? -1.0 : options.skin;
-
-    /* checkpoints */
-    if (options.checkpoint && !*options.checkpoint)
-        return cli_usage_error("simulate", "--checkpoint needs a file name");
-    if (options.restart && !*options.restart)
-        return cli_usage_error("simulate", "--restart needs a file name");
-    if (cli_option_named(table, table_size, "checkpoint-every")->given && !options.checkpoint)
-        return cli_usage_error("simulate", "--checkpoint-every needs --checkpoint FILE");
-    if (!options.checkpoint_every)
-        options.checkpoint_every = options.steps / 10 > 0 ? options.steps / 10 : 1;
-    char message[1024] = "";
-    /* An unwritable checkpoint is found now, not after the first checkpoint_every steps. */
-    if (options.checkpoint) {
-        fk_status writable = fk__writer_check(options.checkpoint, message, sizeof message);
-        if (writable != FK_OK) {
-            cli_error("simulate", "--checkpoint: %s", message);
-            simulate_run_free(&run);
-            return cli_write_exit_code(writable);
-        }
-    }
-    if (options.restart) {
-        fk_status status =
-            fkt_sim_checkpoint_read(options.restart, &run.checkpoint, message, sizeof message);
-        if (status != FK_OK) {
-            cli_error(fk_status_string(status), "%s", message);
-            simulate_run_free(&run);
-            return CLI_EXIT_USAGE;
-        }
-        run.restarting = 1;
-        /* the sampling interval is the checkpoint's unless given (then it must match) */
-        const char *sample = fkt_sim_checkpoint_option(&run.checkpoint, "sample");
-        long long value = 0;
-        if (!cli_option_named(table, table_size, "sample")->given && sample &&
-            cli_parse_long(sample, &value) && value > 0)
-            options.sample = value;
-    }
-    if (!options.sample)
-        options.sample = options.steps / 1000 > 0 ? options.steps / 1000 : 1;
-
-    code = build_initial(&options, &run, temperature);
-    if (code == CLI_EXIT_OK && fluid)
-        memcpy(config.eval.box, run.box, sizeof run.box);
+    simulate_plan plan = {.gravity = cli_kernel_is_gravity(run.kernel->name)};
+    code = configure_integration(&options, &run, &config, &plan);
     if (code == CLI_EXIT_OK)
-        code = cli_physics_load("simulate", run.kernel, &options.physics, &run.particles,
-                                &config.eval, &run.physics);
-    if (code != CLI_EXIT_OK) {
-        simulate_run_free(&run);
+        code = configure_system(&options, &run, &config, &plan);
+    if (code == CLI_EXIT_OK)
+        code = configure_loop(&options, &config, &plan);
+    if (code != CLI_EXIT_OK)
         return code;
-    }
-    fk_pair_table pair_table = {0};
-    if (run.physics.has_table) {
-        pair_table = fkt_pair_table_set_view(&run.physics.table);
-        config.pair_table = &pair_table;
-    }
-    config.exclusions = run.physics.exclusions;
-    config.exclusion_count = run.physics.exclusion_count;
-
-    /* what a restart must match */
-    record_options(&options, &run, &config, temperature, fluid ? options.density : 0.0,
-                   velocities_drawn || config.integrator == FKT_INTEGRATOR_LANGEVIN);
-    if (run.restarting) {
-        code = check_restart(&options, &run, &config, &auto_algorithm, unroll_given);
-        if (code != CLI_EXIT_OK) {
-            simulate_run_free(&run);
-            return code;
-        }
-    }
-    /* Under mpirun the forces come from libforcekit_mpi (replicated data: every rank integrates
-     * every particle); there are no trial runs, auto is the library's built-in choice. */
-    config.backend = cli_mpi_sim_backend();
-    if (config.backend && auto_algorithm) {
-        config.eval.algorithm = FK_ALGORITHM_AUTO;
-        auto_algorithm = 0;
-    }
-    config.auto_algorithm = auto_algorithm;
-
-    char selector[32];
-    code = cli_open_context_timed(options.device ? options.device : cli_mpi_device(selector),
-                                  run.device_timing, &run.context);
-    if (code == CLI_EXIT_OK && cli_check_fits_device(run.context, run.particles.count))
-        code = CLI_EXIT_RUNTIME;
-    if (code != CLI_EXIT_OK) {
-        simulate_run_free(&run);
-        return code;
-    }
-    if (run.restarting)
-        note_device(&options, &run);
-    code = create_sim(&options, &run, &config);
-    if (code != CLI_EXIT_OK) {
-        simulate_run_free(&run);
-        return code;
-    }
-    fk_status status = FK_OK;
-    if (options.reproducible)
-        cli_note_reproducible(run.sim->eval, fk_context_device(run.context)->name);
-    fk_variant variant = {0};
-    fk_eval_get_variant(run.sim->eval, &variant);
-    char unroll[CLI_UNROLL_NAME_SIZE];
-    cli_unroll_name(variant.unroll_i, variant.unroll_j, unroll);
-    option_list *list = &run.options;
-    add_option(list, "algorithm", "%s", fk_algorithm_name(fkt_sim_algorithm(run.sim)));
-    add_option(list, "unroll", "%s", unroll);
-    add_option(list, "work_group_size", "%d", variant.work_group_size);
-    add_option(list, "local_tiling", "%d", variant.local_tiling);
-    add_option(list, "j_splits", "%d", variant.j_splits);
-    add_option(list, "lanes", "%d", variant.lanes);
-    add_option(list, "device", "%s", fk_context_device(run.context)->name);
-    add_option(list, "steps", "%lld", options.steps);
-
-    if (run.restarting) {
-        const fkt_sim_checkpoint *checkpoint = &run.checkpoint;
-        code = restore_checkpoint(&options, &run);
-        /* The samples on the grid of --sample; a finished run's last one (at its --steps) is
-         * off the grid and would not be in an uninterrupted longer run's series. */
-        for (size_t s = 0; code == CLI_EXIT_OK && s < checkpoint->sample_count; ++s)
-            if (checkpoint->samples[s].step % (uint64_t)options.sample == 0 &&
-                add_sample(&run, checkpoint->samples[s]) != 0)
-                code = cli_exit_code(FK_ERR_HOST_MEMORY);
-        if (code == CLI_EXIT_OK && (run.sample_count == 0 || run.samples[0].step != 0)) {
-            cli_error("simulate", "checkpoint %s has no energy sample at step 0", options.restart);
-            code = CLI_EXIT_USAGE;
-        }
-    } else {
-        fkt_sim_sample sample = {.step = 0};
-        status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
-        if (status != FK_OK) {
-            cli_error(fk_status_string(status), "%s", run.sim->message);
-            code = cli_exit_code(status);
-        } else if (add_sample(&run, sample) != 0) {
-            code = cli_exit_code(FK_ERR_HOST_MEMORY);
-        }
-    }
-    if (code != CLI_EXIT_OK) {
-        simulate_run_free(&run);
-        return code;
-    }
+    code = prepare_checkpoints(&options, &run);
+    if (code == CLI_EXIT_OK)
+        code = create_run(&options, &run, &config, &plan);
     /* Under mpirun every rank holds the same state: rank 0 reports (failures: every rank). */
     const int reports = cli_mpi_rank() == 0;
-    if (reports)
-        fprintf(stderr,
-                "simulate: %s (%s), %s on the %s, N = %zu, dt = %g, %s, variant %s (%s), on "
-                "%s%s%s\n",
-                run.kernel->name, run.accum->name, fkt_integrator_name(config.integrator),
-                config.device ? "device" : "host", run.particles.count, config.dt,
-                fk_algorithm_name(fkt_sim_algorithm(run.sim)), unroll,
-                cli_variant_source_text(variant.source), fk_context_device(run.context)->name,
-                run.restarting ? ", restarted" : "",
-                cli_mpi_active() ? " (rank 0 of an MPI job)" : "");
-
-    /* the step loop */
-    const uint64_t target = (uint64_t)options.steps;
-    const int show_progress = reports && isatty(fileno(stderr));
-    interrupted_by = 0;
-    if (!cli_mpi_active()) { /* under mpirun the ranks would stop at different steps */
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-    }
-    loop_stats stats = {.first_step = run.sim->step};
-    const double device_before = run.sim->device_seconds;
-    const fkt_sim_timing timing_before = run.sim->timing;
-    const double started = monotonic_seconds();
-    status = step_loop(&options, &run, show_progress, stats.first_step, started);
-    if (status == FK_OK) /* the device path: the state the checksum and checkpoint see */
-        status = fkt_sim_sync(run.sim);
-    stats.seconds = monotonic_seconds() - started;
-    stats.steps_run = run.sim->step - stats.first_step;
-    stats.device_seconds = run.device_timing == FK_DEVICE_TIMING_OFF || run.sim->integrator
-                               ? NAN /* not recorded (the device path records none) */
-                               : run.sim->device_seconds - device_before;
-    stats.timing.update = run.sim->timing.update - timing_before.update;
-    stats.timing.compute = run.sim->timing.compute - timing_before.compute;
-    stats.timing.read = run.sim->timing.read - timing_before.read;
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (show_progress)
-        progress(&run, target, stats.first_step, started, 1);
-    if (code != CLI_EXIT_OK) { /* a checkpoint could not be written */
+    if (code == CLI_EXIT_OK)
+        code = start_run(&options, &run, &config, reports);
+    if (code != CLI_EXIT_OK) {
         simulate_run_free(&run);
         return code;
     }
+    loop_stats stats;
+    const fk_status status = run_steps(&options, &run, reports, &stats);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", run.sim->message);
-        simulate_run_free(&run);
-        return cli_exit_code(status);
+        code = cli_exit_code(status);
+    } else if (interrupted_by) {
+        code = interrupted(&options, &run);
+    } else {
+        code = finish_run(&options, &run, &config, &stats, reports);
     }
-    if (interrupted_by) {
-        const int signal_number = interrupted_by;
-        if (options.checkpoint) {
-            code = write_checkpoint(&options, &run);
-            if (code == CLI_EXIT_OK)
-                fprintf(stderr,
-                        "forcekit: simulate: interrupted at step %" PRIu64
-                        "; checkpoint written to %s (continue with --restart %s)\n",
-                        run.sim->step, options.checkpoint, options.checkpoint);
-        } else {
-            fprintf(stderr,
-                    "forcekit: simulate: interrupted at step %" PRIu64 " (no --checkpoint)\n",
-                    run.sim->step);
-        }
-        simulate_run_free(&run);
-        return 128 + signal_number;
-    }
-    /* the last step's energy, when it is off the sampling grid */
-    if (run.samples[run.sample_count - 1].step != run.sim->step) {
-        fkt_sim_sample sample = {.step = run.sim->step};
-        status = fkt_sim_energy(run.sim, &sample.kinetic, &sample.potential);
-        if (status != FK_OK || add_sample(&run, sample) != 0) {
-            cli_error(fk_status_string(status ? status : FK_ERR_HOST_MEMORY), "%s",
-                      run.sim->message);
-            simulate_run_free(&run);
-            return cli_exit_code(status ? status : FK_ERR_HOST_MEMORY);
-        }
-    }
-    if (options.checkpoint) {
-        code = write_checkpoint(&options, &run);
-        if (code != CLI_EXIT_OK) {
-            simulate_run_free(&run);
-            return code;
-        }
-    }
-    const double e0 = total_energy(&run.samples[0]);
-    const double e_end = total_energy(&run.samples[run.sample_count - 1]);
-    if (reports) {
-        char device_share[64] = "device time not recorded"; /* --device-timing off */
-        if (!isnan(stats.device_seconds))
-            snprintf(device_share, sizeof device_share, "%.3g s/step on the device",
-                     stats.steps_run ? stats.device_seconds / (double)stats.steps_run : 0.0);
-        fprintf(stderr,
-                "simulate: %" PRIu64 " steps in %.3g s (%.4g steps/s, %s); "
-                "E0 = %.10g, E = %.10g, relative drift %.3e\n",
-                stats.steps_run, stats.seconds,
-                stats.seconds > 0 ? (double)stats.steps_run / stats.seconds : 0.0, device_share, e0,
-                e_end, fabs(e_end - e0) / fabs(e0));
-    }
-    mpi_figures = cli_mpi_sim_figures(); /* collective under mpirun; NULL otherwise */
-    if (options.json)
-        code = print_json(&options, &run, &config, &stats);
-    cJSON_Delete(mpi_figures);
-    mpi_figures = NULL;
     simulate_run_free(&run);
     return code;
 }

@@ -12,7 +12,7 @@
 #include "common/splitmix64.h"
 #include "support/suite.h"
 
-static const char sumtest_usage[] =
+static const char sumtest_synopsis[] =
     "usage: forcekit sumtest [--count N] [--seed S] [--device SEL] [--json]\n\n"
     "Taufer et al.'s global summation on the device: N values (default 1000), half of them\n"
     "uniform in [1, 1e6), half in [1e-7, 1e-5), each followed by its negative, so the exact sum "
@@ -21,11 +21,7 @@ static const char sumtest_usage[] =
     "work-items, each summing a contiguous slice, the host adding the partial sums in the same\n"
     "representation: float, double (where the device has fp64), composite (Taufer's float2), ti\n"
     "(Takahashi-Iitaka pair) and fixed64 (64-bit fixed point at a scale from the data).\n"
-    "A printed value is the computed sum; anything but 0 is rounding error.\n\n"
-    "  --count N     values, even, from 2 to 1000000 (default 1000)\n"
-    "  --seed S      seed of the values and shuffles (default 1)\n"
-    "  --device SEL  P:D, a substring of the device name, cpu or gpu\n"
-    "  --json        print the results as one JSON document on standard output\n";
+    "A printed value is the computed sum; anything but 0 is rounding error.\n\n";
 
 /* The values only need to be reproducible: splitmix64. */
 static double next_uniform(uint64_t *state)
@@ -73,18 +69,16 @@ int cmd_sumtest(int argc, char **argv)
     const char *device = NULL;
     int json = 0, help = 0;
     cli_option table[] = {
-        {.name = "count", .kind = CLI_INT, .value = &count, .min = 2, .max = 1000000},
-        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "device", .kind = CLI_STRING, .value = &device},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_int("count", "N", &count, 2, 1000000, "values, even, from 2 to 1000000 (default 1000)"),
+        cli_opt_seed(&seed, 0, CLI_MAX_SEED, "seed of the values and shuffles (default 1)"),
+        cli_opt_device(&device),
+        cli_opt_json(&json),
+        cli_opt_help(&help),
     };
-    if (cli_parse_options("sumtest", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(sumtest_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"sumtest", sumtest_synopsis, 16, NULL};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &usage_code))
+        return usage_code;
     if (count % 2)
         return cli_usage_error("sumtest", "--count %lld: must be even (values come in +/- pairs)",
                                count);
@@ -92,20 +86,14 @@ int cmd_sumtest(int argc, char **argv)
     float *base = malloc(n * sizeof *base), *values = malloc(n * sizeof *values);
     fk_context *context = NULL;
     fkt_suite *suite = NULL;
-    int code = base && values ? cli_open_context(device, &context)
+    int code = base && values ? cli_open_suite(device, &context, &suite)
                               : cli_report_status(FK_ERR_HOST_MEMORY, NULL);
-    fk_status status = FK_OK;
-    if (code == CLI_EXIT_OK) {
-        status = fkt_suite_open(context, &suite);
-        if (status != FK_OK)
-            code = cli_report_status(status, context);
-    }
     if (code != CLI_EXIT_OK) {
-        fk_context_destroy(context);
         free(base);
         free(values);
         return code;
     }
+    fk_status status = FK_OK;
     uint64_t state = (uint64_t)seed;
     for (size_t i = 0; i < n; i += 2) {
         const double u = next_uniform(&state);
@@ -156,14 +144,7 @@ int cmd_sumtest(int argc, char **argv)
             }
         }
     }
-    if (status != FK_OK) {
-        code = cli_report_status(status, context);
-        cJSON_Delete(document);
-    } else if (json) {
-        code = cli_print_json(document);
-    }
-    fkt_suite_close(suite);
-    fk_context_destroy(context);
+    code = cli_close_suite(status, json, document, context, suite);
     free(base);
     free(values);
     return code;

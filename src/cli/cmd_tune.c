@@ -13,7 +13,7 @@
 #include "cli/common.h"
 #include "core/tune/tune.h" /* fk__tune_run_loop: the public fk_tune_run tunes all-pairs */
 
-static const char tune_usage[] =
+static const char tune_synopsis[] =
     "usage: forcekit tune --kernel K [--accum A] [--algorithm L] [--n N] [--budget SECONDS]\n"
     "                     [--seed S] [--device SEL] [--json]\n\n"
     "Searches unroll factors (IxJ), work-group size, local tiling and the j-split (small N), and\n"
@@ -24,20 +24,16 @@ static const char tune_usage[] =
     "warm-up, then the median of at least 5 evaluations). When the budget cannot cover every\n"
     "candidate, a random sample is tried and then refined around the best; buckets whose\n"
     "candidates would not fit at all are skipped. Interrupted (Ctrl-C), the next run with the\n"
-    "same arguments resumes from the points already measured.\n\n"
-    "  --kernel K        force law\n"
-    "  --accum A         accumulator (default float)\n"
-    "  --algorithm L     the pair loop to tune: all-pairs (default), symmetric (unroll IxJ with\n"
-    "                    J <= I, work-group size), cells (placeholders per work-item,\n"
-    "                    work-group size, tiling) or neighbors (partners per unrolled step,\n"
-    "                    work-group size); entries are stored under the loop's name\n"
-    "  --n N             tune only the bucket holding N, measured at N\n"
-    "  --budget SECONDS  wall time for the whole run (default 600)\n"
-    "  --seed S          order of the sampled search (default: fixed)\n"
-    "  --device SEL      P:D, a substring of the device name, cpu or gpu\n"
-    "  --json            print the results as one JSON document on standard output\n\n"
-    "The database is $FORCEKIT_TUNING_DB, else $XDG_DATA_HOME/forcekit/tuning.json (else\n"
-    "~/.local/share/forcekit/tuning.json); FORCEKIT_TUNING_DB=off tunes without storing.\n";
+    "same arguments resumes from the points already measured.\n\n";
+
+static void tune_usage_after(FILE *out, const cli_option *options, size_t count)
+{
+    (void)options;
+    (void)count;
+    fputs("\nThe database is $FORCEKIT_TUNING_DB, else $XDG_DATA_HOME/forcekit/tuning.json (else\n"
+          "~/.local/share/forcekit/tuning.json); FORCEKIT_TUNING_DB=off tunes without storing.\n",
+          out);
+}
 
 static volatile sig_atomic_t interrupted;
 
@@ -269,22 +265,25 @@ int cmd_tune(int argc, char **argv)
     double budget = 600;
     int json = 0, help = 0;
     cli_option table[] = {
-        {.name = "kernel", .kind = CLI_STRING, .value = &kernel_name},
-        {.name = "accum", .kind = CLI_STRING, .value = &accum_name},
-        {.name = "algorithm", .kind = CLI_STRING, .value = &algorithm_name},
-        {.name = "n", .kind = CLI_INT, .value = &n, .min = 1, .max = 1 << 30},
-        {.name = "budget", .kind = CLI_DOUBLE, .value = &budget, .min = 0.001, .max = 1e7},
-        {.name = "seed", .kind = CLI_INT, .value = &seed, .min = 0, .max = CLI_MAX_SEED},
-        {.name = "device", .kind = CLI_STRING, .value = &device},
-        {.name = "json", .kind = CLI_FLAG, .value = &json},
-        {.name = "help", .kind = CLI_FLAG, .value = &help},
+        cli_explained(cli_opt_kernel(&kernel_name), "force law"),
+        cli_opt_accum(&accum_name),
+        cli_explained(cli_string("algorithm", "L", &algorithm_name, NULL),
+                      "the pair loop to tune: all-pairs (default), symmetric (unroll IxJ with\n"
+                      "J <= I, work-group size), cells (placeholders per work-item,\n"
+                      "work-group size, tiling) or neighbors (partners per unrolled step,\n"
+                      "work-group size); entries are stored under the loop's name"),
+        cli_int("n", "N", &n, 1, 1 << 30, "tune only the bucket holding N, measured at N"),
+        cli_double("budget", "SECONDS", &budget, 0.001, 1e7,
+                   "wall time for the whole run (default 600)"),
+        cli_opt_seed(&seed, 0, CLI_MAX_SEED, "order of the sampled search (default: fixed)"),
+        cli_opt_device(&device),
+        cli_opt_json(&json),
+        cli_opt_help(&help),
     };
-    if (cli_parse_options("tune", argc, argv, table, sizeof table / sizeof table[0]))
-        return CLI_EXIT_USAGE;
-    if (help) {
-        fputs(tune_usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    static const cli_usage usage = {"tune", tune_synopsis, 20, tune_usage_after};
+    int usage_code = CLI_EXIT_OK;
+    if (cli_parse_command(&usage, argc, argv, table, sizeof table / sizeof table[0], &usage_code))
+        return usage_code;
     if (!kernel_name)
         return cli_usage_error("tune", "--kernel is required");
     const fk_kernel_info *kernel = NULL;

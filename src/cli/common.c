@@ -1,4 +1,5 @@
 #include "cli/common.h"
+#include "support/suite.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -89,6 +90,37 @@ int cli_open_context_timed(const char *device, int device_timing, fk_context **c
     return CLI_EXIT_OK;
 }
 
+int cli_open_suite(const char *device, fk_context **context, fkt_suite **suite)
+{
+    *suite = NULL;
+    int code = cli_open_context(device, context);
+    if (code != CLI_EXIT_OK)
+        return code;
+    const fk_status status = fkt_suite_open(*context, suite);
+    if (status == FK_OK)
+        return CLI_EXIT_OK;
+    code = cli_report_status(status, *context);
+    fk_context_destroy(*context);
+    *context = NULL;
+    *suite = NULL;
+    return code;
+}
+
+int cli_close_suite(fk_status status, int json, cJSON *document, fk_context *context,
+                    fkt_suite *suite)
+{
+    int code = CLI_EXIT_OK;
+    if (status != FK_OK) {
+        code = cli_report_status(status, context);
+        cJSON_Delete(document);
+    } else if (json) {
+        code = cli_print_json(document);
+    }
+    fkt_suite_close(suite);
+    fk_context_destroy(context);
+    return code;
+}
+
 int cli_check_fits_device(const fk_context *context, size_t count)
 {
     const fk_device_info *device = fk_context_device(context);
@@ -102,28 +134,39 @@ int cli_check_fits_device(const fk_context *context, size_t count)
     return CLI_EXIT_RUNTIME;
 }
 
+static const char *kernel_name_at(size_t index)
+{
+    const fk_kernel_info *kernel = fk_kernel_at(index);
+    return kernel ? kernel->name : NULL;
+}
+
+static const char *accum_name_at(size_t index)
+{
+    const fk_accum_info *accum = fk_accum_at(index);
+    return accum ? accum->name : NULL;
+}
+
+/* `forcekit: COMMAND: unknown WHAT 'NAME'; available: ...` from the registry; returns 2. */
+static int unknown_name(const char *command, const char *what, const char *name,
+                        const char *(*name_at)(size_t))
+{
+    fprintf(stderr, "forcekit: %s: unknown %s '%s'; available:", command, what, name);
+    for (size_t i = 0; name_at(i); ++i)
+        fprintf(stderr, " %s", name_at(i));
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_find_kernel(const char *command, const char *name, const fk_kernel_info **kernel)
 {
     *kernel = fk_kernel_find(name);
-    if (*kernel)
-        return CLI_EXIT_OK;
-    fprintf(stderr, "forcekit: %s: unknown kernel '%s'; available:", command, name);
-    for (size_t i = 0; fk_kernel_at(i); ++i)
-        fprintf(stderr, " %s", fk_kernel_at(i)->name);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
+    return *kernel ? CLI_EXIT_OK : unknown_name(command, "kernel", name, kernel_name_at);
 }
 
 int cli_find_accum(const char *command, const char *name, const fk_accum_info **accum)
 {
     *accum = fk_accum_find(name);
-    if (*accum)
-        return CLI_EXIT_OK;
-    fprintf(stderr, "forcekit: %s: unknown accumulator '%s'; available:", command, name);
-    for (size_t i = 0; fk_accum_at(i); ++i)
-        fprintf(stderr, " %s", fk_accum_at(i)->name);
-    fputc('\n', stderr);
-    return CLI_EXIT_USAGE;
+    return *accum ? CLI_EXIT_OK : unknown_name(command, "accumulator", name, accum_name_at);
 }
 
 int cli_kernel_is_gravity(const char *kernel)
@@ -164,13 +207,6 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
     return 1;
 }
 
-const char cli_algorithm_usage[] =
-    "  --algorithm A   pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
-    "                  law), cells (cell lists) or neighbors (Verlet lists built from the cells;\n"
-    "                  cells and neighbors: short-range kernels with a cutoff) or auto (one of\n"
-    "                  all-pairs, cells and neighbors from the tuning database's measurements\n"
-    "                  for N, else by a rule of N, density, cutoff and device; says its choice)\n";
-
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
 {
     *algorithm = FK_ALGORITHM_ALL_PAIRS;
@@ -182,11 +218,6 @@ int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *alg
             text);
     return CLI_EXIT_OK;
 }
-
-const char cli_lists_usage[] =
-    "  --lists L       neighbors: half (each pair once, Newton's third law; float, double and\n"
-    "                  fixed64), full (every partner in each list) or auto (default: half on\n"
-    "                  CPUs where the accumulator allows, full on GPUs)\n";
 
 int cli_parse_lists(const char *command, const char *text, int *lists)
 {
@@ -306,23 +337,6 @@ void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE])
     if (now == (time_t)-1 || !gmtime_r(&now, &utc) ||
         strftime(text, CLI_TIMESTAMP_SIZE, "%Y-%m-%dT%H:%M:%SZ", &utc) == 0)
         snprintf(text, CLI_TIMESTAMP_SIZE, "unknown");
-}
-
-/* NaN sorts last, so the order stays consistent for qsort. */
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    if (isnan(x) || isnan(y))
-        return isnan(x) - isnan(y);
-    return (x > y) - (x < y);
-}
-
-double cli_median(double *values, size_t count)
-{
-    if (count == 0)
-        return NAN;
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
 void cli_checksum(const double *values, size_t count, char text[CLI_CHECKSUM_SIZE])

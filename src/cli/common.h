@@ -45,6 +45,15 @@ int cli_open_context(const char *device, fk_context **context);
 /* The same with fk_context_config.device_timing (fk_device_timing). */
 int cli_open_context_timed(const char *device, int device_timing, fk_context **context);
 
+/* Opens the device (cli_open_context) and Taufer's suite (support/suite.h) on it, for sumtest and
+ * doundo. On failure reports it and returns the exit code with both NULL. */
+struct fkt_suite;
+int cli_open_suite(const char *device, fk_context **context, struct fkt_suite **suite);
+/* The end of such a run: reports a failed status (the document is dropped) or, with json, prints
+ * the document; then closes the suite and the device. Returns the exit code. */
+int cli_close_suite(fk_status status, int json, cJSON *document, fk_context *context,
+                    struct fkt_suite *suite);
+
 /* A synthetic system of count particles must fit the device (a float4 per particle) before it is
  * generated, so that an absurd --n fails at once instead of exhausting host memory. Reports and
  * returns 1 when it does not fit, else 0. */
@@ -68,11 +77,9 @@ int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
 /* --algorithm: "all-pairs" (or NULL), "symmetric" or "cells". Reports a usage error naming the
  * command and returns 2 when unknown, else 0. */
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm);
-extern const char cli_algorithm_usage[];
 /* --lists: "half", "full" or "auto" (or NULL) into an fk_neighbor_lists value; reports a usage
  * error naming the command and returns its exit code otherwise. */
 int cli_parse_lists(const char *command, const char *text, int *lists);
-extern const char cli_lists_usage[];
 /* --positions: "float" (or NULL) or "ds" into an fk_positions value (fk_eval_config.positions);
  * reports a usage error naming the command and returns its exit code otherwise. */
 int cli_parse_positions(const char *command, const char *text, int *positions);
@@ -101,9 +108,6 @@ void cli_json_number(cJSON *object, const char *key, double value);
 /* The current time as UTC ISO-8601, "2024-05-01T12:00:00Z". */
 #define CLI_TIMESTAMP_SIZE 32
 void cli_utc_timestamp(char text[CLI_TIMESTAMP_SIZE]);
-
-/* Median of values[0..count-1] (sorts them); NaN for count 0. */
-double cli_median(double *values, size_t count);
 
 /* XXH3-64 of the bytes of count doubles, as 16 lowercase hex digits: a fingerprint of results that
  * must be bit-identical (reproducible mode, across devices). */

@@ -44,7 +44,8 @@ static cli_option *find_option(cli_option *options, size_t count, const char *na
                                size_t name_length)
 {
     for (size_t i = 0; i < count; ++i)
-        if (options[i].kind != CLI_LAW_PARAMETER && strlen(options[i].name) == name_length &&
+        if (options[i].kind != CLI_LAW_PARAMETER && options[i].kind != CLI_HELP_LINE &&
+            strlen(options[i].name) == name_length &&
             strncmp(options[i].name, name, name_length) == 0)
             return &options[i];
     return NULL;
@@ -76,7 +77,7 @@ static cli_option *law_parameter_option(cli_option *options, size_t count)
 const cli_option *cli_option_named(const cli_option *options, size_t count, const char *name)
 {
     for (size_t i = 0; i < count; ++i)
-        if (strcmp(options[i].name, name) == 0)
+        if (options[i].kind != CLI_HELP_LINE && strcmp(options[i].name, name) == 0)
             return &options[i];
     return NULL;
 }
@@ -97,6 +98,7 @@ static int store_value(const char *command, cli_option *option, const char *text
     switch (option->kind) {
     case CLI_FLAG:
     case CLI_LAW_PARAMETER:
+    case CLI_HELP_LINE:
         break;
     case CLI_STRING:
         *(const char **)option->value = text;
@@ -186,16 +188,230 @@ int cli_parse_options(const char *command, int argc, char **argv, cli_option *op
     return 0;
 }
 
-const char cli_shape_usage[] =
-    "\nVariant shape (default: automatic, from the tuning database or the built-in default, "
-    "narrowed\n"
-    "to what the device allows for the built kernel; an explicit value that does not fit is an\n"
-    "error):\n"
-    "  --unroll IxJ    i and j unrolling, each 1, 2, 4 or 8; auto (default)\n"
-    "  --wg W          work-group size (the j-tile of the tiled loops)\n"
-    "  --splits S      work-groups sharing one i-block's j-range (all-pairs)\n"
-    "  --tiling on|off j-tiles staged in local memory\n"
-    "  --lanes L       CPU lane forms: auto (default), off, 8 or 16\n";
+cli_option cli_flag(const char *name, int *value, const char *help)
+{
+    return (cli_option){.name = name, .kind = CLI_FLAG, .value = value, .help = help};
+}
+
+/* An option that takes a value: its kind, storage and the value's name in the help. */
+static cli_option with_value(const char *name, cli_option_kind kind, void *value,
+                             const char *argument, const char *help)
+{
+    return (cli_option){
+        .name = name, .kind = kind, .value = value, .argument = argument, .help = help};
+}
+
+static cli_option in_range(cli_option option, double min, double max)
+{
+    option.min = min;
+    option.max = max;
+    return option;
+}
+
+cli_option cli_string(const char *name, const char *argument, const char **value, const char *help)
+{
+    return with_value(name, CLI_STRING, value, argument, help);
+}
+
+cli_option cli_int(const char *name, const char *argument, long long *value, double min, double max,
+                   const char *help)
+{
+    return in_range(with_value(name, CLI_INT, value, argument, help), min, max);
+}
+
+cli_option cli_double(const char *name, const char *argument, double *value, double min, double max,
+                      const char *help)
+{
+    return in_range(with_value(name, CLI_DOUBLE, value, argument, help), min, max);
+}
+
+cli_option cli_help_line(const char *name, const char *argument, const char *help)
+{
+    return (cli_option){.name = name, .kind = CLI_HELP_LINE, .argument = argument, .help = help};
+}
+
+cli_option cli_explained(cli_option option, const char *help)
+{
+    option.help = help;
+    option.group = CLI_GROUP_COMMAND;
+    return option;
+}
+
+cli_option cli_explained_as(cli_option option, const char *argument, const char *help)
+{
+    option.argument = argument;
+    return cli_explained(option, help);
+}
+
+static cli_option in_group(cli_option option, cli_option_group group)
+{
+    option.group = group;
+    return option;
+}
+
+cli_option cli_opt_help(int *value)
+{
+    return in_group(cli_flag("help", value, NULL), CLI_GROUP_HIDDEN);
+}
+
+cli_option cli_opt_json(int *value)
+{
+    return cli_flag("json", value, "print the results as one JSON document on standard output");
+}
+
+cli_option cli_opt_device(const char **value)
+{
+    return cli_string("device", "SEL", value, "P:D, a substring of the device name, cpu or gpu");
+}
+
+cli_option cli_opt_kernel(const char **value)
+{
+    return cli_string("kernel", "K", value, "force law (listed at the end)");
+}
+
+cli_option cli_opt_accum(const char **value)
+{
+    return cli_string("accum", "A", value, "accumulator (default float)");
+}
+
+cli_option cli_opt_seed(long long *value, double min, double max, const char *help)
+{
+    return cli_int("seed", "S", value, min, max, help);
+}
+
+cli_option cli_opt_eps(double *value, const char *help)
+{
+    return cli_double("eps", "E", value, 0, HUGE_VAL, help);
+}
+
+cli_option cli_opt_reproducible(int *value, const char *help)
+{
+    return cli_flag("reproducible", value, help);
+}
+
+cli_option cli_opt_format(const char **value)
+{
+    return cli_string("format", "F", value,
+                      "input format: auto (by file name, default), text or tipsy");
+}
+
+cli_option cli_opt_algorithm(const char **value)
+{
+    return in_group(
+        cli_string("algorithm", "A", value,
+                   "pair loop: all-pairs (default), symmetric (each pair once, Newton's third\n"
+                   "law), cells (cell lists) or neighbors (Verlet lists built from the cells;\n"
+                   "cells and neighbors: short-range kernels with a cutoff) or auto (one of\n"
+                   "all-pairs, cells and neighbors from the tuning database's measurements\n"
+                   "for N, else by a rule of N, density, cutoff and device; says its choice)"),
+        CLI_GROUP_LOOP);
+}
+
+cli_option cli_opt_lists(const char **value)
+{
+    return in_group(
+        cli_string("lists", "L", value,
+                   "neighbors: half (each pair once, Newton's third law; float, double and\n"
+                   "fixed64), full (every partner in each list) or auto (default: half on\n"
+                   "CPUs where the accumulator allows, full on GPUs)"),
+        CLI_GROUP_LOOP);
+}
+
+cli_option cli_opt_positions(const char **value)
+{
+    return in_group(cli_string("positions", "P", value, NULL), CLI_GROUP_HIDDEN);
+}
+
+cli_option cli_opt_device_timing(const char **value, const char *help)
+{
+    return cli_string("device-timing", "T", value, help);
+}
+
+cli_option cli_opt_unroll(const char **value)
+{
+    return in_group(
+        cli_string("unroll", "IxJ", value, "i and j unrolling, each 1, 2, 4 or 8; auto (default)"),
+        CLI_GROUP_SHAPE);
+}
+
+cli_option cli_opt_wg(long long *value)
+{
+    return in_group(
+        cli_int("wg", "W", value, 1, 1 << 20, "work-group size (the j-tile of the tiled loops)"),
+        CLI_GROUP_SHAPE);
+}
+
+cli_option cli_opt_splits(long long *value)
+{
+    return in_group(cli_int("splits", "S", value, 1, 1 << 20,
+                            "work-groups sharing one i-block's j-range (all-pairs)"),
+                    CLI_GROUP_SHAPE);
+}
+
+cli_option cli_opt_tiling(const char **value)
+{
+    return in_group(cli_string("tiling", "on|off", value, "j-tiles staged in local memory"),
+                    CLI_GROUP_SHAPE);
+}
+
+cli_option cli_opt_lanes(const char **value)
+{
+    return in_group(cli_string("lanes", "L", value, "CPU lane forms: auto (default), off, 8 or 16"),
+                    CLI_GROUP_SHAPE);
+}
+
+void cli_print_options(FILE *out, const cli_option *options, size_t count, cli_option_group group,
+                       int column)
+{
+    for (size_t i = 0; i < count; ++i) {
+        const cli_option *option = &options[i];
+        if (option->group != group || !option->help)
+            continue;
+        char label[96];
+        snprintf(label, sizeof label, "  --%s%s%s", option->name, option->argument ? " " : "",
+                 option->argument ? option->argument : "");
+        const int width = (int)strlen(label);
+        /* a label longer than the column keeps two spaces before its help */
+        fprintf(out, "%s%*s", label, width < column ? column - width : 2, "");
+        for (const char *line = option->help;;) {
+            const size_t length = strcspn(line, "\n");
+            fprintf(out, "%.*s\n", (int)length, line);
+            if (line[length] == '\0')
+                break;
+            line += length + 1;
+            fprintf(out, "%*s", column, "");
+        }
+    }
+}
+
+int cli_parse_command(const cli_usage *usage, int argc, char **argv, cli_option *options,
+                      size_t count, int *code)
+{
+    *code = CLI_EXIT_OK;
+    if (cli_parse_options(usage->command, argc, argv, options, count) != 0) {
+        *code = CLI_EXIT_USAGE;
+        return 1;
+    }
+    const cli_option *help = cli_option_named(options, count, "help");
+    if (!help || !help->given)
+        return 0;
+    fputs(usage->synopsis, stdout);
+    cli_print_options(stdout, options, count, CLI_GROUP_COMMAND, usage->column);
+    if (usage->after)
+        usage->after(stdout, options, count);
+    return 1;
+}
+
+void cli_print_shape_usage(FILE *out, const cli_option *options, size_t count)
+{
+    fputs("\nVariant shape (default: automatic, from the tuning database or the built-in "
+          "default, narrowed\n"
+          "to what the device allows for the built kernel; an explicit value that does not fit "
+          "is an\n"
+          "error):\n",
+          out);
+    cli_print_options(out, options, count, CLI_GROUP_SHAPE, 18);
+}
 
 int cli_shape_config(const char *command, const cli_shape_options *shape,
                      struct fk_eval_config *config)

@@ -6,23 +6,43 @@
 
 #include "cli/common.h"
 
-static const char physics_usage[] =
-    "  --cutoff RC    molecular kernels: pair cutoff, force-shifted (default none, or the law's\n"
-    "                 own: lj's 2.5, in its description below)\n"
-    "  --coulomb K    Coulomb constant (default 1)\n"
-    "  --box L        periodic box Lx,Ly,Lz (or one L for a cube), minimum image; needs a cutoff\n"
-    "                 of at most half the shortest side\n"
-    "  --params FILE  pair parameters by type, a line per pair: a b and the law's pair\n"
-    "                 parameters (below); default one type, all parameters 1\n"
-    "  --exclude FILE pairs left out, a line per pair: i j (0-based particle indices)\n"
-    "  --exclude-mode M  onthefly (default: the pair loop masks them, correct on every device)\n"
-    "                 or afterwards (Narumi's experiment: every pair summed, then the excluded\n"
-    "                 ones subtracted by a second kernel; exact only where both kernels compute\n"
-    "                 the same bits, as with --reproducible)\n";
-
-void cli_physics_print_usage(FILE *out)
+cli_option cli_opt_physics(const char *name, cli_physics_options *options)
 {
-    fputs(physics_usage, out);
+    cli_option option = {0};
+    if (strcmp(name, "cutoff") == 0)
+        option = cli_double(name, "RC", &options->cutoff, 0, HUGE_VAL,
+                            "molecular kernels: pair cutoff, force-shifted (default none, or the "
+                            "law's\nown: lj's 2.5, in its description below)");
+    else if (strcmp(name, "coulomb") == 0)
+        option = cli_double(name, "K", &options->coulomb, -HUGE_VAL, HUGE_VAL,
+                            "Coulomb constant (default 1)");
+    else if (strcmp(name, "box") == 0)
+        option = cli_string(name, "L", &options->box,
+                            "periodic box Lx,Ly,Lz (or one L for a cube), minimum image; needs a "
+                            "cutoff\nof at most half the shortest side");
+    else if (strcmp(name, "params") == 0)
+        option = cli_string(name, "FILE", &options->params,
+                            "pair parameters by type, a line per pair: a b and the law's pair\n"
+                            "parameters (below); default one type, all parameters 1");
+    else if (strcmp(name, "exclude") == 0)
+        option = cli_string(name, "FILE", &options->exclude,
+                            "pairs left out, a line per pair: i j (0-based particle indices)");
+    else if (strcmp(name, "exclude-mode") == 0)
+        option =
+            cli_string(name, "M", &options->exclude_mode,
+                       "onthefly (default: the pair loop masks them, correct on every device)\n"
+                       "or afterwards (Narumi's experiment: every pair summed, then the excluded\n"
+                       "ones subtracted by a second kernel; exact only where both kernels compute\n"
+                       "the same bits, as with --reproducible)");
+    else /* each law's named parameters, listed from the registry */
+        option = (cli_option){.name = name, .kind = CLI_LAW_PARAMETER, .value = &options->law};
+    option.group = CLI_GROUP_PHYSICS;
+    return option;
+}
+
+void cli_physics_print_usage(FILE *out, const cli_option *options, size_t count)
+{
+    cli_print_options(out, options, count, CLI_GROUP_PHYSICS, 17);
     for (size_t k = 0; fk_kernel_at(k); ++k) {
         const fk_kernel_info *kernel = fk_kernel_at(k);
         for (unsigned p = 0; p < kernel->parameter_count; ++p) {

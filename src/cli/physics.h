@@ -23,25 +23,17 @@ typedef struct cli_physics_options {
         .cutoff = NAN, .coulomb = NAN                                                              \
     }
 
-/* Entries for a command's option table. */
+/* Entries for a command's option table, listed by cli_physics_print_usage. */
+cli_option cli_opt_physics(const char *name, cli_physics_options *options);
 #define CLI_PHYSICS_OPTION_ENTRIES(o)                                                              \
-    {.name = "params", .kind = CLI_STRING, .value = &(o).params},                                  \
-        {.name = "exclude", .kind = CLI_STRING, .value = &(o).exclude},                            \
-        {.name = "exclude-mode", .kind = CLI_STRING, .value = &(o).exclude_mode},                  \
-        {.name = "cutoff", .kind = CLI_DOUBLE, .value = &(o).cutoff, .min = 0, .max = HUGE_VAL},   \
-        {.name = "coulomb",                                                                        \
-         .kind = CLI_DOUBLE,                                                                       \
-         .value = &(o).coulomb,                                                                    \
-         .min = -HUGE_VAL,                                                                         \
-         .max = HUGE_VAL},                                                                         \
-        {.name = "law parameter", .kind = CLI_LAW_PARAMETER, .value = &(o).law},                   \
-    {                                                                                              \
-        .name = "box", .kind = CLI_STRING, .value = &(o).box                                       \
-    }
+    cli_opt_physics("cutoff", &(o)), cli_opt_physics("coulomb", &(o)),                             \
+        cli_opt_physics("box", &(o)), cli_opt_physics("params", &(o)),                             \
+        cli_opt_physics("exclude", &(o)), cli_opt_physics("exclude-mode", &(o)),                   \
+        cli_opt_physics("law parameter", &(o))
 
-/* Usage text of the options, for --help, with each force law's named parameters from the
- * registry. */
-void cli_physics_print_usage(FILE *out);
+/* Usage text of the table's physics entries, for --help, with each force law's named
+ * parameters from the registry. */
+void cli_physics_print_usage(FILE *out, const cli_option *options, size_t count);
 /* The force laws for --help: name, input columns, outputs, description, from the registry. */
 void cli_print_kernels(FILE *out);
 

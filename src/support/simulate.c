@@ -3,6 +3,7 @@
 #include "support/simulate.h"
 
 #include "core/integrate/integrator.h" /* fk__integrator_forces: checkpoints of the device path */
+#include "common/stats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -504,12 +505,6 @@ static fk_status make_eval(fkt_sim *sim, const fkt_sim_config *config, fk_algori
     return FK_OK;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Seconds per step-like cycle (update, compute, read), the median of a few: what the step loop
  * will pay per evaluation with this pair loop. */
 static fk_status time_eval(fkt_sim *sim, fk_eval *eval, double *seconds)
@@ -526,8 +521,7 @@ static fk_status time_eval(fkt_sim *sim, fk_eval *eval, double *seconds)
             status = fk_eval_read_forces(eval, sim->output);
         times[r] = monotonic_seconds() - start;
     }
-    qsort(times, REPS, sizeof times[0], compare_doubles);
-    *seconds = times[REPS / 2];
+    *seconds = fk__median(times, REPS);
     return status;
 }
 

@@ -3,13 +3,8 @@
  * context's queue, with blocking transfers timed by the wall clock (what a caller waits). */
 #include <stdlib.h>
 
+#include "common/stats.h"
 #include "core/internal.h"
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int reps,
                                        double *to_device, double *to_host)
@@ -54,11 +49,9 @@ fk_status fk__measure_pinned_bandwidth(fk_context *context, size_t bytes, int re
         }
     }
     if (status == FK_OK) {
-        qsort(up, (size_t)reps, sizeof *up, compare_doubles);
-        qsort(down, (size_t)reps, sizeof *down, compare_doubles);
         /* the median: a bound that a step can meet, not a lucky best */
-        *to_device = (double)bytes / up[reps / 2];
-        *to_host = (double)bytes / down[reps / 2];
+        *to_device = (double)bytes / fk__median(up, (size_t)reps);
+        *to_host = (double)bytes / fk__median(down, (size_t)reps);
     }
     free(up);
     free(down);

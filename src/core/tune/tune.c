@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "common/stats.h"
 #include "core/eval/eval.h"
 #include "core/eval/choose.h"
 #include "core/loops/loop.h"
@@ -656,11 +657,6 @@ static int is_builtin(const fk_tune_point *p, const fk_variant *builtin)
            p->local_tiling == (builtin->local_tiling != 0);
 }
 
-static double median_of_three(double a, double b, double c)
-{
-    return fmax(fmin(a, b), fmin(fmax(a, b), c));
-}
-
 /* On a device whose load changes (a shared CPU), the best of hundreds of single measurements is
  * partly luck: the fastest few and the built-in default are timed again, alternately, and judged
  * by the median of their three timings, so the winner and the untuned baseline come from the same
@@ -711,7 +707,8 @@ static fk_status confirm(tuner *t, const fk_variant *builtin, double time_left, 
     size_t best = chosen[0];
     for (size_t c = 0; c < count; ++c) {
         fk_tune_point *p = &b->tried[chosen[c]];
-        p->confirmed_seconds = median_of_three(p->seconds, timings[c][0], timings[c][1]);
+        double three[3] = {p->seconds, timings[c][0], timings[c][1]};
+        p->confirmed_seconds = fk__median(three, 3);
         if (p->confirmed_seconds < b->tried[best].confirmed_seconds || c == 0)
             best = chosen[c];
         if (is_builtin(p, builtin))
