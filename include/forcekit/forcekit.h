@@ -299,6 +299,10 @@ FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 /* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
 FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
 
+/* The Verlet skin that fk_eval_config.skin 0 means, as a fraction of the cutoff (0.3 at lj's
+ * default 2.5, sigma = 1). */
+#define FK_DEFAULT_SKIN_FRACTION 0.12
+
 typedef struct fk_eval_config {
     size_t struct_size;     /* sizeof(fk_eval_config), or 0 (0.2.0); see the top of this file */
     const char *kernel;     /* "ga"; required */
@@ -352,8 +356,9 @@ typedef struct fk_eval_config {
     /* Cells and neighbors: the Verlet skin, an absolute distance. Cells have a side of at least
      * cutoff + skin (neighbors: and the lists hold the pairs closer than that), and the cells (and
      * lists) are kept, not rebuilt, while no particle has moved more than skin / 2 since the last
-     * build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no skin, rebuilt whenever a
-     * particle moved at all (fk_eval_set_particles / fk_eval_update_positions). */
+     * build. 0: FK_DEFAULT_SKIN_FRACTION (0.12) cutoff (0.3 at lj's default 2.5); negative: no
+     * skin, rebuilt whenever a particle moved at all (fk_eval_set_particles /
+     * fk_eval_update_positions). */
     double skin;
     /* CPU lanes, the vector units' form of two pair loops, for force laws and accumulators whose
      * kernel headers have a lane form:
