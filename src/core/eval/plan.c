@@ -1,5 +1,5 @@
 /* The resolved plan (plan.h): the evaluation's physics, skin and build switches resolved once at
- * fk_eval_create, and the build options every pair program shares. */
+ * fk_eval_create, the build options every pair program shares, and fk_eval_get_reach. */
 #include "core/eval/plan.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/eval/choose.h"
+#include "core/eval/eval.h"
 
 double fk__skin_resolve(double skin, double cutoff)
 {
@@ -116,4 +117,19 @@ const char *fk__plan_options(fk__plan *plan, const fk_kernel_desc *kernel, const
     else if (reproducible)
         snprintf(plan->options, sizeof plan->options, "%s", reproducible);
     return plan->options[0] ? plan->options : NULL;
+}
+
+fk_status fk_eval_get_reach(const fk_eval *eval, double *cutoff, double *skin, double box[3])
+{
+    if (!eval)
+        return FK_ERR_INVALID_ARGUMENT;
+    const fk__physics *physics = &eval->plan.physics;
+    if (cutoff)
+        *cutoff = physics->cutoff;
+    if (skin) /* without a cutoff every pair counts, and there is nothing to keep */
+        *skin = physics->cutoff > 0 ? eval->plan.skin : 0.0;
+    if (box)
+        for (int k = 0; k < 3; ++k)
+            box[k] = physics->periodic ? physics->box[k] : 0.0;
+    return FK_OK;
 }
