@@ -163,6 +163,38 @@ static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
     return FK_OK;
 }
 
+/* config's modes against the accumulator (accum_name: as the configuration names it, or its
+ * default): reproducible mode's fixed-point accumulators, the softening's sign, the scale policy
+ * and the result type. */
+static fk_status check_modes(fk_context *context, const fk_eval_config *config,
+                             const char *accum_name, const fk_accum_desc *accum)
+{
+    if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
+        strcmp(accum_name, "narumi") != 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "reproducible mode sums in fixed point (fixed64 or narumi: exact and "
+                        "order-independent); accumulator '%s' is not",
+                        accum_name);
+    if (!isfinite(config->eps) || config->eps < 0)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
+    if (config->scale_policy != FK_SCALE_AUTO && config->scale_policy != FK_SCALE_KEEP &&
+        config->scale_policy != FK_SCALE_EACH_UPLOAD)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "scale_policy %d: FK_SCALE_AUTO (0), FK_SCALE_KEEP (1) or "
+                        "FK_SCALE_EACH_UPLOAD (2)",
+                        config->scale_policy);
+    if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "scale_policy FK_SCALE_KEEP needs an accumulator that detects every "
+                        "overflow (fixed64), not %s",
+                        accum->info.name);
+    if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
+                        config->result_type);
+    return FK_OK;
+}
+
 /* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
 fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
                                 unsigned exclusion_slots, fk_eval **out)
@@ -184,7 +216,7 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
     if (found != FK_OK)
         return found;
-    found = fk__plan_check_modes(context, config, accum_name, accum);
+    found = check_modes(context, config, accum_name, accum);
     if (found != FK_OK)
         return found;
 

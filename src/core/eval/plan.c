@@ -2,7 +2,6 @@
  * fk_eval_create, the build options every pair program shares, and fk_eval_get_reach. */
 #include "core/eval/plan.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,35 +13,6 @@ double fk__skin_resolve(double skin, double cutoff)
     if (skin > 0)
         return skin;
     return skin == 0 ? FK_DEFAULT_SKIN_FRACTION * cutoff : 0.0;
-}
-
-fk_status fk__plan_check_modes(fk_context *context, const fk_eval_config *config,
-                               const char *accum_name, const fk_accum_desc *accum)
-{
-    if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
-        strcmp(accum_name, "narumi") != 0)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "reproducible mode sums in fixed point (fixed64 or narumi: exact and "
-                        "order-independent); accumulator '%s' is not",
-                        accum_name);
-    if (!isfinite(config->eps) || config->eps < 0)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "softening eps must be finite and >= 0");
-    if (config->scale_policy != FK_SCALE_AUTO && config->scale_policy != FK_SCALE_KEEP &&
-        config->scale_policy != FK_SCALE_EACH_UPLOAD)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "scale_policy %d: FK_SCALE_AUTO (0), FK_SCALE_KEEP (1) or "
-                        "FK_SCALE_EACH_UPLOAD (2)",
-                        config->scale_policy);
-    if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "scale_policy FK_SCALE_KEEP needs an accumulator that detects every "
-                        "overflow (fixed64), not %s",
-                        accum->info.name);
-    if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
-                        config->result_type);
-    return FK_OK;
 }
 
 fk_status fk__plan_resolve(fk_context *context, const fk_eval_config *config,

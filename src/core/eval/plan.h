@@ -34,13 +34,6 @@ typedef struct fk__plan {
  * negative (or NaN) none, 0. The one place the default skin is applied. */
 double fk__skin_resolve(double skin, double cutoff);
 
-/* Checks config's modes against the accumulator (accum_name, as the configuration names it or
- * its default): reproducible mode's fixed-point accumulators, the softening's sign, the scale
- * policy and the result type. The first check of fk_eval_create after the names; a refusal is
- * recorded with fk__fail. */
-fk_status fk__plan_check_modes(fk_context *context, const fk_eval_config *config,
-                               const char *accum_name, const fk_accum_desc *accum);
-
 /* Validates config's physics and exclusion options for the kernel and accumulator and fills plan
  * with them resolved, and the pair loop: config->algorithm, or for FK_ALGORITHM_AUTO the one
  * fk__eval_choose_algorithm chooses for the resolved physics (src/core/eval/choose.c).
