@@ -3,8 +3,9 @@
  * and tiny systems run all-pairs, a cutoff and a large N do not; the device type and the density
  * decide the rest), the choice read from the tuning database's measured entries of the loops
  * (fastest wins, the source is the database; one measured loop is not a comparison), what
- * fk_variant reports, forces equal bit for bit to those of the loop it chose, the names, and the
- * refusal of "auto" as a database entry's loop.
+ * fk_variant reports, forces equal bit for bit to those of the loop it chose, the names, the
+ * refusal of "auto" as a database entry's loop, and the reach the evaluation resolved
+ * (fk_eval_get_reach: cutoff, skin and box, from the flat fields or config.physics).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -198,6 +199,56 @@ static void test_exclusions_rebuild_keeps_choice(void **state)
     fk_eval_destroy(eval);
 }
 
+/* fk_eval_get_reach: the cutoff, skin and box that fk_eval_create resolved once (its plan,
+ * src/core/eval/plan.c), from the flat fields or from config.physics, with the law's default
+ * cutoff and the default skin applied; the cells loop runs with the same skin. */
+static void expect_reach(const fk_eval_config *config, double cutoff, double skin, double side)
+{
+    fk_eval *eval = NULL;
+    const fk_variant variant = create_variant(config, &eval);
+    double got_cutoff = -1, got_skin = -1, box[3] = {-1, -1, -1};
+    assert_int_equal(fk_eval_get_reach(eval, &got_cutoff, &got_skin, box), FK_OK);
+    if (got_cutoff != cutoff || got_skin != skin)
+        fail_msg("%s: reach %.17g + %.17g, expected %.17g + %.17g", config->kernel, got_cutoff,
+                 got_skin, cutoff, skin);
+    for (int d = 0; d < 3; ++d)
+        assert_true(box[d] == side);
+    if (variant.algorithm == FK_ALGORITHM_CELLS)
+        assert_true(variant.cell_skin == skin);
+    assert_int_equal(fk_eval_get_reach(eval, NULL, NULL, NULL), FK_OK);
+    fk_eval_destroy(eval);
+}
+
+static void test_reach(void **state)
+{
+    (void)state;
+    fluid f = {.n = 4096, .box = 16.0};
+    /* flat fields: lj's default cutoff 2.5 and the default skin */
+    fk_eval_config flat = lj_config(&f, FK_ALGORITHM_CELLS);
+    expect_reach(&flat, 2.5, FK_DEFAULT_SKIN_FRACTION * 2.5, f.box);
+    flat.skin = -1; /* none */
+    expect_reach(&flat, 2.5, 0, f.box);
+    /* config.physics: its cutoff (not lj's default), an explicit skin */
+    fk_physics physics = {.cutoff = 3.5, .box = {f.box, f.box, f.box}};
+    fk_eval_config described = FK_CONFIG_INIT(fk_eval_config);
+    described.kernel = "lj";
+    described.algorithm = FK_ALGORITHM_CELLS;
+    described.physics = &physics;
+    expect_reach(&described, 3.5, FK_DEFAULT_SKIN_FRACTION * 3.5, f.box);
+    described.skin = 0.5;
+    expect_reach(&described, 3.5, 0.5, f.box);
+    /* open boundaries; gravity has no cutoff and no skin */
+    physics.box[0] = physics.box[1] = physics.box[2] = 0;
+    described.algorithm = FK_ALGORITHM_NEIGHBORS;
+    expect_reach(&described, 3.5, 0.5, 0);
+    fk_eval_config ga = FK_CONFIG_INIT(fk_eval_config);
+    ga.kernel = "ga";
+    ga.eps = 0.01;
+    expect_reach(&ga, 0, 0, 0);
+    double cutoff = 0;
+    assert_int_equal(fk_eval_get_reach(NULL, &cutoff, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
+}
+
 /* ---- the tuning database ----------------------------------------------------------------------
  */
 
@@ -335,6 +386,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_create_untuned),
         cmocka_unit_test(test_forces_equal_chosen),
         cmocka_unit_test(test_exclusions_rebuild_keeps_choice),
+        cmocka_unit_test(test_reach),
         cmocka_unit_test(test_tuned_choice),
     };
     return cmocka_run_group_tests(tests, fk_test_context_setup, fk_test_context_teardown);

@@ -299,6 +299,10 @@ FK_API const char *fk_algorithm_name(fk_algorithm algorithm);
 /* By name; FK_ERR_INVALID_ARGUMENT for an unknown one. */
 FK_API fk_status fk_algorithm_find(const char *name, fk_algorithm *algorithm);
 
+/* The Verlet skin that fk_eval_config.skin 0 means, as a fraction of the cutoff (0.3 at lj's
+ * default 2.5, sigma = 1). Also the MPI layer's margin beyond its halos (forcekit_mpi.h). */
+#define FK_DEFAULT_SKIN_FRACTION 0.12
+
 typedef struct fk_eval_config {
     size_t struct_size;     /* sizeof(fk_eval_config), or 0 (0.2.0); see the top of this file */
     const char *kernel;     /* "ga"; required */
@@ -352,8 +356,9 @@ typedef struct fk_eval_config {
     /* Cells and neighbors: the Verlet skin, an absolute distance. Cells have a side of at least
      * cutoff + skin (neighbors: and the lists hold the pairs closer than that), and the cells (and
      * lists) are kept, not rebuilt, while no particle has moved more than skin / 2 since the last
-     * build. 0: 0.12 cutoff (0.3 at lj's default 2.5); negative: no skin, rebuilt whenever a
-     * particle moved at all (fk_eval_set_particles / fk_eval_update_positions). */
+     * build. 0: FK_DEFAULT_SKIN_FRACTION (0.12) cutoff (0.3 at lj's default 2.5); negative: no
+     * skin, rebuilt whenever a particle moved at all (fk_eval_set_particles /
+     * fk_eval_update_positions). fk_eval_get_reach gives the skin an evaluation resolved. */
     double skin;
     /* CPU lanes, the vector units' form of two pair loops, for force laws and accumulators whose
      * kernel headers have a lane form:
@@ -600,6 +605,16 @@ FK_API fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant);
  * is destroyed (added in 0.2). */
 FK_API const char *fk_eval_variant_note(const fk_eval *eval);
 FK_API size_t fk_eval_force_components(const fk_eval *eval);
+/* The reach of an evaluation's pair interactions as fk_eval_create resolved its configuration
+ * (config.physics or the flat fields, defaults applied), for callers that place particles by it
+ * (the MPI layer's halos, forcekit_mpi.h) and must not derive the defaults again (added in 0.2):
+ * *cutoff, the cutoff in use (the law's default for 0; 0: none, every pair counts); *skin, the
+ * Verlet skin the cells and lists keep (config.skin resolved: FK_DEFAULT_SKIN_FRACTION of the
+ * cutoff for 0; 0 for none, and without a cutoff), whatever the pair loop; box, the periodic box
+ * (all 0: open boundaries). The pairs a loop examines lie within cutoff + skin. Each pointer may
+ * be NULL. FK_ERR_INVALID_ARGUMENT for a NULL evaluation. */
+FK_API fk_status fk_eval_get_reach(const fk_eval *eval, double *cutoff, double *skin,
+                                   double box[3]);
 
 /* Molecular kernels. The pair table is validated (NaN, negative epsilon or sigma, rho <= 0,
  * asymmetry: FK_ERR_INVALID_INPUT naming the pair) and uploaded once; without one, one type with

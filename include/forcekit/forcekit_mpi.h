@@ -12,11 +12,13 @@
  *     particle's are nonzero on one rank).
  *   spatial: cells and neighbour lists in a periodic box. Rank r owns the slab
  *     [Lz r / P, Lz (r + 1) / P); each particle goes to the rank whose slab holds it and to
- *     those whose slab lies within cutoff + skin of it; each rank evaluates its slab and halo
- *     in the order of the global indices, and the owned particles' results go back to the ranks
- *     whose slices hold them. Exclusions are not supported there (their indices are global):
- *     set them (fk_eval_set_exclusions on fk_mpi_eval_local) only in the allgather scheme; pair
- *     tables are fine in both.
+ *     those whose slab lies within cutoff + skin of it (the evaluation's, fk_eval_get_reach:
+ *     from config.physics or the flat fields, defaults applied); each rank evaluates its slab and
+ *     halo in the order of the global indices, and the owned particles' results go back to the
+ *     ranks whose slices hold them. Exclusions are not supported there (their indices are
+ *     global): set them (fk_eval_set_exclusions on fk_mpi_eval_local) only in the allgather
+ *     scheme, and exclusions in config.physics keep the allgather scheme; pair tables are fine
+ *     in both.
  * Either way every particle's forces are those of the single-device evaluation, bit for bit, on
  * every rank count on one device type (the same j in the same order; the fixed64 scale chosen
  * together from the exact largest term, fk_eval_set_bound); fixed64 with config.reproducible,

@@ -384,6 +384,8 @@ fk_status fk__exclusions_max_partners(const size_t *normalized, size_t count,
 
 /* What an evaluation of a molecular law keeps on the host (forcelaw.c). */
 typedef struct fk__forcelaw_state {
+    /* The physics the evaluation's plan resolved (src/core/eval/plan.h), given to
+     * fk__forcelaw_prepare: the law's functions below read it here, never resolve it again. */
     fk__physics physics;
     fk__pair_params pairs; /* types 0 until a table is set: the default is used */
     size_t *exclusions;    /* normalized pairs */
@@ -400,14 +402,15 @@ typedef struct fk__forcelaw_state {
 /* The most excluded partners per particle the on-the-fly kernel checks (a compare per slot per
  * pair); beyond it, exclude afterwards. */
 #define FK__MAX_EXCLUSION_SLOTS 64
-/* Validates the config's physics for the kernel, fills the physics constants for the device and
- * the extra build options (-D FK_PERIODIC=1 ...). automatic_slots: the exclusion slots to build
- * on the fly when config->max_exclusions is 0 (the most partners any particle has). */
-fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
-                               const fk_eval_config *config, unsigned automatic_slots,
-                               int double_pairs, fk__forcelaw_state *state,
-                               float physics[FK__PHYSICS_FLOATS], char *options,
-                               size_t options_size);
+/* Keeps the resolved physics (fk__physics_resolve's, from the evaluation's plan) in state and
+ * fills the physics constants for the device from it: gravity's eps^2 (a float pair with
+ * double-single positions), the molecular laws' constants, rounded once from double and kept in
+ * double for a double table. exclusion_slots and double_table are the plan's; the build options
+ * that go with them are fk__plan_options's. */
+void fk__forcelaw_prepare(const fk_kernel_desc *kernel, const fk__physics *physics,
+                          int exclusion_mode, unsigned exclusion_slots, int double_table,
+                          int double_single, fk__forcelaw_state *state,
+                          float values[FK__PHYSICS_FLOATS]);
 void fk__forcelaw_state_free(fk__forcelaw_state *state);
 /* The device pair table (malloc'ed) from the current or default parameters: floats, or with
  * state->double_table the physics constants and then the entries in double. */

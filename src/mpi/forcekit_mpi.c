@@ -120,21 +120,29 @@ int fk_mpi_local_rank(MPI_Comm comm)
     return rank;
 }
 
-/* The spatial scheme's halo width: every particle within the cutoff of an owned particle must be
- * on its rank; cutoff + skin also covers what the lists and cells examine. */
-static double halo_width(const fk_eval_config *config)
+/* The spatial scheme's reach, as the rank's evaluation resolved it (fk_eval_get_reach: from
+ * config.physics or the flat fields, the law's default cutoff and the default skin applied), and
+ * whether it runs: cells and lists in a periodic box, without exclusions (they name particles by
+ * their index in the whole system, which a rank's slab and halo renumber). The halo width is
+ * cutoff + skin, which covers every particle within the cutoff of an owned one and what the lists
+ * and cells examine, plus the resident sets' margin: the default skin's width. A particle that
+ * moved less than half of it along z since the sets were built cannot have entered another rank's
+ * halo or slab from outside that rank's set (a rank's set reaches halo + margin beyond its slab).
+ */
+static int spatial_reach(fk_mpi_eval *m, const fk_eval_config *config, int algorithm)
 {
-    const double cutoff = config->cutoff > 0 ? config->cutoff : 2.5; /* lj's default */
-    const double skin = config->skin > 0 ? config->skin : config->skin == 0 ? 0.12 * cutoff : 0;
-    return cutoff + skin;
-}
-
-/* The resident sets' margin beyond the halo: the default skin's width. A particle that moved
- * less than half of it along z since the sets were built cannot have entered another rank's halo
- * or slab from outside that rank's set (a rank's set reaches halo + margin beyond its slab). */
-static double resident_margin(const fk_eval_config *config)
-{
-    return 0.12 * (config->cutoff > 0 ? config->cutoff : 2.5);
+    double cutoff = 0, skin = 0, box[3] = {0, 0, 0};
+    if (fk_eval_get_reach(m->eval, &cutoff, &skin, box) != FK_OK)
+        return 0;
+    const int periodic = box[0] > 0 && box[1] > 0 && box[2] > 0;
+    const int excluded = config->physics && config->physics->exclusion_count > 0;
+    if (!periodic || excluded || fk_eval_force_components(m->eval) != 3 ||
+        (algorithm != FK_ALGORITHM_CELLS && algorithm != FK_ALGORITHM_NEIGHBORS))
+        return 0;
+    m->box_length = box[2];
+    m->margin = FK_DEFAULT_SKIN_FRACTION * cutoff;
+    m->halo = cutoff + skin + m->margin;
+    return 1;
 }
 
 /* Whether the ranks keep the data-scaled accumulator's scale across updates: FK_SCALE_KEEP, and
@@ -179,15 +187,9 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
             return forcekit_fail(m, status, "fk_eval_create (all-pairs for symmetric)");
         fk_eval_get_variant(m->eval, &variant);
     }
-    const int periodic = config->box[0] > 0 && config->box[1] > 0 && config->box[2] > 0;
-    m->spatial =
-        periodic && fk_eval_force_components(m->eval) == 3 &&
-        (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS);
+    m->spatial = spatial_reach(m, config, variant.algorithm);
     if (m->spatial) {
-        m->box_length = config->box[2];
         m->double_results = config->result_type == FK_RESULT_DOUBLE;
-        m->margin = resident_margin(config);
-        m->halo = halo_width(config) + m->margin;
     } else if (variant.algorithm == FK_ALGORITHM_CELLS) {
         status = fk_eval_set_share(m->eval, m->part.rank, m->part.size);
         if (status != FK_OK)

@@ -4,9 +4,10 @@
  *   forces    the distributed results, read back whole on every rank, equal bit for bit to one
  *             plain fk_eval on rank 0 (the P = 1 result) for ga, gaj, lj and ljc_constant with
  *             fixed64 (all-pairs, and cells and full lists in a periodic box) and with float; the
- *             plain results held to the double-precision reference. Fresh random inputs (the seed,
- *             FK_TEST_SEED or the clock, is printed and broadcast), uneven slices (rank r holds
- *             r + 1 parts, the last rank none when P > 2).
+ *             plain results held to the double-precision reference; lj's also with its physics
+ *             in config.physics, cutoff 4 (the halo from fk_eval_get_reach, issue #35). Fresh
+ *             random inputs (the seed, FK_TEST_SEED or the clock, is printed and broadcast),
+ *             uneven slices (rank r holds r + 1 parts, the last rank none when P > 2).
  *   moving    the spatial scheme's resident sets over 14 updates of a moving fluid (cells and
  *             lists, fixed64 and float): rebuilds and position-only updates both run, and every
  *             step's fixed64 forces equal one device's bit for bit (float: within 1e-5, its
@@ -126,6 +127,11 @@ static void free_system(system_t *s)
 
 /* Nonzero: make_config asks for double-single positions (the allgather scheme's cases). */
 static int double_single;
+/* Nonzero: make_config gives the molecular laws' physics as config.physics with this cutoff, not
+ * in the flat fields (issue #35: the spatial scheme's halo is the cutoff the evaluation resolved,
+ * fk_eval_get_reach; it read only the flat fields, and without a cutoff there lj's 2.5). */
+static double physics_cutoff;
+static fk_physics described_physics;
 
 static fk_eval_config make_config(const char *kernel, const char *accum, int algorithm,
                                   const system_t *s)
@@ -136,7 +142,11 @@ static fk_eval_config make_config(const char *kernel, const char *accum, int alg
     config.accum = accum;
     config.algorithm = algorithm;
     config.potential = 1;
-    if (kernel[0] == 'l') {
+    if (kernel[0] == 'l' && physics_cutoff > 0) {
+        described_physics = (fk_physics){.cutoff = physics_cutoff, .box = {s->box, s->box, s->box}};
+        config.physics = &described_physics;
+        config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
+    } else if (kernel[0] == 'l') {
         config.cutoff = 2.5;
         config.box[0] = config.box[1] = config.box[2] = s->box;
         config.neighbor_lists = FK_NEIGHBOR_LISTS_FULL;
@@ -231,6 +241,8 @@ static void check_forces(const char *kernel, const char *accum, int algorithm, s
             /* And the plain results are right: the double-precision reference. */
             fk_physics physics = {.eps = config.eps, .cutoff = config.cutoff};
             memcpy(physics.box, config.box, sizeof physics.box);
+            if (config.physics)
+                physics = *config.physics;
             double *reference = malloc(fc * n * sizeof *reference);
             CHECK(fk_reference_forces(kernel, &whole, &physics, reference, NULL) == FK_OK,
                   "reference");
@@ -936,6 +948,14 @@ int main(int argc, char **argv)
         check_forces("lj", "fixed64", FK_ALGORITHM_ALL_PAIRS, 729);
         check_forces("ljc_constant", "fixed64", FK_ALGORITHM_CELLS, 729);
         check_forces("ljc_constant", "fixed64", FK_ALGORITHM_ALL_PAIRS, 729);
+        /* config.physics's cutoff 4 (half the box is 4.95) needs a halo of 4.96: the defaults of
+         * the flat fields gave 3.1, and the scheme was allgather (checked: the scheme fails at
+         * every P, and a halo of 3.1 in the spatial scheme fails the forces at P = 4, where a
+         * rank's slab and halos no longer cover the box) */
+        physics_cutoff = 4.0;
+        check_forces("lj", "fixed64", FK_ALGORITHM_CELLS, 729);
+        check_forces("lj", "fixed64", FK_ALGORITHM_NEIGHBORS, 729);
+        physics_cutoff = 0;
         check_moving("fixed64", FK_ALGORITHM_CELLS, 1);
         check_moving("fixed64", FK_ALGORITHM_NEIGHBORS, 1);
         check_moving("float", FK_ALGORITHM_CELLS, 0);

@@ -122,11 +122,9 @@ enum { AUTO_ALL_PAIRS_BELOW_CPU = 512, AUTO_ALL_PAIRS_BELOW_GPU = 8192 };
 /* The density the rule assumes when N or the box is unknown (open boundaries): the molecular
  * bench and tuning system's, the MD workload's. */
 #define AUTO_DEFAULT_DENSITY 0.8
-/* The cell grid's default skin as a fraction of the cutoff (src/core/loops/cell_grid.c). */
-#define AUTO_DEFAULT_SKIN_FRACTION 0.12
-
-int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cutoff, double skin,
-                       size_t n, const double box[3])
+/* The rule with the skin resolved: reach is cutoff + skin, the radius the loops examine. */
+static int auto_rule(const fk_device_info *device, int short_range, double cutoff, double reach,
+                     size_t n, const double box[3])
 {
     if (!short_range || !(cutoff > 0))
         return FK_ALGORITHM_ALL_PAIRS; /* the only one of the three that serves it */
@@ -139,9 +137,6 @@ int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cut
      * add their build. */
     const double volume = box[0] * box[1] * box[2];
     const double density = volume > 0 ? (double)n / volume : AUTO_DEFAULT_DENSITY;
-    const double reach = cutoff + (skin > 0    ? skin
-                                   : skin == 0 ? AUTO_DEFAULT_SKIN_FRACTION * cutoff
-                                               : 0);
     const double partners = density * 4.0 / 3.0 * 3.14159265358979 * reach * reach * reach;
     if (2 * partners >= (double)n)
         return FK_ALGORITHM_ALL_PAIRS;
@@ -153,12 +148,19 @@ int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cut
     return FK_ALGORITHM_NEIGHBORS;
 }
 
+int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cutoff, double skin,
+                       size_t n, const double box[3])
+{
+    return auto_rule(device, short_range, cutoff, cutoff + fk__skin_resolve(skin, cutoff), n, box);
+}
+
 int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
                               const fk_kernel_desc *kernel, const fk_accum_desc *accum,
-                              fk_variant_source *source)
+                              const fk__plan *plan, fk_variant_source *source)
 {
-    const double cutoff = config->cutoff > 0 ? config->cutoff : kernel->default_cutoff;
-    const int short_range = kernel->uses_table && cutoff > 0;
+    /* the plan's physics: config.physics or the flat fields, the law's default cutoff applied */
+    const fk__physics *physics = &plan->physics;
+    const int short_range = kernel->uses_table && physics->cutoff > 0;
     *source = FK_VARIANT_DEFAULT;
     /* Measured: the tuning database's entries of the three loops for this device, kernel and
      * accumulator in N's bucket (forcekit tune --algorithm L --n N writes them with the seconds
@@ -184,5 +186,6 @@ int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
             return best->algorithm;
         }
     }
-    return fk__eval_auto_rule(&context->info, short_range, cutoff, config->skin, n, config->box);
+    return auto_rule(&context->info, short_range, physics->cutoff, physics->cutoff + plan->skin, n,
+                     physics->box);
 }

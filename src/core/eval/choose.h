@@ -5,6 +5,7 @@
 #define FK_EVAL_CHOOSE_H
 
 #include "core/internal.h"
+#include "core/eval/plan.h"
 
 struct fk_tuning_entry;
 
@@ -31,14 +32,15 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
                                   const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                                   fk__variant_choice *out);
 
-/* FK_ALGORITHM_AUTO: the pair loop fk_eval_create runs (all-pairs, cells or neighbors). From the
- * tuning database when it has measured entries of two or more of those loops for this device,
- * kernel, accumulator and N's bucket (*source: the database's origin), else by
- * fk__eval_auto_rule (*source FK_VARIANT_DEFAULT). Never fails: a loop the configuration cannot
- * run is refused later by the loop itself, as for an explicit choice. */
+/* FK_ALGORITHM_AUTO: the pair loop fk_eval_create runs (all-pairs, cells or neighbors), for the
+ * cutoff, skin and box of the plan (resolved from config). From the tuning database when it has
+ * measured entries of two or more of those loops for this device, kernel, accumulator and N's
+ * bucket (*source: the database's origin), else by fk__eval_auto_rule (*source FK_VARIANT_DEFAULT).
+ * Never fails: a loop the configuration cannot run is refused later by the loop itself, as for an
+ * explicit choice. */
 int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
                               const fk_kernel_desc *kernel, const fk_accum_desc *accum,
-                              fk_variant_source *source);
+                              const fk__plan *plan, fk_variant_source *source);
 /* The untuned rule (docs/algorithms.md, "Choosing a loop"): all-pairs for long-range laws, below
  * a device's break-even N, and when the partners within cutoff + skin are half the system or
  * more; otherwise neighbors. n 0: unknown (a loop); box all 0: open

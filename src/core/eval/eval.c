@@ -163,27 +163,12 @@ static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
     return FK_OK;
 }
 
-/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
-fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
-                                unsigned exclusion_slots, fk_eval **out)
+/* config's modes against the accumulator (accum_name: as the configuration names it, or its
+ * default): reproducible mode's fixed-point accumulators, the softening's sign, the scale policy
+ * and the result type. */
+static fk_status check_modes(fk_context *context, const fk_eval_config *config,
+                             const char *accum_name, const fk_accum_desc *accum)
 {
-    if (!out)
-        return FK_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (fk__context_usable(context) != FK_OK)
-        return FK_ERR_INVALID_ARGUMENT;
-    fk__clear_error(context);
-    if (!config)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
-    const char *accum_name = config->accum          ? config->accum
-                             : config->reproducible ? "fixed64"
-                                                    : "float";
-    const fk_kernel_desc *kernel = NULL;
-    const fk_accum_desc *accum = NULL;
-    fk_status found =
-        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
-    if (found != FK_OK)
-        return found;
     if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
         strcmp(accum_name, "narumi") != 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -207,27 +192,53 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
                         config->result_type);
+    return FK_OK;
+}
+
+/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
+fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
+                                unsigned exclusion_slots, fk_eval **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (fk__context_usable(context) != FK_OK)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(context);
+    if (!config)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    const char *accum_name = config->accum          ? config->accum
+                             : config->reproducible ? "fixed64"
+                                                    : "float";
+    const fk_kernel_desc *kernel = NULL;
+    const fk_accum_desc *accum = NULL;
+    fk_status found =
+        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
+    if (found != FK_OK)
+        return found;
+    found = check_modes(context, config, accum_name, accum);
+    if (found != FK_OK)
+        return found;
 
     fk_eval_config positioned;
     fk_status positions_status = check_positions(context, config, &positioned);
     if (positions_status != FK_OK)
         return positions_status;
     config = &positioned;
-
-    /* FK_ALGORITHM_AUTO: the loop is chosen here, and everything below sees it (choose.c). */
-    fk_eval_config automatic;
-    fk_variant_source algorithm_source = FK_VARIANT_EXPLICIT;
-    if (config->algorithm == FK_ALGORITHM_AUTO) {
-        automatic = *config;
-        automatic.algorithm =
-            fk__eval_choose_algorithm(context, config, kernel, accum, &algorithm_source);
-        config = &automatic;
-    }
+    /* The physics, skin, loop (FK_ALGORITHM_AUTO's choice, choose.c) and build switches resolved
+     * once (plan.c): everything below reads them, and sees the loop chosen. */
+    fk__plan plan;
+    fk_status planned = fk__plan_resolve(context, config, kernel, accum, exclusion_slots, &plan);
+    if (planned != FK_OK)
+        return planned;
+    fk_eval_config chosen_loop = *config;
+    chosen_loop.algorithm = plan.algorithm;
+    config = &chosen_loop;
     fk__variant_choice choice;
     fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
     if (chosen != FK_OK)
         return chosen;
-    choice.variant.algorithm_source = choice.scalar.algorithm_source = algorithm_source;
+    choice.variant.algorithm_source = choice.scalar.algorithm_source = plan.algorithm_source;
     fk_variant variant = choice.variant;
     const fk_tuning_entry *tuned = choice.tuned;
     const fk_variant scalar_variant = choice.scalar;
@@ -246,19 +257,14 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
     eval->accum_scale = 1.0;
     eval->first_overflow = -1;
-    eval->physics_values[0] = (float)(config->eps * config->eps);
-    char law_options[256];
-    fk_status law_status =
-        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, accum->double_pairs,
-                             &eval->law, eval->physics_values, law_options, sizeof law_options);
-    if (law_status != FK_OK) {
-        fk_eval_destroy(eval);
-        return law_status;
-    }
+    eval->plan = plan;
+    fk__forcelaw_prepare(kernel, &eval->plan.physics, config->exclusion_mode,
+                         eval->plan.exclusion_slots, eval->plan.double_table,
+                         eval->plan.double_single, &eval->law, eval->physics_values);
     /* Lanes are the all-pairs loop in another template (src/core/loops/lanes.c). */
     const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
     char loop_reason[512] = "";
-    fk_status supported = loop->supports(context, kernel, accum, config, &eval->law.physics,
+    fk_status supported = loop->supports(context, kernel, accum, config, &eval->plan.physics,
                                          loop_reason, sizeof loop_reason);
     if (supported != FK_OK) {
         fk_eval_destroy(eval);
@@ -279,18 +285,10 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                                   .refresh_cache = config->refresh_cache,
                                   /* the scalar template: lanes.c asks for its own file */
                                   .file = NULL};
-    if (config->reproducible)
-        request.extra_options = fk__eval_reproducible_options(eval);
-    else
-        eval->reproducible = -1;
-    char options[512];
-    const char *flush =
-        !config->reproducible && accum->flush_denormals ? "-cl-denorms-are-zero" : "";
-    if (law_options[0] || flush[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
-        snprintf(options, sizeof options, "%s %s %s", law_options, flush,
-                 request.extra_options ? request.extra_options : "");
-        request.extra_options = options;
-    }
+    eval->reproducible = -1; /* not asked; fk__eval_reproducible_options sets it when it is */
+    /* the switches every program of the evaluation shares; a loop appends only its own */
+    request.extra_options = fk__plan_options(
+        &eval->plan, kernel, config->reproducible ? fk__eval_reproducible_options(eval) : NULL);
     /* Only the programs the loop needs: its create builds them (the all-pairs program is not
      * built for symmetric or cells). */
     eval->variant = variant;

@@ -5,6 +5,7 @@
 #define FK_EVAL_H
 
 #include "core/internal.h"
+#include "core/eval/plan.h"
 
 #define FK_MAX_PHYSICS 16
 _Static_assert(FK_MAX_PHYSICS >= FK__PHYSICS_FLOATS, "physics buffer too small for the force laws");
@@ -15,6 +16,9 @@ struct fk_eval {
     const fk_accum_desc *accum;
     fk_eval_config config;
     fk_variant variant;
+    /* The configuration resolved once at create (plan.h): physics with defaults applied, skin,
+     * loop, the shared build options. Read only, by the evaluation, the loops and the programs. */
+    fk__plan plan;
     unsigned components; /* per particle on the device: force components + potential */
     size_t count;
     int j_chunk;
@@ -117,7 +121,7 @@ struct fk_eval {
  * particle (hi, lo; cl/forces/point.clh), and so does body_aux for gaj's velocities. */
 static inline int fk__eval_ds(const fk_eval *eval)
 {
-    return eval->config.positions == FK_POSITIONS_DOUBLE_SINGLE;
+    return eval->plan.double_single;
 }
 
 /* Floats per particle in body, host_body and body_next: 4, or 8 with double-single positions. */

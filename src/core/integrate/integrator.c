@@ -475,8 +475,8 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     integrator->config.masses = NULL; /* the caller's; copied to the device below */
     integrator->count = eval->count;
     integrator->gravity = gravity;
-    integrator->periodic = eval->law.physics.periodic;
-    memcpy(integrator->box, eval->law.physics.box, sizeof integrator->box);
+    integrator->periodic = eval->plan.physics.periodic;
+    memcpy(integrator->box, eval->plan.physics.box, sizeof integrator->box);
     integrator->lists = eval->loop->invalidate != NULL;
     integrator->hermite = copy.kind == FK_INTEGRATOR_HERMITE;
     integrator->has_potential = eval->config.potential != 0;

@@ -428,65 +428,30 @@ static void molecular_physics(const fk_kernel_desc *kernel, const fk__physics *p
         }
 }
 
-fk_status fk__forcelaw_prepare(fk_context *context, const fk_kernel_desc *kernel,
-                               const fk_eval_config *config, unsigned automatic_slots,
-                               int double_pairs, fk__forcelaw_state *state,
-                               float physics[FK__PHYSICS_FLOATS], char *options,
-                               size_t options_size)
+void fk__forcelaw_prepare(const fk_kernel_desc *kernel, const fk__physics *physics,
+                          int exclusion_mode, unsigned exclusion_slots, int double_table,
+                          int double_single, fk__forcelaw_state *state,
+                          float values[FK__PHYSICS_FLOATS])
 {
     memset(state, 0, sizeof *state);
-    options[0] = '\0';
-    char message[512] = "";
-    fk_physics in = {.eps = config->eps, .cutoff = config->cutoff, .coulomb = config->coulomb};
-    memcpy(in.parameters, config->parameters, sizeof in.parameters);
-    memcpy(in.box, config->box, sizeof in.box);
-    fk_status status = fk__physics_resolve(kernel, &in, &state->physics, message, sizeof message);
-    if (status != FK_OK)
-        return fk__fail(context, status, "%s", message);
-    if (config->exclusion_mode != FK_EXCLUDE_AFTERWARDS &&
-        config->exclusion_mode != FK_EXCLUDE_ON_THE_FLY)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown exclusion mode %d",
-                        config->exclusion_mode);
-    if (config->max_exclusions < 0 || config->max_exclusions > FK__MAX_EXCLUSION_SLOTS)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "max_exclusions %d is outside 0..%d",
-                        config->max_exclusions, FK__MAX_EXCLUSION_SLOTS);
-    state->exclusion_mode = config->exclusion_mode;
-    /* Double-single positions (cl/forces/point.clh): every program of the evaluation reads record
-     * pairs. */
-    const int ds = config->positions == FK_POSITIONS_DOUBLE_SINGLE;
-    const char *positions = ds ? " -D FK_DS_POSITIONS=1" : "";
+    state->physics = *physics;
+    state->exclusion_mode = exclusion_mode;
     if (!is_molecular(kernel)) {
-        const double eps2 = config->eps * config->eps;
-        physics[0] = (float)eps2;
-        if (ds) /* eps^2 as a float pair too (forces/ga.clh, gaj.clh) */
-            physics[1] = (float)(eps2 - (double)physics[0]);
-        /* Softened in float too (eps^2 can underflow): the kernel may drop its floor on s^2. */
-        snprintf(options, options_size, "%s%s", physics[0] > 0.0f ? "-D FK_SOFTENED=1" : "",
-                 positions);
-        return FK_OK;
+        const double eps2 = physics->eps * physics->eps;
+        values[0] = (float)eps2;
+        if (double_single) /* eps^2 as a float pair too (forces/ga.clh, gaj.clh) */
+            values[1] = (float)(eps2 - (double)values[0]);
+        return;
     }
-    if (config->exclusion_mode == FK_EXCLUDE_ON_THE_FLY) {
-        /* An explicit max_exclusions is the build; automatic (0) builds for the partners the
-         * current exclusions need (fk_eval_set_exclusions rebuilds when that changes). */
-        const unsigned slots =
-            config->max_exclusions ? (unsigned)config->max_exclusions : automatic_slots;
-        state->exclusion_slots = (slots + 3u) / 4u * 4u; /* read as int4 */
-    }
-
-    const fk__physics *p = &state->physics;
+    state->exclusion_slots = exclusion_slots;
     /* The float buffer holds every constant rounded once from double; an accumulator of double
      * pair arithmetic (ref) reads the double values from the head of the pair table instead, so
      * that typed systems are double too (issue #36: they stopped at 1.8e-8 with float
      * coefficients). */
-    molecular_physics(kernel, p, state->physics_double);
+    molecular_physics(kernel, physics, state->physics_double);
     for (int k = 0; k < FK__PHYSICS_FLOATS; ++k)
-        physics[k] = (float)state->physics_double[k];
-    state->double_table = double_pairs != 0;
-    snprintf(options, options_size,
-             "-D FK_PERIODIC=%d -D FK_SHIFTED=%d -D FK_EXCLUSION_SLOTS=%u%s%s", p->periodic,
-             p->shifted, state->exclusion_slots, positions,
-             state->double_table ? " -D FK_DOUBLE_TABLE=1" : "");
-    return FK_OK;
+        values[k] = (float)state->physics_double[k];
+    state->double_table = double_table != 0;
 }
 
 void fk__forcelaw_state_free(fk__forcelaw_state *state)

@@ -28,9 +28,6 @@ enum {
 static const cl_int initial_stats[STAT_COUNT] = {
     0, INT_MAX, 0, 0, 0, 0, INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN};
 
-/* Default skin as a fraction of the cutoff: 0.3 at lj's default rc = 2.5 (sigma = 1). */
-#define DEFAULT_SKIN_FRACTION 0.12
-
 /* ---------------------------------------------------------------------------------------------- */
 /* Helpers of the loops on the grid */
 
@@ -140,13 +137,10 @@ fk_status fk__cell_grid_create(fk_eval *eval, fk__cell_grid *grid, const char *o
                                double *seconds, int *from_cache)
 {
     fk_context *context = eval->context;
-    const fk__physics *physics = &eval->law.physics;
-    const double skin_config = eval->config.skin;
+    const fk__physics *physics = &eval->plan.physics;
     memset(grid, 0, sizeof *grid);
     grid->owner = owner;
-    grid->skin = skin_config > 0    ? skin_config
-                 : skin_config == 0 ? DEFAULT_SKIN_FRACTION * physics->cutoff
-                                    : 0.0;
+    grid->skin = eval->plan.skin; /* config.skin resolved (src/core/eval/plan.c) */
     grid->reach = physics->cutoff + grid->skin;
     grid->periodic = physics->periodic;
     for (int d = 0; d < 3; ++d)

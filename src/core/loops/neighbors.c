@@ -198,7 +198,7 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
          * search that measured the lane form says which won (lanes -1: an entry from before the
          * tuner searched it, which decides nothing here). */
         if (possible && context->info.type == FK_DEVICE_CPU && width > 0 && !config->unroll_j &&
-            config->j_splits <= 1 && (eval->law.physics.periodic || (tuned && tuned->lanes > 0)))
+            config->j_splits <= 1 && (eval->plan.physics.periodic || (tuned && tuned->lanes > 0)))
             *lanes = tuned && tuned->lanes > 0 && tuned->lanes <= width ? tuned->lanes
                      : tuned && tuned->lanes == 0                       ? 0
                                                                         : width;

@@ -369,6 +369,23 @@ static fk_status build_cached(fk_context *context, const text *source, const cha
     return FK_OK;
 }
 
+/* The last step of both builds: the expanded source (e) with the options, through the program
+ * cache; the build's seconds count from start. Frees both texts. */
+static fk_status build_expanded(fk_context *context, expander *e, text *options, int refresh_cache,
+                                double start, fk_program_result *result)
+{
+    if (e->status == FK_OK && (e->out.failed || options->failed))
+        e->status = FK_ERR_HOST_MEMORY;
+    fk_status status = e->status;
+    if (status == FK_OK)
+        status = build_cached(context, &e->out, options->data, refresh_cache, result);
+    free(e->out.data);
+    free(options->data);
+    if (status == FK_OK)
+        result->seconds = fk__now() - start;
+    return status;
+}
+
 fk_status fk__program_build(fk_context *context, const fk_program_request *request,
                             fk_program_result *result)
 {
@@ -383,13 +400,6 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
                   .accum_header = accum_header,
                   .status = FK_OK};
     expand_file(&e, request->file ? request->file : "pairwise.cl", 0);
-    if (e.status == FK_OK && e.out.failed)
-        e.status = FK_ERR_HOST_MEMORY;
-    if (e.status != FK_OK) {
-        free(e.out.data);
-        return e.status;
-    }
-
     text options = {0};
     text_printf(&options,
                 "-cl-std=CL1.2 -D FORCE=%s -D ACCUM=%s -D UNROLL_I=%d -D UNROLL_J=%d "
@@ -404,19 +414,7 @@ fk_status fk__program_build(fk_context *context, const fk_program_request *reque
         text_append(&options, " ", 1);
         text_append(&options, request->extra_options, strlen(request->extra_options));
     }
-    if (options.failed) {
-        free(e.out.data);
-        free(options.data);
-        return FK_ERR_HOST_MEMORY;
-    }
-
-    fk_status status = build_cached(context, &e.out, options.data, request->refresh_cache, result);
-    free(e.out.data);
-    free(options.data);
-    if (status != FK_OK)
-        return status;
-    result->seconds = fk__now() - start;
-    return FK_OK;
+    return build_expanded(context, &e, &options, request->refresh_cache, start, result);
 }
 
 /* 1 when the header kernel_dir/relative has a line `#define NAME` (leading blanks allowed). */
@@ -481,25 +479,8 @@ fk_status fk__program_build_file(fk_context *context, const char *file, const ch
     memset(result, 0, sizeof *result);
     expander e = {.context = context, .status = FK_OK};
     expand_file(&e, file, 0);
-    if (e.status == FK_OK && e.out.failed)
-        e.status = FK_ERR_HOST_MEMORY;
-    if (e.status != FK_OK) {
-        free(e.out.data);
-        return e.status;
-    }
     text full_options = {0};
     text_printf(&full_options, "-cl-std=CL1.2%s%s", options && *options ? " " : "",
                 options ? options : "");
-    if (full_options.failed) {
-        free(e.out.data);
-        free(full_options.data);
-        return FK_ERR_HOST_MEMORY;
-    }
-    fk_status status = build_cached(context, &e.out, full_options.data, 0, result);
-    free(e.out.data);
-    free(full_options.data);
-    if (status != FK_OK)
-        return status;
-    result->seconds = fk__now() - start;
-    return FK_OK;
+    return build_expanded(context, &e, &full_options, 0, start, result);
 }
