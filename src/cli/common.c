@@ -188,25 +188,6 @@ int cli_parse_format(const char *text, fkt_file_format *format)
     return 1;
 }
 
-static int unroll_factor(char digit)
-{
-    return digit == '1' || digit == '2' || digit == '4' || digit == '8' ? digit - '0' : 0;
-}
-
-int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j)
-{
-    if (strcmp(text, "auto") == 0) {
-        *unroll_i = *unroll_j = 0;
-        return 1;
-    }
-    /* Exactly "IxJ": each factor a single digit, so "04x4" or "+4x4" are not variant names. */
-    if (strlen(text) != 3 || text[1] != 'x' || !unroll_factor(text[0]) || !unroll_factor(text[2]))
-        return 0;
-    *unroll_i = unroll_factor(text[0]);
-    *unroll_j = unroll_factor(text[2]);
-    return 1;
-}
-
 int cli_parse_algorithm(const char *command, const char *text, fk_algorithm *algorithm)
 {
     *algorithm = FK_ALGORITHM_ALL_PAIRS;

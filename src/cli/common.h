@@ -70,8 +70,6 @@ int cli_kernel_is_gravity(const char *kernel);
 /* --format: "auto" (or NULL), "text" or "tipsy". Returns 1 when valid. */
 int cli_parse_format(const char *text, fkt_file_format *format);
 
-/* "IxJ" with I, J in {1, 2, 4, 8}, or "auto" (0x0). Returns 1 when valid. */
-int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
 #define CLI_UNROLL_NAME_SIZE 16
 
 /* --algorithm: "all-pairs" (or NULL), "symmetric" or "cells". Reports a usage error naming the

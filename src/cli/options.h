@@ -106,6 +106,11 @@ int cli_parse_command(const cli_usage *usage, int argc, char **argv, cli_option 
 int cli_parse_options(const char *command, int argc, char **argv, cli_option *options,
                       size_t count);
 
+/* "IxJ" with I, J in {1, 2, 4, 8}, or "auto" (0x0). Returns 1 when valid. A value parser like the
+ * table's, here so that the common helpers (src/cli/common.c) call the options and never the
+ * reverse. */
+int cli_parse_unroll(const char *text, int *unroll_i, int *unroll_j);
+
 /* Prints `forcekit: COMMAND: MESSAGE (see 'forcekit COMMAND --help')` on stderr; returns 2. */
 int cli_usage_error(const char *command, const char *format, ...)
 #if defined(__GNUC__)
