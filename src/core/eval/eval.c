@@ -14,10 +14,11 @@
 void fk__eval_release_buffers(fk_eval *eval)
 {
     /* Not the pair table: it is uploaded once, by fk_eval_set_pair_table or the first particles. */
-    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->physics,
-                         &eval->partial, &eval->result,   &eval->excluded};
+    cl_mem *buffers[] = {&eval->state.body,    &eval->state.body_aux, &eval->state.physics,
+                         &eval->state.partial, &eval->state.result,   &eval->excluded};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
-        if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
+        if (*buffers[i] &&
+            (buffers[i] != &eval->state.partial || eval->state.partial != eval->state.result))
             clReleaseMemObject(*buffers[i]);
         *buffers[i] = NULL;
     }
@@ -28,12 +29,12 @@ void fk_eval_destroy(fk_eval *eval)
     if (!eval)
         return;
     if (eval->pending || eval->body_written) /* the device may still read or write our memory */
-        clFinish(eval->context->queue);
+        clFinish(eval->state.context->queue);
     if (eval->pending_read) /* by its event too: clFinish alone is not enough on Rusticl 22.3 */
         clWaitForEvents(1, &eval->pending_read);
     fk__eval_release_pending(eval);
-    if (eval->partial == eval->result)
-        eval->partial = NULL;
+    if (eval->state.partial == eval->state.result)
+        eval->state.partial = NULL;
     fk__eval_release_buffers(eval);
     fk__eval_release_output(eval);
     fk__eval_release_results_cl(eval);
@@ -49,9 +50,9 @@ void fk_eval_destroy(fk_eval *eval)
         clReleaseKernel(eval->decode_kernel);
     if (eval->decode_program)
         clReleaseProgram(eval->decode_program);
-    if (eval->table)
-        clReleaseMemObject(eval->table);
-    fk__forcelaw_state_free(&eval->law);
+    if (eval->state.table)
+        clReleaseMemObject(eval->state.table);
+    fk__forcelaw_state_free(&eval->state.law);
     if (eval->loop)
         eval->loop->destroy(eval->loop_state);
     if (eval->subtract)
@@ -84,10 +85,11 @@ fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name
 }
 
 /* Double-single positions (config.positions, cl/forces/point.clh) go with the loops that read the
- * particles only through the force laws' loaders: all-pairs and symmetric. The cell and list
- * builds, and the lane forms, read float records themselves, and a periodic box is stored in float
- * (its minimum image would undo the precision). Automatic choices that would take one of those
- * (the algorithm, lanes) fall back to the all-pairs loop's scalar template in *adjusted. */
+ * particles only through the force laws' loaders (their entry's double_single: all-pairs and
+ * symmetric). The cell and list builds, and the lane forms, read float records themselves, and a
+ * periodic box is stored in float (its minimum image would undo the precision). Automatic choices
+ * that would take one of those (the algorithm, lanes) fall back to the all-pairs loop's scalar
+ * template in *adjusted. */
 static fk_status check_positions(fk_context *context, const fk_eval_config *config,
                                  fk_eval_config *adjusted)
 {
@@ -102,7 +104,8 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "double-single positions take open boundaries: a periodic box is stored "
                         "in float, and its minimum image would undo their precision");
-    if (config->algorithm == FK_ALGORITHM_CELLS || config->algorithm == FK_ALGORITHM_NEIGHBORS)
+    const fk__loop *named = fk__loop_for(config->algorithm); /* NULL: automatic (or unknown) */
+    if (named && !named->double_single)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "double-single positions: the all-pairs and symmetric loops, not %s (its "
                         "builds read float records)",
@@ -112,8 +115,8 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
                         "double-single positions: the lane forms read float records; lanes -1 "
                         "or 0 run the scalar template");
     adjusted->lanes = -1;
-    if (adjusted->algorithm == FK_ALGORITHM_AUTO)
-        adjusted->algorithm = FK_ALGORITHM_ALL_PAIRS;
+    if (adjusted->algorithm == FK_ALGORITHM_AUTO) /* the reference loop reads them */
+        adjusted->algorithm = fk__loop_reference()->algorithm;
     return FK_OK;
 }
 
@@ -121,25 +124,25 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
  * work-items per group for its registers, or more local memory than the device has) is rebuilt
  * at the largest work-group size that the device allows, down to 1, and the evaluation says so:
  * variant.source FK_VARIANT_FITTED, the reason in fk_eval_variant_note. The loops take
- * eval->group_cap where they choose an automatic size; the all-pairs and lane loops take the
+ * eval->state.group_cap where they choose an automatic size; the all-pairs and lane loops take the
  * request's. An explicit work-group size never comes here: its refusal is the caller's answer. */
 static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
                                      fk_variant *variant)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     const int asked = request->work_group_size;
     char refusal[256] = "";
     snprintf(refusal, sizeof refusal, "%s", fk_context_last_error(context));
     fk_status status = FK_ERR_UNSUPPORTED;
-    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && attempt < 12;
+    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 && attempt < 12;
          ++attempt) {
-        const int cap = eval->fit_group;
-        if (eval->group_cap && cap >= eval->group_cap)
+        const int cap = eval->state.fit_group;
+        if (eval->state.group_cap && cap >= eval->state.group_cap)
             break; /* no progress: the refusal stands */
         eval->loop->destroy(eval->loop_state);
         eval->loop_state = NULL;
-        eval->group_cap = cap;
-        eval->fit_group = 0;
+        eval->state.group_cap = cap;
+        eval->state.fit_group = 0;
         if (variant->work_group_size > cap)
             variant->work_group_size = cap;
         /* the tiled loop takes its tile UNROLL_J at a time (fk__variant_check) */
@@ -149,17 +152,17 @@ static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
         request->work_group_size = variant->work_group_size;
         request->unroll_j = variant->unroll_j;
         fk__clear_error(context);
-        eval->variant = *variant;
-        eval->variant.program_from_cache = 1;
-        eval->variant.build_seconds = 0;
-        status = eval->loop->create(eval, request, &eval->loop_state);
+        eval->state.variant = *variant;
+        eval->state.variant.program_from_cache = 1;
+        eval->state.variant.build_seconds = 0;
+        status = eval->loop->create(&eval->state, request, &eval->loop_state);
     }
     if (status != FK_OK)
         return status;
-    eval->variant.source = FK_VARIANT_FITTED;
+    eval->state.variant.source = FK_VARIANT_FITTED;
     snprintf(eval->variant_note, sizeof eval->variant_note,
              "work-group size %d narrowed to %d: the automatic shape does not fit (%s)", asked,
-             eval->variant.work_group_size, refusal);
+             eval->state.variant.work_group_size, refusal);
     return FK_OK;
 }
 
@@ -236,29 +239,29 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)
         return FK_ERR_HOST_MEMORY;
-    eval->context = context;
-    eval->kernel = kernel;
-    eval->accum = accum;
-    eval->host_check_count = FK__HOST_CHECK_COUNT;
-    eval->config = *config;
-    eval->config.kernel = kernel->info.name; /* keep static strings, not the caller's */
-    eval->config.accum = accum->info.name;
-    eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
+    eval->state.context = context;
+    eval->state.kernel = kernel;
+    eval->state.accum = accum;
+    eval->state.host_check_count = FK__HOST_CHECK_COUNT;
+    eval->state.config = *config;
+    eval->state.config.kernel = kernel->info.name; /* keep static strings, not the caller's */
+    eval->state.config.accum = accum->info.name;
+    eval->state.components = kernel->info.force_components + (config->potential ? 1u : 0u);
     eval->accum_scale = 1.0;
     eval->first_overflow = -1;
-    eval->physics_values[0] = (float)(config->eps * config->eps);
+    eval->state.physics_values[0] = (float)(config->eps * config->eps);
     char law_options[256];
-    fk_status law_status =
-        fk__forcelaw_prepare(context, kernel, config, exclusion_slots, accum->double_pairs,
-                             &eval->law, eval->physics_values, law_options, sizeof law_options);
+    fk_status law_status = fk__forcelaw_prepare(
+        context, kernel, config, exclusion_slots, accum->double_pairs, &eval->state.law,
+        eval->state.physics_values, law_options, sizeof law_options);
     if (law_status != FK_OK) {
         fk_eval_destroy(eval);
         return law_status;
     }
-    /* Lanes are the all-pairs loop in another template (src/core/loops/lanes.c). */
-    const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
+    /* Lanes are the all-pairs loop in another template: its entry's lane form. */
+    const fk__loop *loop = fk__loop_for_variant(&variant);
     char loop_reason[512] = "";
-    fk_status supported = loop->supports(context, kernel, accum, config, &eval->law.physics,
+    fk_status supported = loop->supports(context, kernel, accum, config, &eval->state.law.physics,
                                          loop_reason, sizeof loop_reason);
     if (supported != FK_OK) {
         fk_eval_destroy(eval);
@@ -293,18 +296,18 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     }
     /* Only the programs the loop needs: its create builds them (the all-pairs program is not
      * built for symmetric or cells). */
-    eval->variant = variant;
-    eval->variant.program_from_cache = 1;
-    eval->variant.build_seconds = 0;
+    eval->state.variant = variant;
+    eval->state.variant.program_from_cache = 1;
+    eval->state.variant.build_seconds = 0;
     eval->loop = loop;
-    fk_status status = loop->create(eval, &request, &eval->loop_state);
+    fk_status status = loop->create(&eval->state, &request, &eval->loop_state);
     if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
         /* Automatic lanes are an optimization that the registry promises for the shipped headers;
          * an edited kernel directory without the lane sections still runs the scalar template,
          * and a build error is then the template's own. */
         loop->destroy(eval->loop_state);
         eval->loop_state = NULL;
-        loop = &fk__loop_all_pairs;
+        loop = fk__loop_for(scalar_variant.algorithm); /* its scalar template */
         eval->loop = loop;
         variant = scalar_variant;
         eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
@@ -314,14 +317,14 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         request.work_group_size = variant.work_group_size;
         request.local_tiling = variant.local_tiling;
         fk__clear_error(context);
-        eval->variant = variant;
-        eval->variant.program_from_cache = 1;
-        eval->variant.build_seconds = 0;
-        status = loop->create(eval, &request, &eval->loop_state);
+        eval->state.variant = variant;
+        eval->state.variant.program_from_cache = 1;
+        eval->state.variant.build_seconds = 0;
+        status = loop->create(&eval->state, &request, &eval->loop_state);
     }
-    if (status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && config->work_group_size == 0)
+    if (status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 && config->work_group_size == 0)
         status = fit_automatic_shape(eval, &request, &variant);
-    eval->acc_param[0] = 1.0f;
+    eval->state.acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);
     if (status == FK_OK)
@@ -335,6 +338,44 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         return status;
     }
     *out = eval;
+    return FK_OK;
+}
+
+/* What the caller set on an evaluation after its creation and a rebuild keeps: the pair table
+ * (its copy and buffer) and the result buffers of fk_eval_set_results_cl. Exchanged between from
+ * and to, so that each evaluation still releases what it holds. */
+static void exchange_caller_settings(fk_eval *to, fk_eval *from)
+{
+    const fk__pair_params pairs = to->state.law.pairs;
+    to->state.law.pairs = from->state.law.pairs;
+    from->state.law.pairs = pairs;
+    const cl_mem table = to->state.table;
+    to->state.table = from->state.table;
+    from->state.table = table;
+    const cl_mem forces = to->results_forces, potentials = to->results_potentials;
+    to->results_forces = from->results_forces;
+    to->results_potentials = from->results_potentials;
+    from->results_forces = forces;
+    from->results_potentials = potentials;
+}
+
+fk_status fk__eval_rebuild(fk_eval *eval, unsigned exclusion_slots)
+{
+    /* From the resolved configuration: it holds FK_ALGORITHM_AUTO's choice, so the same loop
+     * runs, and it keeps the reason it was chosen. */
+    fk_eval *rebuilt = NULL;
+    fk_status status =
+        fk__eval_create_slots(eval->state.context, &eval->state.config, exclusion_slots, &rebuilt);
+    if (status != FK_OK)
+        return status; /* eval unchanged */
+    rebuilt->state.variant.algorithm_source = eval->state.variant.algorithm_source;
+    exchange_caller_settings(rebuilt, eval);
+    /* The rebuilt evaluation takes this handle's place (callers keep their pointer); the old
+     * contents go out through the ordinary destroy. */
+    const fk_eval previous = *eval;
+    *eval = *rebuilt;
+    *rebuilt = previous;
+    fk_eval_destroy(rebuilt);
     return FK_OK;
 }
 
@@ -428,7 +469,7 @@ double fk__event_seconds(cl_event first, cl_event last)
 fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
                           double *seconds)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     if (!last)
         last = first;
     fk_status status = FK_OK;
@@ -462,9 +503,9 @@ fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const ch
 /* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended. */
 fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     cl_event first = NULL, last = NULL;
-    fk_status status = eval->loop->enqueue(eval, eval->loop_state, pass, &first, &last);
+    fk_status status = eval->loop->enqueue(&eval->state, eval->loop_state, pass, &first, &last);
     if (status != FK_OK)
         return status;
     cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
@@ -503,12 +544,12 @@ void fk__eval_release_pending(fk_eval *eval)
  * flight, and (call not NULL) particles set. */
 fk_status fk__eval_begin(fk_eval *eval, const char *call)
 {
-    fk__clear_error(eval->context);
+    fk__clear_error(eval->state.context);
     if (eval->pending)
-        return fk__fail(eval->context, FK_ERR_STATE,
+        return fk__fail(eval->state.context, FK_ERR_STATE,
                         "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
-    if (call && (eval->count == 0 || !eval->host_body))
-        return fk__fail(eval->context, FK_ERR_STATE, "%s before set_particles", call);
+    if (call && (eval->state.count == 0 || !eval->state.host_body))
+        return fk__fail(eval->state.context, FK_ERR_STATE, "%s before set_particles", call);
     return FK_OK;
 }
 
@@ -516,7 +557,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     fk_status status = fk__eval_begin(eval, "compute");
     if (status != FK_OK)
         return status;
@@ -525,7 +566,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
      * enqueues could start after the pass and call an honest device time impossible (timing.c). */
     const double enqueued = fk__now();
     cl_event first = NULL, last = NULL, subtracted = NULL, read = NULL;
-    status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
+    status = eval->loop->enqueue(&eval->state, eval->loop_state, FK__PASS_FORCES, &first, &last);
     if (status != FK_OK)
         return status;
     status = fk__eval_share_zero(eval);
@@ -559,7 +600,7 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     fk__clear_error(context);
     if (!eval->pending)
         return fk__fail(context, FK_ERR_STATE, "wait without a compute in flight");
@@ -569,9 +610,9 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     eval->pending_first = eval->pending_last = NULL;
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
     if (status == FK_OK && seconds) { /* implausible event times are unavailable (timing.c) */
-        const double n = (double)eval->count;
+        const double n = (double)eval->state.count;
         const double pairs =
-            eval->variant.pairs_examined ? (double)eval->variant.pairs_examined : n * n;
+            eval->state.variant.pairs_examined ? (double)eval->state.variant.pairs_examined : n * n;
         *seconds =
             fk__plausible_device_seconds(context, *seconds, pairs, fk__now() - eval->pending_since);
     }
@@ -590,7 +631,7 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
         fk__eval_output_arrived(eval);
     if (status == FK_OK && eval->first_overflow >= 0 && fk__eval_keeps_scale(eval) &&
         !eval->rescaling &&
-        !eval->config.coordinated_scale) { /* parts rescale together, on the caller's call */
+        !eval->state.config.coordinated_scale) { /* parts rescale together, on the caller's call */
         /* The kept scale no longer holds these forces: a new one from these positions, and the
          * pass again (its device time replaces the first's). Once: the new scale is chosen from
          * an exact bound of these very terms, so a second overflow is reported, not retried. */
@@ -617,14 +658,14 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
 
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits)
 {
-    eval->config.j_splits = j_splits > 0 ? j_splits : 0;
+    eval->state.config.j_splits = j_splits > 0 ? j_splits : 0;
 }
 
 fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
 {
     if (!eval || !variant)
         return FK_ERR_INVALID_ARGUMENT;
-    *variant = eval->variant;
+    *variant = eval->state.variant;
     return FK_OK;
 }
 
@@ -635,7 +676,7 @@ const char *fk_eval_variant_note(const fk_eval *eval)
 
 size_t fk_eval_force_components(const fk_eval *eval)
 {
-    return eval ? eval->kernel->info.force_components : 0;
+    return eval ? eval->state.kernel->info.force_components : 0;
 }
 
 fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
@@ -643,10 +684,10 @@ fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figur
 {
     if (!eval || !count || (capacity && !figures))
         return FK_ERR_INVALID_ARGUMENT;
-    *count = eval->loop->figures(eval, eval->loop_state, figures, capacity);
+    *count = eval->loop->figures(&eval->state, eval->loop_state, figures, capacity);
     if (eval->subtract) {
         if (*count < capacity)
-            fk__kernel_figures_of(eval->context, eval->subtract, "fk_subtract_exclusions",
+            fk__kernel_figures_of(eval->state.context, eval->subtract, "fk_subtract_exclusions",
                                   &figures[*count]);
         ++*count;
     }

@@ -79,7 +79,7 @@ static const char owner[] = "neighbors";
 
 /* ---------------------------------------------------------------------------------------------- */
 
-static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
+static void fill_variant(fk__eval_state *eval, const struct fk__neighbors *state)
 {
     fk_variant *v = &eval->variant;
     v->unroll_i = 1;
@@ -181,7 +181,7 @@ static int use_half_lists(const fk_device_info *device, const fk_accum_desc *acc
  * boundaries (no minimum image, fewer pairs at the surface), 1.24-2.09 against 1.33-2.24 at
  * 16,384 and 0.60-0.88 against 0.60-0.66 at 4,096: no gain, so automatic lanes are for periodic
  * boxes (the MD workload); `forcekit tune --algorithm neighbors` measures both forms. */
-static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *lanes)
+static fk_status choose_lanes(fk__eval_state *eval, const fk_tuning_entry *tuned, int *lanes)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
@@ -222,7 +222,7 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
  * each pair's j-side from the one work-item that computed it; the lane form's vectors are its
  * split). 0: a tuning entry's, else the built-in (builtin_split) where the work-group size allows
  * it. */
-static fk_status choose_split(fk_eval *eval, struct fk__neighbors *state,
+static fk_status choose_split(fk__eval_state *eval, struct fk__neighbors *state,
                               const fk_tuning_entry *tuned)
 {
     const int asked = eval->config.j_splits;
@@ -252,7 +252,7 @@ static fk_status choose_split(fk_eval *eval, struct fk__neighbors *state,
     return FK_OK;
 }
 
-static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
+static fk_status build_pair_program(fk__eval_state *eval, const struct fk__neighbors *state,
                                     const fk_program_request *request, const char *accum,
                                     cl_program *program, fk_program_result *built)
 {
@@ -275,8 +275,8 @@ static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *s
 }
 
 /* The pass's kernels of one pair program, checked against the work-group size. */
-static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, cl_program program,
-                              cl_kernel *pairs, cl_kernel *gather)
+static fk_status pair_kernels(fk__eval_state *eval, const struct fk__neighbors *state,
+                              cl_program program, cl_kernel *pairs, cl_kernel *gather)
 {
     fk_context *context = eval->context;
     const char *pairs_name = state->half ? "fk_neighbors_half" : "fk_neighbors_full";
@@ -357,7 +357,8 @@ static int row_mode(int *row)
     return ROW_FORCED;
 }
 
-static fk_status neighbors_create(fk_eval *eval, const fk_program_request *request, void **out)
+static fk_status neighbors_create(fk__eval_state *eval, const fk_program_request *request,
+                                  void **out)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
@@ -515,8 +516,8 @@ static void neighbors_destroy(void *opaque)
 /* *buffer holds at least `needed` elements of `size` bytes: a new one when it is too small or more
  * than twice too large. Grown to the count plus 1/16, so that a count that creeps up between
  * rebuilds does not reallocate every time; never below the count (nothing is ever dropped). */
-static fk_status ensure_buffer(fk_eval *eval, cl_mem *buffer, size_t *capacity, size_t needed,
-                               size_t size, const char *what)
+static fk_status ensure_buffer(fk__eval_state *eval, cl_mem *buffer, size_t *capacity,
+                               size_t needed, size_t size, const char *what)
 {
     if (needed == 0)
         needed = 1; /* OpenCL has no empty buffers */
@@ -567,7 +568,7 @@ static int buffer_fits(cl_mem buffer, size_t capacity, size_t needed)
 }
 
 /* One walk for this build (*store) where rows are sized and their scratch fits the device. */
-static fk_status choose_row(fk_eval *eval, struct fk__neighbors *state, int *store)
+static fk_status choose_row(fk__eval_state *eval, struct fk__neighbors *state, int *store)
 {
     *store = 0;
     if (state->row_mode == ROW_OFF || state->row <= 0)
@@ -604,8 +605,9 @@ static void learn_row(struct fk__neighbors *state, size_t n, size_t total_a, int
 /* The second half of a build, after the prefix sum: half lists' mirror cursors from 0, then the
  * fill walk (use_fill) or the compaction of the scratch rows, then half lists' sort of the
  * mirrors. events: three slots. */
-static fk_status enqueue_second_half(fk_eval *eval, struct fk__neighbors *state, int use_fill,
-                                     cl_kernel fill_kernel, size_t walkers, cl_event *events)
+static fk_status enqueue_second_half(fk__eval_state *eval, struct fk__neighbors *state,
+                                     int use_fill, cl_kernel fill_kernel, size_t walkers,
+                                     cl_event *events)
 {
     fk_context *context = eval->context;
     const size_t n = eval->count, aux = (size_t)state->grid.aux_group;
@@ -652,7 +654,7 @@ static fk_status enqueue_second_half(fk_eval *eval, struct fk__neighbors *state,
 
 /* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
  * the mirrors scattered too), and for half lists sort each particle's mirrors. */
-static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
+static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
 {
     fk_context *context = eval->context;
     const fk__cell_grid *grid = &state->grid;
@@ -860,7 +862,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
 
 /* After every upload: the grid's check on the device; when the grid is rebuilt (new particles, or
  * some particle moved more than skin / 2), the lists are rebuilt from the same positions. */
-static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
+static fk_status neighbors_prepare(fk__eval_state *eval, void *opaque)
 {
     struct fk__neighbors *state = opaque;
     int rebuilt = 0;
@@ -880,8 +882,8 @@ static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
     return status;
 }
 
-static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
-                                   cl_event *last)
+static fk_status neighbors_enqueue(fk__eval_state *eval, void *opaque, fk__pass pass,
+                                   cl_event *first, cl_event *last)
 {
     fk_context *context = eval->context;
     struct fk__neighbors *state = opaque;
@@ -961,7 +963,7 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     return FK_OK;
 }
 
-static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
+static size_t neighbors_figures(const fk__eval_state *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const struct fk__neighbors *state = opaque;
@@ -1074,6 +1076,17 @@ static void neighbors_invalidate(void *opaque)
 
 const fk__loop fk__loop_neighbors = {
     .name = "neighbors",
+    .algorithm = FK_ALGORITHM_NEIGHBORS,
+    .newton = FK__NEWTON_HALF_LISTS,
+    .newton_refusal = "half neighbour lists write both particles of each pair (use "
+                      "FK_NEIGHBOR_LISTS_FULL)",
+    .share_unit = FK__SHARE_PARTICLES, /* full lists: a range of particles */
+    .reach = FK__REACH_CUTOFF_SKIN,
+    .accums = FK__ACCUMS_ALL, /* half lists only for those fk__accum_allows_newton */
+    .double_single = 0,       /* the builds read float records */
+    .automatic = FK__AUTO_SHORT_RANGE,
+    .split_in_program = 1, /* FK_NB_SPLIT: work-items per particle */
+    .list_lanes = 1,       /* partners in lanes, on CPUs */
     .supports = neighbors_supports,
     .create = neighbors_create,
     .prepare = neighbors_prepare,

@@ -15,6 +15,7 @@
 
 #include "core/eval/eval.h"
 #include "core/eval/choose.h"
+#include "core/loops/lanes.h"
 #include "core/loops/loop.h"
 #include "core/tune/tune.h"
 
@@ -453,11 +454,11 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
     p->seconds = p->error = p->confirmed_seconds = NAN;
     p->tolerance = t->tolerance;
 
-    /* The neighbour lists build their work-items per particle into the program (FK_NB_SPLIT): a
-     * new evaluation per value; all-pairs sets its j-splits on the one evaluation. */
-    const int key[6] = {
-        c->unroll_i,     c->unroll_j, c->work_group_size,
-        c->local_tiling, c->lanes,    t->algorithm == FK_ALGORITHM_NEIGHBORS ? c->j_splits : 0};
+    /* A loop whose entry builds the split into the program (the neighbour lists' work-items per
+     * particle, FK_NB_SPLIT) needs a new evaluation per value; the others set their j-splits on
+     * the one evaluation. */
+    const int key[6] = {c->unroll_i,     c->unroll_j, c->work_group_size,
+                        c->local_tiling, c->lanes,    t->loop->split_in_program ? c->j_splits : 0};
     if (t->eval && memcmp(key, t->eval_key, sizeof key) != 0) {
         fk_eval_destroy(t->eval);
         t->eval = NULL;
@@ -824,7 +825,7 @@ static fk_status tune_bucket(tuner *t, double share)
 
     fk__tuning_resume_key(&t->identity, t->kernel->name, t->accum, b->bucket, t->resume_key,
                           sizeof t->resume_key);
-    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) { /* another loop's points are not these */
+    if (!t->loop->reference) { /* another loop's points are not the reference loop's */
         const size_t used = strlen(t->resume_key);
         snprintf(t->resume_key + used, sizeof t->resume_key - used, "|%s", t->loop->name);
     }
@@ -977,7 +978,7 @@ static void probe(tuner *t, double *seconds, size_t *n, double *overhead)
                              .work_group_size = builtin.work_group_size,
                              .eps = t->eps,
                              .algorithm = t->algorithm};
-    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) /* the loop's own default shape */
+    if (!t->loop->reference) /* the loop's own default shape */
         config.unroll_i = config.unroll_j = config.work_group_size = 0;
     fk_eval *eval = NULL;
     double measured = -1;
@@ -1005,7 +1006,7 @@ static double predicted_cost(double seconds0, size_t n0, size_t n, double overhe
 
 fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune_result **out)
 {
-    return fk__tune_run_loop(context, config, FK_ALGORITHM_ALL_PAIRS, out);
+    return fk__tune_run_loop(context, config, fk__loop_reference()->algorithm, out);
 }
 
 fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, int algorithm,
@@ -1046,8 +1047,8 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     const fk__loop *loop = fk__loop_for(algorithm);
     if (!loop)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d", algorithm);
-    if (algorithm != FK_ALGORITHM_ALL_PAIRS) {
-        if (config->lanes > 0 && algorithm != FK_ALGORITHM_NEIGHBORS)
+    if (!loop->reference) {
+        if (config->lanes > 0 && !loop->lane_form && !loop->list_lanes)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                             "lanes are a form of the all-pairs and neighbors loops, not of "
                             "algorithm %s",
@@ -1089,9 +1090,9 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
     {
         fk_variant lanes = {0};
-        if (algorithm == FK_ALGORITHM_ALL_PAIRS)
+        if (loop->lane_form) /* the lane template, where automatic lanes would run it */
             t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
-        else if (algorithm == FK_ALGORITHM_NEIGHBORS && context->info.type == FK_DEVICE_CPU &&
+        else if (loop->list_lanes && context->info.type == FK_DEVICE_CPU &&
                  fk__registry_has_list_lanes(kernel_desc, accum_desc, context->info.fp64))
             t.lane_width = fk__device_lane_width(context); /* partners in lanes, on CPUs */
     }
