@@ -40,25 +40,14 @@ void fk_eval_destroy(fk_eval *eval)
     fk__eval_release_results_cl(eval);
     fk__eval_release_host_body(eval);
     fk__eval_release_positions(eval);
-    for (int k = 0; k < 2; ++k)
-        if (eval->convert_kernels[k])
-            clReleaseKernel(eval->convert_kernels[k]);
-    if (eval->convert_program)
-        clReleaseProgram(eval->convert_program);
     fk__eval_release_bound_reduce(eval);
-    if (eval->decode_kernel)
-        clReleaseKernel(eval->decode_kernel);
-    if (eval->decode_program)
-        clReleaseProgram(eval->decode_program);
-    if (eval->state.table)
-        clReleaseMemObject(eval->state.table);
+    FK__RELEASE_KERNELS(eval->convert_kernels[0], eval->convert_kernels[1], eval->decode_kernel,
+                        eval->subtract);
+    FK__RELEASE_PROGRAMS(eval->convert_program, eval->decode_program, eval->subtract_program);
+    FK__RELEASE_BUFFERS(eval->state.table);
     fk__forcelaw_state_free(&eval->state.law);
     if (eval->loop)
         eval->loop->destroy(eval->loop_state);
-    if (eval->subtract)
-        clReleaseKernel(eval->subtract);
-    if (eval->subtract_program)
-        clReleaseProgram(eval->subtract_program);
     free(eval);
 }
 
@@ -166,25 +155,15 @@ static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
     return FK_OK;
 }
 
-/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
-fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
-                                unsigned exclusion_slots, fk_eval **out)
+/* The checks of a configuration that need no device work: the kernel and accumulator exist (and
+ * the device runs the accumulator), reproducible mode, softening, scale policy, result type. */
+static fk_status check_config(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc **kernel, const fk_accum_desc **accum)
 {
-    if (!out)
-        return FK_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (fk__context_usable(context) != FK_OK)
-        return FK_ERR_INVALID_ARGUMENT;
-    fk__clear_error(context);
-    if (!config)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
     const char *accum_name = config->accum          ? config->accum
                              : config->reproducible ? "fixed64"
                                                     : "float";
-    const fk_kernel_desc *kernel = NULL;
-    const fk_accum_desc *accum = NULL;
-    fk_status found =
-        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
+    fk_status found = fk__find_kernel_and_accum(context, config->kernel, accum_name, kernel, accum);
     if (found != FK_OK)
         return found;
     if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
@@ -201,40 +180,134 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
                         "scale_policy %d: FK_SCALE_AUTO (0), FK_SCALE_KEEP (1) or "
                         "FK_SCALE_EACH_UPLOAD (2)",
                         config->scale_policy);
-    if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
+    if (config->scale_policy == FK_SCALE_KEEP && !(*accum)->overflowed)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "scale_policy FK_SCALE_KEEP needs an accumulator that detects every "
                         "overflow (fixed64), not %s",
-                        accum->info.name);
+                        (*accum)->info.name);
     if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
                         config->result_type);
+    return FK_OK;
+}
 
-    fk_eval_config positioned;
-    fk_status positions_status = check_positions(context, config, &positioned);
-    if (positions_status != FK_OK)
-        return positions_status;
-    config = &positioned;
-
-    /* FK_ALGORITHM_AUTO: the loop is chosen here, and everything below sees it (choose.c). */
-    fk_eval_config automatic;
+/* The loop and its shape: the positions' constraints, FK_ALGORITHM_AUTO's choice (choose.c) and
+ * the variant. *resolved is config with the loop that runs, which everything after sees. */
+static fk_status resolve_loop(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc *kernel, const fk_accum_desc *accum,
+                              fk_eval_config *resolved, fk__variant_choice *choice)
+{
+    fk_status status = check_positions(context, config, resolved);
+    if (status != FK_OK)
+        return status;
     fk_variant_source algorithm_source = FK_VARIANT_EXPLICIT;
-    if (config->algorithm == FK_ALGORITHM_AUTO) {
-        automatic = *config;
-        automatic.algorithm =
-            fk__eval_choose_algorithm(context, config, kernel, accum, &algorithm_source);
-        config = &automatic;
+    if (resolved->algorithm == FK_ALGORITHM_AUTO)
+        resolved->algorithm =
+            fk__eval_choose_algorithm(context, resolved, kernel, accum, &algorithm_source);
+    status = fk__eval_choose_variant(context, resolved, kernel, accum, choice);
+    if (status == FK_OK)
+        choice->variant.algorithm_source = choice->scalar.algorithm_source = algorithm_source;
+    return status;
+}
+
+/* The build request of the loop's programs: the variant's shape, the force law's switches
+ * (periodic, cutoff, exclusions), denormal flushing and reproducible mode's options (written
+ * into options, which must outlive the request). */
+static void loop_request(fk_eval *eval, const fk_variant *variant, const char *law_options,
+                         fk_program_request *request, char *options, size_t options_size)
+{
+    const fk_eval_config *config = &eval->state.config;
+    const fk_accum_desc *accum = eval->state.accum;
+    *request = (fk_program_request){.force = eval->state.kernel->info.name,
+                                    .accum = accum->info.name,
+                                    .unroll_i = variant->unroll_i,
+                                    .unroll_j = variant->unroll_j,
+                                    .work_group_size = variant->work_group_size,
+                                    .local_tiling = variant->local_tiling,
+                                    .potential = config->potential != 0,
+                                    .refresh_cache = config->refresh_cache,
+                                    /* the scalar template: lanes.c asks for its own file */
+                                    .file = NULL};
+    if (config->reproducible)
+        request->extra_options = fk__eval_reproducible_options(eval);
+    else
+        eval->reproducible = -1;
+    const char *flush =
+        !config->reproducible && accum->flush_denormals ? "-cl-denorms-are-zero" : "";
+    if (law_options[0] || flush[0]) {
+        snprintf(options, options_size, "%s %s %s", law_options, flush,
+                 request->extra_options ? request->extra_options : "");
+        request->extra_options = options;
     }
+}
+
+/* The tuning database's entry the variant follows: its split applies in its N bucket only. */
+static void take_tuned_split(fk_eval *eval, const fk_tuning_entry *tuned)
+{
+    eval->tuned_j_splits = tuned ? tuned->j_splits : 0;
+    eval->tuned_bucket = tuned ? fk_tune_bucket_for(tuned->n) : 0;
+}
+
+/* Creates the loop of the chosen variant (its create builds only the programs it needs: the
+ * all-pairs program is not built for symmetric or cells), with the fallbacks of automatic
+ * choices: the scalar template when automatic lanes do not build, a narrower work-group size
+ * when the device refuses an automatic one. */
+static fk_status create_loop(fk_eval *eval, fk_program_request *request,
+                             const fk__variant_choice *choice)
+{
+    fk_variant variant = choice->variant;
+    eval->state.variant = variant;
+    eval->state.variant.program_from_cache = 1;
+    eval->state.variant.build_seconds = 0;
+    fk_status status = eval->loop->create(&eval->state, request, &eval->loop_state);
+    if (status == FK_ERR_BUILD && variant.lanes && eval->state.config.lanes == 0) {
+        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
+         * an edited kernel directory without the lane sections still runs the scalar template,
+         * and a build error is then the template's own. */
+        eval->loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
+        variant = choice->scalar;
+        eval->loop = fk__loop_for_variant(&variant);
+        take_tuned_split(eval, choice->scalar_tuned);
+        request->unroll_i = variant.unroll_i;
+        request->unroll_j = variant.unroll_j;
+        request->work_group_size = variant.work_group_size;
+        request->local_tiling = variant.local_tiling;
+        fk__clear_error(eval->state.context);
+        eval->state.variant = variant;
+        eval->state.variant.program_from_cache = 1;
+        eval->state.variant.build_seconds = 0;
+        status = eval->loop->create(&eval->state, request, &eval->loop_state);
+    }
+    if (status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 &&
+        eval->state.config.work_group_size == 0)
+        status = fit_automatic_shape(eval, request, &variant);
+    return status;
+}
+
+/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
+fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
+                                unsigned exclusion_slots, fk_eval **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (fk__context_usable(context) != FK_OK)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(context);
+    if (!config)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
+    const fk_kernel_desc *kernel = NULL;
+    const fk_accum_desc *accum = NULL;
+    fk_status status = check_config(context, config, &kernel, &accum);
+    fk_eval_config resolved;
     fk__variant_choice choice;
-    fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
-    if (chosen != FK_OK)
-        return chosen;
-    choice.variant.algorithm_source = choice.scalar.algorithm_source = algorithm_source;
-    fk_variant variant = choice.variant;
-    const fk_tuning_entry *tuned = choice.tuned;
-    const fk_variant scalar_variant = choice.scalar;
-    const fk_tuning_entry *const scalar_tuned = choice.scalar_tuned;
+    if (status == FK_OK)
+        status = resolve_loop(context, config, kernel, accum, &resolved, &choice);
+    if (status != FK_OK)
+        return status;
+    config = &resolved;
 
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)
@@ -251,79 +324,27 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     eval->first_overflow = -1;
     eval->state.physics_values[0] = (float)(config->eps * config->eps);
     char law_options[256];
-    fk_status law_status = fk__forcelaw_prepare(
-        context, kernel, config, exclusion_slots, accum->double_pairs, &eval->state.law,
-        eval->state.physics_values, law_options, sizeof law_options);
-    if (law_status != FK_OK) {
-        fk_eval_destroy(eval);
-        return law_status;
-    }
+    status = fk__forcelaw_prepare(context, kernel, config, exclusion_slots, accum->double_pairs,
+                                  &eval->state.law, eval->state.physics_values, law_options,
+                                  sizeof law_options);
     /* Lanes are the all-pairs loop in another template: its entry's lane form. */
-    const fk__loop *loop = fk__loop_for_variant(&variant);
+    eval->loop = fk__loop_for_variant(&choice.variant);
     char loop_reason[512] = "";
-    fk_status supported = loop->supports(context, kernel, accum, config, &eval->state.law.physics,
-                                         loop_reason, sizeof loop_reason);
-    if (supported != FK_OK) {
+    if (status == FK_OK) {
+        status = eval->loop->supports(context, kernel, accum, config, &eval->state.law.physics,
+                                      loop_reason, sizeof loop_reason);
+        if (status != FK_OK)
+            fk__fail(context, status, "%s", loop_reason);
+    }
+    if (status != FK_OK) {
         fk_eval_destroy(eval);
-        return fk__fail(context, supported, "%s", loop_reason);
+        return status;
     }
-    if (tuned) {
-        eval->tuned_j_splits = tuned->j_splits;
-        eval->tuned_bucket = fk_tune_bucket_for(tuned->n);
-    }
-
-    fk_program_request request = {.force = kernel->info.name,
-                                  .accum = accum->info.name,
-                                  .unroll_i = variant.unroll_i,
-                                  .unroll_j = variant.unroll_j,
-                                  .work_group_size = variant.work_group_size,
-                                  .local_tiling = variant.local_tiling,
-                                  .potential = config->potential != 0,
-                                  .refresh_cache = config->refresh_cache,
-                                  /* the scalar template: lanes.c asks for its own file */
-                                  .file = NULL};
-    if (config->reproducible)
-        request.extra_options = fk__eval_reproducible_options(eval);
-    else
-        eval->reproducible = -1;
+    take_tuned_split(eval, choice.tuned);
+    fk_program_request request;
     char options[512];
-    const char *flush =
-        !config->reproducible && accum->flush_denormals ? "-cl-denorms-are-zero" : "";
-    if (law_options[0] || flush[0]) { /* the force law's switches (periodic, cutoff, exclusions) */
-        snprintf(options, sizeof options, "%s %s %s", law_options, flush,
-                 request.extra_options ? request.extra_options : "");
-        request.extra_options = options;
-    }
-    /* Only the programs the loop needs: its create builds them (the all-pairs program is not
-     * built for symmetric or cells). */
-    eval->state.variant = variant;
-    eval->state.variant.program_from_cache = 1;
-    eval->state.variant.build_seconds = 0;
-    eval->loop = loop;
-    fk_status status = loop->create(&eval->state, &request, &eval->loop_state);
-    if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
-        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
-         * an edited kernel directory without the lane sections still runs the scalar template,
-         * and a build error is then the template's own. */
-        loop->destroy(eval->loop_state);
-        eval->loop_state = NULL;
-        loop = fk__loop_for(scalar_variant.algorithm); /* its scalar template */
-        eval->loop = loop;
-        variant = scalar_variant;
-        eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
-        eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
-        request.unroll_i = variant.unroll_i;
-        request.unroll_j = variant.unroll_j;
-        request.work_group_size = variant.work_group_size;
-        request.local_tiling = variant.local_tiling;
-        fk__clear_error(context);
-        eval->state.variant = variant;
-        eval->state.variant.program_from_cache = 1;
-        eval->state.variant.build_seconds = 0;
-        status = loop->create(&eval->state, &request, &eval->loop_state);
-    }
-    if (status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 && config->work_group_size == 0)
-        status = fit_automatic_shape(eval, &request, &variant);
+    loop_request(eval, &choice.variant, law_options, &request, options, sizeof options);
+    status = create_loop(eval, &request, &choice);
     eval->state.acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);

@@ -39,12 +39,9 @@ fk_status fk__eval_create_bound_reduce(fk_eval *eval)
 
 void fk__eval_release_bound_reduce(fk_eval *eval)
 {
-    if (eval->bound_partials)
-        clReleaseMemObject(eval->bound_partials);
-    if (eval->bound_reduce)
-        clReleaseKernel(eval->bound_reduce);
-    if (eval->bound_program)
-        clReleaseProgram(eval->bound_program);
+    FK__RELEASE_BUFFERS(eval->bound_partials);
+    FK__RELEASE_KERNELS(eval->bound_reduce);
+    FK__RELEASE_PROGRAMS(eval->bound_program);
     eval->bound_partials = NULL;
     eval->bound_reduce = NULL;
     eval->bound_program = NULL;

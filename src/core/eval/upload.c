@@ -112,11 +112,149 @@ static void store_body(float *body, size_t stride, size_t i, const double *posit
         record[7] = (float)(mass - (double)record[3]);
 }
 
+/* What set_particles uploads, prepared on the host: the particle records, the force law's
+ * per-particle data (velocities, types, exclusions), exclude-afterwards' partner lists and the
+ * pair table (NULL where there is none). */
+typedef struct staged_particles {
+    float *body;
+    void *aux;
+    size_t aux_bytes;
+    int32_t *excluded;
+    size_t excluded_bytes;
+    void *table;
+    size_t table_bytes;
+} staged_particles;
+
+static void free_staged(staged_particles *staged)
+{
+    void *owned[] = {staged->body, staged->aux, staged->excluded, staged->table};
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; ++k)
+        free(owned[k]);
+    memset(staged, 0, sizeof *staged);
+}
+
+static fk_status stage_particles(fk_eval *eval, const fk_particles *particles, size_t stride,
+                                 staged_particles *staged)
+{
+    fk_context *context = eval->state.context;
+    const size_t n = particles->count;
+    memset(staged, 0, sizeof *staged);
+    staged->body = malloc(n * stride * sizeof *staged->body);
+    if (!staged->body)
+        return FK_ERR_HOST_MEMORY;
+    for (size_t i = 0; i < n; ++i)
+        store_body(staged->body, stride, i, particles->position,
+                   particles->mass ? particles->mass[i] : 1);
+    fk_status status = check_coincident(eval, staged->body, n);
+    if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
+        status = fk__forcelaw_particles(context, eval->state.kernel, &eval->state.law, particles,
+                                        staged->body, stride, &staged->aux, &staged->aux_bytes);
+    if (status == FK_OK && eval->subtract) /* exclude afterwards: the partner lists */
+        status = fk__forcelaw_exclusion_lists(context, &eval->state.law, n, &staged->excluded,
+                                              &staged->excluded_bytes);
+    if (status == FK_OK && !eval->state.table && eval->state.kernel->uses_table)
+        status = fk__forcelaw_table(context, eval->state.kernel, &eval->state.law, &staged->table,
+                                    &staged->table_bytes);
+    if (status != FK_OK)
+        free_staged(staged);
+    return status;
+}
+
+/* The sizes against the device before asking: many drivers allocate lazily and would only fail
+ * at the first launch. */
+static fk_status check_device_memory(fk_eval *eval, size_t n, size_t body_bytes,
+                                     size_t result_bytes, size_t partial_bytes)
+{
+    const size_t total =
+        body_bytes * (eval->state.kernel->uses_aux ? 2 : 1) + result_bytes + partial_bytes;
+    const fk_device_info *device = &eval->state.context->info;
+    size_t largest = partial_bytes > result_bytes ? partial_bytes : result_bytes;
+    if (largest < body_bytes)
+        largest = body_bytes;
+    if (total <= device->global_memory_bytes && largest <= device->max_allocation_bytes)
+        return FK_OK;
+    return fk__fail(eval->state.context, FK_ERR_DEVICE_MEMORY,
+                    "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
+                    "%llu (largest allocation %llu)",
+                    n, total, largest, device->name,
+                    (unsigned long long)device->global_memory_bytes,
+                    (unsigned long long)device->max_allocation_bytes);
+}
+
+/* The device buffers of the staged particles (the pinned host copy of body included), the
+ * output stage and the poisoned results. On failure the caller releases the buffers. */
+static fk_status upload_staged(fk_eval *eval, const staged_particles *staged, size_t n,
+                               size_t body_bytes, size_t result_bytes, size_t partial_bytes)
+{
+    fk_context *context = eval->state.context;
+    fk__eval_state *state = &eval->state;
+    const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+    fk_status status = fk__eval_create_buffer(state, &state->body, read_only, body_bytes,
+                                              staged->body, "particles");
+    /* Kept, in pinned memory: fk_eval_update_positions rewrites only its positions there and the
+     * driver copies them by DMA. */
+    fk__eval_release_host_body(eval);
+    fk__eval_release_positions(eval); /* sized for the previous particles */
+    if (status == FK_OK) {
+        void *pinned = NULL;
+        status =
+            fk__pinned_create(context, body_bytes, &eval->body_pinned, &pinned, "pinned particles");
+        if (status == FK_OK) {
+            memcpy(pinned, staged->body, body_bytes);
+            state->host_body = pinned;
+            state->host_body_current = 1;
+        }
+    }
+    if (status == FK_OK)
+        status = fk__eval_create_output(eval, n);
+    /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
+     * list fixed. */
+    if (status == FK_OK && staged->aux)
+        status = fk__eval_create_buffer(state, &state->body_aux, read_only, staged->aux_bytes,
+                                        staged->aux, "aux");
+    else if (status == FK_OK)
+        status = fk__eval_create_buffer(state, &state->body_aux, CL_MEM_READ_ONLY, 16, NULL, "aux");
+    if (status == FK_OK && staged->table)
+        status = fk__eval_create_buffer(state, &state->table, read_only, staged->table_bytes,
+                                        staged->table, "pair table");
+    else if (status == FK_OK && !state->table)
+        status = fk__eval_create_buffer(state, &state->table, CL_MEM_READ_ONLY, 16, NULL, "table");
+    if (status == FK_OK)
+        status =
+            fk__eval_create_buffer(state, &state->physics, read_only, sizeof state->physics_values,
+                                   state->physics_values, "physics");
+    if (status == FK_OK && staged->excluded)
+        status = fk__eval_create_buffer(state, &eval->excluded, read_only, staged->excluded_bytes,
+                                        staged->excluded, "exclusion lists");
+    if (status == FK_OK)
+        status = fk__eval_create_buffer(state, &state->result, CL_MEM_READ_WRITE, result_bytes,
+                                        NULL, "results");
+    if (status == FK_OK && partial_bytes)
+        status = fk__eval_create_buffer(state, &state->partial, CL_MEM_READ_WRITE, partial_bytes,
+                                        NULL, "partial sums");
+    else if (status == FK_OK)
+        state->partial = state->result;
+    /* Poison the results (all bits set: NaN in every float format) so an element the kernel fails
+     * to write shows up as NaN instead of a stale or zero value. */
+    if (status == FK_OK) {
+        const cl_uchar poison = 0xff;
+        cl_int err =
+            fk__enqueue_fill(context, state->result, &poison, 1, result_bytes, 0, NULL, NULL);
+        if (err == CL_SUCCESS && state->partial != state->result)
+            err =
+                fk__enqueue_fill(context, state->partial, &poison, 1, partial_bytes, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clFinish(context->queue);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
+    }
+    return status;
+}
+
 fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
 {
     if (!eval || !particles)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->state.context;
     fk_status status = fk__eval_begin(eval, NULL);
     if (status == FK_OK)
         status = check_particles(eval, particles);
@@ -124,63 +262,24 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
         return status;
     const size_t n = particles->count;
     const size_t stride = fk__eval_body_floats(&eval->state);
-
-    float *body = malloc(n * stride * sizeof *body);
-    if (!body)
-        return FK_ERR_HOST_MEMORY;
-    for (size_t i = 0; i < n; ++i)
-        store_body(body, stride, i, particles->position, particles->mass ? particles->mass[i] : 1);
-    status = check_coincident(eval, body, n);
-    void *aux = NULL;
-    size_t aux_bytes = 0;
-    if (status == FK_OK) /* the force law's per-particle data: velocities, types, exclusions */
-        status = fk__forcelaw_particles(context, eval->state.kernel, &eval->state.law, particles,
-                                        body, stride, &aux, &aux_bytes);
-    int32_t *excluded = NULL; /* exclude afterwards: the partner lists */
-    size_t excluded_bytes = 0;
-    if (status == FK_OK && eval->subtract)
-        status =
-            fk__forcelaw_exclusion_lists(context, &eval->state.law, n, &excluded, &excluded_bytes);
-    void *table = NULL;
-    size_t table_bytes = 0;
-    if (status == FK_OK && !eval->state.table && eval->state.kernel->uses_table)
-        status =
-            fk__forcelaw_table(context, eval->state.kernel, &eval->state.law, &table, &table_bytes);
-    if (status != FK_OK) {
-        free(body);
-        free(aux);
-        free(excluded);
+    staged_particles staged;
+    status = stage_particles(eval, particles, stride, &staged);
+    if (status != FK_OK)
         return status;
-    }
 
+    /* The all-pairs split of the j-range: whole work-groups of j-particles per range. */
     const int splits = choose_splits(eval, n);
     const int group = eval->state.variant.work_group_size;
     size_t chunk = (n + (size_t)splits - 1) / (size_t)splits;
     chunk = (chunk + (size_t)group - 1) / (size_t)group * (size_t)group;
     const int effective_splits = (int)((n + chunk - 1) / chunk);
-
-    /* Check the sizes against the device before asking: many drivers allocate lazily and would
-     * only fail at the first launch. */
     const size_t result_bytes = n * eval->state.components * 8;
     const size_t partial_bytes = effective_splits > 1 ? result_bytes * (size_t)effective_splits : 0;
     const size_t body_bytes = n * stride * sizeof(float);
-    const size_t total =
-        body_bytes * (eval->state.kernel->uses_aux ? 2 : 1) + result_bytes + partial_bytes;
-    const fk_device_info *device = &context->info;
-    size_t largest = partial_bytes > result_bytes ? partial_bytes : result_bytes;
-    if (largest < body_bytes)
-        largest = body_bytes;
-    if (total > device->global_memory_bytes || largest > device->max_allocation_bytes) {
-        free(body);
-        free(aux);
-        free(table);
-        free(excluded);
-        return fk__fail(context, FK_ERR_DEVICE_MEMORY,
-                        "N = %zu needs %zu bytes of device memory (largest buffer %zu); %s has "
-                        "%llu (largest allocation %llu)",
-                        n, total, largest, device->name,
-                        (unsigned long long)device->global_memory_bytes,
-                        (unsigned long long)device->max_allocation_bytes);
+    status = check_device_memory(eval, n, body_bytes, result_bytes, partial_bytes);
+    if (status != FK_OK) {
+        free_staged(&staged);
+        return status;
     }
 
     if (eval->state.partial == eval->state.result)
@@ -188,72 +287,8 @@ fk_status fk_eval_set_particles(fk_eval *eval, const fk_particles *particles)
     fk__eval_release_buffers(eval);
     eval->computed = 0;
     eval->state.count = 0;
-    const cl_mem_flags read_only = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
-    status = fk__eval_create_buffer(&eval->state, &eval->state.body, read_only, body_bytes, body,
-                                    "particles");
-    /* Kept, in pinned memory: fk_eval_update_positions rewrites only its positions there and the
-     * driver copies them by DMA. */
-    fk__eval_release_host_body(eval);
-    fk__eval_release_positions(eval); /* sized for the previous particles */
-    if (status == FK_OK) {
-        void *pinned = NULL;
-        status = fk__pinned_create(eval->state.context, body_bytes, &eval->body_pinned, &pinned,
-                                   "pinned particles");
-        if (status == FK_OK) {
-            memcpy(pinned, body, body_bytes);
-            eval->state.host_body = pinned;
-            eval->state.host_body_current = 1;
-        }
-    }
-    free(body);
-    if (status == FK_OK)
-        status = fk__eval_create_output(eval, n);
-    /* Unused by ga (aux) and the gravity kernels (table): small placeholders keep the argument
-     * list fixed. */
-    if (status == FK_OK && aux)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.body_aux, read_only, aux_bytes,
-                                        aux, "aux");
-    else if (status == FK_OK)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.body_aux, CL_MEM_READ_ONLY, 16,
-                                        NULL, "aux");
-    free(aux);
-    if (status == FK_OK && table)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.table, read_only, table_bytes,
-                                        table, "pair table");
-    else if (status == FK_OK && !eval->state.table)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.table, CL_MEM_READ_ONLY, 16,
-                                        NULL, "table");
-    free(table);
-    if (status == FK_OK)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.physics, read_only,
-                                        sizeof eval->state.physics_values,
-                                        eval->state.physics_values, "physics");
-    if (status == FK_OK && excluded)
-        status = fk__eval_create_buffer(&eval->state, &eval->excluded, read_only, excluded_bytes,
-                                        excluded, "exclusion lists");
-    free(excluded);
-    if (status == FK_OK)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.result, CL_MEM_READ_WRITE,
-                                        result_bytes, NULL, "results");
-    if (status == FK_OK && effective_splits > 1)
-        status = fk__eval_create_buffer(&eval->state, &eval->state.partial, CL_MEM_READ_WRITE,
-                                        partial_bytes, NULL, "partial sums");
-    else if (status == FK_OK)
-        eval->state.partial = eval->state.result;
-    /* Poison the results (all bits set: NaN in every float format) so an element the kernel fails
-     * to write shows up as NaN instead of a stale or zero value. */
-    if (status == FK_OK) {
-        const cl_uchar poison = 0xff;
-        cl_int err =
-            fk__enqueue_fill(context, eval->state.result, &poison, 1, result_bytes, 0, NULL, NULL);
-        if (err == CL_SUCCESS && eval->state.partial != eval->state.result)
-            err = fk__enqueue_fill(context, eval->state.partial, &poison, 1, partial_bytes, 0, NULL,
-                                   NULL);
-        if (err == CL_SUCCESS)
-            err = clFinish(context->queue);
-        if (err != CL_SUCCESS)
-            status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
-    }
+    status = upload_staged(eval, &staged, n, body_bytes, result_bytes, partial_bytes);
+    free_staged(&staged);
     if (status != FK_OK) {
         if (eval->state.partial == eval->state.result)
             eval->state.partial = NULL;

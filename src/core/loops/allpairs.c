@@ -51,15 +51,8 @@ static void all_pairs_destroy(void *opaque)
     all_pairs *state = opaque;
     if (!state)
         return;
-    cl_kernel kernels[] = {state->pairwise, state->reduce, state->bound_pairwise,
-                           state->bound_reduce};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
-        if (kernels[k])
-            clReleaseKernel(kernels[k]);
-    if (state->program)
-        clReleaseProgram(state->program);
-    if (state->bound_program)
-        clReleaseProgram(state->bound_program);
+    FK__RELEASE_KERNELS(state->pairwise, state->reduce, state->bound_pairwise, state->bound_reduce);
+    FK__RELEASE_PROGRAMS(state->program, state->bound_program);
     free(state);
 }
 

@@ -170,14 +170,8 @@ static void cells_destroy(void *opaque)
     if (!cells)
         return;
     fk__cell_grid_release(&cells->grid);
-    if (cells->pairs)
-        clReleaseKernel(cells->pairs);
-    if (cells->bound_pairs)
-        clReleaseKernel(cells->bound_pairs);
-    if (cells->program)
-        clReleaseProgram(cells->program);
-    if (cells->bound_program)
-        clReleaseProgram(cells->bound_program);
+    FK__RELEASE_KERNELS(cells->pairs, cells->bound_pairs);
+    FK__RELEASE_PROGRAMS(cells->program, cells->bound_program);
     free(cells);
 }
 

@@ -229,3 +229,24 @@ fk_status fk__variant_fit_kernel(fk__eval_state *eval, cl_kernel kernel, int gro
                     loop, group, (unsigned long long)local_bytes, context->info.name,
                     (unsigned long long)device_local, name, hint);
 }
+
+void fk__release_kernels(const cl_kernel *kernels, size_t count)
+{
+    for (size_t k = 0; k < count; ++k)
+        if (kernels[k])
+            clReleaseKernel(kernels[k]);
+}
+
+void fk__release_programs(const cl_program *programs, size_t count)
+{
+    for (size_t k = 0; k < count; ++k)
+        if (programs[k])
+            clReleaseProgram(programs[k]);
+}
+
+void fk__release_buffers(const cl_mem *buffers, size_t count)
+{
+    for (size_t k = 0; k < count; ++k)
+        if (buffers[k])
+            clReleaseMemObject(buffers[k]);
+}

@@ -152,6 +152,21 @@ typedef struct fk__loop {
     void (*invalidate)(void *state);
 } fk__loop;
 
+/* Release the OpenCL objects among objects[0 .. count) that are not NULL (a loop's destroy, the
+ * evaluation's programs); FK__RELEASE_KERNELS(a, b, ...) lists them in place. */
+void fk__release_kernels(const cl_kernel *kernels, size_t count);
+void fk__release_programs(const cl_program *programs, size_t count);
+void fk__release_buffers(const cl_mem *buffers, size_t count);
+#define FK__RELEASE_KERNELS(...)                                                                   \
+    fk__release_kernels((const cl_kernel[]){__VA_ARGS__},                                          \
+                        sizeof((const cl_kernel[]){__VA_ARGS__}) / sizeof(cl_kernel))
+#define FK__RELEASE_PROGRAMS(...)                                                                  \
+    fk__release_programs((const cl_program[]){__VA_ARGS__},                                        \
+                         sizeof((const cl_program[]){__VA_ARGS__}) / sizeof(cl_program))
+#define FK__RELEASE_BUFFERS(...)                                                                   \
+    fk__release_buffers((const cl_mem[]){__VA_ARGS__},                                             \
+                        sizeof((const cl_mem[]){__VA_ARGS__}) / sizeof(cl_mem))
+
 /* The index of value in values[0 .. count), for shape coordinates; count when absent. */
 int fk__shape_index(const int *values, int count, int value);
 

@@ -488,25 +488,14 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,          state->fill,        state->count_tiled,
-                           state->fill_tiled,     state->count_store, state->count_store_tiled,
-                           state->compact,        state->sort,        state->scan_blocks,
-                           state->scan_top,       state->scan_apply,  state->pairs,
-                           state->gather,         state->bound_pairs, state->bound_gather,
-                           state->count_store_vec};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
-        if (kernels[k])
-            clReleaseKernel(kernels[k]);
-    cl_program programs[] = {state->build_program, state->program, state->bound_program};
-    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; ++k)
-        if (programs[k])
-            clReleaseProgram(programs[k]);
-    cl_mem buffers[] = {state->counts, state->offsets, state->block_sums,
-                        state->list_a, state->list_b,  state->jterms,
-                        state->cursor, state->stats,   state->scratch};
-    for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
-        if (buffers[k])
-            clReleaseMemObject(buffers[k]);
+    FK__RELEASE_KERNELS(state->count, state->fill, state->count_tiled, state->fill_tiled,
+                        state->count_store, state->count_store_tiled, state->compact, state->sort,
+                        state->scan_blocks, state->scan_top, state->scan_apply, state->pairs,
+                        state->gather, state->bound_pairs, state->bound_gather,
+                        state->count_store_vec);
+    FK__RELEASE_PROGRAMS(state->build_program, state->program, state->bound_program);
+    FK__RELEASE_BUFFERS(state->counts, state->offsets, state->block_sums, state->list_a,
+                        state->list_b, state->jterms, state->cursor, state->stats, state->scratch);
     free(state);
 }
 
@@ -652,27 +641,23 @@ static fk_status enqueue_second_half(fk__eval_state *eval, struct fk__neighbors 
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, call, err);
 }
 
-/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
- * the mirrors scattered too), and for half lists sort each particle's mirrors. */
-static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
+/* The walks of one build: the kernels that count (and, in one walk, store) and fill the
+ * partners, and their work-items. */
+typedef struct walk_plan {
+    cl_kernel count_kernel, fill_kernel;
+    size_t count_walkers, walkers;
+    int store; /* one walk: the count stores the partners in scratch rows */
+} walk_plan;
+
+/* Chooses the walks of this build (tiled or per item, one walk or two, vectors on CPUs) and sets
+ * the arguments of the walks and the prefix sum over `blocks` scan blocks. */
+static fk_status prepare_walks(fk__eval_state *eval, struct fk__neighbors *state, size_t blocks,
+                               walk_plan *plan)
 {
     fk_context *context = eval->context;
     const fk__cell_grid *grid = &state->grid;
     const size_t n = eval->count;
-    const size_t aux = (size_t)state->grid.aux_group, scan_block = aux * SCAN_ITEMS;
-    const size_t blocks = (n + scan_block - 1) / scan_block;
-    state->built = 0;
-    fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
-                                     sizeof(cl_int2), "partner counts");
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->offsets, &state->offsets_capacity, n + 1,
-                               sizeof(cl_uint2), "list offsets");
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
-                               sizeof(cl_ulong2), "prefix-sum blocks");
-    if (status != FK_OK)
-        return status;
-
+    const size_t aux = (size_t)state->grid.aux_group;
     const double radius = grid->min_side;
     float radius2 = (float)(radius * radius);
     if ((double)radius2 < radius * radius) /* round up: a pair at R must not be lost to rounding */
@@ -694,7 +679,7 @@ static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
         tiled ? grid->cells * (((size_t)grid->capacity + aux - 1) / aux) * aux : item_walkers;
     /* One walk where the scratch rows may be had (choose_row), else two. */
     int store = 0;
-    status = choose_row(eval, state, &store);
+    fk_status status = choose_row(eval, state, &store);
     if (status != FK_OK)
         return status;
     const cl_int row = state->row;
@@ -730,8 +715,94 @@ static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
         status = FK__SET_ARGS(context, state->scan_apply, "fk_neighbors_scan_apply", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums),
                               FK__ARG(state->offsets));
+    plan->count_kernel = count_kernel;
+    plan->fill_kernel = fill_kernel;
+    plan->count_walkers = count_walkers;
+    plan->walkers = walkers;
+    plan->store = store;
+    return status;
+}
+
+/* The second half of a build that the early copy did not complete: lists grown to what was
+ * counted (total_a + padding entries, total_b mirrors, the pair terms and cursors of half lists),
+ * then the copy (and the count again where the rows overflowed or there was no store) and the
+ * statistics read again into stats. events: the second half's three. */
+static fk_status refill_lists(fk__eval_state *eval, struct fk__neighbors *state,
+                              const walk_plan *plan, int walk_again, uint64_t total_a,
+                              uint64_t total_b, size_t padding, cl_event *events, cl_int stats[8],
+                              double *seconds)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count;
+    const size_t jterms_needed = state->half ? (size_t)total_a * eval->components : 0;
+    fk_status status = ensure_buffer(eval, &state->list_a, &state->a_capacity,
+                                     (size_t)total_a + padding, sizeof(cl_int), "lists");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
+                               sizeof(cl_int), "mirrors");
+    if (status == FK_OK && state->half)
+        status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity, jterms_needed,
+                               sizeof(cl_float), "pair terms");
+    /* Half lists: the mirrors each particle has received, from 0 (the atomic slots). */
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
+                               "mirror cursors");
     if (status != FK_OK)
         return status;
+    /* The statistics' missing-mirror count starts again from 0 (an early sort may have
+     * counted the mirrors the full lists could not take). */
+    const cl_int zero = 0;
+    const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
+    cl_int err =
+        clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, STAT_MISSING * sizeof(cl_int),
+                             sizeof zero, &zero, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, call, err);
+    status = enqueue_second_half(eval, state, walk_again, plan->fill_kernel, plan->walkers, events);
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        fk__collect_events(events, 3, NULL);
+        return status;
+    }
+    call = "clEnqueueReadBuffer (neighbour lists: statistics)";
+    err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, 8 * sizeof *stats, stats, 0,
+                              NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue);
+        fk__collect_events(events, 3, NULL);
+        return fk__cl_fail(context, call, err);
+    }
+    fk__collect_events(events, 3, seconds);
+    return FK_OK;
+}
+
+/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
+ * the mirrors scattered too), and for half lists sort each particle's mirrors. */
+static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count;
+    const size_t aux = (size_t)state->grid.aux_group, scan_block = aux * SCAN_ITEMS;
+    const size_t blocks = (n + scan_block - 1) / scan_block;
+    state->built = 0;
+    fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
+                                     sizeof(cl_int2), "partner counts");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->offsets, &state->offsets_capacity, n + 1,
+                               sizeof(cl_uint2), "list offsets");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
+                               sizeof(cl_ulong2), "prefix-sum blocks");
+    if (status != FK_OK)
+        return status;
+
+    walk_plan plan;
+    status = prepare_walks(eval, state, blocks, &plan);
+    if (status != FK_OK)
+        return status;
+    const int store = plan.store;
+    cl_kernel count_kernel = plan.count_kernel, fill_kernel = plan.fill_kernel;
+    const size_t count_walkers = plan.count_walkers, walkers = plan.walkers;
 
     /* Count (one walk: and store) and prefix sum; the totals come back with the statistics. One
      * walk with lists from an earlier build: the copy into them (and the mirrors' sort) goes to
@@ -794,47 +865,10 @@ static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
         (!state->half || buffer_fits(state->jterms, state->jterm_capacity, jterms_needed)) &&
         buffer_fits(state->cursor, state->cursor_capacity, n);
     if (!done) {
-        status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a + padding,
-                               sizeof(cl_int), "lists");
-        if (status == FK_OK)
-            status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
-                                   sizeof(cl_int), "mirrors");
-        if (status == FK_OK && state->half)
-            status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity, jterms_needed,
-                                   sizeof(cl_float), "pair terms");
-        /* Half lists: the mirrors each particle has received, from 0 (the atomic slots). */
-        if (status == FK_OK)
-            status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
-                                   "mirror cursors");
+        status = refill_lists(eval, state, &plan, !store || overflow, total_a, total_b, padding,
+                              events + 5, stats, &seconds);
         if (status != FK_OK)
             return status;
-        /* The statistics' missing-mirror count starts again from 0 (an early sort may have
-         * counted the mirrors the full lists could not take). */
-        const cl_int zero = 0;
-        call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
-        err =
-            clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE,
-                                 STAT_MISSING * sizeof(cl_int), sizeof zero, &zero, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return fk__cl_fail(context, call, err);
-        status =
-            enqueue_second_half(eval, state, !store || overflow, fill_kernel, walkers, events + 5);
-        if (status != FK_OK) {
-            clFinish(context->queue);
-            fk__collect_events(events + 5, 3, NULL);
-            return status;
-        }
-        {
-            call = "clEnqueueReadBuffer (neighbour lists: statistics)";
-            err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats,
-                                      0, NULL, NULL);
-        }
-        if (err != CL_SUCCESS) {
-            clFinish(context->queue);
-            fk__collect_events(events + 5, 3, NULL);
-            return fk__cl_fail(context, call, err);
-        }
-        fk__collect_events(events + 5, 3, &seconds);
     }
     if (stats[STAT_MISSING] != 0)
         return fk__fail(context, FK_ERR_OPENCL,

@@ -84,14 +84,8 @@ static fk_status check_kernel_limits(fk__eval_state *eval, cl_kernel kernel, int
 /* Releases the program and its kernels (not the slots), so that another variant can be built. */
 static void release_programs(struct fk__symmetric *state)
 {
-    if (state->pair)
-        clReleaseKernel(state->pair);
-    if (state->edges)
-        clReleaseKernel(state->edges);
-    if (state->reduce)
-        clReleaseKernel(state->reduce);
-    if (state->program)
-        clReleaseProgram(state->program);
+    FK__RELEASE_KERNELS(state->pair, state->edges, state->reduce);
+    FK__RELEASE_PROGRAMS(state->program);
     state->pair = state->edges = state->reduce = NULL;
     state->program = NULL;
 }
@@ -162,15 +156,10 @@ static void symmetric_destroy(void *opaque)
     struct fk__symmetric *state = opaque;
     if (!state)
         return;
-    if (state->slots)
-        clReleaseMemObject(state->slots);
+    FK__RELEASE_BUFFERS(state->slots);
     release_programs(state);
-    if (state->bound_pairwise)
-        clReleaseKernel(state->bound_pairwise);
-    if (state->bound_reduce)
-        clReleaseKernel(state->bound_reduce);
-    if (state->bound_program)
-        clReleaseProgram(state->bound_program);
+    FK__RELEASE_KERNELS(state->bound_pairwise, state->bound_reduce);
+    FK__RELEASE_PROGRAMS(state->bound_program);
     free(state);
 }
 
