@@ -20,7 +20,7 @@
 #include <cJSON.h>
 
 #include "forcekit/forcekit.h"
-#include "core/loops/symmetric.h"
+#include "core/eval/eval.h" /* fk__eval_kernel_figures */
 
 enum { MAX_ITEMS = 32 };
 

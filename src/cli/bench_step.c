@@ -21,7 +21,8 @@
 #include "cli/bench_step.h"
 #include "cli/common.h"
 #include "common/stats.h"
-#include "core/internal.h" /* fk__now, fk__measure_pinned_bandwidth */
+#include "core/internal.h"   /* fk__now, fk__measure_pinned_bandwidth */
+#include "core/loops/loop.h" /* what the loop reports */
 
 typedef enum step_mode { STEP_COPY, STEP_VIEW, STEP_PINNED, STEP_MODES } step_mode;
 static const char *const step_mode_names[] = {"copy", "view", "pinned"};
@@ -243,7 +244,7 @@ static int report_steps(const bench_step_input *in, const step_measurements *m)
         cJSON_AddStringToObject(document, "accum", in->accum->name);
         cJSON_AddStringToObject(document, "algorithm", algorithm);
         cJSON_AddStringToObject(document, "algorithm_requested", requested);
-        if (ran == FK_ALGORITHM_NEIGHBORS) /* what ran, from the last mode's eval */
+        if (fk__loop_reports_lists(ran)) /* what ran, from the last mode's eval */
             for (int mode = STEP_MODES - 1; mode >= STEP_COPY; --mode)
                 if (results[mode].ran) {
                     cJSON_AddStringToObject(document, "lists",

@@ -10,7 +10,8 @@
 #include "cli/common.h"
 #include "common/stats.h"
 #include "support/generate.h"
-#include "core/internal.h" /* fk__variant_check: the one place for the variant rules */
+#include "core/internal.h"   /* fk__variant_check: the one place for the variant rules */
+#include "core/loops/loop.h" /* what the loop reports */
 #include "forcekit/tools.h"
 #include "cli/mpi.h"
 #include "cli/physics.h"
@@ -266,8 +267,7 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
                             fk_algorithm_name((fk_algorithm)result->variant.algorithm));
     cJSON_AddStringToObject(object, "algorithm_source",
                             cli_variant_source_token(result->variant.algorithm_source));
-    if (result->variant.algorithm == FK_ALGORITHM_CELLS ||
-        result->variant.algorithm == FK_ALGORITHM_NEIGHBORS) {
+    if (fk__loop_reports_grid(result->variant.algorithm)) {
         /* the grid and one build's device time (neighbors: the grid and the lists) */
         const fk_variant *v = &result->variant;
         cJSON *grid = cJSON_AddArrayToObject(object, "cell_grid");
@@ -278,7 +278,7 @@ static cJSON *result_json(const bench_run *run, const bench_result *result)
         cJSON_AddNumberToObject(object, "cell_capacity", v->cell_capacity);
         cli_json_number(object, "cell_build_seconds", v->cell_build_seconds);
         cJSON_AddNumberToObject(object, "cell_resizes", (double)v->cell_resizes);
-        if (v->algorithm == FK_ALGORITHM_NEIGHBORS)
+        if (fk__loop_reports_lists(v->algorithm))
             cJSON_AddStringToObject(object, "lists", v->neighbor_half_lists ? "half" : "full");
     }
     return object;

@@ -9,6 +9,7 @@
 #include "forcekit/tools.h"
 #include "cli/mpi.h"
 #include "cli/physics.h"
+#include "core/loops/loop.h" /* what the loop reports */
 #ifdef FK_CLI_MPI
 #include "forcekit/forcekit_mpi.h"
 #endif
@@ -99,7 +100,7 @@ static void print_json_summary(const forces_options *options, const forces_run *
                             fk_algorithm_name((fk_algorithm)variant->algorithm));
     cJSON_AddStringToObject(document, "algorithm_requested",
                             options->algorithm ? options->algorithm : "all-pairs");
-    if (variant->algorithm == FK_ALGORITHM_NEIGHBORS)
+    if (fk__loop_reports_lists(variant->algorithm))
         cJSON_AddStringToObject(document, "lists", variant->neighbor_half_lists ? "half" : "full");
     cJSON_AddStringToObject(document, "algorithm_source",
                             cli_variant_source_token(variant->algorithm_source));

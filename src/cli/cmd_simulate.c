@@ -18,6 +18,7 @@
 #include "forcekit/tools.h"
 #include "cli/mpi.h"
 #include "cli/physics.h"
+#include "core/loops/loop.h" /* what the loop reports */
 #include "support/simulate.h"
 #include "support/systems.h"
 
@@ -458,14 +459,14 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddNumberToObject(document, "work_group_size", variant.work_group_size);
     cJSON_AddNumberToObject(document, "j_splits", variant.j_splits);
     cJSON_AddNumberToObject(document, "lanes", variant.lanes);
-    if (variant.algorithm == FK_ALGORITHM_CELLS || variant.algorithm == FK_ALGORITHM_NEIGHBORS) {
+    if (fk__loop_reports_grid(variant.algorithm)) {
         /* builds of the cells (and lists), the first included: with a skin, how often the
          * particles moved skin / 2; without, one per evaluation */
         cJSON_AddNumberToObject(document, "rebuilds", (double)variant.cell_rebuilds);
         cli_json_number(document, "skin", variant.cell_skin);
         cJSON_AddNumberToObject(document, "pairs_examined", (double)variant.pairs_examined);
         cli_json_number(document, "last_build_device_seconds", variant.cell_build_seconds);
-        if (variant.algorithm == FK_ALGORITHM_NEIGHBORS)
+        if (fk__loop_reports_lists(variant.algorithm))
             cJSON_AddBoolToObject(document, "neighbor_half_lists", variant.neighbor_half_lists);
     }
     cJSON_AddNumberToObject(document, "seed", (double)options->seed);

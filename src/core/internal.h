@@ -78,16 +78,6 @@ void fk__kernel_version_read(fk_context *context);
 int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local_tiling,
                       char *reason, size_t reason_size);
 
-/* A built kernel against the device's word on it (CL_KERNEL_WORK_GROUP_SIZE,
- * CL_KERNEL_LOCAL_MEM_SIZE against CL_DEVICE_LOCAL_MEM_SIZE) at work-group size group: FK_OK, or
- * FK_ERR_UNSUPPORTED with the message (loop: the loop's variant words, e.g. "variant 4x1"; name:
- * the kernel) and eval->fit_group set to the largest power-of-two work-group size that it allows
- * (0: none), which fk_eval_create takes when the work-group size was automatic
- * (src/core/programs/variant.c). */
-fk_status fk__variant_fit_kernel(fk_eval *eval, cl_kernel kernel, int group, const char *loop,
-                                 const char *name);
-/* An automatic work-group size under the evaluation's cap (eval->group_cap; 0: none). */
-int fk__variant_capped_group(const fk_eval *eval, int group);
 /* 1 when native_rsqrt on this device is an estimate good enough for one Newton step (probed once
  * per context; src/core/probes/lanes_rsqrt.c). */
 int fk__native_rsqrt_estimate_ok(fk_context *context);

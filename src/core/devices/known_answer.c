@@ -29,8 +29,8 @@ typedef struct fk__known_answers {
 /* A program is what the device compiled: everything fk_eval_create turns into a build. */
 static void program_key(const fk_eval *eval, unsigned slots, char *key, size_t size)
 {
-    const fk_eval_config *c = &eval->config;
-    const fk_variant *v = &eval->variant;
+    const fk_eval_config *c = &eval->state.config;
+    const fk_variant *v = &eval->state.variant;
     snprintf(key, size,
              "%s|%s|alg %d|%dx%d|wg %d|tile %d|lanes %d|half %d|pot %d|rep %d|pos %d|res %d|"
              "slots %u|soft %d|cut %a|cou %a|box %a %a %a|par %a %a %a %a|ex %d|skin %a",
@@ -94,8 +94,8 @@ static void known_particles(const fk_eval *eval, double position[3 * PARTICLES],
 {
     static const double offset[PARTICLES][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1.25, 0}, {0.5, 0.5, 1}};
     static const double charge[PARTICLES] = {1, -1, 0.5, -0.5};
-    const fk_eval_config *c = &eval->config;
-    const int gravity = !eval->kernel->uses_table;
+    const fk_eval_config *c = &eval->state.config;
+    const int gravity = !eval->state.kernel->uses_table;
     double scale = gravity ? 0.25 : 1.0;
     /* a cutoff below 1.6 (never a default): the particles closer, by powers of two */
     while (!gravity && c->cutoff > 0 && 1.6 * scale > c->cutoff && scale > 0x1p-10)
@@ -112,7 +112,7 @@ static void known_particles(const fk_eval *eval, double position[3 * PARTICLES],
 
 fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     context->known_answer_refused = 0;
     if (!context->known_answers) {
         context->known_answers = calloc(1, sizeof *context->known_answers);
@@ -132,12 +132,13 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
     const fk_particles particles = {.count = PARTICLES,
                                     .position = position,
                                     .mass = mass,
-                                    .velocity = eval->kernel->needs_velocity ? velocity : NULL};
-    const fk_eval_config *c = &eval->config;
+                                    .velocity =
+                                        eval->state.kernel->needs_velocity ? velocity : NULL};
+    const fk_eval_config *c = &eval->state.config;
     fk_physics physics = {.eps = c->eps, .cutoff = c->cutoff, .coulomb = c->coulomb};
     memcpy(physics.parameters, c->parameters, sizeof physics.parameters);
     memcpy(physics.box, c->box, sizeof physics.box);
-    const size_t components = eval->kernel->info.force_components;
+    const size_t components = eval->state.kernel->info.force_components;
     double reference[3 * PARTICLES * 2], computed[3 * PARTICLES * 2];
     if (components * PARTICLES > sizeof reference / sizeof reference[0] ||
         fk_reference_forces(c->kernel, &particles, &physics, reference, NULL) != FK_OK) {
@@ -145,7 +146,7 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
         return remember(record, key); /* nothing to compare with: not this check's to refuse */
     }
 
-    fk_eval_config config = eval->config;
+    fk_eval_config config = eval->state.config;
     config.struct_size = sizeof config;
     config.physics = NULL;                      /* the evaluation's flat fields hold it */
     config.scale_policy = FK_SCALE_EACH_UPLOAD; /* its own scale, from its four particles */
@@ -188,16 +189,17 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
         const fk_device_info *device = &context->info;
         context->known_answer_refused = 1;
         context->known_answer_error = worst / largest;
-        return fk__fail(
-            context, FK_ERR_UNSUPPORTED,
-            "known-answer check failed: accumulator %s (force law %s, %s loop, "
-            "variant %dx%d, work-group size %d) on %s (%s, driver %s) computed %.9g "
-            "where %.9g is right (particle %zu, component %zu); this accumulator is "
-            "refused on this device",
-            c->accum, c->kernel, fk_algorithm_name((fk_algorithm)eval->variant.algorithm),
-            eval->variant.unroll_i, eval->variant.unroll_j, eval->variant.work_group_size,
-            device->name, device->platform_version, device->driver_version, computed[worst_at],
-            reference[worst_at], worst_at / components, worst_at % components);
+        return fk__fail(context, FK_ERR_UNSUPPORTED,
+                        "known-answer check failed: accumulator %s (force law %s, %s loop, "
+                        "variant %dx%d, work-group size %d) on %s (%s, driver %s) computed %.9g "
+                        "where %.9g is right (particle %zu, component %zu); this accumulator is "
+                        "refused on this device",
+                        c->accum, c->kernel,
+                        fk_algorithm_name((fk_algorithm)eval->state.variant.algorithm),
+                        eval->state.variant.unroll_i, eval->state.variant.unroll_j,
+                        eval->state.variant.work_group_size, device->name, device->platform_version,
+                        device->driver_version, computed[worst_at], reference[worst_at],
+                        worst_at / components, worst_at % components);
     }
     return remember(record, key);
 }

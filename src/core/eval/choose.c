@@ -17,27 +17,6 @@ static int valid_unroll(int value)
     return value == 1 || value == 2 || value == 4 || value == 8;
 }
 
-/* Built-in defaults, the last fallback when no tuning database has an entry for the device:
- * measured on POCL (x86, AVX-512) and an NVIDIA H100/H200; see results/. */
-static void default_variant(const fk_device_info *device, fk_variant *variant)
-{
-    if (device->type == FK_DEVICE_GPU) {
-        variant->unroll_i = 4;
-        variant->unroll_j = 8;
-        variant->work_group_size = 256;
-    } else {
-        variant->unroll_i = 4;
-        variant->unroll_j = 1;
-        variant->work_group_size = 64;
-    }
-    variant->local_tiling = 1;
-}
-
-void fk__builtin_variant(const fk_device_info *device, fk_variant *variant)
-{
-    default_variant(device, variant);
-}
-
 fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *config,
                                   const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                                   fk__variant_choice *out)
@@ -48,7 +27,7 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "%s", variant_reason);
 
     fk_variant variant = {0};
-    default_variant(&context->info, &variant);
+    fk__builtin_variant(&context->info, &variant);
     variant.source = FK_VARIANT_DEFAULT;
     /* Automatic unrolling takes the tuning database's entry (user, then shipped) for this device,
      * kernel, accumulator and N bucket; explicit work-group size, tiling and split still win. */
@@ -126,12 +105,15 @@ enum { AUTO_ALL_PAIRS_BELOW_CPU = 512, AUTO_ALL_PAIRS_BELOW_GPU = 8192 };
 static int auto_rule(const fk_device_info *device, int short_range, double cutoff, double reach,
                      size_t n, const double box[3])
 {
+    /* the loops by their entries' FK_ALGORITHM_AUTO role (src/core/loops/loop.h) */
+    const int all_pairs = fk__loop_reference()->algorithm;
+    const int lists = fk__loop_short_range()->algorithm;
     if (!short_range || !(cutoff > 0))
-        return FK_ALGORITHM_ALL_PAIRS; /* the only one of the three that serves it */
-    if (n == 0) /* unknown: the loops are O(N); all-pairs at a large N would be O(N^2) */
-        return FK_ALGORITHM_NEIGHBORS;
+        return all_pairs; /* the only one that serves every law */
+    if (n == 0)           /* unknown: the loops are O(N); all-pairs at a large N would be O(N^2) */
+        return lists;
     if (n < (device->type == FK_DEVICE_GPU ? AUTO_ALL_PAIRS_BELOW_GPU : AUTO_ALL_PAIRS_BELOW_CPU))
-        return FK_ALGORITHM_ALL_PAIRS;
+        return all_pairs;
     /* Partners within the list radius: when they are most of the system (a periodic box hardly
      * wider than the cutoff sphere, or a dense one), the loops examine every pair anyway and only
      * add their build. */
@@ -139,13 +121,13 @@ static int auto_rule(const fk_device_info *device, int short_range, double cutof
     const double density = volume > 0 ? (double)n / volume : AUTO_DEFAULT_DENSITY;
     const double partners = density * 4.0 / 3.0 * 3.14159265358979 * reach * reach * reach;
     if (2 * partners >= (double)n)
-        return FK_ALGORITHM_ALL_PAIRS;
+        return all_pairs;
     /* The lists examine ~17x fewer pairs than the 27 cells. CPUs: 5.5x faster per MD step on POCL
      * (N = 16,384, rebuilds included). GPUs, with their full lists and tuned shape: on the H200
      * 1.63 against 2.84 ms per step at N = 1,048,576, 0.224 against 0.347 at 65,536, and 0.57
      * against 1.80 ms of device time per NVE step at 1M with rebuilds included
      * (results/2026-11-25_nvidia-h200/step_final, nve_md). */
-    return FK_ALGORITHM_NEIGHBORS;
+    return lists;
 }
 
 int fk__eval_auto_rule(const fk_device_info *device, int short_range, double cutoff, double skin,
@@ -162,19 +144,21 @@ int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
     const fk__physics *physics = &plan->physics;
     const int short_range = kernel->uses_table && physics->cutoff > 0;
     *source = FK_VARIANT_DEFAULT;
-    /* Measured: the tuning database's entries of the three loops for this device, kernel and
-     * accumulator in N's bucket (forcekit tune --algorithm L --n N writes them with the seconds
-     * per evaluation it measured); when two or more have a time, the fastest. */
+    /* Measured: the tuning database's entries of the loops FK_ALGORITHM_AUTO may take (their
+     * table entries say so) for this device, kernel and accumulator in N's bucket (forcekit tune
+     * --algorithm L --n N writes them with the seconds per evaluation it measured); when two or
+     * more have a time, the fastest. */
     const size_t n = config->expected_count;
     if (short_range && n) {
-        static const int loops[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_CELLS,
-                                    FK_ALGORITHM_NEIGHBORS};
         const size_t bucket = fk_tune_bucket_for(n);
         const fk_tuning_entry *best = NULL;
         int measured = 0;
-        for (size_t l = 0; l < sizeof loops / sizeof loops[0]; ++l) {
+        for (size_t l = 0; l < fk__loop_count(); ++l) {
+            const fk__loop *loop = fk__loop_at(l);
+            if (loop->automatic == FK__AUTO_NEVER)
+                continue;
             const fk_tuning_entry *e = fk__tuning_lookup_loop(
-                context->tuning, loops[l], kernel->info.name, accum->info.name, n);
+                context->tuning, loop->algorithm, kernel->info.name, accum->info.name, n);
             if (!e || e->n != bucket || !(e->seconds_per_eval > 0))
                 continue;
             ++measured;

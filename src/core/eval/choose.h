@@ -9,16 +9,6 @@
 
 struct fk_tuning_entry;
 
-/* The built-in default variant for a device: the last fallback, and the tuner's untuned
- * baseline. */
-void fk__builtin_variant(const fk_device_info *device, fk_variant *variant);
-
-/* The lane width fk_eval_create takes automatically for kernel and accumulator on this device (8
- * or 16; 0: none, the scalar template runs), with the default lane variant in *variant when not
- * 0. */
-int fk__automatic_lanes(fk_context *context, const char *kernel, const char *accum,
-                        fk_variant *variant);
-
 /* The variant of a new evaluation, and the scalar one to fall back to when automatic lanes do not
  * build; tuned: the tuning database's entry they follow (NULL: none). */
 typedef struct fk__variant_choice {
@@ -32,12 +22,12 @@ fk_status fk__eval_choose_variant(fk_context *context, const fk_eval_config *con
                                   const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                                   fk__variant_choice *out);
 
-/* FK_ALGORITHM_AUTO: the pair loop fk_eval_create runs (all-pairs, cells or neighbors), for the
- * cutoff, skin and box of the plan (resolved from config). From the tuning database when it has
- * measured entries of two or more of those loops for this device, kernel, accumulator and N's
- * bucket (*source: the database's origin), else by fk__eval_auto_rule (*source FK_VARIANT_DEFAULT).
- * Never fails: a loop the configuration cannot run is refused later by the loop itself, as for an
- * explicit choice. */
+/* FK_ALGORITHM_AUTO: the pair loop fk_eval_create runs (one whose table entry allows it:
+ * all-pairs, cells or neighbors), for the cutoff, skin and box of the plan (resolved from config).
+ * From the tuning database when it has measured entries of two or more of those loops for this
+ * device, kernel, accumulator and N's bucket (*source: the database's origin), else by
+ * fk__eval_auto_rule (*source FK_VARIANT_DEFAULT). Never fails: a loop the configuration cannot
+ * run is refused later by the loop itself, as for an explicit choice. */
 int fk__eval_choose_algorithm(fk_context *context, const fk_eval_config *config,
                               const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                               const fk__plan *plan, fk_variant_source *source);

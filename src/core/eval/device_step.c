@@ -15,17 +15,19 @@ static fk_status make_writable(fk_eval *eval, cl_mem *buffer, const char *what)
     if (err == CL_SUCCESS)
         err = clGetMemObjectInfo(*buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
     if (err != CL_SUCCESS)
-        return fk__cl_fail(eval->context, "clGetMemObjectInfo (particles)", err);
+        return fk__cl_fail(eval->state.context, "clGetMemObjectInfo (particles)", err);
     if (!(flags & CL_MEM_READ_ONLY))
         return FK_OK;
     cl_mem copy = NULL;
-    fk_status status = fk__eval_create_buffer(eval, &copy, CL_MEM_READ_WRITE, bytes, NULL, what);
+    fk_status status =
+        fk__eval_create_buffer(&eval->state, &copy, CL_MEM_READ_WRITE, bytes, NULL, what);
     if (status != FK_OK)
         return status;
-    err = clEnqueueCopyBuffer(eval->context->queue, *buffer, copy, 0, 0, bytes, 0, NULL, NULL);
+    err =
+        clEnqueueCopyBuffer(eval->state.context->queue, *buffer, copy, 0, 0, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         clReleaseMemObject(copy);
-        return fk__cl_fail(eval->context, "clEnqueueCopyBuffer (particles)", err);
+        return fk__cl_fail(eval->state.context, "clEnqueueCopyBuffer (particles)", err);
     }
     clReleaseMemObject(*buffer); /* the copy was enqueued first: the runtime keeps it alive */
     *buffer = copy;
@@ -42,22 +44,22 @@ fk_status fk__eval_device_begin(fk_eval *eval)
         clReleaseEvent(eval->body_written);
         eval->body_written = NULL;
         if (err != CL_SUCCESS)
-            return fk__cl_fail(eval->context, "clEnqueueWriteBuffer (particles)", err);
+            return fk__cl_fail(eval->state.context, "clEnqueueWriteBuffer (particles)", err);
     }
-    status = make_writable(eval, &eval->body, "particles");
-    if (status == FK_OK && eval->kernel->needs_velocity)
-        status = make_writable(eval, &eval->body_aux, "velocities");
+    status = make_writable(eval, &eval->state.body, "particles");
+    if (status == FK_OK && eval->state.kernel->needs_velocity)
+        status = make_writable(eval, &eval->state.body_aux, "velocities");
     if (status != FK_OK)
         return status;
-    eval->host_body_current = 0; /* the host does not see the device's positions */
+    eval->state.host_body_current = 0; /* the host does not see the device's positions */
     eval->computed = 0;
     return FK_OK;
 }
 
 fk_status fk__eval_device_prepare(fk_eval *eval)
 {
-    eval->host_body_current = 0;
-    return eval->loop->prepare(eval, eval->loop_state);
+    eval->state.host_body_current = 0;
+    return eval->loop->prepare(&eval->state, eval->loop_state);
 }
 
 fk_status fk__eval_device_rescale(fk_eval *eval)
@@ -68,11 +70,12 @@ fk_status fk__eval_device_rescale(fk_eval *eval)
 fk_status fk__eval_enqueue_device_forces(fk_eval *eval, cl_mem forces, cl_mem potentials,
                                          cl_mem flags, cl_uint overflow_at)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     if (!eval->device_decode)
         return fk__fail(context, FK_ERR_UNSUPPORTED, "the device decode needs fp64");
     cl_event first = NULL, last = NULL, subtracted = NULL;
-    fk_status status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
+    fk_status status =
+        eval->loop->enqueue(&eval->state, eval->loop_state, FK__PASS_FORCES, &first, &last);
     if (status != FK_OK)
         return status;
     status = fk__eval_share_zero(eval);
@@ -86,9 +89,9 @@ fk_status fk__eval_enqueue_device_forces(fk_eval *eval, cl_mem forces, cl_mem po
         clFinish(context->queue);
         return status;
     }
-    const cl_uint count = (cl_uint)eval->count;
-    const cl_uint components = eval->components;
-    const cl_uint force_components = (cl_uint)eval->kernel->info.force_components;
+    const cl_uint count = (cl_uint)eval->state.count;
+    const cl_uint components = eval->state.components;
+    const cl_uint force_components = (cl_uint)eval->state.kernel->info.force_components;
     const cl_double scale = eval->accum_scale;
     int exponent = 0;
     frexp(eval->accum_scale, &exponent); /* as fk__eval_enqueue_output */
@@ -98,12 +101,12 @@ fk_status fk__eval_enqueue_device_forces(fk_eval *eval, cl_mem forces, cl_mem po
     status =
         FK__SET_ARGS(context, eval->decode_kernel, "decode", 0, FK__ARG(count), FK__ARG(components),
                      FK__ARG(force_components), FK__ARG(scale), FK__ARG(scale_exponent),
-                     FK__ARG(eval->result), FK__ARG(forces), FK__ARG(potential_buffer),
+                     FK__ARG(eval->state.result), FK__ARG(forces), FK__ARG(potential_buffer),
                      FK__ARG(potentials_from), FK__ARG(flags), FK__ARG(overflow_at));
     if (status != FK_OK)
         return status;
     const size_t group = 64;
-    const size_t global = (eval->count + group - 1) / group * group;
+    const size_t global = (eval->state.count + group - 1) / group * group;
     const cl_int err = clEnqueueNDRangeKernel(context->queue, eval->decode_kernel, 1, NULL, &global,
                                               &group, 0, NULL, NULL);
     if (err != CL_SUCCESS)

@@ -14,10 +14,11 @@
 void fk__eval_release_buffers(fk_eval *eval)
 {
     /* Not the pair table: it is uploaded once, by fk_eval_set_pair_table or the first particles. */
-    cl_mem *buffers[] = {&eval->body,    &eval->body_aux, &eval->physics,
-                         &eval->partial, &eval->result,   &eval->excluded};
+    cl_mem *buffers[] = {&eval->state.body,    &eval->state.body_aux, &eval->state.physics,
+                         &eval->state.partial, &eval->state.result,   &eval->excluded};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
-        if (*buffers[i] && (buffers[i] != &eval->partial || eval->partial != eval->result))
+        if (*buffers[i] &&
+            (buffers[i] != &eval->state.partial || eval->state.partial != eval->state.result))
             clReleaseMemObject(*buffers[i]);
         *buffers[i] = NULL;
     }
@@ -28,36 +29,25 @@ void fk_eval_destroy(fk_eval *eval)
     if (!eval)
         return;
     if (eval->pending || eval->body_written) /* the device may still read or write our memory */
-        clFinish(eval->context->queue);
+        clFinish(eval->state.context->queue);
     if (eval->pending_read) /* by its event too: clFinish alone is not enough on Rusticl 22.3 */
         clWaitForEvents(1, &eval->pending_read);
     fk__eval_release_pending(eval);
-    if (eval->partial == eval->result)
-        eval->partial = NULL;
+    if (eval->state.partial == eval->state.result)
+        eval->state.partial = NULL;
     fk__eval_release_buffers(eval);
     fk__eval_release_output(eval);
     fk__eval_release_results_cl(eval);
     fk__eval_release_host_body(eval);
     fk__eval_release_positions(eval);
-    for (int k = 0; k < 2; ++k)
-        if (eval->convert_kernels[k])
-            clReleaseKernel(eval->convert_kernels[k]);
-    if (eval->convert_program)
-        clReleaseProgram(eval->convert_program);
     fk__eval_release_bound_reduce(eval);
-    if (eval->decode_kernel)
-        clReleaseKernel(eval->decode_kernel);
-    if (eval->decode_program)
-        clReleaseProgram(eval->decode_program);
-    if (eval->table)
-        clReleaseMemObject(eval->table);
-    fk__forcelaw_state_free(&eval->law);
+    FK__RELEASE_KERNELS(eval->convert_kernels[0], eval->convert_kernels[1], eval->decode_kernel,
+                        eval->subtract);
+    FK__RELEASE_PROGRAMS(eval->convert_program, eval->decode_program, eval->subtract_program);
+    FK__RELEASE_BUFFERS(eval->state.table);
+    fk__forcelaw_state_free(&eval->state.law);
     if (eval->loop)
         eval->loop->destroy(eval->loop_state);
-    if (eval->subtract)
-        clReleaseKernel(eval->subtract);
-    if (eval->subtract_program)
-        clReleaseProgram(eval->subtract_program);
     free(eval);
 }
 
@@ -84,10 +74,11 @@ fk_status fk__find_kernel_and_accum(fk_context *context, const char *kernel_name
 }
 
 /* Double-single positions (config.positions, cl/forces/point.clh) go with the loops that read the
- * particles only through the force laws' loaders: all-pairs and symmetric. The cell and list
- * builds, and the lane forms, read float records themselves, and a periodic box is stored in float
- * (its minimum image would undo the precision). Automatic choices that would take one of those
- * (the algorithm, lanes) fall back to the all-pairs loop's scalar template in *adjusted. */
+ * particles only through the force laws' loaders (their entry's double_single: all-pairs and
+ * symmetric). The cell and list builds, and the lane forms, read float records themselves, and a
+ * periodic box is stored in float (its minimum image would undo the precision). Automatic choices
+ * that would take one of those (the algorithm, lanes) fall back to the all-pairs loop's scalar
+ * template in *adjusted. */
 static fk_status check_positions(fk_context *context, const fk_eval_config *config,
                                  fk_eval_config *adjusted)
 {
@@ -102,7 +93,8 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "double-single positions take open boundaries: a periodic box is stored "
                         "in float, and its minimum image would undo their precision");
-    if (config->algorithm == FK_ALGORITHM_CELLS || config->algorithm == FK_ALGORITHM_NEIGHBORS)
+    const fk__loop *named = fk__loop_for(config->algorithm); /* NULL: automatic (or unknown) */
+    if (named && !named->double_single)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "double-single positions: the all-pairs and symmetric loops, not %s (its "
                         "builds read float records)",
@@ -112,8 +104,8 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
                         "double-single positions: the lane forms read float records; lanes -1 "
                         "or 0 run the scalar template");
     adjusted->lanes = -1;
-    if (adjusted->algorithm == FK_ALGORITHM_AUTO)
-        adjusted->algorithm = FK_ALGORITHM_ALL_PAIRS;
+    if (adjusted->algorithm == FK_ALGORITHM_AUTO) /* the reference loop reads them */
+        adjusted->algorithm = fk__loop_reference()->algorithm;
     return FK_OK;
 }
 
@@ -121,25 +113,25 @@ static fk_status check_positions(fk_context *context, const fk_eval_config *conf
  * work-items per group for its registers, or more local memory than the device has) is rebuilt
  * at the largest work-group size that the device allows, down to 1, and the evaluation says so:
  * variant.source FK_VARIANT_FITTED, the reason in fk_eval_variant_note. The loops take
- * eval->group_cap where they choose an automatic size; the all-pairs and lane loops take the
+ * eval->state.group_cap where they choose an automatic size; the all-pairs and lane loops take the
  * request's. An explicit work-group size never comes here: its refusal is the caller's answer. */
 static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
                                      fk_variant *variant)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     const int asked = request->work_group_size;
     char refusal[256] = "";
     snprintf(refusal, sizeof refusal, "%s", fk_context_last_error(context));
     fk_status status = FK_ERR_UNSUPPORTED;
-    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && attempt < 12;
+    for (int attempt = 0; status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 && attempt < 12;
          ++attempt) {
-        const int cap = eval->fit_group;
-        if (eval->group_cap && cap >= eval->group_cap)
+        const int cap = eval->state.fit_group;
+        if (eval->state.group_cap && cap >= eval->state.group_cap)
             break; /* no progress: the refusal stands */
         eval->loop->destroy(eval->loop_state);
         eval->loop_state = NULL;
-        eval->group_cap = cap;
-        eval->fit_group = 0;
+        eval->state.group_cap = cap;
+        eval->state.fit_group = 0;
         if (variant->work_group_size > cap)
             variant->work_group_size = cap;
         /* the tiled loop takes its tile UNROLL_J at a time (fk__variant_check) */
@@ -149,26 +141,31 @@ static fk_status fit_automatic_shape(fk_eval *eval, fk_program_request *request,
         request->work_group_size = variant->work_group_size;
         request->unroll_j = variant->unroll_j;
         fk__clear_error(context);
-        eval->variant = *variant;
-        eval->variant.program_from_cache = 1;
-        eval->variant.build_seconds = 0;
-        status = eval->loop->create(eval, request, &eval->loop_state);
+        eval->state.variant = *variant;
+        eval->state.variant.program_from_cache = 1;
+        eval->state.variant.build_seconds = 0;
+        status = eval->loop->create(&eval->state, request, &eval->loop_state);
     }
     if (status != FK_OK)
         return status;
-    eval->variant.source = FK_VARIANT_FITTED;
+    eval->state.variant.source = FK_VARIANT_FITTED;
     snprintf(eval->variant_note, sizeof eval->variant_note,
              "work-group size %d narrowed to %d: the automatic shape does not fit (%s)", asked,
-             eval->variant.work_group_size, refusal);
+             eval->state.variant.work_group_size, refusal);
     return FK_OK;
 }
 
-/* config's modes against the accumulator (accum_name: as the configuration names it, or its
- * default): reproducible mode's fixed-point accumulators, the softening's sign, the scale policy
- * and the result type. */
-static fk_status check_modes(fk_context *context, const fk_eval_config *config,
-                             const char *accum_name, const fk_accum_desc *accum)
+/* The checks of a configuration that need no device work: the kernel and accumulator exist (and
+ * the device runs the accumulator), reproducible mode, softening, scale policy, result type. */
+static fk_status check_config(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc **kernel, const fk_accum_desc **accum)
 {
+    const char *accum_name = config->accum          ? config->accum
+                             : config->reproducible ? "fixed64"
+                                                    : "float";
+    fk_status found = fk__find_kernel_and_accum(context, config->kernel, accum_name, kernel, accum);
+    if (found != FK_OK)
+        return found;
     if (config->reproducible && strcmp(accum_name, "fixed64") != 0 &&
         strcmp(accum_name, "narumi") != 0)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
@@ -183,16 +180,103 @@ static fk_status check_modes(fk_context *context, const fk_eval_config *config,
                         "scale_policy %d: FK_SCALE_AUTO (0), FK_SCALE_KEEP (1) or "
                         "FK_SCALE_EACH_UPLOAD (2)",
                         config->scale_policy);
-    if (config->scale_policy == FK_SCALE_KEEP && !accum->overflowed)
+    if (config->scale_policy == FK_SCALE_KEEP && !(*accum)->overflowed)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "scale_policy FK_SCALE_KEEP needs an accumulator that detects every "
                         "overflow (fixed64), not %s",
-                        accum->info.name);
+                        (*accum)->info.name);
     if (config->result_type != FK_RESULT_DOUBLE && config->result_type != FK_RESULT_FLOAT)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "result_type %d: FK_RESULT_DOUBLE (0) or FK_RESULT_FLOAT (1)",
                         config->result_type);
     return FK_OK;
+}
+
+/* The loop and its shape: the positions' constraints, the plan (physics, skin, FK_ALGORITHM_AUTO's
+ * choice and build switches resolved once, plan.c) and the variant. *resolved is config with the
+ * loop that runs, which everything after sees. */
+static fk_status resolve_loop(fk_context *context, const fk_eval_config *config,
+                              const fk_kernel_desc *kernel, const fk_accum_desc *accum,
+                              unsigned exclusion_slots, fk_eval_config *resolved, fk__plan *plan,
+                              fk__variant_choice *choice)
+{
+    fk_status status = check_positions(context, config, resolved);
+    if (status == FK_OK)
+        status = fk__plan_resolve(context, resolved, kernel, accum, exclusion_slots, plan);
+    if (status != FK_OK)
+        return status;
+    resolved->algorithm = plan->algorithm;
+    status = fk__eval_choose_variant(context, resolved, kernel, accum, choice);
+    if (status == FK_OK)
+        choice->variant.algorithm_source = choice->scalar.algorithm_source = plan->algorithm_source;
+    return status;
+}
+
+/* The build request of the loop's programs: the variant's shape and the switches every program of
+ * the evaluation shares (the plan's: the force law's, denormal flushing, reproducible mode's); a
+ * loop appends only its own. */
+static void loop_request(fk_eval *eval, const fk_variant *variant, fk_program_request *request)
+{
+    const fk_eval_config *config = &eval->state.config;
+    const fk_accum_desc *accum = eval->state.accum;
+    *request = (fk_program_request){.force = eval->state.kernel->info.name,
+                                    .accum = accum->info.name,
+                                    .unroll_i = variant->unroll_i,
+                                    .unroll_j = variant->unroll_j,
+                                    .work_group_size = variant->work_group_size,
+                                    .local_tiling = variant->local_tiling,
+                                    .potential = config->potential != 0,
+                                    .refresh_cache = config->refresh_cache,
+                                    /* the scalar template: lanes.c asks for its own file */
+                                    .file = NULL};
+    eval->reproducible = -1; /* not asked; fk__eval_reproducible_options sets it when it is */
+    request->extra_options =
+        fk__plan_options(&eval->state.plan, eval->state.kernel,
+                         config->reproducible ? fk__eval_reproducible_options(eval) : NULL);
+}
+
+/* The tuning database's entry the variant follows: its split applies in its N bucket only. */
+static void take_tuned_split(fk_eval *eval, const fk_tuning_entry *tuned)
+{
+    eval->tuned_j_splits = tuned ? tuned->j_splits : 0;
+    eval->tuned_bucket = tuned ? fk_tune_bucket_for(tuned->n) : 0;
+}
+
+/* Creates the loop of the chosen variant (its create builds only the programs it needs: the
+ * all-pairs program is not built for symmetric or cells), with the fallbacks of automatic
+ * choices: the scalar template when automatic lanes do not build, a narrower work-group size
+ * when the device refuses an automatic one. */
+static fk_status create_loop(fk_eval *eval, fk_program_request *request,
+                             const fk__variant_choice *choice)
+{
+    fk_variant variant = choice->variant;
+    eval->state.variant = variant;
+    eval->state.variant.program_from_cache = 1;
+    eval->state.variant.build_seconds = 0;
+    fk_status status = eval->loop->create(&eval->state, request, &eval->loop_state);
+    if (status == FK_ERR_BUILD && variant.lanes && eval->state.config.lanes == 0) {
+        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
+         * an edited kernel directory without the lane sections still runs the scalar template,
+         * and a build error is then the template's own. */
+        eval->loop->destroy(eval->loop_state);
+        eval->loop_state = NULL;
+        variant = choice->scalar;
+        eval->loop = fk__loop_for_variant(&variant);
+        take_tuned_split(eval, choice->scalar_tuned);
+        request->unroll_i = variant.unroll_i;
+        request->unroll_j = variant.unroll_j;
+        request->work_group_size = variant.work_group_size;
+        request->local_tiling = variant.local_tiling;
+        fk__clear_error(eval->state.context);
+        eval->state.variant = variant;
+        eval->state.variant.program_from_cache = 1;
+        eval->state.variant.build_seconds = 0;
+        status = eval->loop->create(&eval->state, request, &eval->loop_state);
+    }
+    if (status == FK_ERR_UNSUPPORTED && eval->state.fit_group > 0 &&
+        eval->state.config.work_group_size == 0)
+        status = fit_automatic_shape(eval, request, &variant);
+    return status;
 }
 
 /* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
@@ -207,119 +291,51 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
     fk__clear_error(context);
     if (!config)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "no kernel named");
-    const char *accum_name = config->accum          ? config->accum
-                             : config->reproducible ? "fixed64"
-                                                    : "float";
     const fk_kernel_desc *kernel = NULL;
     const fk_accum_desc *accum = NULL;
-    fk_status found =
-        fk__find_kernel_and_accum(context, config->kernel, accum_name, &kernel, &accum);
-    if (found != FK_OK)
-        return found;
-    found = check_modes(context, config, accum_name, accum);
-    if (found != FK_OK)
-        return found;
-
-    fk_eval_config positioned;
-    fk_status positions_status = check_positions(context, config, &positioned);
-    if (positions_status != FK_OK)
-        return positions_status;
-    config = &positioned;
-    /* The physics, skin, loop (FK_ALGORITHM_AUTO's choice, choose.c) and build switches resolved
-     * once (plan.c): everything below reads them, and sees the loop chosen. */
+    fk_status status = check_config(context, config, &kernel, &accum);
+    fk_eval_config resolved;
     fk__plan plan;
-    fk_status planned = fk__plan_resolve(context, config, kernel, accum, exclusion_slots, &plan);
-    if (planned != FK_OK)
-        return planned;
-    fk_eval_config chosen_loop = *config;
-    chosen_loop.algorithm = plan.algorithm;
-    config = &chosen_loop;
     fk__variant_choice choice;
-    fk_status chosen = fk__eval_choose_variant(context, config, kernel, accum, &choice);
-    if (chosen != FK_OK)
-        return chosen;
-    choice.variant.algorithm_source = choice.scalar.algorithm_source = plan.algorithm_source;
-    fk_variant variant = choice.variant;
-    const fk_tuning_entry *tuned = choice.tuned;
-    const fk_variant scalar_variant = choice.scalar;
-    const fk_tuning_entry *const scalar_tuned = choice.scalar_tuned;
+    if (status == FK_OK)
+        status = resolve_loop(context, config, kernel, accum, exclusion_slots, &resolved, &plan,
+                              &choice);
+    if (status != FK_OK)
+        return status;
+    config = &resolved;
 
     fk_eval *eval = calloc(1, sizeof *eval);
     if (!eval)
         return FK_ERR_HOST_MEMORY;
-    eval->context = context;
-    eval->kernel = kernel;
-    eval->accum = accum;
-    eval->host_check_count = FK__HOST_CHECK_COUNT;
-    eval->config = *config;
-    eval->config.kernel = kernel->info.name; /* keep static strings, not the caller's */
-    eval->config.accum = accum->info.name;
-    eval->components = kernel->info.force_components + (config->potential ? 1u : 0u);
+    eval->state.context = context;
+    eval->state.kernel = kernel;
+    eval->state.accum = accum;
+    eval->state.host_check_count = FK__HOST_CHECK_COUNT;
+    eval->state.config = *config;
+    eval->state.config.kernel = kernel->info.name; /* keep static strings, not the caller's */
+    eval->state.config.accum = accum->info.name;
+    eval->state.components = kernel->info.force_components + (config->potential ? 1u : 0u);
     eval->accum_scale = 1.0;
     eval->first_overflow = -1;
-    eval->plan = plan;
-    fk__forcelaw_prepare(kernel, &eval->plan.physics, config->exclusion_mode,
-                         eval->plan.exclusion_slots, eval->plan.double_table,
-                         eval->plan.double_single, &eval->law, eval->physics_values);
-    /* Lanes are the all-pairs loop in another template (src/core/loops/lanes.c). */
-    const fk__loop *loop = variant.lanes ? &fk__loop_lanes : fk__loop_for(config->algorithm);
+    eval->state.plan = plan;
+    fk__forcelaw_prepare(kernel, &eval->state.plan.physics, config->exclusion_mode,
+                         plan.exclusion_slots, plan.double_table, plan.double_single,
+                         &eval->state.law, eval->state.physics_values);
+    /* Lanes are the all-pairs loop in another template: its entry's lane form. */
+    eval->loop = fk__loop_for_variant(&choice.variant);
     char loop_reason[512] = "";
-    fk_status supported = loop->supports(context, kernel, accum, config, &eval->plan.physics,
-                                         loop_reason, sizeof loop_reason);
-    if (supported != FK_OK) {
+    status = eval->loop->supports(context, kernel, accum, config, &eval->state.plan.physics,
+                                  loop_reason, sizeof loop_reason);
+    if (status != FK_OK) {
+        fk__fail(context, status, "%s", loop_reason);
         fk_eval_destroy(eval);
-        return fk__fail(context, supported, "%s", loop_reason);
+        return status;
     }
-    if (tuned) {
-        eval->tuned_j_splits = tuned->j_splits;
-        eval->tuned_bucket = fk_tune_bucket_for(tuned->n);
-    }
-
-    fk_program_request request = {.force = kernel->info.name,
-                                  .accum = accum->info.name,
-                                  .unroll_i = variant.unroll_i,
-                                  .unroll_j = variant.unroll_j,
-                                  .work_group_size = variant.work_group_size,
-                                  .local_tiling = variant.local_tiling,
-                                  .potential = config->potential != 0,
-                                  .refresh_cache = config->refresh_cache,
-                                  /* the scalar template: lanes.c asks for its own file */
-                                  .file = NULL};
-    eval->reproducible = -1; /* not asked; fk__eval_reproducible_options sets it when it is */
-    /* the switches every program of the evaluation shares; a loop appends only its own */
-    request.extra_options = fk__plan_options(
-        &eval->plan, kernel, config->reproducible ? fk__eval_reproducible_options(eval) : NULL);
-    /* Only the programs the loop needs: its create builds them (the all-pairs program is not
-     * built for symmetric or cells). */
-    eval->variant = variant;
-    eval->variant.program_from_cache = 1;
-    eval->variant.build_seconds = 0;
-    eval->loop = loop;
-    fk_status status = loop->create(eval, &request, &eval->loop_state);
-    if (status == FK_ERR_BUILD && variant.lanes && config->lanes == 0) {
-        /* Automatic lanes are an optimization that the registry promises for the shipped headers;
-         * an edited kernel directory without the lane sections still runs the scalar template,
-         * and a build error is then the template's own. */
-        loop->destroy(eval->loop_state);
-        eval->loop_state = NULL;
-        loop = &fk__loop_all_pairs;
-        eval->loop = loop;
-        variant = scalar_variant;
-        eval->tuned_j_splits = scalar_tuned ? scalar_tuned->j_splits : 0;
-        eval->tuned_bucket = scalar_tuned ? fk_tune_bucket_for(scalar_tuned->n) : 0;
-        request.unroll_i = variant.unroll_i;
-        request.unroll_j = variant.unroll_j;
-        request.work_group_size = variant.work_group_size;
-        request.local_tiling = variant.local_tiling;
-        fk__clear_error(context);
-        eval->variant = variant;
-        eval->variant.program_from_cache = 1;
-        eval->variant.build_seconds = 0;
-        status = loop->create(eval, &request, &eval->loop_state);
-    }
-    if (status == FK_ERR_UNSUPPORTED && eval->fit_group > 0 && config->work_group_size == 0)
-        status = fit_automatic_shape(eval, &request, &variant);
-    eval->acc_param[0] = 1.0f;
+    take_tuned_split(eval, choice.tuned);
+    fk_program_request request;
+    loop_request(eval, &choice.variant, &request);
+    status = create_loop(eval, &request, &choice);
+    eval->state.acc_param[0] = 1.0f;
     if (status == FK_OK)
         status = fk__eval_create_subtraction(eval, &request);
     if (status == FK_OK)
@@ -333,6 +349,44 @@ fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *confi
         return status;
     }
     *out = eval;
+    return FK_OK;
+}
+
+/* What the caller set on an evaluation after its creation and a rebuild keeps: the pair table
+ * (its copy and buffer) and the result buffers of fk_eval_set_results_cl. Exchanged between from
+ * and to, so that each evaluation still releases what it holds. */
+static void exchange_caller_settings(fk_eval *to, fk_eval *from)
+{
+    const fk__pair_params pairs = to->state.law.pairs;
+    to->state.law.pairs = from->state.law.pairs;
+    from->state.law.pairs = pairs;
+    const cl_mem table = to->state.table;
+    to->state.table = from->state.table;
+    from->state.table = table;
+    const cl_mem forces = to->results_forces, potentials = to->results_potentials;
+    to->results_forces = from->results_forces;
+    to->results_potentials = from->results_potentials;
+    from->results_forces = forces;
+    from->results_potentials = potentials;
+}
+
+fk_status fk__eval_rebuild(fk_eval *eval, unsigned exclusion_slots)
+{
+    /* From the resolved configuration: it holds FK_ALGORITHM_AUTO's choice, so the same loop
+     * runs, and it keeps the reason it was chosen. */
+    fk_eval *rebuilt = NULL;
+    fk_status status =
+        fk__eval_create_slots(eval->state.context, &eval->state.config, exclusion_slots, &rebuilt);
+    if (status != FK_OK)
+        return status; /* eval unchanged */
+    rebuilt->state.variant.algorithm_source = eval->state.variant.algorithm_source;
+    exchange_caller_settings(rebuilt, eval);
+    /* The rebuilt evaluation takes this handle's place (callers keep their pointer); the old
+     * contents go out through the ordinary destroy. */
+    const fk_eval previous = *eval;
+    *eval = *rebuilt;
+    *rebuilt = previous;
+    fk_eval_destroy(rebuilt);
     return FK_OK;
 }
 
@@ -426,7 +480,7 @@ double fk__event_seconds(cl_event first, cl_event last)
 fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
                           double *seconds)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     if (!last)
         last = first;
     fk_status status = FK_OK;
@@ -460,9 +514,9 @@ fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const ch
 /* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended. */
 fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds)
 {
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     cl_event first = NULL, last = NULL;
-    fk_status status = eval->loop->enqueue(eval, eval->loop_state, pass, &first, &last);
+    fk_status status = eval->loop->enqueue(&eval->state, eval->loop_state, pass, &first, &last);
     if (status != FK_OK)
         return status;
     cl_event subtracted = NULL; /* exclude afterwards, on the merged results */
@@ -501,12 +555,12 @@ void fk__eval_release_pending(fk_eval *eval)
  * flight, and (call not NULL) particles set. */
 fk_status fk__eval_begin(fk_eval *eval, const char *call)
 {
-    fk__clear_error(eval->context);
+    fk__clear_error(eval->state.context);
     if (eval->pending)
-        return fk__fail(eval->context, FK_ERR_STATE,
+        return fk__fail(eval->state.context, FK_ERR_STATE,
                         "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
-    if (call && (eval->count == 0 || !eval->host_body))
-        return fk__fail(eval->context, FK_ERR_STATE, "%s before set_particles", call);
+    if (call && (eval->state.count == 0 || !eval->state.host_body))
+        return fk__fail(eval->state.context, FK_ERR_STATE, "%s before set_particles", call);
     return FK_OK;
 }
 
@@ -514,7 +568,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     fk_status status = fk__eval_begin(eval, "compute");
     if (status != FK_OK)
         return status;
@@ -523,7 +577,7 @@ fk_status fk_eval_compute_async(fk_eval *eval)
      * enqueues could start after the pass and call an honest device time impossible (timing.c). */
     const double enqueued = fk__now();
     cl_event first = NULL, last = NULL, subtracted = NULL, read = NULL;
-    status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_FORCES, &first, &last);
+    status = eval->loop->enqueue(&eval->state, eval->loop_state, FK__PASS_FORCES, &first, &last);
     if (status != FK_OK)
         return status;
     status = fk__eval_share_zero(eval);
@@ -557,7 +611,7 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     fk__clear_error(context);
     if (!eval->pending)
         return fk__fail(context, FK_ERR_STATE, "wait without a compute in flight");
@@ -567,9 +621,9 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
     eval->pending_first = eval->pending_last = NULL;
     fk_status status = fk__eval_finish(eval, first, last, "pair loop", seconds);
     if (status == FK_OK && seconds) { /* implausible event times are unavailable (timing.c) */
-        const double n = (double)eval->count;
+        const double n = (double)eval->state.count;
         const double pairs =
-            eval->variant.pairs_examined ? (double)eval->variant.pairs_examined : n * n;
+            eval->state.variant.pairs_examined ? (double)eval->state.variant.pairs_examined : n * n;
         *seconds =
             fk__plausible_device_seconds(context, *seconds, pairs, fk__now() - eval->pending_since);
     }
@@ -588,7 +642,7 @@ fk_status fk_eval_wait(fk_eval *eval, double *seconds)
         fk__eval_output_arrived(eval);
     if (status == FK_OK && eval->first_overflow >= 0 && fk__eval_keeps_scale(eval) &&
         !eval->rescaling &&
-        !eval->config.coordinated_scale) { /* parts rescale together, on the caller's call */
+        !eval->state.config.coordinated_scale) { /* parts rescale together, on the caller's call */
         /* The kept scale no longer holds these forces: a new one from these positions, and the
          * pass again (its device time replaces the first's). Once: the new scale is chosen from
          * an exact bound of these very terms, so a second overflow is reported, not retried. */
@@ -615,14 +669,14 @@ fk_status fk_eval_compute(fk_eval *eval, double *seconds)
 
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits)
 {
-    eval->config.j_splits = j_splits > 0 ? j_splits : 0;
+    eval->state.config.j_splits = j_splits > 0 ? j_splits : 0;
 }
 
 fk_status fk_eval_get_variant(const fk_eval *eval, fk_variant *variant)
 {
     if (!eval || !variant)
         return FK_ERR_INVALID_ARGUMENT;
-    *variant = eval->variant;
+    *variant = eval->state.variant;
     return FK_OK;
 }
 
@@ -633,7 +687,7 @@ const char *fk_eval_variant_note(const fk_eval *eval)
 
 size_t fk_eval_force_components(const fk_eval *eval)
 {
-    return eval ? eval->kernel->info.force_components : 0;
+    return eval ? eval->state.kernel->info.force_components : 0;
 }
 
 fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
@@ -641,10 +695,10 @@ fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figur
 {
     if (!eval || !count || (capacity && !figures))
         return FK_ERR_INVALID_ARGUMENT;
-    *count = eval->loop->figures(eval, eval->loop_state, figures, capacity);
+    *count = eval->loop->figures(&eval->state, eval->loop_state, figures, capacity);
     if (eval->subtract) {
         if (*count < capacity)
-            fk__kernel_figures_of(eval->context, eval->subtract, "fk_subtract_exclusions",
+            fk__kernel_figures_of(eval->state.context, eval->subtract, "fk_subtract_exclusions",
                                   &figures[*count]);
         ++*count;
     }

@@ -1,28 +1,16 @@
-/* The evaluation object: the state the evaluation (src/core/eval/) shares with the pair loops of
- * src/core/loops/ (loop.h), which read the particles, physics and accumulator parameters from it
- * and leave their results in its result buffer. Not installed. */
+/* The evaluation object (src/core/eval/): the state it hands the pair loops (`state`,
+ * src/core/loops/eval_state.h: particles, physics, accumulator parameters, the result buffer) and
+ * what only the evaluation uses (the output stage, pending events, uploads, exclusions afterwards).
+ * Not installed. */
 #ifndef FK_EVAL_H
 #define FK_EVAL_H
 
-#include "core/internal.h"
-#include "core/eval/plan.h"
-
-#define FK_MAX_PHYSICS 16
-_Static_assert(FK_MAX_PHYSICS >= FK__PHYSICS_FLOATS, "physics buffer too small for the force laws");
+#include "core/loops/eval_state.h"
+#include "core/loops/figures.h"
 
 struct fk_eval {
-    fk_context *context;
-    const fk_kernel_desc *kernel;
-    const fk_accum_desc *accum;
-    fk_eval_config config;
-    fk_variant variant;
-    /* The configuration resolved once at create (plan.h): physics with defaults applied, skin,
-     * loop, the shared build options. Read only, by the evaluation, the loops and the programs. */
-    fk__plan plan;
-    unsigned components; /* per particle on the device: force components + potential */
-    size_t count;
-    int j_chunk;
-    cl_mem body, body_aux, table, physics, partial, result;
+    /* What the pair loops read (src/core/loops/eval_state.h); they get &state, never the rest. */
+    fk__eval_state state;
     /* Exclude afterwards: cl/pairwise.cl's fk_subtract_exclusions (molecular kernels in that mode)
      * and the partner lists of the current particles (NULL: none to subtract). */
     cl_kernel subtract;
@@ -31,7 +19,6 @@ struct fk_eval {
     /* What body holds (set_particles), for fk_eval_update_positions: pinned host memory (a mapped
      * CL_MEM_ALLOC_HOST_PTR buffer, body_pinned), so the coordinates go to the device by DMA;
      * body_written is the last write from it, waited for before the next update rewrites it. */
-    float *host_body;
     cl_mem body_pinned;
     cl_event body_written;
     /* The output stage (src/core/eval/readback.c), sized at set_particles: with fp64, a forces pass
@@ -54,30 +41,11 @@ struct fk_eval {
     long first_overflow; /* from the last wait: -1 none, else the first particle that overflowed */
     cl_int overflow_reset; /* the value the overflow word starts at (readback.c) */
     size_t rescales;       /* FK_SCALE_KEEP: computes redone after an overflow with a new scale */
-    /* fk_eval_set_share: the forces pass computes part share_part of share_parts (1: all), or
-     * with share_explicit (fk_eval_set_share_range) the particles [share_from, share_to). A loop
-     * whose share is a range of particles (all-pairs, lanes, full lists) sets share_first,
-     * share_end and share_range 1 in its forces pass and the evaluation then writes zero results
-     * outside it; one whose share is not (cells: a range of cells) zeroes the results itself
-     * before its pass and sets share_range 0. The bound pre-pass covers the share only under
-     * config.coordinated_scale (fk__share_applies, src/core/eval/share.c). */
-    int share_part, share_parts;
-    int share_explicit;
-    size_t share_from, share_to;
-    size_t share_first, share_end;
-    int share_range;
     double bound_max_term, bound_max_sum; /* the last pre-pass's measured bound */
     int rescaling;                        /* 1 while the redone compute is waited for */
     /* fk_eval_positions_buffer (upload.c): the caller's pinned doubles, and on devices that
      * convert them the double buffer, the second particle buffer and the refusal flag. */
-    double *positions_host;
     cl_mem positions_pinned, positions_device, body_next, positions_flag;
-    /* FK__HOST_CHECK_COUNT (src/core/internal.h); tests lower it to reach the device's checks. */
-    size_t host_check_count;
-    /* 1 when host_body holds the positions on the device (set_particles and updates through the
-     * host write it; updates converted on the device do not): the cell grid's check may then run
-     * on the host. */
-    int host_body_current;
     cl_program convert_program;
     cl_kernel convert_kernels[2]; /* from 3 doubles, from float4 (fk_eval_update_positions_cl) */
     cl_int positions_reset;
@@ -85,21 +53,14 @@ struct fk_eval {
      * for none), read without blocking: a loop whose prepare waits for the device anyway (the
      * cell grid's displacement check) takes it there (fk__eval_positions_verdict), which saves
      * the update one round trip; otherwise the update waits for it after prepare. */
-    cl_mem verdict_pinned;     /* pinned host memory for it: a DMA, no bounce through a copy */
-    cl_int *positions_verdict; /* its mapped host word */
-    cl_event verdict_read;     /* the read's event, NULL when no verdict is pending */
-    int verdict_from_host;     /* the positions came from positions_host: name the coordinate */
-    int positions_refused;     /* the last verdict refused the update */
+    cl_mem verdict_pinned; /* pinned host memory for it: a DMA, no bounce through a copy */
     /* fk_eval_set_results_cl: the caller's buffers (retained), NULL for the host staging. */
     cl_mem results_forces, results_potentials;
     /* The data-scaled accumulators' bound, reduced on the device (precision.c). */
     cl_program bound_program;
     cl_kernel bound_reduce;
     cl_mem bound_partials;
-    float physics_values[FK_MAX_PHYSICS];
-    fk__forcelaw_state law; /* physics, pair table, exclusions (forcelaw.c) */
     double accum_scale;
-    float acc_param[4];              /* the accumulator's per-launch parameters (accum.c) */
     int reproducible;                /* -1 not asked, 0 asked but the device falls short, 1 yes */
     const char *reproducible_reason; /* what the device lacks */
     int computed;
@@ -108,27 +69,14 @@ struct fk_eval {
     /* The pair loop of config.algorithm (src/core/loops/loop.h) and its state, which it owns. */
     const struct fk__loop *loop;
     void *loop_state;
-    /* Fitting an automatic shape to the built kernels (issue #37, src/core/programs/variant.c): the
-     * largest work-group size the last refused kernel allows (0: none refused), the cap the loops
-     * apply to an automatic work-group size (0: none), and why the shape was narrowed ("" if not).
-     */
-    int fit_group;
-    int group_cap;
+    /* Why an automatic shape was narrowed to fit the built kernels ("" if not; issue #37). */
     char variant_note[384];
 };
 
-/* Double-single positions (config.positions): the particle buffers hold two float4 records per
- * particle (hi, lo; cl/forces/point.clh), and so does body_aux for gaj's velocities. */
-static inline int fk__eval_ds(const fk_eval *eval)
-{
-    return eval->plan.double_single;
-}
-
-/* Floats per particle in body, host_body and body_next: 4, or 8 with double-single positions. */
-static inline size_t fk__eval_body_floats(const fk_eval *eval)
-{
-    return fk__eval_ds(eval) ? 8 : 4;
-}
+/* The figures of every kernel the evaluation holds (its loop's and the exclusion subtraction),
+ * up to capacity; *count says how many there are (bench/kernel_info.c). */
+fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
+                                  size_t *count);
 
 /* For the tuner: the j-split (j_splits > 0; 0 automatic) the next set_particles applies. */
 void fk__eval_set_j_splits(fk_eval *eval, int j_splits);
@@ -142,19 +90,5 @@ double fk__event_seconds(cl_event first, cl_event last);
  * NULL) gets the device time from first's start to last's end. Releases both events. */
 fk_status fk__eval_finish(fk_eval *eval, cl_event first, cl_event last, const char *what,
                           double *seconds);
-
-/* An update converted on the device leaves its verdict on the coordinates pending while the
- * loop's prepare runs on the new particles: a prepare that waits for the device (after its own
- * blocking read, which in the in-order queue comes after the verdict's) calls this before it acts
- * on what it read. FK_OK when no verdict is pending or the coordinates are finite; else
- * FK_ERR_INVALID_INPUT naming the particle, eval->positions_refused set, and the prepare must
- * return it at once, leaving its own state as it was (the update then restores the previous
- * particles). */
-fk_status fk__eval_positions_verdict(fk_eval *eval);
-
-/* clCreateBuffer with the failure recorded as "clCreateBuffer (what, N bytes) failed: ..." and
- * mapped to FK_ERR_DEVICE_MEMORY where it is an allocation failure. */
-fk_status fk__eval_create_buffer(fk_eval *eval, cl_mem *buffer, cl_mem_flags flags, size_t bytes,
-                                 void *host, const char *what);
 
 #endif

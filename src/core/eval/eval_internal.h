@@ -11,6 +11,10 @@
 /* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
 fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
                                 unsigned exclusion_slots, fk_eval **out);
+/* Rebuilds eval's programs for exclusion_slots on-the-fly exclusion slots (fk_eval_set_exclusions
+ * with automatic slots), keeping its resolved configuration, its pair table and result buffers;
+ * the particles must be set again. On failure eval is left as it was. */
+fk_status fk__eval_rebuild(fk_eval *eval, unsigned exclusion_slots);
 /* Releases the particle buffers (not the pair table). */
 void fk__eval_release_buffers(fk_eval *eval);
 /* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended;

@@ -93,11 +93,11 @@ fk_status fk_eval_get_reach(const fk_eval *eval, double *cutoff, double *skin, d
 {
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
-    const fk__physics *physics = &eval->plan.physics;
+    const fk__physics *physics = &eval->state.plan.physics;
     if (cutoff)
         *cutoff = physics->cutoff;
     if (skin) /* without a cutoff every pair counts, and there is nothing to keep */
-        *skin = physics->cutoff > 0 ? eval->plan.skin : 0.0;
+        *skin = physics->cutoff > 0 ? eval->state.plan.skin : 0.0;
     if (box)
         for (int k = 0; k < 3; ++k)
             box[k] = physics->periodic ? physics->box[k] : 0.0;

@@ -1,6 +1,6 @@
 /* The resolved plan of an evaluation (src/core/eval/plan.c; docs/architecture.md, "The resolved
  * plan"): its configuration with every default applied, computed once by fk_eval_create and only
- * read after that, by the loops (eval->plan), the force law's host side, the programs (the shared
+ * read after that, by the loops (eval->state.plan), the force law's host side, the programs (the shared
  * build options) and, through fk_eval_get_reach, the MPI layer. Not installed. */
 #ifndef FK_EVAL_PLAN_H
 #define FK_EVAL_PLAN_H

@@ -17,9 +17,9 @@
 
 fk_status fk__eval_create_bound_reduce(fk_eval *eval)
 {
-    if (!eval->accum->choose_parameters)
+    if (!eval->state.accum->choose_parameters)
         return FK_OK;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     char options[64];
     snprintf(options, sizeof options, "-D FK_BOUND_GROUP=%d", FK_BOUND_GROUP);
     fk_program_result built;
@@ -33,18 +33,15 @@ fk_status fk__eval_create_bound_reduce(fk_eval *eval)
         eval->bound_reduce = NULL;
         return fk__cl_fail(context, "clCreateKernel (fk_bound_reduce)", err);
     }
-    return fk__eval_create_buffer(eval, &eval->bound_partials, CL_MEM_READ_WRITE,
+    return fk__eval_create_buffer(&eval->state, &eval->bound_partials, CL_MEM_READ_WRITE,
                                   FK_BOUND_GROUPS * 2 * sizeof(cl_float), NULL, "bound partials");
 }
 
 void fk__eval_release_bound_reduce(fk_eval *eval)
 {
-    if (eval->bound_partials)
-        clReleaseMemObject(eval->bound_partials);
-    if (eval->bound_reduce)
-        clReleaseKernel(eval->bound_reduce);
-    if (eval->bound_program)
-        clReleaseProgram(eval->bound_program);
+    FK__RELEASE_BUFFERS(eval->bound_partials);
+    FK__RELEASE_KERNELS(eval->bound_reduce);
+    FK__RELEASE_PROGRAMS(eval->bound_program);
     eval->bound_partials = NULL;
     eval->bound_reduce = NULL;
     eval->bound_program = NULL;
@@ -57,21 +54,22 @@ void fk__eval_release_bound_reduce(fk_eval *eval)
  * enqueued in order and the blocking read of the partial maxima comes last. */
 fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
 {
-    if (!eval->accum->choose_parameters)
+    if (!eval->state.accum->choose_parameters)
         return FK_OK;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     eval->computed = 0;
     cl_event first = NULL, last = NULL;
-    fk_status status = eval->loop->enqueue(eval, eval->loop_state, FK__PASS_BOUND, &first, &last);
+    fk_status status =
+        eval->loop->enqueue(&eval->state, eval->loop_state, FK__PASS_BOUND, &first, &last);
     if (status != FK_OK)
         return status;
     /* A coordinated part measured its share only: the other particles' terms read as zero. */
-    if (fk__share_applies(eval, FK__PASS_BOUND))
+    if (fk__share_applies(&eval->state, FK__PASS_BOUND))
         status = fk__eval_share_zero(eval);
-    const cl_uint values = (cl_uint)(eval->count * eval->components);
+    const cl_uint values = (cl_uint)(eval->state.count * eval->state.components);
     if (status == FK_OK)
         status = FK__SET_ARGS(context, eval->bound_reduce, "fk_bound_reduce", 0, FK__ARG(values),
-                              FK__ARG(eval->result), FK__ARG(eval->bound_partials));
+                              FK__ARG(eval->state.result), FK__ARG(eval->bound_partials));
     const size_t group = FK_BOUND_GROUP, global = (size_t)FK_BOUND_GROUP * FK_BOUND_GROUPS;
     cl_int err = CL_SUCCESS;
     if (status == FK_OK) {
@@ -82,8 +80,8 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
     }
     if (status == FK_OK) { /* poison again: the main pass must be seen to write every result */
         const cl_uchar poison = 0xff;
-        err =
-            fk__enqueue_fill(context, eval->result, &poison, 1, (size_t)values * 8, 0, NULL, NULL);
+        err = fk__enqueue_fill(context, eval->state.result, &poison, 1, (size_t)values * 8, 0, NULL,
+                               NULL);
         if (err != CL_SUCCESS)
             status = fk__cl_fail(context, "clEnqueueFillBuffer", err);
     }
@@ -105,7 +103,7 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
     status = fk__eval_finish(eval, first, last, "bound pre-pass", NULL);
     if (status != FK_OK)
         return status;
-    struct fk_accum_bound bound = {.max_term = 0, .max_sum = 0, .count = eval->count};
+    struct fk_accum_bound bound = {.max_term = 0, .max_sum = 0, .count = eval->state.count};
     for (size_t g = 0; g < FK_BOUND_GROUPS; ++g) {
         const float max_term = partials[2 * g], sum = partials[2 * g + 1];
         if (!(max_term <= bound.max_term)) /* NaN sticks */
@@ -122,12 +120,12 @@ fk_status fk__eval_choose_accum_parameters(fk_eval *eval)
 fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound)
 {
     struct fk_accum_params params;
-    if (!eval->accum->choose_parameters(bound, &params))
-        return fk__fail(eval->context, FK_ERR_OVERFLOW,
+    if (!eval->state.accum->choose_parameters(bound, &params))
+        return fk__fail(eval->state.context, FK_ERR_OVERFLOW,
                         "the %s accumulator cannot represent these forces: the largest pair term "
                         "is %g (sum of magnitudes %g)",
-                        eval->accum->info.name, bound->max_term, bound->max_sum);
-    memcpy(eval->acc_param, params.acc_param, sizeof eval->acc_param);
+                        eval->state.accum->info.name, bound->max_term, bound->max_sum);
+    memcpy(eval->state.acc_param, params.acc_param, sizeof eval->state.acc_param);
     eval->accum_scale = params.scale;
     return FK_OK;
 }
@@ -139,14 +137,14 @@ fk_status fk__eval_apply_bound(fk_eval *eval, const struct fk_accum_bound *bound
 const char *fk__eval_reproducible_options(fk_eval *eval)
 {
     cl_device_fp_config config = 0;
-    if (clGetDeviceInfo(eval->context->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof config, &config,
-                        NULL) != CL_SUCCESS)
+    if (clGetDeviceInfo(eval->state.context->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof config,
+                        &config, NULL) != CL_SUCCESS)
         config = 0;
     const int float_correctly_rounded = (config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-    const int via_double = !float_correctly_rounded && eval->context->info.fp64;
+    const int via_double = !float_correctly_rounded && eval->state.context->info.fp64;
     eval->reproducible = 1;
     eval->reproducible_reason = NULL;
-    if (eval->kernel->inexact_builtin)
+    if (eval->state.kernel->inexact_builtin)
         eval->reproducible_reason =
             "the force law uses exp, which OpenCL does not round correctly: "
             "its terms may differ between devices and between programs";
@@ -178,5 +176,5 @@ double fk__eval_accum_scale(const fk_eval *eval)
 void fk__eval_set_accum_param(fk_eval *eval, unsigned index, float value)
 {
     if (eval && index < 4)
-        eval->acc_param[index] = value;
+        eval->state.acc_param[index] = value;
 }

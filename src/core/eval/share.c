@@ -9,44 +9,13 @@
 #include "core/accum/accum.h"
 #include "core/eval/eval_internal.h"
 
-/* Is a share set (a part of several, or an explicit range)? */
-static int share_active(const fk_eval *eval)
-{
-    return eval->share_parts > 1 || eval->share_explicit;
-}
-
-void fk__share_units(const fk_eval *eval, size_t units, size_t *first, size_t *end)
-{
-    if (eval->share_explicit) { /* only loops whose units are particles take a range */
-        *first = eval->share_from < units ? eval->share_from : units;
-        *end = eval->share_to < units ? eval->share_to : units;
-        return;
-    }
-    if (eval->share_parts <= 1) {
-        *first = 0;
-        *end = units;
-        return;
-    }
-    /* The same formula on every part: the ranges tile [0, units) exactly. */
-    const uint64_t parts = (uint64_t)eval->share_parts, part = (uint64_t)eval->share_part;
-    *first = (size_t)((uint64_t)units * part / parts);
-    *end = (size_t)((uint64_t)units * (part + 1) / parts);
-}
-
-int fk__share_applies(const fk_eval *eval, fk__pass pass)
-{
-    return share_active(eval) && (pass == FK__PASS_FORCES || eval->config.coordinated_scale);
-}
-
-/* Why this evaluation's loop cannot compute a share, or NULL. */
+/* Why this evaluation's loop cannot compute a share, or NULL: its entry says whether it writes
+ * both particles of a pair as it ran (Newton's third law), and why that refuses a share. */
 static const char *share_refusal(const fk_eval *eval)
 {
-    if (eval->variant.algorithm == FK_ALGORITHM_SYMMETRIC)
-        return "the symmetric loop writes both particles of each pair (use all-pairs)";
-    if (eval->variant.algorithm == FK_ALGORITHM_NEIGHBORS && eval->variant.neighbor_half_lists)
-        return "half neighbour lists write both particles of each pair (use "
-               "FK_NEIGHBOR_LISTS_FULL)";
-    if (eval->config.exclusion_mode == FK_EXCLUDE_AFTERWARDS)
+    if (fk__loop_uses_newton(eval->loop, &eval->state.variant))
+        return eval->loop->newton_refusal;
+    if (eval->state.config.exclusion_mode == FK_EXCLUDE_AFTERWARDS)
         return "exclusions afterwards subtract from every particle's results (use exclusions on "
                "the fly)";
     return NULL;
@@ -54,12 +23,12 @@ static const char *share_refusal(const fk_eval *eval)
 
 static void share_reset(fk_eval *eval)
 {
-    eval->share_part = 0;
-    eval->share_parts = 1;
-    eval->share_explicit = 0;
-    eval->share_from = eval->share_to = 0;
-    eval->share_first = eval->share_end = 0;
-    eval->share_range = 0;
+    eval->state.share_part = 0;
+    eval->state.share_parts = 1;
+    eval->state.share_explicit = 0;
+    eval->state.share_from = eval->state.share_to = 0;
+    eval->state.share_first = eval->state.share_end = 0;
+    eval->state.share_range = 0;
     eval->computed = 0;
 }
 
@@ -71,15 +40,16 @@ fk_status fk_eval_set_share(fk_eval *eval, int part, int parts)
     if (status != FK_OK)
         return status;
     if (parts < 1 || part < 0 || part >= parts)
-        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+        return fk__fail(eval->state.context, FK_ERR_INVALID_ARGUMENT,
                         "share %d of %d: the part must lie in 0 .. parts - 1, parts >= 1", part,
                         parts);
     const char *why = parts > 1 ? share_refusal(eval) : NULL;
     if (why)
-        return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share of the pair work: %s", why);
+        return fk__fail(eval->state.context, FK_ERR_UNSUPPORTED, "a share of the pair work: %s",
+                        why);
     share_reset(eval);
-    eval->share_part = parts > 1 ? part : 0;
-    eval->share_parts = parts;
+    eval->state.share_part = parts > 1 ? part : 0;
+    eval->state.share_parts = parts;
     return FK_OK;
 }
 
@@ -91,17 +61,18 @@ fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end)
     if (status != FK_OK)
         return status;
     if (first > end)
-        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+        return fk__fail(eval->state.context, FK_ERR_INVALID_ARGUMENT,
                         "share range [%zu, %zu): first must not exceed end", first, end);
     const char *why = share_refusal(eval);
-    if (!why && eval->variant.algorithm == FK_ALGORITHM_CELLS)
+    if (!why && eval->loop->share_unit == FK__SHARE_CELLS)
         why = "the cell loop's shares are ranges of cells (use fk_eval_set_share)";
     if (why)
-        return fk__fail(eval->context, FK_ERR_UNSUPPORTED, "a share range of particles: %s", why);
+        return fk__fail(eval->state.context, FK_ERR_UNSUPPORTED, "a share range of particles: %s",
+                        why);
     share_reset(eval);
-    eval->share_explicit = 1;
-    eval->share_from = first;
-    eval->share_to = end;
+    eval->state.share_explicit = 1;
+    eval->state.share_from = first;
+    eval->state.share_to = end;
     return FK_OK;
 }
 
@@ -109,46 +80,47 @@ fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end)
  * kernels left them unwritten, or wrote partial sums of another part's particles there). */
 fk_status fk__eval_share_zero(fk_eval *eval)
 {
-    if (!share_active(eval) || !eval->share_range)
+    if (!fk__share_active(&eval->state) || !eval->state.share_range)
         return FK_OK;
-    const size_t stride = eval->components * 8; /* packed: two words per component */
+    const size_t stride = eval->state.components * 8; /* packed: two words per component */
     const cl_uint zero = 0;
-    const size_t ranges[2][2] = {{0, eval->share_first}, {eval->share_end, eval->count}};
+    const size_t ranges[2][2] = {{0, eval->state.share_first},
+                                 {eval->state.share_end, eval->state.count}};
     for (int r = 0; r < 2; ++r) {
         if (ranges[r][1] <= ranges[r][0])
             continue;
         const cl_int err = fk__enqueue_fill_at(
-            eval->context, eval->result, &zero, sizeof zero, ranges[r][0] * stride,
+            eval->state.context, eval->state.result, &zero, sizeof zero, ranges[r][0] * stride,
             (ranges[r][1] - ranges[r][0]) * stride, 0, NULL, NULL);
         if (err != CL_SUCCESS)
-            return fk__cl_fail(eval->context, "clEnqueueFillBuffer (outside the share)", err);
+            return fk__cl_fail(eval->state.context, "clEnqueueFillBuffer (outside the share)", err);
     }
     return FK_OK;
 }
 
 uint64_t fk_eval_share_pairs(const fk_eval *eval)
 {
-    if (!eval || !eval->count)
+    if (!eval || !eval->state.count)
         return 0;
-    const uint64_t n = (uint64_t)eval->count;
-    const fk_variant *v = &eval->variant;
-    if (!share_active(eval))
+    const uint64_t n = (uint64_t)eval->state.count;
+    const fk_variant *v = &eval->state.variant;
+    if (!fk__share_active(&eval->state))
         return v->pairs_examined ? v->pairs_examined : n * n;
-    if (v->algorithm == FK_ALGORITHM_CELLS) {
+    if (eval->loop->share_unit == FK__SHARE_CELLS) {
         /* The loop examines every pair of neighbouring cells; its share is a range of cells.
          * The pairs are counted for the whole grid, so this is the share's fraction of them by
          * cells: exact on average for a uniform density, an estimate otherwise. */
         const uint64_t cells =
             (uint64_t)v->cell_grid[0] * (uint64_t)v->cell_grid[1] * (uint64_t)v->cell_grid[2];
         size_t first = 0, end = 0;
-        fk__share_units(eval, (size_t)cells, &first, &end);
+        fk__share_units(&eval->state, (size_t)cells, &first, &end);
         return cells ? (uint64_t)((double)v->pairs_examined * (double)(end - first) / (double)cells)
                      : 0;
     }
-    const uint64_t mine = (uint64_t)(eval->share_end - eval->share_first);
-    if (v->algorithm == FK_ALGORITHM_NEIGHBORS) /* the share's fraction of the list entries */
+    const uint64_t mine = (uint64_t)(eval->state.share_end - eval->state.share_first);
+    if (eval->loop->reach == FK__REACH_CUTOFF_SKIN) /* the share's fraction of the pairs built */
         return (uint64_t)((double)v->pairs_examined * (double)mine / (double)n);
-    return mine * n; /* all-pairs: exact */
+    return mine * n; /* every pair of the share's particles: exact */
 }
 
 /* Whether update_positions keeps the scale (and fk_eval_wait redoes an overflowed compute).
@@ -161,12 +133,13 @@ uint64_t fk_eval_share_pairs(const fk_eval *eval)
  * update, because a share is set and cleared after fk_eval_create. */
 int fk__eval_keeps_scale(const fk_eval *eval)
 {
-    switch (eval->config.scale_policy) {
+    switch (eval->state.config.scale_policy) {
     case FK_SCALE_KEEP:
         return 1;
     case FK_SCALE_AUTO:
-        return eval->accum->overflowed != NULL && eval->accum->choose_parameters != NULL &&
-               !eval->config.coordinated_scale && !share_active(eval);
+        return eval->state.accum->overflowed != NULL &&
+               eval->state.accum->choose_parameters != NULL &&
+               !eval->state.config.coordinated_scale && !fk__share_active(&eval->state);
     default:
         return 0;
     }
@@ -201,13 +174,13 @@ fk_status fk_eval_set_bound(fk_eval *eval, double max_term, double max_sum, size
     if (!eval)
         return FK_ERR_INVALID_ARGUMENT;
     fk_status status = fk__eval_begin(eval, "set_bound");
-    if (status != FK_OK || !eval->accum->choose_parameters)
+    if (status != FK_OK || !eval->state.accum->choose_parameters)
         return status;
     if (!(max_term >= 0) || !(max_sum >= 0)) /* NaN included */
-        return fk__fail(eval->context, FK_ERR_INVALID_ARGUMENT,
+        return fk__fail(eval->state.context, FK_ERR_INVALID_ARGUMENT,
                         "set_bound: max_term %g and max_sum %g must be >= 0", max_term, max_sum);
     const struct fk_accum_bound bound = {
-        .max_term = max_term, .max_sum = max_sum, .count = count ? count : eval->count};
+        .max_term = max_term, .max_sum = max_sum, .count = count ? count : eval->state.count};
     status = fk__eval_apply_bound(eval, &bound);
     if (status == FK_OK) {
         eval->bound_max_term = max_term;

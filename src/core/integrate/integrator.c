@@ -284,9 +284,9 @@ static fk_status check_config(fk_context *context, const fk_eval *eval,
                         "fk_integrator_config.kind %d: FK_INTEGRATOR_VERLET (0), "
                         "FK_INTEGRATOR_LANGEVIN (1) or FK_INTEGRATOR_HERMITE (2)",
                         config->kind);
-    if (config->kind == FK_INTEGRATOR_HERMITE && !eval->kernel->needs_velocity)
+    if (config->kind == FK_INTEGRATOR_HERMITE && !eval->state.kernel->needs_velocity)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "Hermite needs the jerk: gaj, not %s",
-                        eval->kernel->info.name);
+                        eval->state.kernel->info.name);
     if (!(config->dt > 0) || !isfinite(config->dt))
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "fk_integrator_config.dt is %g: a time step > 0 is required", config->dt);
@@ -308,13 +308,13 @@ static fk_status check_config(fk_context *context, const fk_eval *eval,
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "%s gives accelerations: its masses are the evaluation's particles', so "
                         "fk_integrator_config.masses must be NULL",
-                        eval->kernel->info.name);
+                        eval->state.kernel->info.name);
     if (config->masses) {
-        if (config->mass_count != eval->count)
+        if (config->mass_count != eval->state.count)
             return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                             "fk_integrator_config: %zu masses for %zu particles",
-                            config->mass_count, eval->count);
-        for (size_t i = 0; i < eval->count; ++i)
+                            config->mass_count, eval->state.count);
+        for (size_t i = 0; i < eval->state.count; ++i)
             if (!(config->masses[i] > 0) || !isfinite(config->masses[i]))
                 return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                                 "fk_integrator_config: mass %zu is %g; each must be > 0 and finite",
@@ -332,19 +332,19 @@ static fk_status check_eval(fk_context *context, const fk_eval *eval)
     if (eval->pending)
         return fk__fail(context, FK_ERR_STATE,
                         "a compute is in flight (fk_eval_compute_async): call fk_eval_wait first");
-    if (eval->count == 0 || !eval->host_body)
+    if (eval->state.count == 0 || !eval->state.host_body)
         return fk__fail(context, FK_ERR_STATE, "fk_integrator_create before set_particles");
     if (!context->info.fp64 || !eval->device_decode)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "the integrator keeps its state in double and decodes the forces on the "
                         "device: it needs fp64 (cl_khr_fp64), which %s lacks",
                         context->info.name);
-    if (!eval->kernel->uses_table && !(eval->config.eps > 0))
+    if (!eval->state.kernel->uses_table && !(eval->state.config.eps > 0))
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "the integrator needs softening (eps > 0) for %s: without it the host "
                         "must check every step for coincident bodies",
-                        eval->kernel->info.name);
-    if (eval->share_parts > 1 || eval->share_explicit)
+                        eval->state.kernel->info.name);
+    if (eval->state.share_parts > 1 || eval->state.share_explicit)
         return fk__fail(context, FK_ERR_UNSUPPORTED,
                         "the integrator steps the whole system: the evaluation has a share "
                         "(fk_eval_set_share)");
@@ -360,9 +360,10 @@ static fk_status create_kernels(fk_integrator *integrator)
              "-D FK_DS_POSITIONS=%d -D FK_FORCE_DOUBLE=%d -D FK_FORCE_COMPONENTS=%u "
              "-D FK_PERIODIC=%d -D FK_LANGEVIN=%d -D FK_CHECK_LISTS=%d -D FK_GRAVITY=%d "
              "-D FK_ENERGY_WG=%d -D FK_HERMITE=%d",
-             fk__eval_ds(eval), eval->result_size == 8, eval->kernel->info.force_components,
-             integrator->periodic, integrator->config.kind == FK_INTEGRATOR_LANGEVIN,
-             integrator->lists, integrator->gravity, energy_group(context), integrator->hermite);
+             fk__eval_ds(&eval->state), eval->result_size == 8,
+             eval->state.kernel->info.force_components, integrator->periodic,
+             integrator->config.kind == FK_INTEGRATOR_LANGEVIN, integrator->lists,
+             integrator->gravity, energy_group(context), integrator->hermite);
     fk_program_result built;
     fk_status status = fk__program_build_file(context, "integrate.cl", options, &built);
     if (status != FK_OK)
@@ -396,7 +397,8 @@ static fk_status create_buffer(fk_integrator *integrator, cl_mem *buffer, size_t
                                const void *host, const char *what)
 {
     const cl_mem_flags flags = CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0);
-    return fk__eval_create_buffer(integrator->eval, buffer, flags, bytes, (void *)host, what);
+    return fk__eval_create_buffer(&integrator->eval->state, buffer, flags, bytes, (void *)host,
+                                  what);
 }
 
 /* The per-particle constants: 1 / m for the kick (1 for gravity's accelerations), the masses of
@@ -414,16 +416,16 @@ static fk_status create_constants(fk_integrator *integrator, const double *masse
         free(noise);
         return FK_ERR_HOST_MEMORY;
     }
-    const size_t stride = fk__eval_body_floats(eval);
+    const size_t stride = fk__eval_body_floats(&eval->state);
     /* Langevin's exact Ornstein-Uhlenbeck step: v' = c1 v + sqrt(1 - c1^2) sqrt(kT / m) z */
     double c2 = 0.0;
     fk__integrator_langevin_constants(config->friction, config->dt, &integrator->c1, &c2);
     for (size_t i = 0; i < n; ++i) {
         double m = 1.0;
         if (integrator->gravity) { /* the evaluation's masses, as the device holds them */
-            m = (double)eval->host_body[stride * i + 3];
+            m = (double)eval->state.host_body[stride * i + 3];
             if (stride == 8)
-                m += (double)eval->host_body[stride * i + 7];
+                m += (double)eval->state.host_body[stride * i + 7];
         } else if (masses) {
             m = masses[i];
         }
@@ -453,7 +455,7 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
         *out = NULL;
     if (!eval || !config || !out)
         return FK_ERR_INVALID_ARGUMENT;
-    fk_context *context = eval->context;
+    fk_context *context = eval->state.context;
     fk__clear_error(context);
     fk_integrator_config copy;
     fk_status status = fk__config_copy(context, "fk_integrator_config", &copy, sizeof copy, config,
@@ -461,7 +463,7 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     if (status != FK_OK)
         return status;
     status = check_eval(context, eval);
-    const int gravity = !eval->kernel->uses_table;
+    const int gravity = !eval->state.kernel->uses_table;
     if (status == FK_OK)
         status = check_config(context, eval, &copy, gravity);
     if (status != FK_OK)
@@ -473,22 +475,22 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     integrator->context = context;
     integrator->config = copy;
     integrator->config.masses = NULL; /* the caller's; copied to the device below */
-    integrator->count = eval->count;
+    integrator->count = eval->state.count;
     integrator->gravity = gravity;
-    integrator->periodic = eval->plan.physics.periodic;
-    memcpy(integrator->box, eval->plan.physics.box, sizeof integrator->box);
+    integrator->periodic = eval->state.plan.physics.periodic;
+    memcpy(integrator->box, eval->state.plan.physics.box, sizeof integrator->box);
     integrator->lists = eval->loop->invalidate != NULL;
     integrator->hermite = copy.kind == FK_INTEGRATOR_HERMITE;
-    integrator->has_potential = eval->config.potential != 0;
+    integrator->has_potential = eval->state.config.potential != 0;
     integrator->interval = INTERVAL_GUESS;
-    const size_t n = eval->count;
+    const size_t n = eval->state.count;
     const cl_int none = (cl_int)n;
     const cl_int reset[FLAG_COUNT] = {-1, 0, 0, none, none};
     memcpy(integrator->flags_reset, reset, sizeof reset);
     status = create_constants(integrator, copy.masses);
     if (status == FK_OK)
         status = create_kernels(integrator);
-    const size_t force_bytes = n * eval->kernel->info.force_components * eval->result_size;
+    const size_t force_bytes = n * eval->state.kernel->info.force_components * eval->result_size;
     const size_t state_bytes = 3 * n * sizeof(double);
     if (status == FK_OK)
         status = create_buffer(integrator, &integrator->x, state_bytes, NULL, "positions");
@@ -531,11 +533,11 @@ static fk_status begin(fk_integrator *integrator, int need_state, const char *ca
 {
     fk_context *context = integrator->context;
     fk__clear_error(context);
-    if (integrator->eval->count != integrator->count)
+    if (integrator->eval->state.count != integrator->count)
         return fk__fail(context, FK_ERR_STATE,
                         "%s: the evaluation's particles changed (%zu, the integrator was made for "
                         "%zu): create a new integrator",
-                        call, integrator->eval->count, integrator->count);
+                        call, integrator->eval->state.count, integrator->count);
     if (need_state && !integrator->state_set)
         return fk__fail(context, FK_ERR_STATE, "%s before fk_integrator_set_state%s", call,
                         integrator->step_index ? " (a failed step lost the state)" : "");
@@ -579,8 +581,8 @@ static fk_status read_flags(fk_integrator *integrator)
                              : fk__cl_fail(integrator->context, "clEnqueueReadBuffer (flags)", err);
 }
 
-/* The loop's prepare on the positions in eval->body; with lists, a rebuild forced (our check is
- * against the positions of the build we asked for) and those positions kept as the reference. */
+/* The loop's prepare on the positions in eval->state.body; with lists, a rebuild forced (our check
+ * is against the positions of the build we asked for) and those positions kept as the reference. */
 static fk_status prepare_lists(fk_integrator *integrator)
 {
     fk_eval *eval = integrator->eval;
@@ -590,14 +592,14 @@ static fk_status prepare_lists(fk_integrator *integrator)
     if (status != FK_OK || !integrator->lists)
         return status;
     const cl_int err =
-        clEnqueueCopyBuffer(integrator->context->queue, eval->body, integrator->reference, 0, 0,
-                            integrator->count * 4 * sizeof(cl_float), 0, NULL, NULL);
+        clEnqueueCopyBuffer(integrator->context->queue, eval->state.body, integrator->reference, 0,
+                            0, integrator->count * 4 * sizeof(cl_float), 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return fk__cl_fail(integrator->context, "clEnqueueCopyBuffer (the lists' positions)", err);
     /* cl/cells_build.cl's threshold, from the skin the grid uses */
-    const double half_skin = 0.5 * eval->variant.cell_skin;
+    const double half_skin = 0.5 * eval->state.variant.cell_skin;
     integrator->threshold2 = (cl_float)(half_skin * half_skin);
-    integrator->seen_rebuilds = eval->variant.cell_rebuilds;
+    integrator->seen_rebuilds = eval->state.variant.cell_rebuilds;
     integrator->rebuilds++;
     return FK_OK;
 }
@@ -647,13 +649,13 @@ static fk_status flag_failure(fk_integrator *integrator, uint64_t step)
         return fk__fail(integrator->context, FK_ERR_OVERFLOW,
                         "particle %d: its force left the range of the %s accumulator even at a "
                         "scale chosen from these positions (step %llu)",
-                        integrator->flags_host[FLAG_OVERFLOW], integrator->eval->accum->info.name,
-                        (unsigned long long)step);
+                        integrator->flags_host[FLAG_OVERFLOW],
+                        integrator->eval->state.accum->info.name, (unsigned long long)step);
     }
     return FK_OK;
 }
 
-/* The forces at the positions in eval->body, waited for, and the flags they left: after
+/* The forces at the positions in eval->state.body, waited for, and the flags they left: after
  * set_state and after a stopped group's rebuild or rescale. */
 static fk_status forces_attempt(fk_integrator *integrator)
 {
@@ -668,12 +670,12 @@ static fk_status forces_attempt(fk_integrator *integrator)
 /* gaj: the velocity records from the state (its jerk reads them). */
 static fk_status write_velocities(fk_integrator *integrator)
 {
-    if (!integrator->eval->kernel->needs_velocity)
+    if (!integrator->eval->state.kernel->needs_velocity)
         return FK_OK;
     const cl_uint count = (cl_uint)integrator->count;
-    fk_status status = FK__SET_ARGS(integrator->context, integrator->set_velocities,
-                                    "fk_integrate_set_velocities", 0, FK__ARG(count),
-                                    FK__ARG(integrator->v), FK__ARG(integrator->eval->body_aux));
+    fk_status status = FK__SET_ARGS(
+        integrator->context, integrator->set_velocities, "fk_integrate_set_velocities", 0,
+        FK__ARG(count), FK__ARG(integrator->v), FK__ARG(integrator->eval->state.body_aux));
     return status == FK_OK ? enqueue_kernel(integrator, integrator->set_velocities,
                                             integrator->count, "fk_integrate_set_velocities")
                            : status;
@@ -720,7 +722,7 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     const cl_uint count = (cl_uint)n;
     const cl_double4 box = box4(integrator);
     status = FK__SET_ARGS(context, integrator->set, "fk_integrate_set", 0, FK__ARG(count),
-                          FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->body));
+                          FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->state.body));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->set, n, "fk_integrate_set");
     if (status == FK_OK)
@@ -730,7 +732,7 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     integrator->forces_target = forces_of(integrator, step);
     if (status == FK_OK) {
         status = fk__eval_device_rescale(eval); /* a scale for these positions */
-        if (status == FK_OK && eval->accum->choose_parameters)
+        if (status == FK_OK && eval->state.accum->choose_parameters)
             integrator->rescales++;
     }
     if (status == FK_OK)
@@ -775,8 +777,8 @@ static fk_status enqueue_hermite_step(fk_integrator *integrator, uint64_t step, 
     const cl_mem first = forces_of(integrator, step), next = forces_of(integrator, step + 1);
     fk_status status = FK__SET_ARGS(
         context, integrator->predict, "fk_integrate_predict", 0, FK__ARG(n), FK__ARG(integrator->x),
-        FK__ARG(integrator->v), FK__ARG(first), FK__ARG(dt), FK__ARG(eval->body),
-        FK__ARG(eval->body_aux), FK__ARG(integrator->flags), FK__ARG(index));
+        FK__ARG(integrator->v), FK__ARG(first), FK__ARG(dt), FK__ARG(eval->state.body),
+        FK__ARG(eval->state.body_aux), FK__ARG(integrator->flags), FK__ARG(index));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->predict, n, "fk_integrate_predict");
     if (status == FK_OK)
@@ -806,7 +808,7 @@ static fk_status enqueue_step(fk_integrator *integrator, uint64_t step, cl_int i
     fk_status status = FK__SET_ARGS(
         context, integrator->step, "fk_integrate_step", 0, FK__ARG(n), FK__ARG(integrator->x),
         FK__ARG(integrator->v), FK__ARG(integrator->force), FK__ARG(integrator->inverse_mass),
-        FK__ARG(h), FK__ARG(dt), FK__ARG(close_previous), FK__ARG(box), FK__ARG(eval->body),
+        FK__ARG(h), FK__ARG(dt), FK__ARG(close_previous), FK__ARG(box), FK__ARG(eval->state.body),
         FK__ARG(integrator->reference), FK__ARG(integrator->threshold2), FK__ARG(box_f),
         FK__ARG(integrator->flags), FK__ARG(integrator->noise_scale), FK__ARG(c1), FK__ARG(seed_lo),
         FK__ARG(seed_hi), FK__ARG(step_lo), FK__ARG(step_hi), FK__ARG(index));
@@ -900,13 +902,13 @@ fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
     status = fk__eval_device_begin(eval);
     if (status != FK_OK)
         return status;
-    if (integrator->lists && eval->variant.cell_rebuilds != integrator->seen_rebuilds) {
+    if (integrator->lists && eval->state.variant.cell_rebuilds != integrator->seen_rebuilds) {
         /* The caller's own updates rebuilt the lists from other positions: ours again. */
         const cl_uint count = (cl_uint)integrator->count;
         const cl_double4 box = box4(integrator);
-        status =
-            FK__SET_ARGS(integrator->context, integrator->set, "fk_integrate_set", 0,
-                         FK__ARG(count), FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->body));
+        status = FK__SET_ARGS(integrator->context, integrator->set, "fk_integrate_set", 0,
+                              FK__ARG(count), FK__ARG(integrator->x), FK__ARG(box),
+                              FK__ARG(eval->state.body));
         if (status == FK_OK)
             status =
                 enqueue_kernel(integrator, integrator->set, integrator->count, "fk_integrate_set");
@@ -1013,7 +1015,7 @@ static fk_status hermite_potentials(fk_integrator *integrator)
     const cl_double4 box = box4(integrator);
     if (status == FK_OK)
         status = FK__SET_ARGS(context, integrator->set, "fk_integrate_set", 0, FK__ARG(count),
-                              FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->body));
+                              FK__ARG(integrator->x), FK__ARG(box), FK__ARG(eval->state.body));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->set, integrator->count, "fk_integrate_set");
     if (status == FK_OK)
@@ -1025,7 +1027,7 @@ static fk_status hermite_potentials(fk_integrator *integrator)
         status = fk__fail(context, FK_ERR_OVERFLOW,
                           "the potential energy: particle %d's sum left the %s accumulator's range "
                           "at the corrected positions (the state is kept)",
-                          integrator->flags_host[FLAG_OVERFLOW], eval->accum->info.name);
+                          integrator->flags_host[FLAG_OVERFLOW], eval->state.accum->info.name);
     return status;
 }
 
@@ -1127,7 +1129,7 @@ fk_status fk__integrator_forces(fk_integrator *integrator, double *forces, int w
         return status;
     fk_context *context = integrator->context;
     const fk_eval *eval = integrator->eval;
-    const size_t values = integrator->count * eval->kernel->info.force_components;
+    const size_t values = integrator->count * eval->state.kernel->info.force_components;
     const size_t bytes = values * eval->result_size;
     cl_mem buffer = forces_of(integrator, integrator->step_index);
     float *narrow = NULL;

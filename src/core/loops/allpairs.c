@@ -1,107 +1,40 @@
 /* The all-pairs loop: every i-particle against every j-particle, the scalar template
  * (cl/pairwise.cl, unrolled IxJ, optionally tiled through local memory) or its lane form
  * (cl/pairwise_lanes.cl, variant.lanes > 0); the j-range may be split across work-groups
- * (eval->j_chunk) and the partial sums merged by fk_reduce_splits. Also the helpers every loop
- * shares (loop.h): setting kernel arguments, kernel figures, the loop table by algorithm. */
+ * (eval->j_chunk) and the partial sums merged by fk_reduce_splits. Its launch, which the
+ * symmetric and lane loops share, is in helpers.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/eval/choose.h"
+#include "core/loops/lanes.h"
 #include "core/loops/loop.h"
 
-fk_status fk__set_kernel_args(fk_context *context, cl_kernel kernel, const char *what,
-                              cl_uint first, const fk__kernel_arg *args, size_t count)
-{
-    for (size_t k = 0; k < count; ++k) {
-        if (!args[k].value)
-            continue;
-        const cl_int err = clSetKernelArg(kernel, first + (cl_uint)k, args[k].size, args[k].value);
-        if (err != CL_SUCCESS)
-            return fk__fail(context, fk__cl_status(err),
-                            "clSetKernelArg (%s, argument %u) failed: %s (%d)", what,
-                            (unsigned)(first + (cl_uint)k), fk__cl_error_name(err), (int)err);
-    }
-    return FK_OK;
-}
-
-cl_float4 fk__eval_acc_param(const fk_eval *eval)
-{
-    const cl_float4 value = {
-        {eval->acc_param[0], eval->acc_param[1], eval->acc_param[2], eval->acc_param[3]}};
-    return value;
-}
-
-void fk__kernel_figures_of(fk_context *context, cl_kernel kernel, const char *name,
-                           fk__kernel_figures *out)
-{
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    cl_ulong private_bytes = 0, local_bytes = 0;
-    size_t group = 0, multiple = 0;
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_PRIVATE_MEM_SIZE,
-                             sizeof private_bytes, &private_bytes, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes,
-                             &local_bytes, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof group,
-                             &group, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                             sizeof multiple, &multiple, NULL);
-    out->private_bytes = (uint64_t)private_bytes;
-    out->local_bytes = (uint64_t)local_bytes;
-    out->work_group_size = group;
-    out->preferred_multiple = multiple;
-}
-
-const fk__loop *fk__loop_for(int algorithm)
-{
-    switch (algorithm) {
-    case FK_ALGORITHM_ALL_PAIRS:
-        return &fk__loop_all_pairs;
-    case FK_ALGORITHM_SYMMETRIC:
-        return &fk__loop_symmetric;
-    case FK_ALGORITHM_CELLS:
-        return &fk__loop_cells;
-    case FK_ALGORITHM_NEIGHBORS:
-        return &fk__loop_neighbors;
-    default:
-        return NULL;
-    }
-}
+extern const fk__loop fk__loop_lanes; /* lanes.c: cl/pairwise_lanes.cl */
 
 /* ---------------------------------------------------------------------------------------------- */
+
+/* Built-in defaults, the last fallback when no tuning database has an entry for the device:
+ * measured on POCL (x86, AVX-512) and an NVIDIA H100/H200; see results/. */
+void fk__builtin_variant(const fk_device_info *device, fk_variant *variant)
+{
+    if (device->type == FK_DEVICE_GPU) {
+        variant->unroll_i = 4;
+        variant->unroll_j = 8;
+        variant->work_group_size = 256;
+    } else {
+        variant->unroll_i = 4;
+        variant->unroll_j = 1;
+        variant->work_group_size = 64;
+    }
+    variant->local_tiling = 1;
+}
 
 typedef struct all_pairs {
     cl_program program, bound_program;
     cl_kernel pairwise, reduce;             /* the chosen accumulator */
     cl_kernel bound_pairwise, bound_reduce; /* the bound pre-pass of fixed64, narumi, ... */
 } all_pairs;
-
-/* i-particles per work-group: the unrolled ones, or the lanes. */
-static size_t i_per_group(const fk_variant *variant)
-{
-    return (size_t)variant->work_group_size * (size_t)variant->unroll_i *
-           (size_t)(variant->lanes > 0 ? variant->lanes : 1);
-}
-
-fk_status fk__all_pairs_build(fk_eval *eval, const fk_program_request *request, cl_program *program,
-                              cl_kernel *pairwise, cl_kernel *reduce, fk_program_result *built)
-{
-    fk_status status = fk__program_build(eval->context, request, built);
-    if (status != FK_OK)
-        return status;
-    *program = built->program;
-    cl_int err = CL_SUCCESS;
-    *pairwise = clCreateKernel(*program, "fk_pairwise", &err);
-    if (err == CL_SUCCESS)
-        *reduce = clCreateKernel(*program, "fk_reduce_splits", &err);
-    if (err != CL_SUCCESS)
-        return fk__cl_fail(eval->context,
-                           strcmp(request->accum, "bound") == 0 ? "clCreateKernel (bound)"
-                                                                : "clCreateKernel",
-                           err);
-    return FK_OK;
-}
 
 static fk_status all_pairs_supports(fk_context *context, const fk_kernel_desc *kernel,
                                     const fk_accum_desc *accum, const fk_eval_config *config,
@@ -118,19 +51,13 @@ static void all_pairs_destroy(void *opaque)
     all_pairs *state = opaque;
     if (!state)
         return;
-    cl_kernel kernels[] = {state->pairwise, state->reduce, state->bound_pairwise,
-                           state->bound_reduce};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
-        if (kernels[k])
-            clReleaseKernel(kernels[k]);
-    if (state->program)
-        clReleaseProgram(state->program);
-    if (state->bound_program)
-        clReleaseProgram(state->bound_program);
+    FK__RELEASE_KERNELS(state->pairwise, state->reduce, state->bound_pairwise, state->bound_reduce);
+    FK__RELEASE_PROGRAMS(state->program, state->bound_program);
     free(state);
 }
 
-static fk_status all_pairs_create(fk_eval *eval, const fk_program_request *request, void **out)
+static fk_status all_pairs_create(fk__eval_state *eval, const fk_program_request *request,
+                                  void **out)
 {
     all_pairs *state = calloc(1, sizeof *state);
     if (!state)
@@ -165,81 +92,14 @@ static fk_status all_pairs_create(fk_eval *eval, const fk_program_request *reque
     return status;
 }
 
-static fk_status all_pairs_prepare(fk_eval *eval, void *state)
+static fk_status all_pairs_prepare(fk__eval_state *eval, void *state)
 {
     (void)eval, (void)state; /* the evaluation's upload sized partial and the split */
     return FK_OK;
 }
 
-fk_status fk__all_pairs_enqueue(fk_eval *eval, cl_kernel pairwise, cl_kernel reduce,
-                                const fk_variant *shape, int splits, int shared, cl_event *first,
-                                cl_event *last)
-{
-    fk_context *context = eval->context;
-    *first = *last = NULL;
-    const cl_int n = (cl_int)eval->count;
-    const cl_int chunk = eval->j_chunk;
-    const cl_float4 acc_param = fk__eval_acc_param(eval);
-    fk_status status =
-        FK__SET_ARGS(context, pairwise, "fk_pairwise", 0, FK__ARG(n), FK__ARG(chunk),
-                     FK__ARG(eval->body), FK__ARG(eval->body_aux), FK__ARG(eval->table),
-                     FK__ARG(eval->physics), FK__ARG(acc_param), FK__ARG(eval->partial));
-    if (status != FK_OK)
-        return status;
-    const size_t group = (size_t)shape->work_group_size;
-    const size_t i_block = i_per_group(shape);
-    size_t block_first = 0, block_end = (eval->count + i_block - 1) / i_block;
-    if (shared) {
-        /* The share is a range of particles, whatever the shape (so that parts on devices of
-         * different shapes still tile the particles); the launch covers it with whole i-blocks
-         * and the evaluation zeroes the results outside it, those of the edge blocks' other
-         * particles included. */
-        size_t share_first = 0, share_end = 0;
-        fk__share_units(eval, eval->count, &share_first, &share_end);
-        block_first = share_first / i_block;
-        block_end = (share_end + i_block - 1) / i_block;
-        eval->share_first = share_first;
-        eval->share_end = share_end;
-        eval->share_range = 1;
-    }
-    /* An empty share still launches one block (a launch of no work-items is an error); its
-     * results lie outside the share and are zeroed. */
-    const size_t blocks = block_end > block_first ? block_end - block_first : 1;
-    const size_t offset[2] = {(block_end > block_first ? block_first : 0) * group, 0};
-    const size_t global[2] = {blocks * group, (size_t)splits};
-    const size_t local[2] = {group, 1};
-    cl_int err =
-        clEnqueueNDRangeKernel(context->queue, pairwise, 2, offset, global, local, 0, NULL, first);
-    if (err != CL_SUCCESS) {
-        *first = NULL;
-        return fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_pairwise)", err);
-    }
-    if (splits <= 1)
-        return FK_OK;
-    const cl_int split_count = splits;
-    status = FK__SET_ARGS(context, reduce, "fk_reduce_splits", 0, FK__ARG(n), FK__ARG(split_count),
-                          FK__ARG(eval->partial), FK__ARG(eval->result));
-    const size_t reduce_group = 64;
-    const size_t items = eval->count * eval->components;
-    const size_t reduce_global = (items + reduce_group - 1) / reduce_group * reduce_group;
-    if (status == FK_OK) {
-        err = clEnqueueNDRangeKernel(context->queue, reduce, 1, NULL, &reduce_global, &reduce_group,
-                                     0, NULL, last);
-        if (err != CL_SUCCESS) {
-            *last = NULL;
-            status = fk__cl_fail(context, "clEnqueueNDRangeKernel (fk_reduce_splits)", err);
-        }
-    }
-    if (status != FK_OK) {
-        clFinish(context->queue);
-        clReleaseEvent(*first);
-        *first = NULL;
-    }
-    return status;
-}
-
-static fk_status all_pairs_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
-                                   cl_event *last)
+static fk_status all_pairs_enqueue(fk__eval_state *eval, void *opaque, fk__pass pass,
+                                   cl_event *first, cl_event *last)
 {
     all_pairs *state = opaque;
     const int bound = pass == FK__PASS_BOUND;
@@ -249,21 +109,7 @@ static fk_status all_pairs_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
                                  last);
 }
 
-size_t fk__figures_of_kernels(fk_context *context, const fk__named_kernel *kernels, size_t count,
-                              fk__kernel_figures *figures, size_t capacity)
-{
-    size_t built = 0;
-    for (size_t k = 0; k < count; ++k) {
-        if (!kernels[k].kernel)
-            continue;
-        if (built < capacity)
-            fk__kernel_figures_of(context, kernels[k].kernel, kernels[k].name, &figures[built]);
-        ++built;
-    }
-    return built;
-}
-
-static size_t all_pairs_figures(const fk_eval *eval, const void *opaque,
+static size_t all_pairs_figures(const fk__eval_state *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const all_pairs *state = opaque;
@@ -289,14 +135,6 @@ static const int split_values[] = {0, 1, 4, 16, 64}; /* 0: automatic */
 static const int lane_widths[] = {8, 16};
 static const int lane_unrolls[] = {1, 2, 4};
 static const int lane_groups[] = {4, 8, 16, 32};
-
-int fk__shape_index(const int *values, int count, int value)
-{
-    int k = 0;
-    while (k < count && values[k] != value)
-        ++k;
-    return k;
-}
 
 static int pinned_or(int pinned, int value)
 {
@@ -405,6 +243,16 @@ static void all_pairs_default_shape(const fk__tuning_query *query, fk__loop_shap
 
 const fk__loop fk__loop_all_pairs = {
     .name = "all-pairs",
+    .algorithm = FK_ALGORITHM_ALL_PAIRS,
+    .reference = 1,
+    .newton = FK__NEWTON_NEVER,
+    .share_unit = FK__SHARE_PARTICLES, /* i-blocks covering a range of particles */
+    .reach = FK__REACH_ALL,
+    .accums = FK__ACCUMS_ALL,
+    .double_single = 1,
+    .automatic = FK__AUTO_REFERENCE,
+    .split_in_program = 0, /* the j-split is a launch setting (eval->j_chunk) */
+    .lane_form = &fk__loop_lanes,
     .supports = all_pairs_supports,
     .create = all_pairs_create,
     .prepare = all_pairs_prepare,

@@ -54,8 +54,8 @@ void fk__collect_events(cl_event *events, size_t count, double *seconds)
         }
 }
 
-fk_status fk__cell_grid_buffer(fk_eval *eval, const char *owner, cl_mem *buffer, size_t bytes,
-                               const char *what)
+fk_status fk__cell_grid_buffer(fk__eval_state *eval, const char *owner, cl_mem *buffer,
+                               size_t bytes, const char *what)
 {
     if (*buffer)
         clReleaseMemObject(*buffer);
@@ -133,7 +133,7 @@ fk_status fk__cell_grid_supports(const char *owner, const fk_kernel_desc *kernel
     return FK_OK;
 }
 
-fk_status fk__cell_grid_create(fk_eval *eval, fk__cell_grid *grid, const char *owner,
+fk_status fk__cell_grid_create(fk__eval_state *eval, fk__cell_grid *grid, const char *owner,
                                double *seconds, int *from_cache)
 {
     fk_context *context = eval->context;
@@ -300,7 +300,7 @@ static void choose_grid(fk__cell_grid *grid, size_t n, const cl_int *stats)
     grid->cells = (size_t)grid->grid[0] * (size_t)grid->grid[1] * (size_t)grid->grid[2];
 }
 
-static fk_status bin_once(fk_eval *eval, fk__cell_grid *grid, cl_int *stats, double *seconds)
+static fk_status bin_once(fk__eval_state *eval, fk__cell_grid *grid, cl_int *stats, double *seconds)
 {
     fk_context *context = eval->context;
     const cl_int n = (cl_int)eval->count, cell_count = (cl_int)grid->cells;
@@ -360,7 +360,7 @@ static fk_status bin_once(fk_eval *eval, fk__cell_grid *grid, cl_int *stats, dou
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, call, err);
 }
 
-static fk_status build(fk_eval *eval, fk__cell_grid *grid, const cl_int *check_stats,
+static fk_status build(fk__eval_state *eval, fk__cell_grid *grid, const cl_int *check_stats,
                        double check_seconds)
 {
     const size_t n = eval->count;
@@ -450,7 +450,7 @@ static cl_int encode_ordered(float x)
  * the same order (C11 without contraction: CMake's C_EXTENSIONS OFF). Only the rounding of the
  * division in the minimum image may differ from the device's (OpenCL allows 2.5 ulp), which the
  * cell side's margin covers as it covers the device's own rounding. */
-static void check_on_host(const fk_eval *eval, const fk__cell_grid *grid, int has_reference,
+static void check_on_host(const fk__eval_state *eval, const fk__cell_grid *grid, int has_reference,
                           float threshold2, cl_int stats[STAT_COUNT])
 {
     memcpy(stats, initial_stats, sizeof initial_stats);
@@ -510,7 +510,7 @@ static void check_on_host(const fk_eval *eval, const fk__cell_grid *grid, int ha
 }
 
 /* After a build: keep its positions on the host when the host checks the next updates. */
-static fk_status keep_host_reference(fk_eval *eval, fk__cell_grid *grid)
+static fk_status keep_host_reference(fk__eval_state *eval, fk__cell_grid *grid)
 {
     grid->host_reference_valid = 0;
     if (!eval->host_body_current || eval->count > eval->host_check_count)
@@ -528,7 +528,7 @@ static fk_status keep_host_reference(fk_eval *eval, fk__cell_grid *grid)
 }
 
 /* The checks' verdict, from the device's statistics or the host's. */
-static fk_status act_on_check(fk_eval *eval, fk__cell_grid *grid, int has_reference,
+static fk_status act_on_check(fk__eval_state *eval, fk__cell_grid *grid, int has_reference,
                               const cl_int *stats, double seconds, int *rebuilt)
 {
     fk_context *context = eval->context;
@@ -559,7 +559,7 @@ static fk_status act_on_check(fk_eval *eval, fk__cell_grid *grid, int has_refere
     return status;
 }
 
-fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt)
+fk_status fk__cell_grid_update(fk__eval_state *eval, fk__cell_grid *grid, int *rebuilt)
 {
     fk_context *context = eval->context;
     if (rebuilt)

@@ -67,7 +67,7 @@ fk_status fk__cell_grid_supports(const char *owner, const fk_kernel_desc *kernel
  * the cutoff, < 0 none), builds the build program and its kernels. *seconds gets the build time
  * and *from_cache whether the program came from the cache. fk__cell_grid_release frees what was
  * made, also after a failure. */
-fk_status fk__cell_grid_create(fk_eval *eval, fk__cell_grid *grid, const char *owner,
+fk_status fk__cell_grid_create(fk__eval_state *eval, fk__cell_grid *grid, const char *owner,
                                double *seconds, int *from_cache);
 void fk__cell_grid_release(fk__cell_grid *grid);
 /* Forgets the build: the next fk__cell_grid_update builds (the loops' invalidate). */
@@ -76,7 +76,7 @@ void fk__cell_grid_invalidate(fk__cell_grid *grid);
 /* Brings the grid up to date with the positions on the device: one check, and a build when the
  * particles are new or some particle moved more than skin / 2 since the last build. *rebuilt
  * (may be NULL) says whether it built. */
-fk_status fk__cell_grid_update(fk_eval *eval, fk__cell_grid *grid, int *rebuilt);
+fk_status fk__cell_grid_update(fk__eval_state *eval, fk__cell_grid *grid, int *rebuilt);
 
 /* The grid's part of the variant: cell_grid, cell_size, cell_capacity, cell_skin, cell_rebuilds,
  * cell_resizes, cell_build_seconds (the loop may add its own build time afterwards). */
@@ -86,8 +86,8 @@ void fk__cell_grid_report(const fk__cell_grid *grid, fk_variant *variant);
 
 /* A device buffer of bytes, replacing *buffer; "<owner>: the <what> need N bytes" when the device
  * cannot hold it in one allocation. */
-fk_status fk__cell_grid_buffer(fk_eval *eval, const char *owner, cl_mem *buffer, size_t bytes,
-                               const char *what);
+fk_status fk__cell_grid_buffer(fk__eval_state *eval, const char *owner, cl_mem *buffer,
+                               size_t bytes, const char *what);
 /* Adds the device time of the events (each command's own, not the host's gaps between them) to
  * *seconds (may be NULL) and releases them. */
 void fk__collect_events(cl_event *events, size_t count, double *seconds);

@@ -34,7 +34,7 @@ struct fk__cells {
     int unroll; /* placeholders (i-particles) per work-item */
 };
 
-static void fill_variant(fk_eval *eval, const struct fk__cells *cells)
+static void fill_variant(fk__eval_state *eval, const struct fk__cells *cells)
 {
     fk_variant *v = &eval->variant;
     v->unroll_i = cells->unroll;
@@ -49,7 +49,7 @@ static void fill_variant(fk_eval *eval, const struct fk__cells *cells)
 /* ---------------------------------------------------------------------------------------------- */
 /* Creation */
 
-static fk_status build_cells_program(fk_eval *eval, const struct fk__cells *cells,
+static fk_status build_cells_program(fk__eval_state *eval, const struct fk__cells *cells,
                                      const fk_program_request *request, const char *accum,
                                      cl_program *program, fk_program_result *built)
 {
@@ -86,7 +86,7 @@ static void builtin_shape(const fk_device_info *device, int *group, int *unroll,
     *tiling = gpu;
 }
 
-static fk_status cells_create(fk_eval *eval, const fk_program_request *request, void **out)
+static fk_status cells_create(fk__eval_state *eval, const fk_program_request *request, void **out)
 {
     fk_context *context = eval->context;
     struct fk__cells *cells = calloc(1, sizeof *cells);
@@ -170,14 +170,8 @@ static void cells_destroy(void *opaque)
     if (!cells)
         return;
     fk__cell_grid_release(&cells->grid);
-    if (cells->pairs)
-        clReleaseKernel(cells->pairs);
-    if (cells->bound_pairs)
-        clReleaseKernel(cells->bound_pairs);
-    if (cells->program)
-        clReleaseProgram(cells->program);
-    if (cells->bound_program)
-        clReleaseProgram(cells->bound_program);
+    FK__RELEASE_KERNELS(cells->pairs, cells->bound_pairs);
+    FK__RELEASE_PROGRAMS(cells->program, cells->bound_program);
     free(cells);
 }
 
@@ -186,7 +180,7 @@ static void cells_destroy(void *opaque)
 
 /* After every upload: one check on the device, a rebuild when needed; both passes then run on
  * the cells of these positions. */
-static fk_status cells_prepare(fk_eval *eval, void *opaque)
+static fk_status cells_prepare(fk__eval_state *eval, void *opaque)
 {
     struct fk__cells *cells = opaque;
     fk_status status = fk__cell_grid_update(eval, &cells->grid, NULL);
@@ -207,7 +201,7 @@ static fk_status enqueue_marker(fk_context *context, cl_event *event)
     return FK_OK;
 }
 
-static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
+static fk_status cells_enqueue(fk__eval_state *eval, void *opaque, fk__pass pass, cl_event *first,
                                cl_event *last)
 {
     fk_context *context = eval->context;
@@ -258,8 +252,8 @@ static fk_status cells_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_ev
     return FK_OK;
 }
 
-static size_t cells_figures(const fk_eval *eval, const void *opaque, fk__kernel_figures *figures,
-                            size_t capacity)
+static size_t cells_figures(const fk__eval_state *eval, const void *opaque,
+                            fk__kernel_figures *figures, size_t capacity)
 {
     const struct fk__cells *cells = opaque;
     const fk__named_kernel kernels[] = {
@@ -340,6 +334,13 @@ static void cells_invalidate(void *opaque)
 
 const fk__loop fk__loop_cells = {
     .name = "cells",
+    .algorithm = FK_ALGORITHM_CELLS,
+    .newton = FK__NEWTON_NEVER,
+    .share_unit = FK__SHARE_CELLS,
+    .reach = FK__REACH_CUTOFF_SKIN,
+    .accums = FK__ACCUMS_ALL,
+    .double_single = 0, /* the grid's build reads float records */
+    .automatic = FK__AUTO_MEASURED,
     .supports = cells_supports,
     .create = cells_create,
     .prepare = cells_prepare,

@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/eval/choose.h"
 #include "core/loops/lanes.h"
 #include "core/loops/loop.h"
 #include "core/tune/tune.h"
 
 /* CPU lanes (cl/pairwise_lanes.cl): work-group size and j-unrolling measured on POCL 3.1 on two
  * EPYC cores (bench/README.md, "CPU lanes, measured"); the width is the device's (below). */
+extern const fk__loop fk__loop_all_pairs; /* whose launch the lane form runs (allpairs.c) */
+
 enum { LANES_WORK_GROUP = 8, LANES_UNROLL_J = 1 };
 
 /* The widest lane count the device holds in one register: its native float vector width (8 with
@@ -153,7 +154,7 @@ int fk__automatic_lanes(fk_context *context, const char *kernel_name, const char
 
 /* The lane file replaces the scalar template; the bound pre-pass of fixed64 and narumi has a
  * lane form too. */
-static fk_status lanes_create(fk_eval *eval, const fk_program_request *request, void **state)
+static fk_status lanes_create(fk__eval_state *eval, const fk_program_request *request, void **state)
 {
     fk_program_request own = *request;
     own.file = "pairwise_lanes.cl";
@@ -177,19 +178,19 @@ static fk_status lanes_supports(fk_context *context, const fk_kernel_desc *kerne
     return FK_ERR_UNSUPPORTED;
 }
 
-static fk_status lanes_prepare(fk_eval *eval, void *state)
+static fk_status lanes_prepare(fk__eval_state *eval, void *state)
 {
     return fk__loop_all_pairs.prepare(eval, state);
 }
 
-static fk_status lanes_enqueue(fk_eval *eval, void *state, fk__pass pass, cl_event *first,
+static fk_status lanes_enqueue(fk__eval_state *eval, void *state, fk__pass pass, cl_event *first,
                                cl_event *last)
 {
     return fk__loop_all_pairs.enqueue(eval, state, pass, first, last);
 }
 
-static size_t lanes_figures(const fk_eval *eval, const void *state, fk__kernel_figures *figures,
-                            size_t capacity)
+static size_t lanes_figures(const fk__eval_state *eval, const void *state,
+                            fk__kernel_figures *figures, size_t capacity)
 {
     return fk__loop_all_pairs.figures(eval, state, figures, capacity);
 }
@@ -199,8 +200,16 @@ static void lanes_destroy(void *state)
     fk__loop_all_pairs.destroy(state);
 }
 
+/* Not a table entry: the all-pairs entry's lane form (fk__loop_for_variant). */
 const fk__loop fk__loop_lanes = {
     .name = "all-pairs",
+    .algorithm = FK_ALGORITHM_ALL_PAIRS,
+    .newton = FK__NEWTON_NEVER,
+    .share_unit = FK__SHARE_PARTICLES,
+    .reach = FK__REACH_ALL,
+    .accums = FK__ACCUMS_LANE_FORMS,
+    .double_single = 0, /* the lane forms read float records */
+    .automatic = FK__AUTO_NEVER,
     .supports = lanes_supports,
     .create = lanes_create,
     .prepare = lanes_prepare,

@@ -79,7 +79,7 @@ static const char owner[] = "neighbors";
 
 /* ---------------------------------------------------------------------------------------------- */
 
-static void fill_variant(fk_eval *eval, const struct fk__neighbors *state)
+static void fill_variant(fk__eval_state *eval, const struct fk__neighbors *state)
 {
     fk_variant *v = &eval->variant;
     v->unroll_i = 1;
@@ -181,7 +181,7 @@ static int use_half_lists(const fk_device_info *device, const fk_accum_desc *acc
  * boundaries (no minimum image, fewer pairs at the surface), 1.24-2.09 against 1.33-2.24 at
  * 16,384 and 0.60-0.88 against 0.60-0.66 at 4,096: no gain, so automatic lanes are for periodic
  * boxes (the MD workload); `forcekit tune --algorithm neighbors` measures both forms. */
-static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *lanes)
+static fk_status choose_lanes(fk__eval_state *eval, const fk_tuning_entry *tuned, int *lanes)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
@@ -222,7 +222,7 @@ static fk_status choose_lanes(fk_eval *eval, const fk_tuning_entry *tuned, int *
  * each pair's j-side from the one work-item that computed it; the lane form's vectors are its
  * split). 0: a tuning entry's, else the built-in (builtin_split) where the work-group size allows
  * it. */
-static fk_status choose_split(fk_eval *eval, struct fk__neighbors *state,
+static fk_status choose_split(fk__eval_state *eval, struct fk__neighbors *state,
                               const fk_tuning_entry *tuned)
 {
     const int asked = eval->config.j_splits;
@@ -252,7 +252,7 @@ static fk_status choose_split(fk_eval *eval, struct fk__neighbors *state,
     return FK_OK;
 }
 
-static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *state,
+static fk_status build_pair_program(fk__eval_state *eval, const struct fk__neighbors *state,
                                     const fk_program_request *request, const char *accum,
                                     cl_program *program, fk_program_result *built)
 {
@@ -275,8 +275,8 @@ static fk_status build_pair_program(fk_eval *eval, const struct fk__neighbors *s
 }
 
 /* The pass's kernels of one pair program, checked against the work-group size. */
-static fk_status pair_kernels(fk_eval *eval, const struct fk__neighbors *state, cl_program program,
-                              cl_kernel *pairs, cl_kernel *gather)
+static fk_status pair_kernels(fk__eval_state *eval, const struct fk__neighbors *state,
+                              cl_program program, cl_kernel *pairs, cl_kernel *gather)
 {
     fk_context *context = eval->context;
     const char *pairs_name = state->half ? "fk_neighbors_half" : "fk_neighbors_full";
@@ -357,7 +357,8 @@ static int row_mode(int *row)
     return ROW_FORCED;
 }
 
-static fk_status neighbors_create(fk_eval *eval, const fk_program_request *request, void **out)
+static fk_status neighbors_create(fk__eval_state *eval, const fk_program_request *request,
+                                  void **out)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
@@ -487,25 +488,14 @@ static void neighbors_destroy(void *opaque)
     if (!state)
         return;
     fk__cell_grid_release(&state->grid);
-    cl_kernel kernels[] = {state->count,          state->fill,        state->count_tiled,
-                           state->fill_tiled,     state->count_store, state->count_store_tiled,
-                           state->compact,        state->sort,        state->scan_blocks,
-                           state->scan_top,       state->scan_apply,  state->pairs,
-                           state->gather,         state->bound_pairs, state->bound_gather,
-                           state->count_store_vec};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
-        if (kernels[k])
-            clReleaseKernel(kernels[k]);
-    cl_program programs[] = {state->build_program, state->program, state->bound_program};
-    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; ++k)
-        if (programs[k])
-            clReleaseProgram(programs[k]);
-    cl_mem buffers[] = {state->counts, state->offsets, state->block_sums,
-                        state->list_a, state->list_b,  state->jterms,
-                        state->cursor, state->stats,   state->scratch};
-    for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; ++k)
-        if (buffers[k])
-            clReleaseMemObject(buffers[k]);
+    FK__RELEASE_KERNELS(state->count, state->fill, state->count_tiled, state->fill_tiled,
+                        state->count_store, state->count_store_tiled, state->compact, state->sort,
+                        state->scan_blocks, state->scan_top, state->scan_apply, state->pairs,
+                        state->gather, state->bound_pairs, state->bound_gather,
+                        state->count_store_vec);
+    FK__RELEASE_PROGRAMS(state->build_program, state->program, state->bound_program);
+    FK__RELEASE_BUFFERS(state->counts, state->offsets, state->block_sums, state->list_a,
+                        state->list_b, state->jterms, state->cursor, state->stats, state->scratch);
     free(state);
 }
 
@@ -515,8 +505,8 @@ static void neighbors_destroy(void *opaque)
 /* *buffer holds at least `needed` elements of `size` bytes: a new one when it is too small or more
  * than twice too large. Grown to the count plus 1/16, so that a count that creeps up between
  * rebuilds does not reallocate every time; never below the count (nothing is ever dropped). */
-static fk_status ensure_buffer(fk_eval *eval, cl_mem *buffer, size_t *capacity, size_t needed,
-                               size_t size, const char *what)
+static fk_status ensure_buffer(fk__eval_state *eval, cl_mem *buffer, size_t *capacity,
+                               size_t needed, size_t size, const char *what)
 {
     if (needed == 0)
         needed = 1; /* OpenCL has no empty buffers */
@@ -567,7 +557,7 @@ static int buffer_fits(cl_mem buffer, size_t capacity, size_t needed)
 }
 
 /* One walk for this build (*store) where rows are sized and their scratch fits the device. */
-static fk_status choose_row(fk_eval *eval, struct fk__neighbors *state, int *store)
+static fk_status choose_row(fk__eval_state *eval, struct fk__neighbors *state, int *store)
 {
     *store = 0;
     if (state->row_mode == ROW_OFF || state->row <= 0)
@@ -604,8 +594,9 @@ static void learn_row(struct fk__neighbors *state, size_t n, size_t total_a, int
 /* The second half of a build, after the prefix sum: half lists' mirror cursors from 0, then the
  * fill walk (use_fill) or the compaction of the scratch rows, then half lists' sort of the
  * mirrors. events: three slots. */
-static fk_status enqueue_second_half(fk_eval *eval, struct fk__neighbors *state, int use_fill,
-                                     cl_kernel fill_kernel, size_t walkers, cl_event *events)
+static fk_status enqueue_second_half(fk__eval_state *eval, struct fk__neighbors *state,
+                                     int use_fill, cl_kernel fill_kernel, size_t walkers,
+                                     cl_event *events)
 {
     fk_context *context = eval->context;
     const size_t n = eval->count, aux = (size_t)state->grid.aux_group;
@@ -650,27 +641,23 @@ static fk_status enqueue_second_half(fk_eval *eval, struct fk__neighbors *state,
     return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, call, err);
 }
 
-/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
- * the mirrors scattered too), and for half lists sort each particle's mirrors. */
-static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
+/* The walks of one build: the kernels that count (and, in one walk, store) and fill the
+ * partners, and their work-items. */
+typedef struct walk_plan {
+    cl_kernel count_kernel, fill_kernel;
+    size_t count_walkers, walkers;
+    int store; /* one walk: the count stores the partners in scratch rows */
+} walk_plan;
+
+/* Chooses the walks of this build (tiled or per item, one walk or two, vectors on CPUs) and sets
+ * the arguments of the walks and the prefix sum over `blocks` scan blocks. */
+static fk_status prepare_walks(fk__eval_state *eval, struct fk__neighbors *state, size_t blocks,
+                               walk_plan *plan)
 {
     fk_context *context = eval->context;
     const fk__cell_grid *grid = &state->grid;
     const size_t n = eval->count;
-    const size_t aux = (size_t)state->grid.aux_group, scan_block = aux * SCAN_ITEMS;
-    const size_t blocks = (n + scan_block - 1) / scan_block;
-    state->built = 0;
-    fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
-                                     sizeof(cl_int2), "partner counts");
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->offsets, &state->offsets_capacity, n + 1,
-                               sizeof(cl_uint2), "list offsets");
-    if (status == FK_OK)
-        status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
-                               sizeof(cl_ulong2), "prefix-sum blocks");
-    if (status != FK_OK)
-        return status;
-
+    const size_t aux = (size_t)state->grid.aux_group;
     const double radius = grid->min_side;
     float radius2 = (float)(radius * radius);
     if ((double)radius2 < radius * radius) /* round up: a pair at R must not be lost to rounding */
@@ -692,7 +679,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         tiled ? grid->cells * (((size_t)grid->capacity + aux - 1) / aux) * aux : item_walkers;
     /* One walk where the scratch rows may be had (choose_row), else two. */
     int store = 0;
-    status = choose_row(eval, state, &store);
+    fk_status status = choose_row(eval, state, &store);
     if (status != FK_OK)
         return status;
     const cl_int row = state->row;
@@ -728,8 +715,94 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         status = FK__SET_ARGS(context, state->scan_apply, "fk_neighbors_scan_apply", 0,
                               FK__ARG(n_int), FK__ARG(state->counts), FK__ARG(state->block_sums),
                               FK__ARG(state->offsets));
+    plan->count_kernel = count_kernel;
+    plan->fill_kernel = fill_kernel;
+    plan->count_walkers = count_walkers;
+    plan->walkers = walkers;
+    plan->store = store;
+    return status;
+}
+
+/* The second half of a build that the early copy did not complete: lists grown to what was
+ * counted (total_a + padding entries, total_b mirrors, the pair terms and cursors of half lists),
+ * then the copy (and the count again where the rows overflowed or there was no store) and the
+ * statistics read again into stats. events: the second half's three. */
+static fk_status refill_lists(fk__eval_state *eval, struct fk__neighbors *state,
+                              const walk_plan *plan, int walk_again, uint64_t total_a,
+                              uint64_t total_b, size_t padding, cl_event *events, cl_int stats[8],
+                              double *seconds)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count;
+    const size_t jterms_needed = state->half ? (size_t)total_a * eval->components : 0;
+    fk_status status = ensure_buffer(eval, &state->list_a, &state->a_capacity,
+                                     (size_t)total_a + padding, sizeof(cl_int), "lists");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
+                               sizeof(cl_int), "mirrors");
+    if (status == FK_OK && state->half)
+        status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity, jterms_needed,
+                               sizeof(cl_float), "pair terms");
+    /* Half lists: the mirrors each particle has received, from 0 (the atomic slots). */
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
+                               "mirror cursors");
     if (status != FK_OK)
         return status;
+    /* The statistics' missing-mirror count starts again from 0 (an early sort may have
+     * counted the mirrors the full lists could not take). */
+    const cl_int zero = 0;
+    const char *call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
+    cl_int err =
+        clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE, STAT_MISSING * sizeof(cl_int),
+                             sizeof zero, &zero, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, call, err);
+    status = enqueue_second_half(eval, state, walk_again, plan->fill_kernel, plan->walkers, events);
+    if (status != FK_OK) {
+        clFinish(context->queue);
+        fk__collect_events(events, 3, NULL);
+        return status;
+    }
+    call = "clEnqueueReadBuffer (neighbour lists: statistics)";
+    err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, 8 * sizeof *stats, stats, 0,
+                              NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clFinish(context->queue);
+        fk__collect_events(events, 3, NULL);
+        return fk__cl_fail(context, call, err);
+    }
+    fk__collect_events(events, 3, seconds);
+    return FK_OK;
+}
+
+/* The lists of the grid just built: count, prefix sum, allocate what was counted, fill (half lists:
+ * the mirrors scattered too), and for half lists sort each particle's mirrors. */
+static fk_status build_lists(fk__eval_state *eval, struct fk__neighbors *state)
+{
+    fk_context *context = eval->context;
+    const size_t n = eval->count;
+    const size_t aux = (size_t)state->grid.aux_group, scan_block = aux * SCAN_ITEMS;
+    const size_t blocks = (n + scan_block - 1) / scan_block;
+    state->built = 0;
+    fk_status status = ensure_buffer(eval, &state->counts, &state->counts_capacity, n,
+                                     sizeof(cl_int2), "partner counts");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->offsets, &state->offsets_capacity, n + 1,
+                               sizeof(cl_uint2), "list offsets");
+    if (status == FK_OK)
+        status = ensure_buffer(eval, &state->block_sums, &state->block_capacity, blocks,
+                               sizeof(cl_ulong2), "prefix-sum blocks");
+    if (status != FK_OK)
+        return status;
+
+    walk_plan plan;
+    status = prepare_walks(eval, state, blocks, &plan);
+    if (status != FK_OK)
+        return status;
+    const int store = plan.store;
+    cl_kernel count_kernel = plan.count_kernel, fill_kernel = plan.fill_kernel;
+    const size_t count_walkers = plan.count_walkers, walkers = plan.walkers;
 
     /* Count (one walk: and store) and prefix sum; the totals come back with the statistics. One
      * walk with lists from an earlier build: the copy into them (and the mirrors' sort) goes to
@@ -792,47 +865,10 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
         (!state->half || buffer_fits(state->jterms, state->jterm_capacity, jterms_needed)) &&
         buffer_fits(state->cursor, state->cursor_capacity, n);
     if (!done) {
-        status = ensure_buffer(eval, &state->list_a, &state->a_capacity, (size_t)total_a + padding,
-                               sizeof(cl_int), "lists");
-        if (status == FK_OK)
-            status = ensure_buffer(eval, &state->list_b, &state->b_capacity, (size_t)total_b,
-                                   sizeof(cl_int), "mirrors");
-        if (status == FK_OK && state->half)
-            status = ensure_buffer(eval, &state->jterms, &state->jterm_capacity, jterms_needed,
-                                   sizeof(cl_float), "pair terms");
-        /* Half lists: the mirrors each particle has received, from 0 (the atomic slots). */
-        if (status == FK_OK)
-            status = ensure_buffer(eval, &state->cursor, &state->cursor_capacity, n, sizeof(cl_int),
-                                   "mirror cursors");
+        status = refill_lists(eval, state, &plan, !store || overflow, total_a, total_b, padding,
+                              events + 5, stats, &seconds);
         if (status != FK_OK)
             return status;
-        /* The statistics' missing-mirror count starts again from 0 (an early sort may have
-         * counted the mirrors the full lists could not take). */
-        const cl_int zero = 0;
-        call = "clEnqueueWriteBuffer (neighbour lists: statistics)";
-        err =
-            clEnqueueWriteBuffer(context->queue, state->stats, CL_FALSE,
-                                 STAT_MISSING * sizeof(cl_int), sizeof zero, &zero, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return fk__cl_fail(context, call, err);
-        status =
-            enqueue_second_half(eval, state, !store || overflow, fill_kernel, walkers, events + 5);
-        if (status != FK_OK) {
-            clFinish(context->queue);
-            fk__collect_events(events + 5, 3, NULL);
-            return status;
-        }
-        {
-            call = "clEnqueueReadBuffer (neighbour lists: statistics)";
-            err = clEnqueueReadBuffer(context->queue, state->stats, CL_TRUE, 0, sizeof stats, stats,
-                                      0, NULL, NULL);
-        }
-        if (err != CL_SUCCESS) {
-            clFinish(context->queue);
-            fk__collect_events(events + 5, 3, NULL);
-            return fk__cl_fail(context, call, err);
-        }
-        fk__collect_events(events + 5, 3, &seconds);
     }
     if (stats[STAT_MISSING] != 0)
         return fk__fail(context, FK_ERR_OPENCL,
@@ -860,7 +896,7 @@ static fk_status build_lists(fk_eval *eval, struct fk__neighbors *state)
 
 /* After every upload: the grid's check on the device; when the grid is rebuilt (new particles, or
  * some particle moved more than skin / 2), the lists are rebuilt from the same positions. */
-static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
+static fk_status neighbors_prepare(fk__eval_state *eval, void *opaque)
 {
     struct fk__neighbors *state = opaque;
     int rebuilt = 0;
@@ -880,8 +916,8 @@ static fk_status neighbors_prepare(fk_eval *eval, void *opaque)
     return status;
 }
 
-static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
-                                   cl_event *last)
+static fk_status neighbors_enqueue(fk__eval_state *eval, void *opaque, fk__pass pass,
+                                   cl_event *first, cl_event *last)
 {
     fk_context *context = eval->context;
     struct fk__neighbors *state = opaque;
@@ -961,7 +997,7 @@ static fk_status neighbors_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     return FK_OK;
 }
 
-static size_t neighbors_figures(const fk_eval *eval, const void *opaque,
+static size_t neighbors_figures(const fk__eval_state *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const struct fk__neighbors *state = opaque;
@@ -1074,6 +1110,17 @@ static void neighbors_invalidate(void *opaque)
 
 const fk__loop fk__loop_neighbors = {
     .name = "neighbors",
+    .algorithm = FK_ALGORITHM_NEIGHBORS,
+    .newton = FK__NEWTON_HALF_LISTS,
+    .newton_refusal = "half neighbour lists write both particles of each pair (use "
+                      "FK_NEIGHBOR_LISTS_FULL)",
+    .share_unit = FK__SHARE_PARTICLES, /* full lists: a range of particles */
+    .reach = FK__REACH_CUTOFF_SKIN,
+    .accums = FK__ACCUMS_ALL, /* half lists only for those fk__accum_allows_newton */
+    .double_single = 0,       /* the builds read float records */
+    .automatic = FK__AUTO_SHORT_RANGE,
+    .split_in_program = 1, /* FK_NB_SPLIT: work-items per particle */
+    .list_lanes = 1,       /* partners in lanes, on CPUs */
     .supports = neighbors_supports,
     .create = neighbors_create,
     .prepare = neighbors_prepare,

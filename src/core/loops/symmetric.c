@@ -66,13 +66,14 @@ static void default_variant(const fk_device_info *device, int *unroll_i, int *un
  * 8x8; seen only with two or more worker threads, always right with POCL_MAX_PTHREAD_COUNT=1;
  * float and double are right). tests/test_symmetric.c found it; until it is understood those
  * variants are refused there. */
-static int known_miscompile(const fk_eval *eval, int unroll_i, int unroll_j)
+static int known_miscompile(const fk__eval_state *eval, int unroll_i, int unroll_j)
 {
     return strcmp(eval->accum->info.name, "fixed64") == 0 && unroll_i * unroll_j >= 16 &&
            strstr(eval->context->info.platform_name, "Portable Computing Language") != NULL;
 }
 
-static fk_status check_kernel_limits(fk_eval *eval, cl_kernel kernel, int group, const char *name)
+static fk_status check_kernel_limits(fk__eval_state *eval, cl_kernel kernel, int group,
+                                     const char *name)
 {
     char shape[64];
     snprintf(shape, sizeof shape, "symmetric variant %dx%d", eval->variant.unroll_i,
@@ -83,21 +84,15 @@ static fk_status check_kernel_limits(fk_eval *eval, cl_kernel kernel, int group,
 /* Releases the program and its kernels (not the slots), so that another variant can be built. */
 static void release_programs(struct fk__symmetric *state)
 {
-    if (state->pair)
-        clReleaseKernel(state->pair);
-    if (state->edges)
-        clReleaseKernel(state->edges);
-    if (state->reduce)
-        clReleaseKernel(state->reduce);
-    if (state->program)
-        clReleaseProgram(state->program);
+    FK__RELEASE_KERNELS(state->pair, state->edges, state->reduce);
+    FK__RELEASE_PROGRAMS(state->program);
     state->pair = state->edges = state->reduce = NULL;
     state->program = NULL;
 }
 
 /* Builds the symmetric program for one variant, checks it against the device's limits and
  * reports it as the evaluation's variant. */
-static fk_status build_variant(fk_eval *eval, struct fk__symmetric *state,
+static fk_status build_variant(fk__eval_state *eval, struct fk__symmetric *state,
                                const fk_program_request *request, int unroll_i, int unroll_j,
                                int group, fk_variant_source source)
 {
@@ -161,21 +156,17 @@ static void symmetric_destroy(void *opaque)
     struct fk__symmetric *state = opaque;
     if (!state)
         return;
-    if (state->slots)
-        clReleaseMemObject(state->slots);
+    FK__RELEASE_BUFFERS(state->slots);
     release_programs(state);
-    if (state->bound_pairwise)
-        clReleaseKernel(state->bound_pairwise);
-    if (state->bound_reduce)
-        clReleaseKernel(state->bound_reduce);
-    if (state->bound_program)
-        clReleaseProgram(state->bound_program);
+    FK__RELEASE_KERNELS(state->bound_pairwise, state->bound_reduce);
+    FK__RELEASE_PROGRAMS(state->bound_program);
     free(state);
 }
 
 /* request: the all-pairs program the evaluation would build (its variant is eval->variant on
  * entry); the symmetric program takes its force law, accumulator and switches. */
-static fk_status symmetric_create(fk_eval *eval, const fk_program_request *request, void **out)
+static fk_status symmetric_create(fk__eval_state *eval, const fk_program_request *request,
+                                  void **out)
 {
     fk_context *context = eval->context;
     const fk_eval_config *config = &eval->config;
@@ -243,7 +234,7 @@ static fk_status symmetric_create(fk_eval *eval, const fk_program_request *reque
     return status;
 }
 
-static fk_status symmetric_prepare(fk_eval *eval, void *opaque)
+static fk_status symmetric_prepare(fk__eval_state *eval, void *opaque)
 {
     struct fk__symmetric *state = opaque;
     fk_context *context = eval->context;
@@ -288,8 +279,8 @@ static fk_status symmetric_prepare(fk_eval *eval, void *opaque)
     return FK_OK;
 }
 
-static fk_status symmetric_enqueue(fk_eval *eval, void *opaque, fk__pass pass, cl_event *first,
-                                   cl_event *last)
+static fk_status symmetric_enqueue(fk__eval_state *eval, void *opaque, fk__pass pass,
+                                   cl_event *first, cl_event *last)
 {
     struct fk__symmetric *state = opaque;
     *first = *last = NULL;
@@ -381,7 +372,7 @@ static fk_status symmetric_enqueue(fk_eval *eval, void *opaque, fk__pass pass, c
     return status;
 }
 
-static size_t symmetric_figures(const fk_eval *eval, const void *opaque,
+static size_t symmetric_figures(const fk__eval_state *eval, const void *opaque,
                                 fk__kernel_figures *figures, size_t capacity)
 {
     const struct fk__symmetric *state = opaque;
@@ -460,6 +451,13 @@ static void symmetric_default_shape(const fk__tuning_query *query, fk__loop_shap
 
 const fk__loop fk__loop_symmetric = {
     .name = "symmetric",
+    .algorithm = FK_ALGORITHM_SYMMETRIC,
+    .newton = FK__NEWTON_ALWAYS,
+    .newton_refusal = "the symmetric loop writes both particles of each pair (use all-pairs)",
+    .reach = FK__REACH_ALL,
+    .accums = FK__ACCUMS_NEWTON,
+    .double_single = 1,
+    .automatic = FK__AUTO_NEVER, /* fewer accumulators than all-pairs; chosen by name */
     .supports = symmetric_supports,
     .create = symmetric_create,
     .prepare = symmetric_prepare,

@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core/eval/eval.h"
 #include "core/internal.h"
 
 static int fail(char *reason, size_t reason_size, const char *format, ...) FK_PRINTF(3, 4);
@@ -50,74 +49,4 @@ int fk__variant_check(int unroll_i, int unroll_j, int work_group_size, int local
                     "with local tiling a tile of %d j-particles is taken %d at a time",
                     work_group_size, unroll_j, unroll_i, unroll_j, work_group_size, unroll_j);
     return 1;
-}
-
-/* ---- Fitting a built kernel (issue #37) ------------------------------------------------------
- * The device says per built kernel how many work-items a group may have (registers: llvmpipe
- * allows 32 for the pair loops where POCL allows 4096) and how much local memory it takes. A shape
- * chosen automatically that does not fit is narrowed by fk_eval_create to the largest power of
- * two that does (the tuned shapes and WG_SIZE, the j-tile of the tiled loops, are powers of two);
- * an explicit work-group size is the caller's and stays an error. */
-
-static int floor_power_of_two(size_t value)
-{
-    int power = 1;
-    while ((size_t)power * 2 <= value && power < (1 << 20))
-        power *= 2;
-    return value ? power : 0;
-}
-
-int fk__variant_capped_group(const fk_eval *eval, int group)
-{
-    return eval->group_cap > 0 && group > eval->group_cap ? eval->group_cap : group;
-}
-
-fk_status fk__variant_fit_kernel(fk_eval *eval, cl_kernel kernel, int group, const char *loop,
-                                 const char *name)
-{
-    fk_context *context = eval->context;
-    size_t kernel_group = 0, multiple = 0;
-    cl_ulong local_bytes = 0;
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_WORK_GROUP_SIZE,
-                             sizeof kernel_group, &kernel_group, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes,
-                             &local_bytes, NULL);
-    clGetKernelWorkGroupInfo(kernel, context->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                             sizeof multiple, &multiple, NULL);
-    const cl_ulong device_local = context->info.local_memory_bytes;
-    const int group_fits = !kernel_group || (size_t)group <= kernel_group;
-    const int local_fits = local_bytes <= device_local;
-    if (group_fits && local_fits)
-        return FK_OK;
-    /* The largest size both limits allow: the work-items the kernel takes, and the local memory
-     * of the tiles, which grows with the work-group size (WG_SIZE j-particles per tile). */
-    size_t largest = kernel_group ? kernel_group : (size_t)group;
-    if (!local_fits && local_bytes > 0) {
-        const size_t by_local =
-            (size_t)((double)group * (double)device_local / (double)local_bytes);
-        if (by_local < largest)
-            largest = by_local;
-    }
-    if (largest >= (size_t)group)
-        largest = (size_t)group / 2; /* a limit that shrinks with the group: halve and see */
-    int fit = floor_power_of_two(largest);
-    /* the preferred multiple (SIMD width) where the limit leaves room for it */
-    if (multiple > 1 && (size_t)fit > multiple && fit % (int)multiple != 0)
-        fit -= fit % (int)multiple;
-    eval->fit_group = fit;
-    /* An explicit size is the caller's: say what would fit instead of changing it. */
-    char hint[128] = "";
-    if (eval->config.work_group_size > 0)
-        snprintf(hint, sizeof hint,
-                 "; the work-group size was given explicitly: %d or an automatic one fits", fit);
-    if (!group_fits)
-        return fk__fail(context, FK_ERR_UNSUPPORTED,
-                        "%s with work-group size %d exceeds this kernel's limit of %zu work-items "
-                        "on %s (registers; kernel %s)%s",
-                        loop, group, kernel_group, context->info.name, name, hint);
-    return fk__fail(context, FK_ERR_UNSUPPORTED,
-                    "%s with work-group size %d needs %llu bytes of local memory; %s has %llu "
-                    "(kernel %s)%s",
-                    loop, group, (unsigned long long)local_bytes, context->info.name,
-                    (unsigned long long)device_local, name, hint);
 }

@@ -16,6 +16,7 @@
 #include "common/stats.h"
 #include "core/eval/eval.h"
 #include "core/eval/choose.h"
+#include "core/loops/lanes.h"
 #include "core/loops/loop.h"
 #include "core/tune/tune.h"
 
@@ -454,11 +455,11 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
     p->seconds = p->error = p->confirmed_seconds = NAN;
     p->tolerance = t->tolerance;
 
-    /* The neighbour lists build their work-items per particle into the program (FK_NB_SPLIT): a
-     * new evaluation per value; all-pairs sets its j-splits on the one evaluation. */
-    const int key[6] = {
-        c->unroll_i,     c->unroll_j, c->work_group_size,
-        c->local_tiling, c->lanes,    t->algorithm == FK_ALGORITHM_NEIGHBORS ? c->j_splits : 0};
+    /* A loop whose entry builds the split into the program (the neighbour lists' work-items per
+     * particle, FK_NB_SPLIT) needs a new evaluation per value; the others set their j-splits on
+     * the one evaluation. */
+    const int key[6] = {c->unroll_i,     c->unroll_j, c->work_group_size,
+                        c->local_tiling, c->lanes,    t->loop->split_in_program ? c->j_splits : 0};
     if (t->eval && memcmp(key, t->eval_key, sizeof key) != 0) {
         fk_eval_destroy(t->eval);
         t->eval = NULL;
@@ -779,6 +780,47 @@ static fk_status write_entry(tuner *t)
     return status;
 }
 
+/* Moves the candidate of the built-in variant to the front of space (if it is there). */
+static void put_first(candidate *space, size_t count, const fk_variant *builtin)
+{
+    for (size_t i = 0; i < count; ++i)
+        if (space[i].unroll_i == builtin->unroll_i && space[i].unroll_j == builtin->unroll_j &&
+            space[i].work_group_size == builtin->work_group_size &&
+            space[i].local_tiling == (builtin->local_tiling != 0) && space[i].j_splits == 0 &&
+            space[i].lanes == builtin->lanes) {
+            candidate swap = space[0];
+            space[0] = space[i];
+            space[i] = swap;
+            return;
+        }
+}
+
+/* The bucket's points that an interrupted run saved (the resume file, under this bucket's key):
+ * recorded as tried and marked done in space. */
+static void resume_bucket(tuner *t, candidate *space, size_t count)
+{
+    fk__tuning_resume_key(&t->identity, t->kernel->name, t->accum, t->bucket->bucket, t->resume_key,
+                          sizeof t->resume_key);
+    if (!t->loop->reference) { /* another loop's points are not the reference loop's */
+        const size_t used = strlen(t->resume_key);
+        snprintf(t->resume_key + used, sizeof t->resume_key - used, "|%s", t->loop->name);
+    }
+    cJSON *saved = resume_points(t, 0);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, saved)
+    {
+        fk_tune_point p;
+        if (json_double(item, "n") != (double)t->n || !point_from_json(item, &p))
+            continue;
+        for (size_t i = 0; i < count; ++i)
+            if (!space[i].done && same_candidate(&space[i], &p)) {
+                space[i].done = 1;
+                record(t, &p);
+                break;
+            }
+    }
+}
+
 static fk_status tune_bucket(tuner *t, double share)
 {
     fk_tune_bucket_result *b = t->bucket;
@@ -808,37 +850,8 @@ static fk_status tune_bucket(tuner *t, double share)
     fk_variant builtin = {0};
     default_candidate(t, &builtin);
     shuffle(t, space, count);
-    for (size_t i = 0; i < count; ++i)
-        if (space[i].unroll_i == builtin.unroll_i && space[i].unroll_j == builtin.unroll_j &&
-            space[i].work_group_size == builtin.work_group_size &&
-            space[i].local_tiling == (builtin.local_tiling != 0) && space[i].j_splits == 0 &&
-            space[i].lanes == builtin.lanes) {
-            candidate swap = space[0];
-            space[0] = space[i];
-            space[i] = swap;
-            break;
-        }
-
-    fk__tuning_resume_key(&t->identity, t->kernel->name, t->accum, b->bucket, t->resume_key,
-                          sizeof t->resume_key);
-    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) { /* another loop's points are not these */
-        const size_t used = strlen(t->resume_key);
-        snprintf(t->resume_key + used, sizeof t->resume_key - used, "|%s", t->loop->name);
-    }
-    cJSON *saved = resume_points(t, 0);
-    const cJSON *item;
-    cJSON_ArrayForEach(item, saved)
-    {
-        fk_tune_point p;
-        if (json_double(item, "n") != (double)t->n || !point_from_json(item, &p))
-            continue;
-        for (size_t i = 0; i < count; ++i)
-            if (!space[i].done && same_candidate(&space[i], &p)) {
-                space[i].done = 1;
-                record(t, &p);
-                break;
-            }
-    }
+    put_first(space, count, &builtin);
+    resume_bucket(t, space, count);
     b->untuned_seconds = NAN;
     b->search = FK_TUNE_SAMPLED;
 
@@ -974,7 +987,7 @@ static void probe(tuner *t, double *seconds, size_t *n, double *overhead)
                              .work_group_size = builtin.work_group_size,
                              .eps = t->eps,
                              .algorithm = t->algorithm};
-    if (t->algorithm != FK_ALGORITHM_ALL_PAIRS) /* the loop's own default shape */
+    if (!t->loop->reference) /* the loop's own default shape */
         config.unroll_i = config.unroll_j = config.work_group_size = 0;
     fk_eval *eval = NULL;
     double measured = -1;
@@ -1000,9 +1013,96 @@ static double predicted_cost(double seconds0, size_t n0, size_t n, double overhe
     return seconds0 * ratio * ratio * (MIN_REPS + 2) + overhead;
 }
 
+/* What a loop other than the reference refuses for this kernel and accumulator (lanes where it
+ * has none, cells without a cutoff, the symmetric loop with a compensated accumulator) is an error
+ * of the run, not of every candidate. */
+static fk_status check_loop_runs(fk_context *context, const fk_tune_config *config,
+                                 const fk__loop *loop, const fk_kernel_desc *kernel_desc,
+                                 const fk_accum_desc *accum_desc)
+{
+    if (loop->reference)
+        return FK_OK;
+    const fk_kernel_info *kernel = &kernel_desc->info;
+    if (config->lanes > 0 && !loop->lane_form && !loop->list_lanes)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "lanes are a form of the all-pairs and neighbors loops, not of "
+                        "algorithm %s",
+                        loop->name);
+    const fk_eval_config probe_config = {
+        .struct_size = sizeof(fk_eval_config),
+        .kernel = kernel->name,
+        .accum = accum_desc->info.name,
+        .algorithm = loop->algorithm,
+        .lanes = -1,
+        .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0};
+    fk_eval *probe_eval = NULL;
+    const fk_status supported = fk_eval_create(context, &probe_config, &probe_eval);
+    fk_eval_destroy(probe_eval);
+    return supported;
+}
+
+/* Tunes every bucket of t->result in turn, each with its share of the remaining budget. What
+ * the first bucket measured predicts the others (N^2 work): buckets whose candidates could not run
+ * a few times in their share are skipped, and their share goes to the rest. */
+static fk_status tune_buckets(tuner *t)
+{
+    fk_tune_result *result = t->result;
+    fk_status status = FK_OK;
+    double reference_seconds = 0, overhead = 0;
+    size_t reference_n = 0;
+    if (result->buckets[0].n > 4 * PROBE_N)
+        probe(t, &reference_seconds, &reference_n, &overhead);
+    for (size_t i = 0; i < result->bucket_count && status == FK_OK && !t->stop; ++i) {
+        t->bucket = &result->buckets[i];
+        t->bucket_index = i;
+        t->n = t->bucket->n;
+        const double remaining = t->budget - (now() - t->start);
+        size_t feasible = result->bucket_count - i;
+        double share = remaining / (double)feasible;
+        if (reference_n) {
+            for (int round = 0; round < 8; ++round) {
+                size_t count = 0;
+                for (size_t k = i; k < result->bucket_count; ++k)
+                    if (3 * predicted_cost(reference_seconds, reference_n, result->buckets[k].n,
+                                           overhead) <=
+                        share)
+                        ++count;
+                if (count == 0 || count == feasible)
+                    break;
+                feasible = count;
+                share = remaining / (double)feasible;
+            }
+            const double cost = predicted_cost(reference_seconds, reference_n, t->n, overhead);
+            if (3 * cost > share) {
+                t->bucket->search = FK_TUNE_SKIPPED;
+                snprintf(t->bucket->note, sizeof t->bucket->note,
+                         "skipped: a candidate would take about %.3g s; the budget leaves %.3g s "
+                         "for this N (raise --budget)",
+                         cost, share);
+                if (report(t, 0, 0, NULL, t->bucket))
+                    t->stop = 1;
+                continue;
+            }
+        }
+        status = tune_bucket(t, share);
+        /* The latest bucket predicts the next best: its N is the nearest, and at small N a GPU's
+         * time is launch latency rather than N^2 work. */
+        if (status == FK_OK && t->bucket->has_best) {
+            reference_seconds = t->bucket->best.seconds;
+            reference_n = t->n;
+            overhead =
+                t->bucket->tried_count ? t->bucket->seconds / (double)t->bucket->tried_count : 0;
+        }
+        if (status == FK_OK &&
+            report(t, t->bucket->tried_count, t->bucket->tried_count, NULL, t->bucket))
+            t->stop = 1;
+    }
+    return status;
+}
+
 fk_status fk_tune_run(fk_context *context, const fk_tune_config *config, fk_tune_result **out)
 {
-    return fk__tune_run_loop(context, config, FK_ALGORITHM_ALL_PAIRS, out);
+    return fk__tune_run_loop(context, config, fk__loop_reference()->algorithm, out);
 }
 
 fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, int algorithm,
@@ -1043,28 +1143,9 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     const fk__loop *loop = fk__loop_for(algorithm);
     if (!loop)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "unknown algorithm %d", algorithm);
-    if (algorithm != FK_ALGORITHM_ALL_PAIRS) {
-        if (config->lanes > 0 && algorithm != FK_ALGORITHM_NEIGHBORS)
-            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                            "lanes are a form of the all-pairs and neighbors loops, not of "
-                            "algorithm %s",
-                            loop->name);
-        /* What the loop refuses for this kernel and accumulator (cells without a cutoff, the
-         * symmetric loop with a compensated accumulator) is an error of the run, not of every
-         * candidate. */
-        const fk_eval_config probe_config = {
-            .struct_size = sizeof(fk_eval_config),
-            .kernel = kernel->name,
-            .accum = accum->name,
-            .algorithm = algorithm,
-            .lanes = -1,
-            .eps = strncmp(kernel->input_format, "x y z m", 7) == 0 ? TUNE_EPS : 0.0};
-        fk_eval *probe_eval = NULL;
-        const fk_status supported = fk_eval_create(context, &probe_config, &probe_eval);
-        fk_eval_destroy(probe_eval);
-        if (supported != FK_OK)
-            return supported;
-    }
+    const fk_status runs = check_loop_runs(context, config, loop, kernel_desc, accum_desc);
+    if (runs != FK_OK)
+        return runs;
 
     fk_tune_result *result = calloc(1, sizeof *result);
     if (!result)
@@ -1086,9 +1167,9 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
     {
         fk_variant lanes = {0};
-        if (algorithm == FK_ALGORITHM_ALL_PAIRS)
+        if (loop->lane_form) /* the lane template, where automatic lanes would run it */
             t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
-        else if (algorithm == FK_ALGORITHM_NEIGHBORS && context->info.type == FK_DEVICE_CPU &&
+        else if (loop->list_lanes && context->info.type == FK_DEVICE_CPU &&
                  fk__registry_has_list_lanes(kernel_desc, accum_desc, context->info.fp64))
             t.lane_width = fk__device_lane_width(context); /* partners in lanes, on CPUs */
     }
@@ -1115,57 +1196,8 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
         b->untuned_seconds = NAN;
     }
 
-    /* What the first bucket measured predicts the others (N^2 work): buckets whose candidates
-     * could not run a few times in their share are skipped, and their share goes to the rest. */
-    double reference_seconds = 0, overhead = 0;
-    size_t reference_n = 0;
-    if (status == FK_OK && result->buckets[0].n > 4 * PROBE_N)
-        probe(&t, &reference_seconds, &reference_n, &overhead);
-    for (size_t i = 0; i < result->bucket_count && status == FK_OK && !t.stop; ++i) {
-        t.bucket = &result->buckets[i];
-        t.bucket_index = i;
-        t.n = t.bucket->n;
-        const double remaining = t.budget - (now() - t.start);
-        size_t feasible = result->bucket_count - i;
-        double share = remaining / (double)feasible;
-        if (reference_n) {
-            for (int round = 0; round < 8; ++round) {
-                size_t count = 0;
-                for (size_t k = i; k < result->bucket_count; ++k)
-                    if (3 * predicted_cost(reference_seconds, reference_n, result->buckets[k].n,
-                                           overhead) <=
-                        share)
-                        ++count;
-                if (count == 0 || count == feasible)
-                    break;
-                feasible = count;
-                share = remaining / (double)feasible;
-            }
-            const double cost = predicted_cost(reference_seconds, reference_n, t.n, overhead);
-            if (3 * cost > share) {
-                t.bucket->search = FK_TUNE_SKIPPED;
-                snprintf(t.bucket->note, sizeof t.bucket->note,
-                         "skipped: a candidate would take about %.3g s; the budget leaves %.3g s "
-                         "for this N (raise --budget)",
-                         cost, share);
-                if (report(&t, 0, 0, NULL, t.bucket))
-                    t.stop = 1;
-                continue;
-            }
-        }
-        status = tune_bucket(&t, share);
-        /* The latest bucket predicts the next best: its N is the nearest, and at small N a GPU's
-         * time is launch latency rather than N^2 work. */
-        if (status == FK_OK && t.bucket->has_best) {
-            reference_seconds = t.bucket->best.seconds;
-            reference_n = t.n;
-            overhead =
-                t.bucket->tried_count ? t.bucket->seconds / (double)t.bucket->tried_count : 0;
-        }
-        if (status == FK_OK &&
-            report(&t, t.bucket->tried_count, t.bucket->tried_count, NULL, t.bucket))
-            t.stop = 1;
-    }
+    if (status == FK_OK)
+        status = tune_buckets(&t);
     result->interrupted = t.stop;
     result->seconds = now() - t.start;
     free_system(&t);

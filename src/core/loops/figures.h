@@ -1,7 +1,7 @@
-/* Internals of the symmetric pair loop and the kernel figures that bench/kernel_info.c prints. Not
- * installed. */
-#ifndef FK_SYMMETRIC_H
-#define FK_SYMMETRIC_H
+/* The kernel figures of a loop (clGetKernelWorkGroupInfo), which bench/kernel_info.c prints
+ * through fk__eval_kernel_figures (src/core/eval/eval.h). Not installed. */
+#ifndef FK_LOOP_FIGURES_H
+#define FK_LOOP_FIGURES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,10 +16,5 @@ typedef struct fk__kernel_figures {
     size_t work_group_size;    /* CL_KERNEL_WORK_GROUP_SIZE: the most this kernel can run */
     size_t preferred_multiple; /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
 } fk__kernel_figures;
-
-/* The figures of every kernel the evaluation holds (all-pairs, split reduction, bound pre-pass,
- * symmetric pair and reduction), up to capacity; *count says how many there are. */
-fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figures, size_t capacity,
-                                  size_t *count);
 
 #endif
