@@ -177,6 +177,206 @@ static int grow_particles(fkt_sim_checkpoint *checkpoint, size_t index, size_t *
     return 1;
 }
 
+/* The first line: "forcekit-checkpoint VERSION" with the version this forcekit reads. */
+static const char *read_version(reader *r, char *detail, size_t detail_size)
+{
+    char *line = next_line(r);
+    int version = 0;
+    char tail = 0;
+    if (!line || sscanf(line, "forcekit-checkpoint %d%c", &version, &tail) != 1)
+        return "not a forcekit checkpoint (the first line must be 'forcekit-checkpoint "
+               "VERSION')";
+    if (version == 1) {
+        /* Format 1 had no checksum, and was written only by development versions before 0.2.0
+         * (checkpoints arrived with 0.2.0): a restart that cannot be checked is refused rather
+         * than trusted, and the run it came from can be repeated from its inputs. */
+        return "checkpoint format version 1 has no checksum and is no longer read (it came "
+               "only from development versions before 0.2.0: repeat that run); this "
+               "forcekit reads 2";
+    }
+    if (version != FKT_SIM_CHECKPOINT_VERSION) {
+        snprintf(detail, detail_size, "checkpoint format version %d; this forcekit reads %d",
+                 version, FKT_SIM_CHECKPOINT_VERSION);
+        return detail;
+    }
+    return NULL;
+}
+
+/* The checksum first, over the whole file; then back to the start, past the version line, with
+ * the content hashed again as it is parsed (the bytes parsed are the bytes checked, whatever
+ * happened to the file in between). A problem of the whole file is written to whole and returned
+ * as ""; a line too long or a read error is left in r for read_result. */
+static const char *check_whole_file(reader *r, uint64_t *stored, char *whole, size_t whole_size)
+{
+    if (fseek(r->file, 0, SEEK_SET) != 0) {
+        snprintf(whole, whole_size,
+                 "cannot read checkpoint %s twice (the checksum, then the content): it must be "
+                 "a regular file",
+                 r->path);
+        return "";
+    }
+    if (verify_checksum(r, stored, whole, whole_size))
+        return ""; /* in whole, or r->too_long / a read error */
+    if (fseek(r->file, 0, SEEK_SET) != 0) {
+        snprintf(whole, whole_size, "cannot read checkpoint %s again", r->path);
+        return "";
+    }
+    r->number = 0;
+    r->hashing = 1;
+    XXH3_64bits_reset(&r->hash);
+    next_line(r); /* the version line, read before */
+    return NULL;
+}
+
+/* The header after the version: options and comments up to "step S", then "n N", "columns C"
+ * and "samples M". */
+static const char *read_header(reader *r, fkt_sim_checkpoint *checkpoint, size_t *columns)
+{
+    unsigned long long value = 0;
+    for (;;) {
+        char *line = next_line(r);
+        if (!line)
+            return "truncated: no 'step' line";
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        if (strncmp(line, "option ", 7) == 0) {
+            const char *key = line + 7, *space = strchr(key, ' ');
+            const size_t key_length = space ? (size_t)(space - key) : strlen(key);
+            if (key_length == 0 || key_length >= sizeof checkpoint->options[0].key ||
+                checkpoint->option_count == FKT_SIM_MAX_OPTIONS)
+                return "malformed or too many options";
+            fkt_sim_option *option = &checkpoint->options[checkpoint->option_count++];
+            memcpy(option->key, key, key_length);
+            option->key[key_length] = '\0';
+            snprintf(option->value, sizeof option->value, "%s", space ? space + 1 : "");
+            continue;
+        }
+        if (!parse_count_line(line, "step", &value))
+            return "expected 'step S'";
+        checkpoint->step = value;
+        break;
+    }
+    char *line = next_line(r);
+    if (!line || !parse_count_line(line, "n", &value) || value == 0 || value > (1ull << 30))
+        return "expected 'n N' with 0 < N <= 2^30";
+    checkpoint->n = (size_t)value;
+    line = next_line(r);
+    if (!line || !parse_count_line(line, "columns", &value) || (value != 9 && value != 12))
+        return "expected 'columns 9' or 'columns 12'";
+    checkpoint->has_jerk = value == 12;
+    *columns = (size_t)value;
+    line = next_line(r);
+    if (!line || !parse_count_line(line, "samples", &value) || value > (1ull << 32))
+        return "expected 'samples M'";
+    checkpoint->sample_count = (size_t)value;
+    return NULL;
+}
+
+/* The energy samples, "step kinetic potential" each. The header's counts drive no allocation
+ * before the data is there (a 71-byte file asked for 24.7 GB): the arrays grow as the lines
+ * arrive, never beyond the counts (here and in read_particles). */
+static const char *read_samples(reader *r, fkt_sim_checkpoint *checkpoint)
+{
+    size_t sample_capacity = 0;
+    for (size_t s = 0; s < checkpoint->sample_count; ++s) {
+        if (!grow_samples(checkpoint, s, &sample_capacity))
+            return "out of memory";
+        char *line = next_line(r);
+        char *end = NULL;
+        double energies[2];
+        if (!line || line[0] < '0' || line[0] > '9')
+            return "truncated or malformed energy sample";
+        errno = 0;
+        checkpoint->samples[s].step = strtoull(line, &end, 10);
+        if (errno || *end != ' ' || !parse_numbers(end, energies, 2))
+            return "malformed energy sample (expected: step kinetic potential)";
+        checkpoint->samples[s].kinetic = energies[0];
+        checkpoint->samples[s].potential = energies[1];
+    }
+    return NULL;
+}
+
+/* "particles", then n lines of position, velocity, acceleration (and jerk). */
+static const char *read_particles(reader *r, fkt_sim_checkpoint *checkpoint, size_t columns,
+                                  char *detail, size_t detail_size)
+{
+    char *line = next_line(r);
+    if (!line || strcmp(line, "particles") != 0)
+        return "expected 'particles'";
+    size_t particle_capacity = 0;
+    for (size_t i = 0; i < checkpoint->n; ++i) {
+        double row[12];
+        if (!grow_particles(checkpoint, i, &particle_capacity))
+            return "out of memory";
+        line = next_line(r);
+        if (!line)
+            return "truncated: fewer particle lines than n";
+        if (!parse_numbers(line, row, columns)) {
+            snprintf(detail, detail_size, "expected %zu finite numbers", columns);
+            return detail;
+        }
+        for (int k = 0; k < 3; ++k) {
+            checkpoint->position[3 * i + (size_t)k] = row[k];
+            checkpoint->velocity[3 * i + (size_t)k] = row[3 + k];
+            checkpoint->acceleration[3 * i + (size_t)k] = row[6 + k];
+            if (checkpoint->jerk)
+                checkpoint->jerk[3 * i + (size_t)k] = row[9 + k];
+        }
+    }
+    return NULL;
+}
+
+/* "end", the checksum line (the same as in the first pass, and of the lines parsed), and nothing
+ * after it. A mismatch is a problem of the whole file: written to whole, returned as "". */
+static const char *read_end(reader *r, uint64_t stored, char *whole, size_t whole_size)
+{
+    char *line = next_line(r);
+    if (!line || strcmp(line, "end") != 0)
+        return "truncated: no 'end' line after the particles";
+    r->hashing = 0; /* the checksum line */
+    uint64_t again = 0;
+    line = next_line(r);
+    if (!line || !fkt_sim__parse_checksum_line(line, &again) || again != stored ||
+        XXH3_64bits_digest(&r->hash) != stored) {
+        snprintf(whole, whole_size,
+                 "checkpoint %s is damaged: checksum mismatch (the file changed while it was "
+                 "read, or holds text after 'end')",
+                 r->path);
+        return "";
+    }
+    if (next_line(r))
+        return "text after the checksum line";
+    return NULL;
+}
+
+/* Closes the file and turns what went wrong into a status and a message: a line too long, then a
+ * read error, then a problem of the whole file (no line number), then one of the current line. */
+static fk_status read_result(reader *r, fkt_sim_checkpoint *checkpoint, const char *problem,
+                             char *whole, char *error, size_t error_size)
+{
+    if (r->too_long) {
+        problem = "input too large: a line longer than FKT_IO_MAX_LINE (1 MiB)";
+        whole[0] = '\0';
+    }
+    const int read_error = ferror(r->file);
+    fclose(r->file);
+    free(r->line);
+    fk_status status = FK_OK;
+    if (read_error) {
+        fk_format_message(error, error_size, "cannot read checkpoint %s", r->path);
+        status = FK_ERR_IO;
+    } else if (whole[0]) {
+        fk_format_message(error, error_size, "%s", whole);
+        status = FK_ERR_PARSE;
+    } else if (problem) {
+        fk_format_message(error, error_size, "%s:%zu: %s", r->path, r->number, problem);
+        status = FK_ERR_PARSE;
+    }
+    if (status != FK_OK)
+        fkt_sim_checkpoint_free(checkpoint);
+    return status;
+}
+
 fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoint, char *error,
                                   size_t error_size)
 {
@@ -188,202 +388,21 @@ fk_status fkt_sim_checkpoint_read(const char *path, fkt_sim_checkpoint *checkpoi
                           strerror(errno));
         return FK_ERR_IO;
     }
-    const char *problem = NULL;
     char detail[160] = "";
     /* A whole-file refusal (a damaged file) is reported without a line number. */
     char whole[4608] = ""; /* a path (up to PATH_MAX) and the reason */
     uint64_t stored = 0;
-    char *line = next_line(&r);
-    int version = 0;
-    char tail = 0;
-    if (!line || sscanf(line, "forcekit-checkpoint %d%c", &version, &tail) != 1) {
-        problem = "not a forcekit checkpoint (the first line must be 'forcekit-checkpoint "
-                  "VERSION')";
-        goto done;
-    }
-    if (version == 1) {
-        /* Format 1 had no checksum, and was written only by development versions before 0.2.0
-         * (checkpoints arrived with 0.2.0): a restart that cannot be checked is refused rather
-         * than trusted, and the run it came from can be repeated from its inputs. */
-        problem = "checkpoint format version 1 has no checksum and is no longer read (it came "
-                  "only from development versions before 0.2.0: repeat that run); this "
-                  "forcekit reads 2";
-        goto done;
-    }
-    if (version != FKT_SIM_CHECKPOINT_VERSION) {
-        snprintf(detail, sizeof detail, "checkpoint format version %d; this forcekit reads %d",
-                 version, FKT_SIM_CHECKPOINT_VERSION);
-        problem = detail;
-        goto done;
-    }
-    /* The checksum first, over the whole file; then the content, hashed again as it is parsed
-     * (the bytes parsed are the bytes checked, whatever happened to the file in between). */
-    if (fseek(r.file, 0, SEEK_SET) != 0) {
-        snprintf(whole, sizeof whole,
-                 "cannot read checkpoint %s twice (the checksum, then the content): it must be "
-                 "a regular file",
-                 path);
-        goto done;
-    }
-    problem = verify_checksum(&r, &stored, whole, sizeof whole);
-    if (problem) {
-        problem = NULL; /* in whole, or r.too_long / a read error */
-        goto done;
-    }
-    if (fseek(r.file, 0, SEEK_SET) != 0) {
-        snprintf(whole, sizeof whole, "cannot read checkpoint %s again", path);
-        goto done;
-    }
-    r.number = 0;
-    r.hashing = 1;
-    XXH3_64bits_reset(&r.hash);
-    line = next_line(&r); /* the version line, read above */
-    unsigned long long value = 0;
-    /* options and comments, up to "step" */
-    for (;;) {
-        line = next_line(&r);
-        if (!line) {
-            problem = "truncated: no 'step' line";
-            goto done;
-        }
-        if (line[0] == '#' || line[0] == '\0')
-            continue;
-        if (strncmp(line, "option ", 7) == 0) {
-            const char *key = line + 7, *space = strchr(key, ' ');
-            const size_t key_length = space ? (size_t)(space - key) : strlen(key);
-            if (key_length == 0 || key_length >= sizeof checkpoint->options[0].key ||
-                checkpoint->option_count == FKT_SIM_MAX_OPTIONS) {
-                problem = "malformed or too many options";
-                goto done;
-            }
-            fkt_sim_option *option = &checkpoint->options[checkpoint->option_count++];
-            memcpy(option->key, key, key_length);
-            option->key[key_length] = '\0';
-            snprintf(option->value, sizeof option->value, "%s", space ? space + 1 : "");
-            continue;
-        }
-        if (!parse_count_line(line, "step", &value)) {
-            problem = "expected 'step S'";
-            goto done;
-        }
-        checkpoint->step = value;
-        break;
-    }
-    line = next_line(&r);
-    if (!line || !parse_count_line(line, "n", &value) || value == 0 || value > (1ull << 30)) {
-        problem = "expected 'n N' with 0 < N <= 2^30";
-        goto done;
-    }
-    checkpoint->n = (size_t)value;
-    line = next_line(&r);
-    if (!line || !parse_count_line(line, "columns", &value) || (value != 9 && value != 12)) {
-        problem = "expected 'columns 9' or 'columns 12'";
-        goto done;
-    }
-    checkpoint->has_jerk = value == 12;
-    const size_t columns = (size_t)value;
-    line = next_line(&r);
-    if (!line || !parse_count_line(line, "samples", &value) || value > (1ull << 32)) {
-        problem = "expected 'samples M'";
-        goto done;
-    }
-    checkpoint->sample_count = (size_t)value;
-    const size_t n = checkpoint->n;
-    /* The header's counts drive no allocation before the data is there (a 71-byte file asked
-     * for 24.7 GB): the arrays grow as the lines arrive, never beyond the counts. */
-    size_t sample_capacity = 0, particle_capacity = 0;
-    for (size_t s = 0; s < checkpoint->sample_count; ++s) {
-        if (!grow_samples(checkpoint, s, &sample_capacity)) {
-            problem = "out of memory";
-            goto done;
-        }
-        line = next_line(&r);
-        char *end = NULL;
-        double energies[2];
-        if (!line || line[0] < '0' || line[0] > '9') {
-            problem = "truncated or malformed energy sample";
-            goto done;
-        }
-        errno = 0;
-        checkpoint->samples[s].step = strtoull(line, &end, 10);
-        if (errno || *end != ' ' || !parse_numbers(end, energies, 2)) {
-            problem = "malformed energy sample (expected: step kinetic potential)";
-            goto done;
-        }
-        checkpoint->samples[s].kinetic = energies[0];
-        checkpoint->samples[s].potential = energies[1];
-    }
-    line = next_line(&r);
-    if (!line || strcmp(line, "particles") != 0) {
-        problem = "expected 'particles'";
-        goto done;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        double row[12];
-        if (!grow_particles(checkpoint, i, &particle_capacity)) {
-            problem = "out of memory";
-            goto done;
-        }
-        line = next_line(&r);
-        if (!line) {
-            problem = "truncated: fewer particle lines than n";
-            goto done;
-        }
-        if (!parse_numbers(line, row, columns)) {
-            snprintf(detail, sizeof detail, "expected %zu finite numbers", columns);
-            problem = detail;
-            goto done;
-        }
-        for (int k = 0; k < 3; ++k) {
-            checkpoint->position[3 * i + (size_t)k] = row[k];
-            checkpoint->velocity[3 * i + (size_t)k] = row[3 + k];
-            checkpoint->acceleration[3 * i + (size_t)k] = row[6 + k];
-            if (checkpoint->jerk)
-                checkpoint->jerk[3 * i + (size_t)k] = row[9 + k];
-        }
-    }
-    line = next_line(&r);
-    if (!line || strcmp(line, "end") != 0) {
-        problem = "truncated: no 'end' line after the particles";
-        goto done;
-    }
-    r.hashing = 0; /* the checksum line */
-    uint64_t again = 0;
-    line = next_line(&r);
-    if (!line || !fkt_sim__parse_checksum_line(line, &again) || again != stored ||
-        XXH3_64bits_digest(&r.hash) != stored) {
-        snprintf(whole, sizeof whole,
-                 "checkpoint %s is damaged: checksum mismatch (the file changed while it was "
-                 "read, or holds text after 'end')",
-                 path);
-        goto done;
-    }
-    if (next_line(&r)) {
-        problem = "text after the checksum line";
-        goto done;
-    }
-done:;
-    if (r.too_long) {
-        problem = "input too large: a line longer than FKT_IO_MAX_LINE (1 MiB)";
-        whole[0] = '\0';
-    }
-    const int read_error = ferror(r.file);
-    fclose(r.file);
-    free(r.line);
-    if (read_error) {
-        fk_format_message(error, error_size, "cannot read checkpoint %s", path);
-        fkt_sim_checkpoint_free(checkpoint);
-        return FK_ERR_IO;
-    }
-    if (whole[0]) {
-        fk_format_message(error, error_size, "%s", whole);
-        fkt_sim_checkpoint_free(checkpoint);
-        return FK_ERR_PARSE;
-    }
-    if (problem) {
-        fk_format_message(error, error_size, "%s:%zu: %s", path, r.number, problem);
-        fkt_sim_checkpoint_free(checkpoint);
-        return FK_ERR_PARSE;
-    }
-    return FK_OK;
+    size_t columns = 0;
+    const char *problem = read_version(&r, detail, sizeof detail);
+    if (!problem)
+        problem = check_whole_file(&r, &stored, whole, sizeof whole);
+    if (!problem)
+        problem = read_header(&r, checkpoint, &columns);
+    if (!problem)
+        problem = read_samples(&r, checkpoint);
+    if (!problem)
+        problem = read_particles(&r, checkpoint, columns, detail, sizeof detail);
+    if (!problem)
+        problem = read_end(&r, stored, whole, sizeof whole);
+    return read_result(&r, checkpoint, problem, whole, error, error_size);
 }

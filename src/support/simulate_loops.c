@@ -10,7 +10,7 @@
 
 fk_algorithm fkt_sim_algorithm(const fkt_sim *sim)
 {
-    fk_variant variant; /* the loop that runs: FK_ALGORITHM_AUTO's choice too */
+    fk_variant variant; /* the loop that runs: the library's choice too, when asked for one */
     if (sim->eval && fk_eval_get_variant(sim->eval, &variant) == FK_OK)
         return (fk_algorithm)variant.algorithm;
     return (fk_algorithm)sim->config.eval.algorithm;
@@ -81,14 +81,27 @@ static fk_status time_eval(fkt_sim *sim, fk_eval *eval, double *seconds)
     return status;
 }
 
-/* auto_algorithm: all-pairs is the baseline (a failure there is the run's failure); the others
- * are tried when the library has them for this kernel and skipped with a note otherwise. */
+/* The pair loops a trial run times, in the library's order, into loops[capacity]; their count.
+ * The one place in the simulation driver that lists loops: it asks the library for each loop's
+ * name (fk_algorithm's values are appended, never reused) until there is none, so a new loop is
+ * tried without an edit here. (#35: once the loop table describes itself, ask it here.) */
+static size_t pair_loops(fk_algorithm *loops, size_t capacity)
+{
+    size_t count = 0;
+    for (int value = 0; count < capacity && fk_algorithm_name((fk_algorithm)value); ++value)
+        loops[count++] = (fk_algorithm)value;
+    return count;
+}
+
+/* auto_algorithm: the library's first loop (all-pairs, every kernel has it) is the baseline, a
+ * failure there is the run's failure; the others are tried when the library has them for this
+ * kernel and skipped with a note otherwise. */
 fk_status fkt_sim__choose_algorithm(fkt_sim *sim, const fk_particles *view)
 {
-    static const fk_algorithm candidates[] = {FK_ALGORITHM_ALL_PAIRS, FK_ALGORITHM_SYMMETRIC,
-                                              FK_ALGORITHM_CELLS, FK_ALGORITHM_NEIGHBORS};
+    fk_algorithm candidates[FKT_SIM_MAX_TRIALS];
+    const size_t count = pair_loops(candidates, FKT_SIM_MAX_TRIALS);
     double best_seconds = HUGE_VAL;
-    for (size_t c = 0; c < sizeof candidates / sizeof candidates[0]; ++c) {
+    for (size_t c = 0; c < count; ++c) {
         fkt_sim_trial *trial = &sim->trials[sim->trial_count++];
         memset(trial, 0, sizeof *trial);
         trial->algorithm = candidates[c];
@@ -102,8 +115,11 @@ fk_status fkt_sim__choose_algorithm(fkt_sim *sim, const fk_particles *view)
         if (status != FK_OK) {
             snprintf(trial->note, sizeof trial->note, "%s", fk_context_last_error(sim->context));
             fk_eval_destroy(eval);
-            if (candidates[c] == FK_ALGORITHM_ALL_PAIRS)
-                return fkt_sim__failure(sim, status, "all-pairs evaluation");
+            if (c == 0) {
+                char what[64];
+                snprintf(what, sizeof what, "%s evaluation", fk_algorithm_name(candidates[c]));
+                return fkt_sim__failure(sim, status, what);
+            }
             continue;
         }
         trial->seconds_per_step = seconds;
