@@ -9,32 +9,28 @@
 
 #include "support/simulate_private.h"
 
+/* The integrators' names, in fkt_integrator's order: one table for both directions. */
+static const char *const integrator_names[] = {
+    [FKT_INTEGRATOR_VERLET] = "verlet",
+    [FKT_INTEGRATOR_HERMITE] = "hermite",
+    [FKT_INTEGRATOR_LANGEVIN] = "langevin",
+};
+enum { INTEGRATOR_COUNT = sizeof integrator_names / sizeof integrator_names[0] };
+
 const char *fkt_integrator_name(fkt_integrator integrator)
 {
-    switch (integrator) {
-    case FKT_INTEGRATOR_VERLET:
-        return "verlet";
-    case FKT_INTEGRATOR_HERMITE:
-        return "hermite";
-    case FKT_INTEGRATOR_LANGEVIN:
-        return "langevin";
-    }
-    return NULL;
+    return (int)integrator >= 0 && (int)integrator < INTEGRATOR_COUNT ? integrator_names[integrator]
+                                                                      : NULL;
 }
 
 int fkt_integrator_find(const char *name, fkt_integrator *integrator)
 {
-    if (!name)
-        return 0;
-    if (strcmp(name, "verlet") == 0)
-        *integrator = FKT_INTEGRATOR_VERLET;
-    else if (strcmp(name, "hermite") == 0)
-        *integrator = FKT_INTEGRATOR_HERMITE;
-    else if (strcmp(name, "langevin") == 0)
-        *integrator = FKT_INTEGRATOR_LANGEVIN;
-    else
-        return 0;
-    return 1;
+    for (int k = 0; name && k < INTEGRATOR_COUNT; ++k)
+        if (strcmp(name, integrator_names[k]) == 0) {
+            *integrator = (fkt_integrator)k;
+            return 1;
+        }
+    return 0;
 }
 
 /* Keeps a coordinate in [0, L): a multiple of L off, in double, so the dynamics is unchanged.
