@@ -121,7 +121,7 @@ static void step_ok(fk_integrator *integrator, uint64_t steps)
         fail_msg("fk_integrator_step: %s", fk_context_last_error(fk_test_context));
 }
 
-/* src/support/simulate.c's wrap, the same operations as the device's. */
+/* src/support/simulate_step.c's wrap, the same operations as the device's. */
 static double wrap(double x, double side)
 {
     if (x >= 0 && x < side)
@@ -600,8 +600,8 @@ static fk_integrator *hermite_integrator(fk_eval *eval, const double *x, const d
     return integrator;
 }
 
-/* src/support/simulate.c's hermite_step with the forces of `eval` (accelerations and jerks), or
- * with the double reference at the positions and velocities rounded to float (eval NULL). */
+/* src/support/simulate_step.c's hermite_step with the forces of `eval` (accelerations and jerks),
+ * or with the double reference at the positions and velocities rounded to float (eval NULL). */
 static void host_hermite(fk_eval *eval, const double *mass, double *x, double *v)
 {
     const double dt = HERMITE_DT, half = 0.5 * dt, twelfth = dt * dt / 12.0;

@@ -1,5 +1,5 @@
 /*
- * The simulation driver (src/support/simulate.c) and the evaluation's update fast path
+ * The simulation driver (src/support/simulate*.c) and the evaluation's update fast path
  * (fk_eval_update_positions), on the device:
  *
  * - A two-body circular orbit (G = 1, masses 1/2, separation 1, period 2 pi) with ga and velocity

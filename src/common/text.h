@@ -1,5 +1,6 @@
-/* Two string helpers the library and the tools share (not installed): the bounded message
- * formatting every reader and writer reports its errors with, and C11's missing strdup. */
+/* String helpers the library, the tools and the command share (not installed): the bounded
+ * message formatting every reader and writer reports its errors with, C11's missing strdup, a
+ * joined copy of two strings and a copy cut to a fixed field. */
 #ifndef FK_TEXT_H
 #define FK_TEXT_H
 
@@ -30,6 +31,28 @@ static inline char *fk_copy_string(const char *text)
     if (copy)
         memcpy(copy, text, size);
     return copy;
+}
+
+/* A malloc'ed a followed by b (a path and its suffix, say); NULL when out of memory. */
+static inline char *fk_concatenate(const char *a, const char *b)
+{
+    const size_t size = strlen(a) + strlen(b) + 1;
+    char *joined = malloc(size);
+    if (joined)
+        snprintf(joined, size, "%s%s", a, b);
+    return joined;
+}
+
+/* Copies at most size - 1 bytes of text (NULL: empty) into out: a key longer than its fixed
+ * field is cut on purpose. */
+static inline void fk_copy_text(char *out, size_t size, const char *text)
+{
+    size_t length = text ? strlen(text) : 0;
+    if (length >= size)
+        length = size - 1;
+    if (length)
+        memcpy(out, text, length);
+    out[length] = '\0';
 }
 
 #endif

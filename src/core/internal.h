@@ -31,7 +31,7 @@ struct fk_context {
     char *cache_dir;         /* NULL: cache off */
     char *last_error;
     size_t last_error_capacity;
-    struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune_db.c) */
+    struct fk_tuning_db *tuning; /* tuning databases and this device's keys (tune/db.h) */
     char *warnings;              /* fk_context_warnings: not errors, never cleared */
     int native_rsqrt; /* src/core/probes/lanes_rsqrt.c: 0 not probed yet, 1 a good estimate, 2 not
                        */

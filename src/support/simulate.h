@@ -48,9 +48,9 @@ typedef struct fkt_sim_config {
     fk_eval_config eval;
     fkt_integrator integrator;
     double dt;
-    /* Try every pair loop (all-pairs, symmetric, cells, neighbors) the kernel and device support,
-     * time a few evaluations of each on the initial particles and keep the fastest; eval.algorithm
-     * is then ignored. */
+    /* Try every pair loop the library has (fk_algorithm_name names it) that the kernel and device
+     * support, time a few evaluations of each on the initial particles and keep the fastest;
+     * eval.algorithm is then ignored. */
     int auto_algorithm;
     const fk_pair_table *pair_table; /* NULL: the default single type */
     const size_t *exclusions;        /* 2 indices per pair */
@@ -67,7 +67,9 @@ typedef struct fkt_sim_config {
     uint64_t seed;                /* Langevin: the seed of the noise */
 } fkt_sim_config;
 
-/* What auto_algorithm measured, per candidate. */
+/* What auto_algorithm measured, per candidate: room for every pair loop the library has (a loop
+ * beyond FKT_SIM_MAX_TRIALS would not be tried). */
+#define FKT_SIM_MAX_TRIALS 8
 typedef struct fkt_sim_trial {
     fk_algorithm algorithm;
     fk_status status;        /* FK_OK: measured; otherwise why it was skipped */
@@ -116,7 +118,7 @@ typedef struct fkt_sim {
     double device_seconds; /* OpenCL event time of every evaluation so far */
     fkt_sim_timing timing;
     uint64_t evaluations;
-    fkt_sim_trial trials[4]; /* auto_algorithm: what was tried */
+    fkt_sim_trial trials[FKT_SIM_MAX_TRIALS]; /* auto_algorithm: what was tried */
     size_t trial_count;
     char message[1024];        /* the detail of the last failure */
     fk_integrator *integrator; /* config.device: the library's integrator on eval */

@@ -567,6 +567,189 @@ static void residue_centre(fkt_rand48 *r, const residue_site *site, double centr
     }
 }
 
+/* The three residue kinds (SIDE_*): their atoms and excluded (1-2, 1-3) pairs. */
+typedef struct residue_kinds {
+    zatom atoms[3][RESIDUE_ATOMS];
+    size_t pairs[3][64][2], pair_count[3];
+} residue_kinds;
+
+/* The sequence: FKT_PROTEIN_CHARGED acidic and as many basic residues at random places (so the
+ * solute is neutral), the rest aliphatic. */
+static void random_sequence(fkt_rand48 *r, int *sequence, size_t residues)
+{
+    for (size_t i = 0; i < residues; i++)
+        sequence[i] = i < FKT_PROTEIN_CHARGED       ? SIDE_ACID
+                      : i < 2 * FKT_PROTEIN_CHARGED ? SIDE_BASE
+                                                    : SIDE_ALIPHATIC;
+    for (size_t i = residues - 1; i > 0; i--) { /* Fisher-Yates */
+        size_t j = (size_t)(fkt_rand48_drand(r) * (double)(i + 1));
+        int t = sequence[i];
+        sequence[i] = sequence[j];
+        sequence[j] = t;
+    }
+}
+
+/* Whether a conformation of a residue puts two of its atoms that are not an excluded pair closer
+ * than their clash radii. */
+static int residue_clashes_itself(const residue_kinds *kinds, int side,
+                                  double local[RESIDUE_ATOMS][3])
+{
+    const zatom *atoms = kinds->atoms[side];
+    for (int i = 0; i < RESIDUE_ATOMS; i++)
+        for (int j = i + 1; j < RESIDUE_ATOMS; j++) {
+            int excluded = 0;
+            for (size_t e = 0; e < kinds->pair_count[side]; e++)
+                excluded |=
+                    kinds->pairs[side][e][0] == (size_t)i && kinds->pairs[side][e][1] == (size_t)j;
+            double diff[3];
+            sub3(local[i], local[j], diff);
+            double limit = clash_radius(atoms[i].type) + clash_radius(atoms[j].type);
+            if (!excluded &&
+                diff[0] * diff[0] + diff[1] * diff[1] + diff[2] * diff[2] < limit * limit)
+                return 1;
+        }
+    return 0;
+}
+
+/* A molecule's atoms (local coordinates rotated and moved to centre) written at base; 1 when none
+ * clashes with an atom placed before (the writing stops at the first that does). */
+static int place_molecule(const grid *g, fkt_particle_set *set, size_t base, int count,
+                          const double centre[3], double rotation[3][3], double local[][3],
+                          const int *types)
+{
+    for (int i = 0; i < count; i++) {
+        double *p = set->position + 3 * (base + (size_t)i);
+        for (int d = 0; d < 3; d++)
+            p[d] = centre[d] + rotation[d][0] * local[i][0] + rotation[d][1] * local[i][1] +
+                   rotation[d][2] * local[i][2];
+        clash_query q = {set->type, types[i]};
+        if (grid_any(g, p, clashes, &q))
+            return 0;
+    }
+    return 1;
+}
+
+/* Keeps a placed molecule: its types and charges, its atoms in the grid, its excluded pairs. */
+static void keep_molecule(grid *g, fkt_system *system, size_t base, int count, const int *types,
+                          const double *charges, const size_t pairs[][2], size_t pair_count)
+{
+    fkt_particle_set *set = &system->particles;
+    for (int i = 0; i < count; i++) {
+        set->type[base + (size_t)i] = types[i];
+        set->mass[base + (size_t)i] = charges[i];
+        grid_insert(g, base + (size_t)i);
+    }
+    for (size_t e = 0; e < pair_count; e++) {
+        system->exclusions[2 * system->exclusion_count] = base + pairs[e][0];
+        system->exclusions[2 * system->exclusion_count + 1] = base + pairs[e][1];
+        system->exclusion_count++;
+    }
+}
+
+/* The solute grows as a chain of the sequence's residues in a ball of the given radius, each at a
+ * random conformation, orientation and place that clashes with nothing. */
+static fk_status place_solute(fkt_rand48 *r, grid *g, fkt_system *system,
+                              const residue_kinds *kinds, const int *sequence, size_t residues,
+                              double ball)
+{
+    residue_site site = {.chained = 0, .radius = ball};
+    size_t placed = 0;
+    int failures = 0;
+    while (placed < residues) {
+        const int side = sequence[placed];
+        const zatom *atoms = kinds->atoms[side];
+        const size_t base = placed * RESIDUE_ATOMS;
+        /* Near the previous residue first; after FKT_PROTEIN_ATTEMPTS failures anywhere in the ball
+         * (a chain break); after as many again, a wider ball. */
+        site.chained = placed > 0 && failures < FKT_PROTEIN_ATTEMPTS;
+        if (failures >= 2 * FKT_PROTEIN_ATTEMPTS) {
+            site.radius += 0.5;
+            failures = 0;
+            if (site.radius > ball + 20.0)
+                return FK_ERR_INVALID_INPUT; /* cannot happen: the ball grows without bound */
+            continue;
+        }
+        double local[RESIDUE_ATOMS][3], rotation[3][3], centre[3];
+        build_residue(r, atoms, local);
+        random_rotation(r, rotation);
+        residue_centre(r, &site, centre);
+        int types[RESIDUE_ATOMS];
+        double charges[RESIDUE_ATOMS];
+        for (int i = 0; i < RESIDUE_ATOMS; i++) {
+            types[i] = atoms[i].type;
+            charges[i] = atoms[i].charge;
+        }
+        /* Non-excluded pairs inside the residue, then the atoms placed before. */
+        if (residue_clashes_itself(kinds, side, local) ||
+            !place_molecule(g, &system->particles, base, RESIDUE_ATOMS, centre, rotation, local,
+                            types)) {
+            failures++;
+            continue;
+        }
+        keep_molecule(g, system, base, RESIDUE_ATOMS, types, charges, kinds->pairs[side],
+                      kinds->pair_count[side]);
+        memcpy(site.previous, centre, sizeof centre);
+        failures = 0;
+        placed++;
+    }
+    return FK_OK;
+}
+
+/* Waters: SPC/E geometry, O uniform in the shell between the solute's radius - 4 and + 4
+ * Angstrom (r^3 uniform), random orientation, kept when nothing clashes. */
+static fk_status place_waters(fkt_rand48 *r, grid *g, fkt_system *system)
+{
+    const fkt_particle_set *set = &system->particles;
+    double radius = 0.0;
+    for (size_t i = 0; i < FKT_PROTEIN_SOLUTE_ATOMS; i++) {
+        const double *p = set->position + 3 * i;
+        radius = fmax(radius, sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]));
+    }
+    const double inner = fmax(radius - 4.0, 0.0), outer = radius + 4.0;
+    const double half_angle = 0.5 * SPCE_ANGLE * pi / 180.0;
+    /* Not const: place_molecule takes the residues' arrays too, and C11 does not convert a
+     * pointer to arrays into a pointer to arrays of const. */
+    double local_water[3][3] = {{0, 0, 0},
+                                {SPCE_OH * sin(half_angle), SPCE_OH * cos(half_angle), 0},
+                                {-SPCE_OH * sin(half_angle), SPCE_OH * cos(half_angle), 0}};
+    const int water_types[3] = {T_OW, T_HW, T_HW};
+    const double water_charges[3] = {SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O};
+    static const size_t water_pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
+    size_t waters = 0;
+    for (long attempt = 0; waters < FKT_PROTEIN_WATERS; attempt++) {
+        if (attempt > 1000000)
+            return FK_ERR_INVALID_INPUT; /* cannot happen: the shell has room for thousands */
+        double u = fkt_rand48_drand(r), z = 1.0 - 2.0 * fkt_rand48_drand(r),
+               phi = 2.0 * pi * fkt_rand48_drand(r);
+        double rr =
+            cbrt(inner * inner * inner + u * (outer * outer * outer - inner * inner * inner));
+        double planar = sqrt(fmax(1.0 - z * z, 0.0));
+        double centre[3] = {rr * planar * cos(phi), rr * planar * sin(phi), rr * z};
+        double rotation[3][3];
+        random_rotation(r, rotation);
+        const size_t base = FKT_PROTEIN_SOLUTE_ATOMS + 3 * waters;
+        if (!place_molecule(g, &system->particles, base, 3, centre, rotation, local_water,
+                            water_types))
+            continue;
+        keep_molecule(g, system, base, 3, water_types, water_charges, water_pairs, 3);
+        waters++;
+    }
+    return FK_OK;
+}
+
+/* The pair table: AMBER's sigma from R*, SPC/E's for the water oxygen, mixed by Lorentz-Berthelot
+ * (table_mix_lj). */
+static void protein_parameters(fkt_system *system)
+{
+    double epsilon[PROTEIN_TYPES], sigma[PROTEIN_TYPES];
+    for (int t = 0; t < PROTEIN_TYPES; t++) {
+        epsilon[t] = protein_epsilon[t];
+        sigma[t] = 2.0 * protein_rstar[t] / pow(2.0, 1.0 / 6.0);
+    }
+    sigma[T_OW] = SPCE_SIGMA;
+    table_mix_lj(&system->params, epsilon, sigma);
+}
+
 fk_status fkt_generate_protein(uint64_t seed, fkt_system *system)
 {
     if (!system)
@@ -577,28 +760,16 @@ fk_status fkt_generate_protein(uint64_t seed, fkt_system *system)
     fkt_rand48 r;
     seed_stream(&r, seed);
 
-    zatom templates[3][RESIDUE_ATOMS];
-    size_t template_pairs[3][64][2], template_pair_count[3];
+    residue_kinds kinds;
     for (int side = 0; side < 3; side++) {
-        residue_template(side, templates[side]);
-        template_pair_count[side] = residue_exclusions(templates[side], template_pairs[side]);
+        residue_template(side, kinds.atoms[side]);
+        kinds.pair_count[side] = residue_exclusions(kinds.atoms[side], kinds.pairs[side]);
     }
-    /* The sequence: FKT_PROTEIN_CHARGED acidic and as many basic residues at random places (so the
-     * solute is neutral), the rest aliphatic. */
     int sequence[FKT_PROTEIN_SOLUTE_ATOMS / RESIDUE_ATOMS];
-    for (size_t i = 0; i < residues; i++)
-        sequence[i] = i < FKT_PROTEIN_CHARGED       ? SIDE_ACID
-                      : i < 2 * FKT_PROTEIN_CHARGED ? SIDE_BASE
-                                                    : SIDE_ALIPHATIC;
-    for (size_t i = residues - 1; i > 0; i--) { /* Fisher-Yates */
-        size_t j = (size_t)(fkt_rand48_drand(&r) * (double)(i + 1));
-        int t = sequence[i];
-        sequence[i] = sequence[j];
-        sequence[j] = t;
-    }
+    random_sequence(&r, sequence, residues);
 
-    /* The solute grows as a chain in a ball sized for FKT_PROTEIN_DENSITY atoms per cubic
-     * Angstrom, widened by 0.5 Angstrom whenever a residue finds no room at all. */
+    /* The solute's ball is sized for FKT_PROTEIN_DENSITY atoms per cubic Angstrom, widened by 0.5
+     * Angstrom whenever a residue finds no room at all. */
     double ball = cbrt(3.0 * FKT_PROTEIN_SOLUTE_ATOMS / (4.0 * pi * FKT_PROTEIN_DENSITY)) - 2.0;
     const double reach = ball + 40.0; /* room for the widening and the waters */
     const double lower[3] = {-reach, -reach, -reach}, upper[3] = {reach, reach, reach};
@@ -614,144 +785,16 @@ fk_status fkt_generate_protein(uint64_t seed, fkt_system *system)
         status = grid_init(&g, lower, upper, 2.7, total, system->particles.position);
     if (status == FK_OK)
         status = table_alloc(&system->params, PROTEIN_TYPES, 2);
-    if (status != FK_OK) {
-        grid_free(&g);
-        fkt_system_free(system);
-        return status;
-    }
-    fkt_particle_set *set = &system->particles;
-
-    residue_site site = {.chained = 0, .radius = ball};
-    size_t placed = 0;
-    int failures = 0;
-    while (placed < residues && status == FK_OK) {
-        const int side = sequence[placed];
-        const zatom *atoms = templates[side];
-        const size_t base = placed * RESIDUE_ATOMS;
-        /* Near the previous residue first; after FKT_PROTEIN_ATTEMPTS failures anywhere in the ball
-         * (a chain break); after as many again, a wider ball. */
-        site.chained = placed > 0 && failures < FKT_PROTEIN_ATTEMPTS;
-        if (failures >= 2 * FKT_PROTEIN_ATTEMPTS) {
-            site.radius += 0.5;
-            failures = 0;
-            if (site.radius > ball + 20.0) {
-                status = FK_ERR_INVALID_INPUT; /* cannot happen: the ball grows without bound */
-                break;
-            }
-            continue;
-        }
-        double local[RESIDUE_ATOMS][3], rotation[3][3], centre[3];
-        build_residue(&r, atoms, local);
-        random_rotation(&r, rotation);
-        residue_centre(&r, &site, centre);
-        int ok = 1;
-        /* Non-excluded pairs inside the residue, then the atoms placed before. */
-        for (int i = 0; i < RESIDUE_ATOMS && ok; i++)
-            for (int j = i + 1; j < RESIDUE_ATOMS && ok; j++) {
-                int excluded = 0;
-                for (size_t e = 0; e < template_pair_count[side]; e++)
-                    excluded |= template_pairs[side][e][0] == (size_t)i &&
-                                template_pairs[side][e][1] == (size_t)j;
-                double diff[3];
-                sub3(local[i], local[j], diff);
-                double limit = clash_radius(atoms[i].type) + clash_radius(atoms[j].type);
-                if (!excluded &&
-                    diff[0] * diff[0] + diff[1] * diff[1] + diff[2] * diff[2] < limit * limit)
-                    ok = 0;
-            }
-        for (int i = 0; i < RESIDUE_ATOMS && ok; i++) {
-            double *p = set->position + 3 * (base + (size_t)i);
-            for (int d = 0; d < 3; d++)
-                p[d] = centre[d] + rotation[d][0] * local[i][0] + rotation[d][1] * local[i][1] +
-                       rotation[d][2] * local[i][2];
-            clash_query q = {set->type, atoms[i].type};
-            ok = !grid_any(&g, p, clashes, &q);
-        }
-        if (!ok) {
-            failures++;
-            continue;
-        }
-        for (int i = 0; i < RESIDUE_ATOMS; i++) {
-            set->type[base + (size_t)i] = atoms[i].type;
-            set->mass[base + (size_t)i] = atoms[i].charge;
-            grid_insert(&g, base + (size_t)i);
-        }
-        for (size_t e = 0; e < template_pair_count[side]; e++) {
-            system->exclusions[2 * system->exclusion_count] = base + template_pairs[side][e][0];
-            system->exclusions[2 * system->exclusion_count + 1] = base + template_pairs[side][e][1];
-            system->exclusion_count++;
-        }
-        memcpy(site.previous, centre, sizeof centre);
-        failures = 0;
-        placed++;
-    }
-
-    /* Waters: SPC/E geometry, O uniform in the shell between the solute's radius - 4 and + 4
-     * Angstrom (r^3 uniform), random orientation, kept when nothing clashes. */
-    double radius = 0.0;
-    for (size_t i = 0; i < FKT_PROTEIN_SOLUTE_ATOMS && status == FK_OK; i++) {
-        const double *p = set->position + 3 * i;
-        radius = fmax(radius, sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]));
-    }
-    const double inner = fmax(radius - 4.0, 0.0), outer = radius + 4.0;
-    const double half_angle = 0.5 * SPCE_ANGLE * pi / 180.0;
-    const double local_water[3][3] = {{0, 0, 0},
-                                      {SPCE_OH * sin(half_angle), SPCE_OH * cos(half_angle), 0},
-                                      {-SPCE_OH * sin(half_angle), SPCE_OH * cos(half_angle), 0}};
-    const int water_types[3] = {T_OW, T_HW, T_HW};
-    const double water_charges[3] = {SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O, -0.5 * SPCE_CHARGE_O};
-    size_t waters = 0;
-    for (long attempt = 0; waters < FKT_PROTEIN_WATERS && status == FK_OK; attempt++) {
-        if (attempt > 1000000) {
-            status = FK_ERR_INVALID_INPUT; /* cannot happen: the shell has room for thousands */
-            break;
-        }
-        double u = fkt_rand48_drand(&r), z = 1.0 - 2.0 * fkt_rand48_drand(&r),
-               phi = 2.0 * pi * fkt_rand48_drand(&r);
-        double rr =
-            cbrt(inner * inner * inner + u * (outer * outer * outer - inner * inner * inner));
-        double planar = sqrt(fmax(1.0 - z * z, 0.0));
-        double centre[3] = {rr * planar * cos(phi), rr * planar * sin(phi), rr * z};
-        double rotation[3][3];
-        random_rotation(&r, rotation);
-        const size_t base = FKT_PROTEIN_SOLUTE_ATOMS + 3 * waters;
-        int ok = 1;
-        for (int i = 0; i < 3 && ok; i++) {
-            double *p = set->position + 3 * (base + (size_t)i);
-            for (int d = 0; d < 3; d++)
-                p[d] = centre[d] + rotation[d][0] * local_water[i][0] +
-                       rotation[d][1] * local_water[i][1] + rotation[d][2] * local_water[i][2];
-            clash_query q = {set->type, water_types[i]};
-            ok = !grid_any(&g, p, clashes, &q);
-        }
-        if (!ok)
-            continue;
-        for (int i = 0; i < 3; i++) {
-            set->type[base + (size_t)i] = water_types[i];
-            set->mass[base + (size_t)i] = water_charges[i];
-            grid_insert(&g, base + (size_t)i);
-        }
-        static const size_t water_pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
-        for (int e = 0; e < 3; e++) {
-            system->exclusions[2 * system->exclusion_count] = base + water_pairs[e][0];
-            system->exclusions[2 * system->exclusion_count + 1] = base + water_pairs[e][1];
-            system->exclusion_count++;
-        }
-        waters++;
-    }
+    if (status == FK_OK)
+        status = place_solute(&r, &g, system, &kinds, sequence, residues, ball);
+    if (status == FK_OK)
+        status = place_waters(&r, &g, system);
     grid_free(&g);
     if (status != FK_OK) {
         fkt_system_free(system);
         return status;
     }
-
-    double epsilon[PROTEIN_TYPES], sigma[PROTEIN_TYPES];
-    for (int t = 0; t < PROTEIN_TYPES; t++) {
-        epsilon[t] = protein_epsilon[t];
-        sigma[t] = 2.0 * protein_rstar[t] / pow(2.0, 1.0 / 6.0);
-    }
-    sigma[T_OW] = SPCE_SIGMA;
-    table_mix_lj(&system->params, epsilon, sigma);
+    protein_parameters(system);
     system->layout = FKT_LAYOUT_XYZQ_TYPE;
     system->coulomb = FKT_COULOMB_KCAL_ANGSTROM;
     system->units = "kcal/mol, Angstrom, e";

@@ -1,6 +1,6 @@
-/* simulate checkpoints (src/support/simulate.c): the header's counts must never drive an allocation
- * beyond what the file holds (the audit's 71-byte file asked for 24.7 GB), and a checkpoint is
- * trusted only with its checksum (issue #32).
+/* simulate checkpoints (src/support/simulate_checkpoint_read.c): the header's counts must never
+ * drive an allocation beyond what the file holds (the audit's 71-byte file asked for 24.7 GB), and
+ * a checkpoint is trusted only with its checksum (issue #32).
  *
  * Most mutations of a real checkpoint break its checksum, which the reader checks before it
  * parses anything, so the parser behind it would be reached only by the corpus itself. The first

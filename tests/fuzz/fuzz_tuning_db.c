@@ -1,5 +1,5 @@
-/* Tuning databases (src/core/tune/tune_db.c): loading as user and as shipped database, then
- * lookups. A corrupt database is a warning, never a failure. */
+/* Tuning databases (src/core/tune/db_load.c, db_json.c, db_lookup.c): loading as user and as
+ * shipped database, then lookups. A corrupt database is a warning, never a failure. */
 #include <stdlib.h>
 
 #include "fuzz_support.h"

@@ -755,7 +755,7 @@ static fk_status enqueue_correct(fk_integrator *integrator, uint64_t step)
 {
     const cl_uint n = (cl_uint)integrator->count;
     const cl_double dt = integrator->config.dt;
-    const cl_double half = 0.5 * dt, twelfth = dt * dt / 12.0; /* src/support/simulate.c's */
+    const cl_double half = 0.5 * dt, twelfth = dt * dt / 12.0; /* src/support/simulate_step.c's */
     const cl_mem first = forces_of(integrator, step), next = forces_of(integrator, step + 1);
     fk_status status =
         FK__SET_ARGS(integrator->context, integrator->correct, "fk_integrate_correct", 0,

@@ -16,6 +16,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "common/text.h"
+
 #define ENTRY_SUFFIX ".fkbin"
 #define TEMP_SUFFIX ".tmpXXXXXX"
 /* magic 8, version 4, reserved 4, key 16, full key size 8, payload size 8, hash 16 (over the full
@@ -377,15 +379,6 @@ static int make_directories(char *path)
     return 0;
 }
 
-static char *join(const char *base, const char *tail)
-{
-    size_t size = strlen(base) + strlen(tail) + 1;
-    char *path = malloc(size);
-    if (path)
-        snprintf(path, size, "%s%s", base, tail);
-    return path;
-}
-
 int fk_cache_dir_resolve(const char *configured, char **dir)
 {
     if (!dir)
@@ -399,14 +392,14 @@ int fk_cache_dir_resolve(const char *configured, char **dir)
     if (chosen && *chosen) {
         if (is_off(chosen))
             return 0;
-        path = join(chosen, "");
+        path = fk_concatenate(chosen, "");
     } else {
         const char *xdg = getenv("XDG_CACHE_HOME");
         const char *home = getenv("HOME");
         if (xdg && *xdg)
-            path = join(xdg, "/forcekit");
+            path = fk_concatenate(xdg, "/forcekit");
         else if (home && *home)
-            path = join(home, "/.cache/forcekit");
+            path = fk_concatenate(home, "/.cache/forcekit");
         else
             return -1;
     }

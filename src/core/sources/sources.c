@@ -316,28 +316,12 @@ static fk_status set_fixed_args(fk_sources *s)
     return status;
 }
 
-fk_status fk_sources_create(fk_context *context, const fk_sources_config *config, fk_sources **out)
+/* The work-group size, the most j-splits, and the program of cl/g6.cl for this configuration with
+ * its three kernels. */
+static fk_status build_program(fk_sources *s)
 {
-    if (!out)
-        return FK_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (fk__context_usable(context) != FK_OK)
-        return FK_ERR_INVALID_ARGUMENT;
-    fk__clear_error(context);
-    if (!config)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "fk_sources_create: no configuration");
-    fk_sources *s = calloc(1, sizeof *s);
-    if (!s)
-        return FK_ERR_HOST_MEMORY;
-    s->context = context;
-    fk_status status = resolve_config(context, config, &s->config, &s->accum);
-    if (status != FK_OK) {
-        free(s);
-        return status;
-    }
-    const size_t capacity = s->config.capacity, ni_max = s->config.max_targets;
-    const size_t list_capacity = s->config.neighbor_capacity;
-
+    fk_context *context = s->context;
+    const size_t capacity = s->config.capacity;
     int wg = s->config.work_group_size;
     if (wg == 0)
         wg = context->info.type == FK_DEVICE_GPU ? 128 : 64;
@@ -364,7 +348,7 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
                                   .extra_options = options,
                                   .file = "g6.cl"};
     fk_program_result built;
-    status = fk__program_build(context, &request, &built);
+    fk_status status = fk__program_build(context, &request, &built);
     if (status == FK_OK) {
         s->program = built.program;
         status = create_kernel(s, "fk_g6_predict", &s->predict);
@@ -373,21 +357,22 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         status = create_kernel(s, "fk_g6_forces", &s->forces);
     if (status == FK_OK)
         status = create_kernel(s, "fk_g6_reduce", &s->reduce);
-    s->update_capacity = 4 * ni_max > 4096 ? 4 * ni_max : 4096;
-    if (s->update_capacity > capacity)
-        s->update_capacity = capacity;
-    if (status == FK_OK) {
-        s->host_scale = calloc(ni_max * FK_SOURCES_COMPONENTS, sizeof(double));
-        if (!s->host_scale)
-            status = FK_ERR_HOST_MEMORY;
-    }
-    if (status == FK_OK) {
-        s->dirty_list = calloc(capacity, sizeof(size_t));
-        s->dirty_mark = calloc(capacity, 1);
-        if (!s->dirty_list || !s->dirty_mark)
-            status = FK_ERR_HOST_MEMORY;
-    }
+    return status;
+}
 
+/* The source slots: on the device (as set and predicted) and on the host (as set, and which
+ * changed since the last upload), with the decoder's scales. */
+static fk_status allocate_sources(fk_sources *s)
+{
+    const size_t capacity = s->config.capacity, ni_max = s->config.max_targets;
+    s->host_scale = calloc(ni_max * FK_SOURCES_COMPONENTS, sizeof(double));
+    if (!s->host_scale)
+        return FK_ERR_HOST_MEMORY;
+    s->dirty_list = calloc(capacity, sizeof(size_t));
+    s->dirty_mark = calloc(capacity, 1);
+    if (!s->dirty_list || !s->dirty_mark)
+        return FK_ERR_HOST_MEMORY;
+    fk_status status = FK_OK;
     for (int k = 0; k < SOURCE_DOUBLE4 && status == FK_OK; ++k) {
         status = create_buffer(s, CL_MEM_READ_ONLY, capacity * 4 * sizeof(double), &s->source[k],
                                "source slots");
@@ -398,7 +383,15 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
     for (int k = 0; k < PRED_COUNT && status == FK_OK; ++k)
         status = create_buffer(s, CL_MEM_READ_WRITE, capacity * 4 * sizeof(float), &s->predicted[k],
                                "predicted sources");
-    /* The target block in float4 units of ni_max entries: four arrays, (h2, ID), and for fixed64
+    return status;
+}
+
+/* The target block, on the device and pinned on the host, with the host's views into it. */
+static fk_status allocate_targets(fk_sources *s)
+{
+    fk_context *context = s->context;
+    const size_t ni_max = s->config.max_targets;
+    /* In float4 units of ni_max entries: four arrays, (h2, ID), and for fixed64
      * FK_SOURCES_COMPONENTS settings per target (cl/g6.cl reads the same layout); then, on a
      * 64-byte boundary, room for update_capacity slot updates. A block step sends both in one
      * write (each command costs the device a few microseconds of its own). */
@@ -407,9 +400,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         (TGT_COUNT + 1 + (s->per_target_scale ? FK_SOURCES_COMPONENTS : 0)) * ni_max * float4_bytes;
     s->update_offset = (s->target_block_bytes + 63) / 64 * 64;
     const size_t upload_bytes = s->update_offset + s->update_capacity * 24 * sizeof(double);
-    if (status == FK_OK)
-        status =
-            create_buffer(s, CL_MEM_READ_ONLY, upload_bytes, &s->target, "targets and updates");
+    fk_status status =
+        create_buffer(s, CL_MEM_READ_ONLY, upload_bytes, &s->target, "targets and updates");
     if (status == FK_OK) {
         void *host = NULL;
         status =
@@ -427,6 +419,17 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
                 ? (float *)(s->host_target_block + (TGT_COUNT + 1) * ni_max * float4_bytes)
                 : NULL;
     }
+    return status;
+}
+
+/* The IDs, the partial sums of the j-splits, the results (pinned on the host too), the nearest
+ * neighbours and the neighbour lists. */
+static fk_status allocate_results(fk_sources *s)
+{
+    fk_context *context = s->context;
+    const size_t capacity = s->config.capacity, ni_max = s->config.max_targets;
+    const size_t list_capacity = s->config.neighbor_capacity;
+    const size_t wg = (size_t)s->work_group_size;
     /* Partial sums: splits x ni entries. The automatic split count is ceil(want / groups), so
      * splits x ni stays below (want + groups) x wg whatever ni is: a large max_targets (Sapporo2
      * reports 16,384 pipes) does not multiply the largest split count. */
@@ -439,8 +442,8 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
             partial_count = bound;
     }
     s->partial_count = partial_count;
-    if (status == FK_OK)
-        status = create_buffer(s, CL_MEM_READ_ONLY, capacity * sizeof(int), &s->source_id, "IDs");
+    fk_status status =
+        create_buffer(s, CL_MEM_READ_ONLY, capacity * sizeof(int), &s->source_id, "IDs");
     if (status == FK_OK)
         status = create_buffer(s, CL_MEM_READ_WRITE,
                                partial_count * FK_SOURCES_COMPONENTS * 2 * sizeof(uint32_t),
@@ -476,6 +479,39 @@ fk_status fk_sources_create(fk_context *context, const fk_sources_config *config
         if (!s->host_id || !s->ever_set || !s->host_target_id || !s->host_count || !s->host_list)
             status = FK_ERR_HOST_MEMORY;
     }
+    return status;
+}
+
+fk_status fk_sources_create(fk_context *context, const fk_sources_config *config, fk_sources **out)
+{
+    if (!out)
+        return FK_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (fk__context_usable(context) != FK_OK)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk__clear_error(context);
+    if (!config)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT, "fk_sources_create: no configuration");
+    fk_sources *s = calloc(1, sizeof *s);
+    if (!s)
+        return FK_ERR_HOST_MEMORY;
+    s->context = context;
+    fk_status status = resolve_config(context, config, &s->config, &s->accum);
+    if (status != FK_OK) {
+        free(s);
+        return status;
+    }
+    status = build_program(s);
+    const size_t ni_max = s->config.max_targets;
+    s->update_capacity = 4 * ni_max > 4096 ? 4 * ni_max : 4096;
+    if (s->update_capacity > s->config.capacity)
+        s->update_capacity = s->config.capacity;
+    if (status == FK_OK)
+        status = allocate_sources(s);
+    if (status == FK_OK)
+        status = allocate_targets(s);
+    if (status == FK_OK)
+        status = allocate_results(s);
     if (status == FK_OK)
         status = set_fixed_args(s);
     if (status != FK_OK) {
@@ -575,38 +611,48 @@ static fk_status fail_enqueue(fk_sources *s, const char *call, cl_int err)
     return fk__cl_fail(s->context, call, err);
 }
 
-fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
+/* fixed64: target i's scales, one per vector (or the potential), from the caller's hint of its
+ * magnitude (1 without one) with room for terms 1024 times larger, over nj terms: fixed64's own
+ * rule for the scale. */
+static fk_status choose_target_scales(fk_sources *s, const fk_targets *t, size_t i, size_t nj)
 {
-    if (!s || !t)
-        return FK_ERR_INVALID_ARGUMENT;
+    for (int c = 0; c < FK_SOURCES_COMPONENTS; c += c < 6 ? 3 : 1) {
+        /* The hint's magnitude: a vector's norm for all three components. */
+        const double *hint = c == 0   ? (t->acc_hint ? t->acc_hint + 3 * i : NULL)
+                             : c == 3 ? (t->jerk_hint ? t->jerk_hint + 3 * i : NULL)
+                                      : (t->pot_hint ? t->pot_hint + i : NULL);
+        double magnitude = 0;
+        if (hint)
+            magnitude = c < 6 ? sqrt(hint[0] * hint[0] + hint[1] * hint[1] + hint[2] * hint[2])
+                              : fabs(hint[0]);
+        if (!(magnitude > 0) || !isfinite(magnitude))
+            magnitude = 1.0;
+        const fk_accum_bound bound = {.max_term = 1024 * magnitude,
+                                      .max_sum = 1024 * magnitude,
+                                      .count = s->scale_count ? s->scale_count : nj};
+        fk_accum_params params;
+        if (!fk__choose_fixed64(&bound, &params))
+            return fk__fail(s->context, FK_ERR_INVALID_INPUT,
+                            "fk_sources_start: target %zu (ID %d): scale hint %g cannot "
+                            "be represented by fixed64",
+                            i, t->id[i], magnitude);
+        for (int q = c; q < (c < 6 ? c + 3 : c + 1); ++q) {
+            const size_t at = i * FK_SOURCES_COMPONENTS + (size_t)q;
+            s->host_scale[at] = params.scale;
+            memcpy(s->host_target_param + 4 * at, params.acc_param, 4 * sizeof(float));
+        }
+    }
+    return FK_OK;
+}
+
+/* The targets into the staging block (positions split into hi and lo floats for double-single),
+ * each checked to be finite; *lists: some target asks for a neighbour list (h2 > 0). */
+static fk_status stage_targets(fk_sources *s, const fk_targets *t, int *lists)
+{
     fk_context *context = s->context;
-    fk__clear_error(context);
-    if (s->in_flight)
-        return fk__fail(context, FK_ERR_STATE,
-                        "fk_sources_start: an evaluation is already in flight");
     const size_t ni = t->count, nj = t->sources;
-    if (ni == 0 || ni > s->config.max_targets)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "fk_sources_start: %zu targets; 1 .. %zu (max_targets) are allowed", ni,
-                        s->config.max_targets);
-    if (nj == 0 || nj > s->config.capacity)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "fk_sources_start: %zu sources; 1 .. %zu (the capacity) are allowed", nj,
-                        s->config.capacity);
-    if (!t->id || !t->position || !t->velocity)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "fk_sources_start: the targets need id, position and velocity");
-    if (!isfinite(t->time) || !(t->eps2 >= 0) || !isfinite(t->eps2))
-        return fk__fail(context, FK_ERR_INVALID_INPUT,
-                        "fk_sources_start: time %g or eps2 %g is not finite, or eps2 < 0", t->time,
-                        t->eps2);
-    /* The first slot never set, kept by fk_sources_set: no pass over the sources per block step. */
-    if (nj > s->set_prefix)
-        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
-                        "fk_sources_start: source slot %zu (of nj = %zu) was never set",
-                        s->set_prefix, nj);
     const int ds = s->config.positions == FK_POSITIONS_DOUBLE_SINGLE;
-    int lists = 0;
+    *lists = 0;
     for (size_t i = 0; i < ni; ++i) {
         if (!finite3(t->position + 3 * i) || !finite3(t->velocity + 3 * i))
             return fk__fail(context, FK_ERR_INVALID_INPUT,
@@ -618,7 +664,7 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
             return fk__fail(context, FK_ERR_INVALID_INPUT,
                             "fk_sources_start: target %zu (ID %d) has h2 = NaN", i, t->id[i]);
         if (h2 > 0)
-            lists = 1;
+            *lists = 1;
         for (int k = 0; k < 3; ++k) {
             split_double(t->position[3 * i + k], ds, &s->host_target[TGT_POS_HI][4 * i + k],
                          &s->host_target[TGT_POS_LO][4 * i + k]);
@@ -630,40 +676,23 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         s->host_target_meta[2 * i + 1] = (double)t->id[i];
         for (int c = 0; c < FK_SOURCES_COMPONENTS; ++c)
             s->host_scale[i * FK_SOURCES_COMPONENTS + (size_t)c] = 1.0;
-        if (s->per_target_scale)
-            for (int c = 0; c < FK_SOURCES_COMPONENTS; c += c < 6 ? 3 : 1) {
-                /* The hint's magnitude (a vector's norm for all three components) with room for
-                 * terms 1024 times larger, over nj terms: fixed64's own rule for the scale. */
-                const double *hint = c == 0   ? (t->acc_hint ? t->acc_hint + 3 * i : NULL)
-                                     : c == 3 ? (t->jerk_hint ? t->jerk_hint + 3 * i : NULL)
-                                              : (t->pot_hint ? t->pot_hint + i : NULL);
-                double magnitude = 0;
-                if (hint)
-                    magnitude =
-                        c < 6 ? sqrt(hint[0] * hint[0] + hint[1] * hint[1] + hint[2] * hint[2])
-                              : fabs(hint[0]);
-                if (!(magnitude > 0) || !isfinite(magnitude))
-                    magnitude = 1.0;
-                const fk_accum_bound bound = {.max_term = 1024 * magnitude,
-                                              .max_sum = 1024 * magnitude,
-                                              .count = s->scale_count ? s->scale_count : nj};
-                fk_accum_params params;
-                if (!fk__choose_fixed64(&bound, &params))
-                    return fk__fail(context, FK_ERR_INVALID_INPUT,
-                                    "fk_sources_start: target %zu (ID %d): scale hint %g cannot "
-                                    "be represented by fixed64",
-                                    i, t->id[i], magnitude);
-                for (int q = c; q < (c < 6 ? c + 3 : c + 1); ++q) {
-                    const size_t at = i * FK_SOURCES_COMPONENTS + (size_t)q;
-                    s->host_scale[at] = params.scale;
-                    memcpy(s->host_target_param + 4 * at, params.acc_param, 4 * sizeof(float));
-                }
-            }
+        if (s->per_target_scale) {
+            const fk_status status = choose_target_scales(s, t, i, nj);
+            if (status != FK_OK)
+                return status;
+        }
     }
+    return FK_OK;
+}
 
+/* The sources changed since the last upload and the staged targets, in as few writes as it takes;
+ * *packed_updates and *update_slots: the slot updates that the predictor stores. */
+static fk_status send_targets_and_changes(fk_sources *s, size_t ni, int lists,
+                                          size_t *packed_updates_out, size_t *update_slots_out)
+{
+    fk_context *context = s->context;
     cl_command_queue queue = context->queue;
     cl_int err = CL_SUCCESS;
-    release_events(s);
     /* The slots changed since the last upload: packed in slot order, for the predictor to store
      * (it finds them by binary search), when they are few (a block step's); else the range that
      * holds them (the first load). */
@@ -716,13 +745,23 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     }
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueWriteBuffer (targets, updates)", err);
+    *packed_updates_out = packed_updates;
+    *update_slots_out = update_slots;
+    return FK_OK;
+}
 
-    /* The predictor over slots 0 .. nj - 1, storing the packed updates on its way (also those of
-     * slots from nj on, which it only stores). */
-    const int nj_int = (int)nj, ni_int = (int)ni;
+/* The predictor over slots 0 .. nj - 1 at the targets' time, unless the predicted sources are
+ * still those of that time; it also stores the packed updates (also those of slots from nj on,
+ * which it only stores). */
+static fk_status predict_sources(fk_sources *s, size_t nj, double ti, size_t packed_updates,
+                                 size_t update_slots)
+{
+    fk_context *context = s->context;
+    cl_command_queue queue = context->queue;
+    cl_int err = CL_SUCCESS;
+    const int nj_int = (int)nj;
     const size_t predict_slots = update_slots > nj ? update_slots : nj;
     const int slots_int = (int)predict_slots, updates_int = (int)packed_updates;
-    const double ti = t->time;
     fk_status status = FK__SET_ARGS(context, s->predict, "fk_g6_predict", 0, FK__ARG(nj_int),
                                     FK__ARG(ti), FK__ARG(slots_int), FK__ARG(updates_int));
     if (status != FK_OK) {
@@ -742,7 +781,17 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         s->predicted_time = ti;
         s->predicted_count = nj;
     }
+    return FK_OK;
+}
 
+/* The pair loop over the sources split among work-groups, the merge of the splits, and the
+ * download of the results, without waiting. */
+static fk_status launch_forces(fk_sources *s, const fk_targets *t, int lists)
+{
+    fk_context *context = s->context;
+    cl_command_queue queue = context->queue;
+    const size_t ni = t->count, nj = t->sources;
+    const int nj_int = (int)nj, ni_int = (int)ni;
     /* The split of the sources: enough work-groups to fill the device (four per compute unit),
      * no chunk shorter than a tile. */
     const size_t wg = (size_t)s->work_group_size;
@@ -768,8 +817,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
     const int want_lists = lists;
     const double eps2 = t->eps2;
     /* Only the arguments that change; the buffers were set at creation (set_fixed_args). */
-    status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int), FK__ARG(nj_int),
-                          FK__ARG(chunk), FK__ARG(eps2));
+    fk_status status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 0, FK__ARG(ni_int),
+                                    FK__ARG(nj_int), FK__ARG(chunk), FK__ARG(eps2));
     if (status == FK_OK)
         status = FK__SET_ARGS(context, s->forces, "fk_g6_forces", 15, FK__ARG(want_lists));
     if (status == FK_OK)
@@ -780,8 +829,8 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
         return status;
     }
     const size_t forces_global[2] = {groups * wg, splits}, forces_local[2] = {wg, 1};
-    err = clEnqueueNDRangeKernel(queue, s->forces, 2, NULL, forces_global, forces_local, 0, NULL,
-                                 &s->forces_done);
+    cl_int err = clEnqueueNDRangeKernel(queue, s->forces, 2, NULL, forces_global, forces_local, 0,
+                                        NULL, &s->forces_done);
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueNDRangeKernel (fk_g6_forces)", err);
     /* The merge: a work-group per target, a lane per split up to FK_SOURCES_REDUCE_LANES. */
@@ -803,10 +852,56 @@ fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
      * never read them, and they are the largest result). */
     if (err != CL_SUCCESS)
         return fail_enqueue(s, "clEnqueueReadBuffer (results)", err);
+    return FK_OK;
+}
+
+fk_status fk_sources_start(fk_sources *s, const fk_targets *t)
+{
+    if (!s || !t)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = s->context;
+    fk__clear_error(context);
+    if (s->in_flight)
+        return fk__fail(context, FK_ERR_STATE,
+                        "fk_sources_start: an evaluation is already in flight");
+    const size_t ni = t->count, nj = t->sources;
+    if (ni == 0 || ni > s->config.max_targets)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_start: %zu targets; 1 .. %zu (max_targets) are allowed", ni,
+                        s->config.max_targets);
+    if (nj == 0 || nj > s->config.capacity)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_start: %zu sources; 1 .. %zu (the capacity) are allowed", nj,
+                        s->config.capacity);
+    if (!t->id || !t->position || !t->velocity)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_start: the targets need id, position and velocity");
+    if (!isfinite(t->time) || !(t->eps2 >= 0) || !isfinite(t->eps2))
+        return fk__fail(context, FK_ERR_INVALID_INPUT,
+                        "fk_sources_start: time %g or eps2 %g is not finite, or eps2 < 0", t->time,
+                        t->eps2);
+    /* The first slot never set, kept by fk_sources_set: no pass over the sources per block step. */
+    if (nj > s->set_prefix)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_sources_start: source slot %zu (of nj = %zu) was never set",
+                        s->set_prefix, nj);
+    int lists = 0;
+    fk_status status = stage_targets(s, t, &lists);
+    if (status != FK_OK)
+        return status;
+    release_events(s);
+    size_t packed_updates = 0, update_slots = 0;
+    status = send_targets_and_changes(s, ni, lists, &packed_updates, &update_slots);
+    if (status == FK_OK)
+        status = predict_sources(s, nj, t->time, packed_updates, update_slots);
+    if (status == FK_OK)
+        status = launch_forces(s, t, lists);
+    if (status != FK_OK)
+        return status;
     /* The download, the queue's last command, is what finish waits for: no marker after it (on
      * NVIDIA's OpenCL every command costs the host 4-22 us to enqueue behind a running kernel,
      * bench_async_probe). */
-    clFlush(queue);
+    clFlush(context->queue);
     s->in_flight = 1;
     s->has_results = 0;
     /* Radii given but none positive: empty lists, without a pass on the device. */
