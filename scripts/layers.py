@@ -29,6 +29,7 @@ LAYERS = [
     ("programs", ["src/core/programs"]),
     ("probes", ["src/core/probes"]),
     ("laws and accumulators", ["src/core/laws", "src/core/accum"]),
+    ("tuning database", ["src/core/tuning_db"]),
     ("loops", ["src/core/loops"]),
     ("evaluation", ["src/core/eval"]),
     ("integration, tuning, sources", ["src/core/integrate", "src/core/tune", "src/core/sources"]),

@@ -1,5 +1,5 @@
 /*
- * The known-answer check (issue #37, src/core/devices/known_answer.c): the first evaluation of each
+ * The known-answer check (issue #37, src/core/eval/known_answer.c): the first evaluation of each
  * program on a context computes four particles whose forces the host knows, and an accumulator
  * whose forces are wrong is refused instead of returned with FK_OK.
  *
@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "core/internal.h"
-#include "core/devices/known_answer.h"
+#include "core/eval/known_answer.h"
 #include "test_support.h"
 
 /* ---- the wrapper ---------------------------------------------------------------------------- */

@@ -106,10 +106,10 @@ static void test_entries(void **state)
             assert_true(loop->double_single);
             assert_int_equal(loop->automatic, FK__AUTO_REFERENCE);
         }
-        if (loop->lane_form) {
-            assert_int_equal(loop->lane_form->algorithm, loop->algorithm);
+        if (fk__loop_lane_form(loop)) {
+            assert_int_equal(fk__loop_lane_form(loop)->algorithm, loop->algorithm);
             const fk_variant lanes = {.algorithm = loop->algorithm, .lanes = 8};
-            assert_ptr_equal(fk__loop_for_variant(&lanes), loop->lane_form);
+            assert_ptr_equal(fk__loop_for_variant(&lanes), fk__loop_lane_form(loop));
         }
         const fk_variant scalar = {.algorithm = loop->algorithm};
         assert_ptr_equal(fk__loop_for_variant(&scalar), loop);

@@ -49,6 +49,12 @@ struct fk_context {
     cl_uint loop_limit;
 };
 
+/* Appends a line to a malloc'ed warnings text (src/core/devices/warnings.c): a context's
+ * warnings, the lines the library collects where a command line would print (a corrupt tuning
+ * database, a cache that cannot be written, a kernel version mismatch), read with
+ * fk_context_warnings. */
+void fk__warn(char **warnings, const char *format, ...) FK_PRINTF(2, 3);
+
 /* FK_OK for a context created in full; FK_ERR_INVALID_ARGUMENT for NULL or a context whose creation
  * failed. Records nothing: a failed context keeps the detail of its failure for
  * fk_context_last_error. The first check of every entry point that takes a context. */
@@ -336,6 +342,10 @@ typedef struct fk__pair_params {
  * failure (FK_ERR_INVALID_ARGUMENT). */
 fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in, fk__physics *out,
                               char *message, size_t message_size);
+/* config.skin for a cutoff: skin > 0 itself, 0 the default (FK_DEFAULT_SKIN_FRACTION cutoff),
+ * negative (or NaN) none, 0. The one place the default skin is applied (forcelaw.c, beside the
+ * physics' other defaults; the plan and the loop choice both ask it). */
+double fk__skin_resolve(double skin, double cutoff);
 /* Copies and validates a pair table (NULL: the kernel's default, one type). FK_ERR_INVALID_INPUT
  * for bad values (NaN, negative sigma, asymmetric), naming the type pair. */
 fk_status fk__pair_params_copy(const fk_kernel_desc *kernel, const fk_pair_table *table,

@@ -21,25 +21,6 @@ static int is_gravity(const char *kernel)
     return strcmp(kernel, "ga") == 0 || strcmp(kernel, "gaj") == 0;
 }
 
-double fkt_sim__seconds(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
-/* A library failure: what was being done and the context's detail (the caller prints the
- * status's name). */
-fk_status fkt_sim__failure(fkt_sim *sim, fk_status status, const char *what)
-{
-    const fkt_sim_backend *backend = sim->config.backend;
-    const char *detail =
-        backend ? backend->last_error(backend->user) : fk_context_last_error(sim->context);
-    fk_format_message(sim->message, sizeof sim->message, "%s: %s", what,
-                      detail && *detail ? detail : fk_status_string(status));
-    return status;
-}
-
 /* Reads the last evaluation's output and splits it into accelerations (molecular: unit masses, so
  * a = F) and jerks, checking that every value is finite: NaN or Inf means a collapsed pair (too
  * large a time step) and must stop the run rather than poison it. */

@@ -24,11 +24,12 @@
     const int parallel = (count) >= (sim)->parallel_min;                                           \
     (void)parallel /* unused without OpenMP */
 
-/* simulate.c: the evaluation of this process or the backend's. */
-double fkt_sim__seconds(void); /* a monotonic clock */
-/* A library failure: what was being done and the context's detail in sim->message (the caller
- * prints the status's name). Returns status. */
+/* simulate_common.c: a monotonic clock; a library failure: what was being done and the
+ * context's detail in sim->message (the caller prints the status's name), returns status. */
+double fkt_sim__seconds(void);
 fk_status fkt_sim__failure(fkt_sim *sim, fk_status status, const char *what);
+
+/* simulate.c: the evaluation of this process or the backend's. */
 /* Forces at new positions (and velocities, which gaj's jerk needs); no compute. */
 fk_status fkt_sim__update_positions(fkt_sim *sim, const double *position, const double *velocity);
 /* One evaluation at the positions already sent, timed and counted. */
@@ -39,7 +40,7 @@ fk_status fkt_sim__read_output(fkt_sim *sim, double *acceleration, double *jerk,
 fk_status fkt_sim__evaluate(fkt_sim *sim, const double *position, const double *velocity,
                             double *acceleration, double *jerk, const char *what);
 
-/* simulate_step.c: keeps the positions in the periodic box (nothing when not periodic). */
+/* simulate_common.c: keeps the positions in the periodic box (nothing when not periodic). */
 void fkt_sim__wrap_positions(const fkt_sim *sim, double *position);
 
 /* simulate_loops.c: an evaluation of the configured kernel with the given pair loop, its particles

@@ -1,6 +1,6 @@
 /* The host integrators (see simulate.h): velocity Verlet and the 4th-order Hermite
- * predictor-corrector, one shared step each, and the periodic wrap of the positions after every
- * drift; fkt_sim_advance hands many steps to the device integrator instead. Separate from the
+ * predictor-corrector, one shared step each (the periodic wrap after every drift is
+ * simulate_common.c's); fkt_sim_advance hands many steps to the device integrator instead. Separate from the
  * driver because this is the numerical method, and nothing here knows where the forces come
  * from. */
 #include <math.h>
@@ -31,34 +31,6 @@ int fkt_integrator_find(const char *name, fkt_integrator *integrator)
             return 1;
         }
     return 0;
-}
-
-/* Keeps a coordinate in [0, L): a multiple of L off, in double, so the dynamics is unchanged.
- * A coordinate already in [0, L) is returned as it is, which is what the general path gives it
- * too (floor(x / L) is 0 there: x / L rounds below 1 for every x < L, since 1 - x / L >= ulp(L) /
- * L > 2^-53), without the division and floor that made this pass 28 ms per step at N = 1M. */
-static double wrap(double x, double side)
-{
-    if (x >= 0 && x < side)
-        return x;
-    x -= side * floor(x / side);
-    if (x >= side)
-        x -= side;
-    if (x < 0)
-        x += side;
-    return x;
-}
-
-void fkt_sim__wrap_positions(const fkt_sim *sim, double *position)
-{
-    if (!sim->periodic)
-        return;
-    const size_t values = 3 * sim->n;
-    const double *box = sim->config.eval.box;
-    FK_SIM_PARALLEL(sim, values);
-    FK_SIM_PARALLEL_FOR
-    for (size_t m = 0; m < values; ++m)
-        position[m] = wrap(position[m], box[m % 3]);
 }
 
 static void swap(double **a, double **b)

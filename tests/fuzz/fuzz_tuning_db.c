@@ -1,4 +1,4 @@
-/* Tuning databases (src/core/tune/db_load.c, db_json.c, db_lookup.c): loading as user and as
+/* Tuning databases (src/core/tuning_db/db_load.c, db_json.c, db_lookup.c): loading as user and as
  * shipped database, then lookups. A corrupt database is a warning, never a failure. */
 #include <stdlib.h>
 

@@ -4,10 +4,10 @@
  * keeps per-context state, so that none of them calls up to set itself up or tear itself down. */
 #include <stdlib.h>
 
-#include "core/devices/known_answer.h"
+#include "core/eval/known_answer.h"
 #include "core/internal.h"
 #include "core/programs/cache.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 #include "forcekit/forcekit_cl.h" /* fk_context_create_cl, exported from there */
 
 /* What both constructors do first: the (empty) context handed to the caller at once, so that a

@@ -7,7 +7,6 @@
 
 #include "core/eval/eval.h"
 #include "core/internal.h"
-#include "core/tune/tune.h" /* fk__warn */
 
 /* No launch with its pairs takes less (POCL's launch alone is ~10 us, GPUs' 2-5 us). */
 #define FK__SHORTEST_LAUNCH_SECONDS 1e-7

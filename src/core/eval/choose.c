@@ -10,7 +10,7 @@
 
 #include "core/eval/eval_internal.h"
 #include "core/loops/lanes.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 static int valid_unroll(int value)
 {

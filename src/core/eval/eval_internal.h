@@ -7,18 +7,21 @@
 #include "core/eval/choose.h"
 #include "core/loops/loop.h"
 
-/* eval.c */
-/* fk_eval_create with the exclusion slots to build when config->max_exclusions is automatic. */
+/* create.c: fk_eval_create with the exclusion slots to build when config->max_exclusions is
+ * automatic (build.c's evaluation, its programs through the known-answer check). */
 fk_status fk__eval_create_slots(fk_context *context, const fk_eval_config *config,
                                 unsigned exclusion_slots, fk_eval **out);
+/* build.c: the same without the known-answer check (the check's own probes are built so). */
+fk_status fk__eval_build(fk_context *context, const fk_eval_config *config,
+                         unsigned exclusion_slots, fk_eval **out);
 /* Rebuilds eval's programs for exclusion_slots on-the-fly exclusion slots (fk_eval_set_exclusions
  * with automatic slots), keeping its resolved configuration, its pair table and result buffers;
  * the particles must be set again. On failure eval is left as it was. */
 fk_status fk__eval_rebuild(fk_eval *eval, unsigned exclusion_slots);
-/* Releases the particle buffers (not the pair table). */
+/* common.c: releases the particle buffers (not the pair table). */
 void fk__eval_release_buffers(fk_eval *eval);
-/* One pass of the loop, waited for: the forces pass with the exclusion subtraction appended;
- * *seconds (may be NULL) gets the device time. */
+/* eval.c: one pass of the loop, waited for: the forces pass with the exclusion subtraction
+ * appended; *seconds (may be NULL) gets the device time. */
 fk_status fk__eval_run_pass(fk_eval *eval, fk__pass pass, double *seconds);
 
 /* precision.c */
@@ -36,14 +39,14 @@ void fk__eval_release_bound_reduce(fk_eval *eval);
 /* Reproducible mode's build options; sets eval->reproducible and its reason. */
 const char *fk__eval_reproducible_options(fk_eval *eval);
 
-/* share.c: after a forces pass, zero the results outside the share's particle range. */
+/* common.c: after a forces pass, zero the results outside the share's particle range. */
 fk_status fk__eval_share_zero(fk_eval *eval);
 
 /* exclusions.c */
 fk_status fk__eval_create_subtraction(fk_eval *eval, const fk_program_request *request);
 fk_status fk__eval_enqueue_subtraction(fk_eval *eval, cl_event *event);
 
-/* Releases the events of an enqueued compute and clears pending. */
+/* common.c: releases the events of an enqueued compute and clears pending. */
 void fk__eval_release_pending(fk_eval *eval);
 /* The first step of every entry point but wait and destroy: clears the error; FK_ERR_STATE (with
  * the message) while a compute is in flight, or when call is not NULL and no particles are set

@@ -8,13 +8,6 @@
 #include "core/eval/choose.h"
 #include "core/eval/eval.h"
 
-double fk__skin_resolve(double skin, double cutoff)
-{
-    if (skin > 0)
-        return skin;
-    return skin == 0 ? FK_DEFAULT_SKIN_FRACTION * cutoff : 0.0;
-}
-
 fk_status fk__plan_resolve(fk_context *context, const fk_eval_config *config,
                            const fk_kernel_desc *kernel, const fk_accum_desc *accum,
                            unsigned automatic_slots, fk__plan *plan)

@@ -1,7 +1,7 @@
 /* The resolved plan of an evaluation (src/core/eval/plan.c; docs/architecture.md, "The resolved
  * plan"): its configuration with every default applied, computed once by fk_eval_create and only
- * read after that, by the loops (eval->state.plan), the force law's host side, the programs (the shared
- * build options) and, through fk_eval_get_reach, the MPI layer. Not installed. */
+ * read after that, by the loops (eval->state.plan), the force law's host side, the programs (the
+ * shared build options) and, through fk_eval_get_reach, the MPI layer. Not installed. */
 #ifndef FK_EVAL_PLAN_H
 #define FK_EVAL_PLAN_H
 
@@ -29,10 +29,6 @@ typedef struct fk__plan {
     /* The build options they make, with reproducible mode's (fk__plan_options). */
     char options[512];
 } fk__plan;
-
-/* config.skin for a cutoff: skin > 0 itself, 0 the default (FK_DEFAULT_SKIN_FRACTION cutoff),
- * negative (or NaN) none, 0. The one place the default skin is applied. */
-double fk__skin_resolve(double skin, double cutoff);
 
 /* Validates config's physics and exclusion options for the kernel and accumulator and fills plan
  * with them resolved, and the pair loop: config->algorithm, or for FK_ALGORITHM_AUTO the one

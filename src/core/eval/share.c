@@ -78,26 +78,6 @@ fk_status fk_eval_set_share_range(fk_eval *eval, size_t first, size_t end)
 
 /* After a forces pass of a loop whose share is a particle range: zero results outside it (the
  * kernels left them unwritten, or wrote partial sums of another part's particles there). */
-fk_status fk__eval_share_zero(fk_eval *eval)
-{
-    if (!fk__share_active(&eval->state) || !eval->state.share_range)
-        return FK_OK;
-    const size_t stride = eval->state.components * 8; /* packed: two words per component */
-    const cl_uint zero = 0;
-    const size_t ranges[2][2] = {{0, eval->state.share_first},
-                                 {eval->state.share_end, eval->state.count}};
-    for (int r = 0; r < 2; ++r) {
-        if (ranges[r][1] <= ranges[r][0])
-            continue;
-        const cl_int err = fk__enqueue_fill_at(
-            eval->state.context, eval->state.result, &zero, sizeof zero, ranges[r][0] * stride,
-            (ranges[r][1] - ranges[r][0]) * stride, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return fk__cl_fail(eval->state.context, "clEnqueueFillBuffer (outside the share)", err);
-    }
-    return FK_OK;
-}
-
 uint64_t fk_eval_share_pairs(const fk_eval *eval)
 {
     if (!eval || !eval->state.count)

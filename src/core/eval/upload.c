@@ -10,7 +10,7 @@
 
 #include "core/eval/eval_internal.h"
 #include "forcekit/forcekit_cl.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 /* i-particles per work-group: the unrolled ones, or the lanes. */
 static size_t i_per_group(const fk_variant *variant)

@@ -67,6 +67,13 @@ static fk_status resolve_parameters(const fk_kernel_desc *kernel, const double *
     return FK_OK;
 }
 
+double fk__skin_resolve(double skin, double cutoff)
+{
+    if (skin > 0)
+        return skin;
+    return skin == 0 ? FK_DEFAULT_SKIN_FRACTION * cutoff : 0.0;
+}
+
 fk_status fk__physics_resolve(const fk_kernel_desc *kernel, const fk_physics *in, fk__physics *out,
                               char *message, size_t message_size)
 {

@@ -10,7 +10,6 @@
 #include "core/loops/lanes.h"
 #include "core/loops/loop.h"
 
-extern const fk__loop fk__loop_lanes; /* lanes.c: cl/pairwise_lanes.cl */
 
 /* ---------------------------------------------------------------------------------------------- */
 
@@ -252,7 +251,6 @@ const fk__loop fk__loop_all_pairs = {
     .double_single = 1,
     .automatic = FK__AUTO_REFERENCE,
     .split_in_program = 0, /* the j-split is a launch setting (eval->j_chunk) */
-    .lane_form = &fk__loop_lanes,
     .supports = all_pairs_supports,
     .create = all_pairs_create,
     .prepare = all_pairs_prepare,

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/loops/cell_grid.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 struct fk__cells {
     fk__cell_grid grid;

@@ -18,6 +18,11 @@ fk_status fk__lanes_choose(fk_context *context, const fk_eval_config *config,
 int fk__automatic_lanes(fk_context *context, const char *kernel, const char *accum,
                         fk_variant *variant);
 
+/* Whether kernel and accumulator have a lane form on this device (the registry's lane sections;
+ * no typed tables). */
+int fk__lanes_possible(fk_context *context, const fk_kernel_desc *kernel,
+                       const fk_accum_desc *accum);
+
 /* An explicit width `asked` on a CPU whose float vector registers hold fewer: FK_ERR_UNSUPPORTED,
  * recorded (a wider vector is split by the compiler, with ABI warnings); FK_OK otherwise. Both lane
  * forms (all-pairs, neighbour lists) apply it. */

@@ -126,9 +126,12 @@ typedef struct fk__loop {
     /* Tunable shape: 1 when j_splits is built into the program (a new evaluation per value),
      * 0 when it is a launch setting of one evaluation. */
     int split_in_program;
-    /* Another entry that runs this loop with variant.lanes > 0 (the all-pairs loop's lane
-     * template), NULL for none; list_lanes: its lanes are list partners per step on CPUs. */
-    const struct fk__loop *lane_form;
+    /* In a lane form (an entry that runs another loop with variant.lanes > 0, the all-pairs
+     * loop's lane template): the loop it is a form of; NULL in the loops themselves, whose lane
+     * form fk__loop_lane_form finds. A lane form names its loop and not the reverse, so that the
+     * form may run the loop's launch without the two files calling each other. list_lanes: the
+     * loop's lanes are list partners per step on CPUs. */
+    const struct fk__loop *lane_of;
     int list_lanes;
     fk_status (*supports)(fk_context *context, const fk_kernel_desc *kernel,
                           const fk_accum_desc *accum, const fk_eval_config *config,
@@ -176,6 +179,8 @@ int fk__shape_index(const int *values, int count, int value);
 const fk__loop *fk__loop_for(int algorithm);
 /* The loop that runs variant: its algorithm's, or that loop's lane form when variant.lanes > 0. */
 const fk__loop *fk__loop_for_variant(const fk_variant *variant);
+/* The entry that runs loop with variant.lanes > 0 (its lane template), NULL for none. */
+const fk__loop *fk__loop_lane_form(const fk__loop *loop);
 /* The entries, in algorithm order: fk__loop_at(0 .. fk__loop_count() - 1); lane forms are not
  * entries of their own. */
 size_t fk__loop_count(void);

@@ -31,7 +31,7 @@
 
 #include "core/loops/cell_grid.h"
 #include "core/loops/lanes.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 /* stats[] indices, as in cl/neighbors_build.cl */
 enum {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/loops/loop.h"
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 /* Device memory for the slots of one launch: 2 slots (i-side, j-side) of N x components packed
  * results per block distance. Distances beyond what fits go to further launches. */

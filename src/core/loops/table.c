@@ -6,6 +6,7 @@ extern const fk__loop fk__loop_all_pairs; /* allpairs.c: cl/pairwise.cl (lanes.c
 extern const fk__loop fk__loop_symmetric; /* symmetric.c: cl/symmetric.cl */
 extern const fk__loop fk__loop_cells;     /* cells.c: cl/cells.cl, cells_build.cl */
 extern const fk__loop fk__loop_neighbors; /* neighbors.c: cl/neighbors.cl, neighbors_build.cl */
+extern const fk__loop fk__loop_lanes;     /* lanes.c: the all-pairs loop's lane template */
 
 /* In algorithm order: loops[k]->algorithm == k (checked by tests/test_loop_table.c). */
 static const fk__loop *const loops[] = {
@@ -33,10 +34,24 @@ const fk__loop *fk__loop_for(int algorithm)
     return NULL;
 }
 
+/* The lane forms, each naming the loop it is a form of (.lane_of). */
+static const fk__loop *const lane_forms[] = {
+    &fk__loop_lanes,
+};
+
+const fk__loop *fk__loop_lane_form(const fk__loop *loop)
+{
+    for (size_t k = 0; k < sizeof lane_forms / sizeof lane_forms[0]; ++k)
+        if (loop && lane_forms[k]->lane_of == loop)
+            return lane_forms[k];
+    return NULL;
+}
+
 const fk__loop *fk__loop_for_variant(const fk_variant *variant)
 {
     const fk__loop *loop = fk__loop_for(variant->algorithm);
-    return loop && variant->lanes > 0 && loop->lane_form ? loop->lane_form : loop;
+    const fk__loop *lane_form = fk__loop_lane_form(loop);
+    return variant->lanes > 0 && lane_form ? lane_form : loop;
 }
 
 static const fk__loop *loop_with(fk__loop_auto automatic)

@@ -3,7 +3,7 @@
  * Why: Mesa 22.3's llvmpipe (Rusticl's CPU device) caps every loop of a kernel at 65,535 iterations
  * (gallivm's loop limiter, meant for shaders) and says nothing: a work-item's j-loop over more
  * pairs stops early and the forces come back wrong with success (tests/rusticl/loop_limit.c). The
- * known-answer check (src/core/devices/known_answer.c) runs 4 particles and cannot see it. So
+ * known-answer check (src/core/eval/known_answer.c) runs 4 particles and cannot see it. So
  * before the first evaluation whose particle count could need that many iterations of one loop, the
  * host runs one work-item through PROBE_ITERATIONS stores and counts how many landed; every later
  * evaluation on the context with more particles than landed is refused with the reason. The bound

@@ -10,7 +10,6 @@
 #include "common/text.h"
 #include "core/internal.h"
 #include "core/programs/install_paths.h"
-#include "core/tune/tune.h" /* fk__warn */
 
 static int has_template(const char *dir)
 {

@@ -7,7 +7,6 @@
 
 #include "core/programs/cache.h"
 #include "core/internal.h"
-#include "core/tune/tune.h"
 
 /* A growable string. */
 typedef struct text {

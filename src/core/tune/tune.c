@@ -481,7 +481,7 @@ static fk_status measure(tuner *t, const candidate *c, fk_tune_point *p)
         t->context->known_answer_refused = 0;
         status = fk_eval_create(t->context, &config, &t->eval);
         if (status == FK_ERR_UNSUPPORTED && t->context->known_answer_refused) {
-            /* the library's known-answer check (src/core/devices/known_answer.c) caught wrong
+            /* the library's known-answer check (src/core/eval/known_answer.c) caught wrong
              * forces: the variant is wrong, not beyond a device limit */
             p->outcome = FK_TUNE_WRONG_RESULT;
             p->error = t->context->known_answer_error;
@@ -1023,7 +1023,7 @@ static fk_status check_loop_runs(fk_context *context, const fk_tune_config *conf
     if (loop->reference)
         return FK_OK;
     const fk_kernel_info *kernel = &kernel_desc->info;
-    if (config->lanes > 0 && !loop->lane_form && !loop->list_lanes)
+    if (config->lanes > 0 && !fk__loop_lane_form(loop) && !loop->list_lanes)
         return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
                         "lanes are a form of the all-pairs and neighbors loops, not of "
                         "algorithm %s",
@@ -1167,7 +1167,7 @@ fk_status fk__tune_run_loop(fk_context *context, const fk_tune_config *config, i
     fk__tuning_identity_query(context->platform, context->device, &context->info, &t.identity);
     {
         fk_variant lanes = {0};
-        if (loop->lane_form) /* the lane template, where automatic lanes would run it */
+        if (fk__loop_lane_form(loop)) /* the lane template, where automatic lanes would run it */
             t.lane_width = fk__automatic_lanes(context, kernel->name, accum->name, &lanes);
         else if (loop->list_lanes && context->info.type == FK_DEVICE_CPU &&
                  fk__registry_has_list_lanes(kernel_desc, accum_desc, context->info.fp64))

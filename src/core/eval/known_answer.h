@@ -1,4 +1,4 @@
-/* The known-answer check (issue #37, src/core/devices/known_answer.c): the first evaluation of each
+/* The known-answer check (issue #37, src/core/eval/known_answer.c): the first evaluation of each
  * program (force law, accumulator, loop, shape, switches) on a context computes a few particles
  * whose forces the host knows, so that a compiler that miscompiles an accumulator makes it refused
  * instead of returning wrong forces with FK_OK. Not installed. */

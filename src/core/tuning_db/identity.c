@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "common/text.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 /* NVIDIA's and AMD's vendor extensions (cl_ext.h names them, but older headers lack them). */
 #define FK_CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000

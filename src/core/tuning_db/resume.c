@@ -9,7 +9,7 @@
 
 #include "common/files.h"
 #include "common/text.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 char *fk__tuning_resume_path(const char *database_path)
 {

@@ -11,7 +11,7 @@
 
 #include "common/files.h"
 #include "common/text.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 int fk__tuning_make_parent_directories(const char *path)
 {

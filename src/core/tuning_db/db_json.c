@@ -10,7 +10,7 @@
 
 #include "common/text.h"
 #include "core/programs/install_paths.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 static int parse_unroll_name(const char *text, int *unroll_i, int *unroll_j)
 {

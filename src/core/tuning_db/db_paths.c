@@ -9,7 +9,7 @@
 
 #include "common/text.h"
 #include "core/programs/install_paths.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 static int is_off(const char *value)
 {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 size_t fk_tune_bucket_at(size_t index)
 {

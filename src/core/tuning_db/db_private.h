@@ -8,7 +8,7 @@
 
 #include <cJSON.h>
 
-#include "core/tune/tune.h"
+#include "core/tuning_db/db.h"
 
 #define DB_FORMAT "forcekit-tuning"
 #define DB_VERSION 1

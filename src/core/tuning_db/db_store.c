@@ -12,7 +12,7 @@
 
 #include "common/files.h"
 #include "common/text.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 /* Moves a database that does not parse aside, to path.bad, or path.bad.1, ... when that exists:
  * a backup is never overwritten. link then unlink, so an existing name is never replaced. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/eval/eval_internal.h"
-#include "core/devices/known_answer.h"
+#include "core/eval/known_answer.h"
 
 typedef struct fk__known_answers {
     char **keys; /* the programs that passed */
@@ -153,7 +153,7 @@ fk_status fk__known_answer_check(fk_eval *eval, unsigned exclusion_slots)
     config.coordinated_scale = 0;
     fk_eval *check = NULL;
     ++record->depth;
-    fk_status status = fk__eval_create_slots(context, &config, exclusion_slots, &check);
+    fk_status status = fk__eval_build(context, &config, exclusion_slots, &check);
     --record->depth;
     if (status == FK_OK)
         status = fk_eval_set_particles(check, &particles);

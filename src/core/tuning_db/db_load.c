@@ -7,7 +7,7 @@
 
 #include "common/text.h"
 #include "core/programs/install_paths.h"
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 /* Appends the valid entries of one file to db; user entries replace shipped ones with the same
  * key (the user file is loaded first, so a shipped duplicate is simply skipped). */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tune/tune.h"
+#include "core/internal.h"
 
 void fk__warn(char **warnings, const char *format, ...)
 {

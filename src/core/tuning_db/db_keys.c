@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tune/db_private.h"
+#include "core/tuning_db/db_private.h"
 
 int fk__tuning_same_key(const fk_tuning_entry *a, const fk_tuning_entry *b)
 {
