@@ -659,6 +659,7 @@ static void test_null_objects(void **state)
     double term = 0, sum = 0;
     EXPECT_STATUS(fk_eval_get_bound(NULL, &term, &sum), FK_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(fk_eval_get_reach(NULL, &term, &sum, NULL), FK_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(fk_eval_get_loop_traits(NULL, NULL, NULL, NULL), FK_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(fk_eval_set_bound(NULL, 1, 1, 1), FK_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(fk_eval_update_positions_cl(NULL, NULL, FK_CL_POSITIONS_DOUBLE3),
                   FK_ERR_INVALID_ARGUMENT);

@@ -224,6 +224,15 @@ static void check_loop(const fk_test_system *s, const fk__loop *loop, const char
     const int newton = fk__loop_uses_newton(loop, &variant);
     if (loop->newton == FK__NEWTON_HALF_LISTS)
         assert_int_equal(newton, variant.neighbor_half_lists);
+    /* The public traits (fk_eval_get_loop_traits, which the MPI layer asks instead of naming
+     * loops) say what ran: both particles written, a grid's pairs counted, and (below) which
+     * share calls are refused. */
+    int writes_pairs = -1, cell_grid = -1, shares_cells = -1;
+    assert_int_equal(fk_eval_get_loop_traits(eval, &writes_pairs, &cell_grid, &shares_cells),
+                     FK_OK);
+    assert_int_equal(writes_pairs, newton);
+    assert_int_equal(cell_grid, variant.pairs_examined != 0);
+    assert_int_equal(shares_cells, loop->share_unit == FK__SHARE_CELLS);
     const fk_status shared = fk_eval_set_share(eval, 1, 3);
     if (newton) {
         assert_int_equal(shared, FK_ERR_UNSUPPORTED);

@@ -615,6 +615,17 @@ FK_API size_t fk_eval_force_components(const fk_eval *eval);
  * be NULL. FK_ERR_INVALID_ARGUMENT for a NULL evaluation. */
 FK_API fk_status fk_eval_get_reach(const fk_eval *eval, double *cutoff, double *skin,
                                    double box[3]);
+/* What the evaluation's pair loop does with the work, from the loop's own description in the
+ * library's loop table, for callers that divide an evaluation among processes (the MPI layer) and
+ * must not know loops by name (added in 0.2): *writes_pairs 1 when a forces pass writes both
+ * particles of a pair (Newton's third law: the symmetric loop, half neighbour lists), so that
+ * fk_eval_set_share is refused; *cell_grid 1 when the loop examines only the pairs within cutoff +
+ * skin on a cell grid (cells, neighbour lists: a spatial split of a periodic box works); and
+ * *shares_cells 1 when fk_eval_set_share divides cells rather than particles
+ * (fk_eval_set_share_range is then refused). Each pointer may be NULL. FK_ERR_INVALID_ARGUMENT for
+ * a NULL evaluation. */
+FK_API fk_status fk_eval_get_loop_traits(const fk_eval *eval, int *writes_pairs, int *cell_grid,
+                                         int *shares_cells);
 
 /* Molecular kernels. The pair table is validated (NaN, negative epsilon or sigma, rho <= 0,
  * asymmetry: FK_ERR_INVALID_INPUT naming the pair) and uploaded once; without one, one type with

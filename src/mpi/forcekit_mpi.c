@@ -129,15 +129,16 @@ int fk_mpi_local_rank(MPI_Comm comm)
  * moved less than half of it along z since the sets were built cannot have entered another rank's
  * halo or slab from outside that rank's set (a rank's set reaches halo + margin beyond its slab).
  */
-static int spatial_reach(fk_mpi_eval *m, const fk_eval_config *config, int algorithm)
+static int spatial_reach(fk_mpi_eval *m, const fk_eval_config *config)
 {
     double cutoff = 0, skin = 0, box[3] = {0, 0, 0};
-    if (fk_eval_get_reach(m->eval, &cutoff, &skin, box) != FK_OK)
+    int cell_grid = 0;
+    if (fk_eval_get_reach(m->eval, &cutoff, &skin, box) != FK_OK ||
+        fk_eval_get_loop_traits(m->eval, NULL, &cell_grid, NULL) != FK_OK)
         return 0;
     const int periodic = box[0] > 0 && box[1] > 0 && box[2] > 0;
     const int excluded = config->physics && config->physics->exclusion_count > 0;
-    if (!periodic || excluded || fk_eval_force_components(m->eval) != 3 ||
-        (algorithm != FK_ALGORITHM_CELLS && algorithm != FK_ALGORITHM_NEIGHBORS))
+    if (!periodic || excluded || fk_eval_force_components(m->eval) != 3 || !cell_grid)
         return 0;
     m->box_length = box[2];
     m->margin = FK_DEFAULT_SKIN_FRACTION * cutoff;
@@ -175,22 +176,24 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
     fk_status status = fk_eval_create(m->context, &local, &m->eval);
     if (status != FK_OK)
         return forcekit_fail(m, status, "fk_eval_create");
-    fk_variant variant;
-    fk_eval_get_variant(m->eval, &variant);
-    if (variant.algorithm == FK_ALGORITHM_SYMMETRIC) {
-        /* Newton's third law writes both particles of a pair: all-pairs instead. */
+    int writes_pairs = 0, shares_cells = 0;
+    fk_eval_get_loop_traits(m->eval, &writes_pairs, NULL, NULL);
+    if (writes_pairs) {
+        /* A loop that writes both particles of a pair (Newton's third law) cannot be shared:
+         * the reference loop, all-pairs (the public default, every law and share), instead. */
         fk_eval_destroy(m->eval);
         m->eval = NULL;
         local.algorithm = FK_ALGORITHM_ALL_PAIRS;
         status = fk_eval_create(m->context, &local, &m->eval);
         if (status != FK_OK)
-            return forcekit_fail(m, status, "fk_eval_create (all-pairs for symmetric)");
-        fk_eval_get_variant(m->eval, &variant);
+            return forcekit_fail(m, status,
+                                 "fk_eval_create (all-pairs for a loop that writes pairs)");
     }
-    m->spatial = spatial_reach(m, config, variant.algorithm);
+    fk_eval_get_loop_traits(m->eval, NULL, NULL, &shares_cells);
+    m->spatial = spatial_reach(m, config);
     if (m->spatial) {
         m->double_results = config->result_type == FK_RESULT_DOUBLE;
-    } else if (variant.algorithm == FK_ALGORITHM_CELLS) {
+    } else if (shares_cells) {
         status = fk_eval_set_share(m->eval, m->part.rank, m->part.size);
         if (status != FK_OK)
             return forcekit_fail(m, status, "fk_eval_set_share");

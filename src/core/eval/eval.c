@@ -207,3 +207,17 @@ fk_status fk__eval_kernel_figures(const fk_eval *eval, fk__kernel_figures *figur
     }
     return FK_OK;
 }
+
+fk_status fk_eval_get_loop_traits(const fk_eval *eval, int *writes_pairs, int *cell_grid,
+                                  int *shares_cells)
+{
+    if (!eval || !eval->loop)
+        return FK_ERR_INVALID_ARGUMENT;
+    if (writes_pairs)
+        *writes_pairs = fk__loop_uses_newton(eval->loop, &eval->state.variant);
+    if (cell_grid)
+        *cell_grid = eval->loop->reach == FK__REACH_CUTOFF_SKIN;
+    if (shares_cells)
+        *shares_cells = eval->loop->share_unit == FK__SHARE_CELLS;
+    return FK_OK;
+}
