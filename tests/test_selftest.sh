@@ -33,6 +33,11 @@ for device in d["devices"]:
         assert c["passed"] and 0 < c["error"] <= c["tolerance"], c
         assert c["reproducible_checksum"] or c["not_reproducible"], c
 PY
+# The smallest N it accepts: the lattice grows to a box of two cutoffs (it was refused by the
+# host reference and reported as a memory failure).
+"$fk" selftest ${device:+--device "$device"} --n 27 > /dev/null 2> "$work/err"
+status=$?
+expect "selftest --n 27 exits 0 (stderr: $(head -c 400 "$work/err"))" test "$status" -eq 0
 "$fk" selftest --n 5 > /dev/null 2> "$work/err"
 expect "selftest --n 5 exits 2" test $? -eq 2
 "$fk" selftest --device nosuchdevice > /dev/null 2> "$work/err"

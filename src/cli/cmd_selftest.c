@@ -67,16 +67,23 @@ static int gravity_system(selftest_system *s, size_t n)
     return 1;
 }
 
-/* A jittered simple-cubic lattice at density ~0.7 in a periodic box. */
+/* lj's cutoff in the self-test, and the lattice spacing (density ~0.7). */
+#define SELFTEST_LJ_CUTOFF 2.5
+#define SELFTEST_LJ_SPACING 1.125
+
+/* A jittered simple-cubic lattice at density ~0.7 in a periodic box, at least twice the cutoff
+ * across (5^3 particles): the minimum image needs a box of two cutoffs, and the host reference
+ * refuses a smaller one (`--n 27` was refused and reported as a memory failure). */
 static int lj_system(selftest_system *s, size_t n)
 {
+    const int smallest = (int)ceil(2 * SELFTEST_LJ_CUTOFF / SELFTEST_LJ_SPACING);
     int side = (int)lround(cbrt((double)n));
-    if (side < 3)
-        side = 3;
+    if (side < smallest)
+        side = smallest;
     const size_t count = (size_t)side * (size_t)side * (size_t)side;
     if (!alloc_system(s, count))
         return 0;
-    const double spacing = 1.125;
+    const double spacing = SELFTEST_LJ_SPACING;
     s->box = side * spacing;
     uint64_t seed = 12;
     size_t i = 0;
@@ -109,7 +116,7 @@ static void configure(const char *kernel, const selftest_system *s, fk_eval_conf
     if (strcmp(kernel, "ga") == 0) {
         config->eps = 0.01;
     } else {
-        config->cutoff = 2.5;
+        config->cutoff = SELFTEST_LJ_CUTOFF;
         config->box[0] = config->box[1] = config->box[2] = s->box;
     }
     config->expected_count = s->n;
@@ -200,11 +207,18 @@ typedef struct selftest_options {
 static const char *const selftest_kernels[2] = {"ga", "lj"};
 
 /* The two systems and their double-precision host reference forces; 0 when out of memory. */
-static int prepare_references(size_t n, selftest_system systems[2], double *references[2])
+/* The two systems and their host references: FK_ERR_HOST_MEMORY, or the reference's own status
+ * (reported by the caller with the kernel's name), or FK_OK. */
+static fk_status prepare_references(size_t n, selftest_system systems[2], double *references[2],
+                                    const char **refused)
 {
-    int ok = gravity_system(&systems[0], n) && lj_system(&systems[1], n);
-    for (int k = 0; ok && k < 2; ++k) {
+    *refused = NULL;
+    if (!gravity_system(&systems[0], n) || !lj_system(&systems[1], n))
+        return FK_ERR_HOST_MEMORY;
+    for (int k = 0; k < 2; ++k) {
         references[k] = malloc(3 * systems[k].n * sizeof(double));
+        if (!references[k])
+            return FK_ERR_HOST_MEMORY;
         fk_eval_config config;
         configure(selftest_kernels[k], &systems[k], &config);
         fk_physics physics = {.eps = config.eps, .cutoff = config.cutoff};
@@ -213,10 +227,14 @@ static int prepare_references(size_t n, selftest_system systems[2], double *refe
                                         .position = systems[k].position,
                                         .mass = k == 0 ? systems[k].mass : NULL,
                                         .type = k == 0 ? NULL : systems[k].type};
-        ok = references[k] && fk_reference_forces(selftest_kernels[k], &particles, &physics,
-                                                  references[k], NULL) == FK_OK;
+        const fk_status status =
+            fk_reference_forces(selftest_kernels[k], &particles, &physics, references[k], NULL);
+        if (status != FK_OK) {
+            *refused = selftest_kernels[k];
+            return status;
+        }
     }
-    return ok;
+    return FK_OK;
 }
 
 /* The checks of every device run so far: two a device (ga, lj), and the first reproducible
@@ -349,7 +367,8 @@ int cmd_selftest(int argc, char **argv)
         cli_flag("all", &options.all,
                  "also devices of type 'other' (emulators such as oclgrind: slow)"),
         cli_int("n", "N", &options.n, 27, 100000,
-                "particles per system (default 1000; the lattice takes the nearest cube)"),
+                "particles per system (default 1000; the lattice takes the nearest cube, at\n"
+                "least 125 so that its box is twice the cutoff across)"),
         cli_explained(cli_opt_json(&options.json),
                       "the results as one JSON document on standard output"),
         cli_opt_help(&options.help),
@@ -370,13 +389,18 @@ int cmd_selftest(int argc, char **argv)
 
     selftest_system systems[2] = {{0}, {0}};
     double *references[2] = {NULL, NULL};
-    if (!prepare_references((size_t)options.n, systems, references)) {
+    const char *refused = NULL;
+    const fk_status prepared = prepare_references((size_t)options.n, systems, references, &refused);
+    if (prepared != FK_OK) {
         for (int k = 0; k < 2; ++k) {
             free_system(&systems[k]);
             free(references[k]);
         }
         fk_devices_free(devices);
-        return cli_report_status(FK_ERR_HOST_MEMORY, NULL);
+        if (refused) /* a bug of the self-test's own systems, not the user's input */
+            cli_error("selftest", "the host reference refused the %s system: %s", refused,
+                      fk_status_string(prepared));
+        return refused ? CLI_EXIT_RUNTIME : cli_report_status(prepared, NULL);
     }
 
     selftest_results results = {
