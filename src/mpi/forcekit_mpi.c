@@ -129,12 +129,10 @@ int fk_mpi_local_rank(MPI_Comm comm)
  * moved less than half of it along z since the sets were built cannot have entered another rank's
  * halo or slab from outside that rank's set (a rank's set reaches halo + margin beyond its slab).
  */
-static int spatial_reach(fk_mpi_eval *m, const fk_eval_config *config)
+static int spatial_reach(fk_mpi_eval *m, const fk_eval_config *config, int cell_grid)
 {
     double cutoff = 0, skin = 0, box[3] = {0, 0, 0};
-    int cell_grid = 0;
-    if (fk_eval_get_reach(m->eval, &cutoff, &skin, box) != FK_OK ||
-        fk_eval_get_loop_traits(m->eval, NULL, &cell_grid, NULL) != FK_OK)
+    if (fk_eval_get_reach(m->eval, &cutoff, &skin, box) != FK_OK)
         return 0;
     const int periodic = box[0] > 0 && box[1] > 0 && box[2] > 0;
     const int excluded = config->physics && config->physics->exclusion_count > 0;
@@ -176,8 +174,8 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
     fk_status status = fk_eval_create(m->context, &local, &m->eval);
     if (status != FK_OK)
         return forcekit_fail(m, status, "fk_eval_create");
-    int writes_pairs = 0, shares_cells = 0;
-    fk_eval_get_loop_traits(m->eval, &writes_pairs, NULL, NULL);
+    int writes_pairs = 0, cell_grid = 0, shares_cells = 0;
+    fk_eval_get_loop_traits(m->eval, &writes_pairs, &cell_grid, &shares_cells);
     if (writes_pairs) {
         /* A loop that writes both particles of a pair (Newton's third law) cannot be shared:
          * the reference loop, all-pairs (the public default, every law and share), instead. */
@@ -188,9 +186,9 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         if (status != FK_OK)
             return forcekit_fail(m, status,
                                  "fk_eval_create (all-pairs for a loop that writes pairs)");
+        fk_eval_get_loop_traits(m->eval, NULL, &cell_grid, &shares_cells);
     }
-    fk_eval_get_loop_traits(m->eval, NULL, NULL, &shares_cells);
-    m->spatial = spatial_reach(m, config);
+    m->spatial = spatial_reach(m, config, cell_grid);
     if (m->spatial) {
         m->double_results = config->result_type == FK_RESULT_DOUBLE;
     } else if (shares_cells) {
