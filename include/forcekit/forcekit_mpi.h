@@ -145,7 +145,10 @@ FK_API void fk_mpi_eval_reset_figures(fk_mpi_eval *eval);
  * other accumulators they agree to rounding. Verlet and Langevin (Langevin's noise is keyed by
  * each particle's index in the whole system). The allgather scheme (all-pairs, gravity, open
  * boundaries), exclusions, Hermite and loops without a skin are FK_ERR_UNSUPPORTED: the caller
- * keeps replicated integration on the host there.
+ * keeps replicated integration on the host there; so is a rank whose slab and halo hold no
+ * particle (fewer ranks). A step after which a particle moved farther than half the margin along
+ * z since the last distribution fails on every rank (FK_ERR_INVALID_INPUT: a smaller time step or
+ * a wider margin); the state must then be set again.
  */
 typedef struct fk_mpi_integrator fk_mpi_integrator;
 
@@ -193,7 +196,8 @@ FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator,
  * particles now, pairs 0) into figures[0 .. ranks) on root. */
 FK_API fk_status fk_mpi_integrator_figures(fk_mpi_integrator *integrator, int root,
                                            fk_mpi_rank_figures *figures);
-/* The error of the last failed call ("rank R: ..."; empty when none). */
+/* The error of the last failed call ("rank R: ..."; empty when none); with NULL, why this
+ * thread's last fk_mpi_integrator_create failed. */
 FK_API const char *fk_mpi_integrator_last_error(const fk_mpi_integrator *integrator);
 
 /* ---------------------------------------------------------------------------------------------- */
