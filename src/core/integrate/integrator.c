@@ -400,6 +400,30 @@ static fk_status check_eval(fk_context *context, const fk_eval *eval)
     return FK_OK;
 }
 
+/* A table of the program's kernels to create (those not made yet). */
+typedef struct named_kernel {
+    cl_kernel *kernel;
+    const char *name;
+} named_kernel;
+
+static fk_status create_named_kernels(fk_integrator *integrator, const named_kernel *kernels,
+                                      size_t count)
+{
+    for (size_t k = 0; k < count; ++k) {
+        if (*kernels[k].kernel)
+            continue;
+        cl_int err = CL_SUCCESS;
+        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
+        if (err != CL_SUCCESS) {
+            *kernels[k].kernel = NULL;
+            char call[96];
+            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
+            return fk__cl_fail(integrator->context, call, err);
+        }
+    }
+    return FK_OK;
+}
+
 static fk_status create_kernels(fk_integrator *integrator)
 {
     fk_context *context = integrator->context;
@@ -418,28 +442,15 @@ static fk_status create_kernels(fk_integrator *integrator)
     if (status != FK_OK)
         return status;
     integrator->program = built.program;
-    struct {
-        cl_kernel *kernel;
-        const char *name;
-    } kernels[] = {{&integrator->set, "fk_integrate_set"},
-                   {&integrator->step, "fk_integrate_step"},
-                   {&integrator->kick, "fk_integrate_kick"},
-                   {&integrator->energies, "fk_integrate_energies"},
-                   {&integrator->noise, "fk_integrate_noise"},
-                   {&integrator->set_velocities, "fk_integrate_set_velocities"},
-                   {&integrator->predict, "fk_integrate_predict"},
-                   {&integrator->correct, "fk_integrate_correct"}};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        cl_int err = CL_SUCCESS;
-        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
-        if (err != CL_SUCCESS) {
-            *kernels[k].kernel = NULL;
-            char call[96];
-            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
-            return fk__cl_fail(context, call, err);
-        }
-    }
-    return FK_OK;
+    const named_kernel kernels[] = {{&integrator->set, "fk_integrate_set"},
+                                    {&integrator->step, "fk_integrate_step"},
+                                    {&integrator->kick, "fk_integrate_kick"},
+                                    {&integrator->energies, "fk_integrate_energies"},
+                                    {&integrator->noise, "fk_integrate_noise"},
+                                    {&integrator->set_velocities, "fk_integrate_set_velocities"},
+                                    {&integrator->predict, "fk_integrate_predict"},
+                                    {&integrator->correct, "fk_integrate_correct"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
 }
 
 static fk_status create_buffer(fk_integrator *integrator, cl_mem *buffer, size_t bytes,
@@ -1061,24 +1072,11 @@ static fk_status freeze_halo(fk_integrator *integrator)
 
 static fk_status create_part_kernels(fk_integrator *integrator)
 {
-    struct {
-        cl_kernel *kernel;
-        const char *name;
-    } kernels[] = {{&integrator->gather, "fk_integrate_gather"},
-                   {&integrator->scatter, "fk_integrate_scatter"},
-                   {&integrator->energy_largest, "fk_integrate_energy_largest"},
-                   {&integrator->energy_sums, "fk_integrate_energy_sums"}};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (*kernels[k].kernel)
-            continue;
-        cl_int err = CL_SUCCESS;
-        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
-        if (err != CL_SUCCESS) {
-            *kernels[k].kernel = NULL;
-            return fk__cl_fail(integrator->context, kernels[k].name, err);
-        }
-    }
-    return FK_OK;
+    const named_kernel kernels[] = {{&integrator->gather, "fk_integrate_gather"},
+                                    {&integrator->scatter, "fk_integrate_scatter"},
+                                    {&integrator->energy_largest, "fk_integrate_energy_largest"},
+                                    {&integrator->energy_sums, "fk_integrate_energy_sums"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
 }
 
 fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_part *part)
