@@ -108,6 +108,9 @@ struct fk_integrator {
     cl_mem global_index, x_set, send_index, receive_index, send_values, receive_values;
     cl_mem energy_largest_out, energy_sums_out;
     cl_kernel gather, scatter, energy_largest, energy_sums;
+    /* the exchange's host arrays, pinned (DMA at the bus's speed: 24 bytes a halo particle each
+     * way every step) */
+    cl_mem send_pinned, receive_pinned;
     double *send_host, *receive_host;
     unsigned char *halo;
 };
@@ -296,8 +299,10 @@ void fk_integrator_destroy(fk_integrator *integrator)
     for (size_t k = 0; k < sizeof part_buffers / sizeof part_buffers[0]; ++k)
         if (part_buffers[k])
             clReleaseMemObject(part_buffers[k]);
-    free(integrator->send_host);
-    free(integrator->receive_host);
+    fk__pinned_release(integrator->context, &integrator->send_pinned,
+                       (void **)&integrator->send_host);
+    fk__pinned_release(integrator->context, &integrator->receive_pinned,
+                       (void **)&integrator->receive_host);
     free(integrator->halo);
     cl_mem buffers[] = {integrator->x,
                         integrator->v,
@@ -395,6 +400,30 @@ static fk_status check_eval(fk_context *context, const fk_eval *eval)
     return FK_OK;
 }
 
+/* A table of the program's kernels to create (those not made yet). */
+typedef struct named_kernel {
+    cl_kernel *kernel;
+    const char *name;
+} named_kernel;
+
+static fk_status create_named_kernels(fk_integrator *integrator, const named_kernel *kernels,
+                                      size_t count)
+{
+    for (size_t k = 0; k < count; ++k) {
+        if (*kernels[k].kernel)
+            continue;
+        cl_int err = CL_SUCCESS;
+        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
+        if (err != CL_SUCCESS) {
+            *kernels[k].kernel = NULL;
+            char call[96];
+            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
+            return fk__cl_fail(integrator->context, call, err);
+        }
+    }
+    return FK_OK;
+}
+
 static fk_status create_kernels(fk_integrator *integrator)
 {
     fk_context *context = integrator->context;
@@ -413,28 +442,15 @@ static fk_status create_kernels(fk_integrator *integrator)
     if (status != FK_OK)
         return status;
     integrator->program = built.program;
-    struct {
-        cl_kernel *kernel;
-        const char *name;
-    } kernels[] = {{&integrator->set, "fk_integrate_set"},
-                   {&integrator->step, "fk_integrate_step"},
-                   {&integrator->kick, "fk_integrate_kick"},
-                   {&integrator->energies, "fk_integrate_energies"},
-                   {&integrator->noise, "fk_integrate_noise"},
-                   {&integrator->set_velocities, "fk_integrate_set_velocities"},
-                   {&integrator->predict, "fk_integrate_predict"},
-                   {&integrator->correct, "fk_integrate_correct"}};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        cl_int err = CL_SUCCESS;
-        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
-        if (err != CL_SUCCESS) {
-            *kernels[k].kernel = NULL;
-            char call[96];
-            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
-            return fk__cl_fail(context, call, err);
-        }
-    }
-    return FK_OK;
+    const named_kernel kernels[] = {{&integrator->set, "fk_integrate_set"},
+                                    {&integrator->step, "fk_integrate_step"},
+                                    {&integrator->kick, "fk_integrate_kick"},
+                                    {&integrator->energies, "fk_integrate_energies"},
+                                    {&integrator->noise, "fk_integrate_noise"},
+                                    {&integrator->set_velocities, "fk_integrate_set_velocities"},
+                                    {&integrator->predict, "fk_integrate_predict"},
+                                    {&integrator->correct, "fk_integrate_correct"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
 }
 
 static fk_status create_buffer(fk_integrator *integrator, cl_mem *buffer, size_t bytes,
@@ -969,6 +985,10 @@ static fk_status resume(fk_integrator *integrator, cl_int halt)
 static fk_status part_buffer(fk_integrator *integrator, cl_mem *buffer, size_t bytes,
                              const void *host, const char *what)
 {
+    if (*buffer) { /* a failed set_part's */
+        clReleaseMemObject(*buffer);
+        *buffer = NULL;
+    }
     return create_buffer(integrator, buffer, bytes ? bytes : 16, bytes ? host : NULL, what);
 }
 
@@ -1052,24 +1072,11 @@ static fk_status freeze_halo(fk_integrator *integrator)
 
 static fk_status create_part_kernels(fk_integrator *integrator)
 {
-    struct {
-        cl_kernel *kernel;
-        const char *name;
-    } kernels[] = {{&integrator->gather, "fk_integrate_gather"},
-                   {&integrator->scatter, "fk_integrate_scatter"},
-                   {&integrator->energy_largest, "fk_integrate_energy_largest"},
-                   {&integrator->energy_sums, "fk_integrate_energy_sums"}};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (*kernels[k].kernel)
-            continue;
-        cl_int err = CL_SUCCESS;
-        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
-        if (err != CL_SUCCESS) {
-            *kernels[k].kernel = NULL;
-            return fk__cl_fail(integrator->context, kernels[k].name, err);
-        }
-    }
-    return FK_OK;
+    const named_kernel kernels[] = {{&integrator->gather, "fk_integrate_gather"},
+                                    {&integrator->scatter, "fk_integrate_scatter"},
+                                    {&integrator->energy_largest, "fk_integrate_energy_largest"},
+                                    {&integrator->energy_sums, "fk_integrate_energy_sums"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
 }
 
 fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_part *part)
@@ -1089,6 +1096,9 @@ fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_
     if (status != FK_OK)
         return status;
     const size_t n = integrator->count;
+    free(integrator->halo); /* what a failed set_part left (its device buffers are kept) */
+    fk__pinned_release(context, &integrator->send_pinned, (void **)&integrator->send_host);
+    fk__pinned_release(context, &integrator->receive_pinned, (void **)&integrator->receive_host);
     integrator->halo = calloc(n, 1);
     uint32_t *own_index = NULL;
     if (!copy.global_index) {
@@ -1096,12 +1106,20 @@ fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_
         for (size_t i = 0; own_index && i < n; ++i)
             own_index[i] = (uint32_t)i;
     }
-    integrator->send_host = malloc((3 * copy.send_count + 1) * sizeof(double));
-    integrator->receive_host = malloc((3 * copy.receive_count + 1) * sizeof(double));
-    if (!integrator->halo || (!copy.global_index && !own_index) || !integrator->send_host ||
-        !integrator->receive_host) {
+    if (!integrator->halo || (!copy.global_index && !own_index)) {
         free(own_index);
         return FK_ERR_HOST_MEMORY;
+    }
+    status = fk__pinned_create(context, (3 * copy.send_count + 1) * sizeof(double),
+                               &integrator->send_pinned, (void **)&integrator->send_host,
+                               "the sent positions");
+    if (status == FK_OK)
+        status = fk__pinned_create(context, (3 * copy.receive_count + 1) * sizeof(double),
+                                   &integrator->receive_pinned, (void **)&integrator->receive_host,
+                                   "the halo's positions");
+    if (status != FK_OK) {
+        free(own_index);
+        return status;
     }
     for (size_t i = 0; copy.halo && i < n; ++i)
         integrator->halo[i] = copy.halo[i] != 0;
