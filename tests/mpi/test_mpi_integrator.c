@@ -7,13 +7,17 @@
  *   bits      fixed64 (reproducible) Verlet and fixed64 Langevin with unequal masses, 150 steps
  *             with a small margin so that the ranks redistribute many times (the counter is
  *             checked): every rank's gathered positions and velocities and both energies equal the
- *             reference bit for bit, and the counters are the same on every rank.
+ *             reference bit for bit, and the counters are the same on every rank. And
+ *             ljc_constant (charges +-0.3, two types in config.physics's pair table) with the
+ *             evaluation set from uneven slices (the last rank none when P > 2), 90 steps.
  *   float     Verlet with float sums: within 1e-4 of the reference (the halo's sums follow each
  *             rank's list order, and the rounding grows over the steps); how many coordinates
  *             are bit-identical is printed.
  *   refusals  the allgather scheme (all-pairs) and Hermite: FK_ERR_UNSUPPORTED on every rank with
- *             a message; a time step far too large fails on every rank with one message, and the
- *             state is then gone (get_all_state: FK_ERR_STATE on every rank); nothing hangs
+ *             a message; rank 1 with another dt, or one coordinate one ulp away: every rank
+ *             fails naming rank 1; one particle far too fast (one rank sees it): every rank
+ *             fails with the halo's message; a time step far too large fails on every rank with one
+ * message, and the state is then gone (get_all_state: FK_ERR_STATE on every rank); nothing hangs
  *             (CTest's timeout bounds the run).
  *
  * Exit status 0 when every check passed on every rank; rank 0 prints what failed.
@@ -66,6 +70,8 @@ static double uniform(void)
 typedef struct fluid {
     double box[3];
     double x[3 * N], v[3 * N], masses[N];
+    double charges[N];
+    int types[N];
 } fluid;
 
 static void make_fluid(fluid *f)
@@ -79,6 +85,8 @@ static void make_fluid(fluid *f)
             for (int c = 0; c < SIDE_Z; ++c, ++i) {
                 const int site[3] = {a, b, c};
                 f->masses[i] = 1.0 + 0.5 * (double)(i % 3);
+                f->charges[i] = i % 2 ? 0.3 : -0.3;
+                f->types[i] = (int)(i % 5 < 2);
                 for (int k = 0; k < 3; ++k) {
                     f->x[3 * i + k] = spacing * (site[k] + 0.5 + 0.2 * (uniform() - 0.5));
                     const double u1 = 1.0 - uniform(), u2 = uniform();
@@ -90,6 +98,7 @@ static void make_fluid(fluid *f)
 }
 
 typedef struct run_config {
+    const char *law; /* NULL: lj (one type, no charges); else with charges and two types */
     const char *accum;
     int reproducible;
     int algorithm;
@@ -100,15 +109,30 @@ typedef struct run_config {
     double margin;
 } run_config;
 
+/* Two types for the charged law: epsilon and sigma per pair, symmetric. */
+static const double pair_values[] = {1.0, 1.0, 0.8, 0.95, 0.8, 0.95, 1.2, 1.05};
+static const unsigned char pair_present[] = {1, 1, 1, 1};
+static const fk_pair_table pair_table = {
+    .types = 2, .values = pair_values, .present = pair_present};
+static fk_physics physics;
+
 static fk_eval_config eval_config(const fluid *f, const run_config *run)
 {
     fk_eval_config config = FK_CONFIG_INIT(fk_eval_config);
-    config.kernel = "lj";
+    config.kernel = run->law ? run->law : "lj";
     config.accum = run->accum;
     config.reproducible = run->reproducible;
-    config.cutoff = CUTOFF;
+    if (run->law) { /* the physics as one description, its pair table included */
+        memset(&physics, 0, sizeof physics);
+        physics.cutoff = CUTOFF;
+        memcpy(physics.box, f->box, sizeof physics.box);
+        physics.pair_table = &pair_table;
+        config.physics = &physics;
+    } else {
+        config.cutoff = CUTOFF;
+        memcpy(config.box, f->box, sizeof config.box);
+    }
     config.skin = SKIN;
-    memcpy(config.box, f->box, sizeof config.box);
     config.algorithm = run->algorithm;
     config.potential = 1;
     /* the distributed evaluation's lists are full on every rank count: the same here */
@@ -142,7 +166,10 @@ static int whole_system(const fluid *f, const run_config *run, double *out)
         const fk_integrator_config integrator_config = dynamics(f, run);
         fk_eval *eval = NULL;
         fk_integrator *integrator = NULL;
-        const fk_particles particles = {.count = N, .position = f->x};
+        const fk_particles particles = {.count = N,
+                                        .position = f->x,
+                                        .mass = run->law ? f->charges : NULL,
+                                        .type = run->law ? f->types : NULL};
         ok = fk_eval_create(context, &config, &eval) == FK_OK &&
              fk_eval_set_particles(eval, &particles) == FK_OK &&
              fk_integrator_create(eval, &integrator_config, &integrator) == FK_OK &&
@@ -165,9 +192,28 @@ static fk_mpi_eval *make_mpi_eval(const fluid *f, const run_config *run)
     fk_mpi_eval *m = NULL;
     fk_status status = fk_mpi_eval_create(context, &config, MPI_COMM_WORLD, &m);
     CHECK(status == FK_OK, "fk_mpi_eval_create: %s", fk_mpi_eval_last_error(NULL));
-    const fk_particles all = {.count = N, .position = f->x};
-    if (status == FK_OK)
-        status = fk_mpi_eval_set_all_particles(m, &all);
+    if (run->law) {
+        /* uneven slices, the last rank none when P > 2: each rank's charges and types are
+         * gathered by the integrator */
+        size_t weights = 0, before = 0, mine = 0;
+        for (int r = 0; r < ranks; ++r) {
+            const size_t w = ranks > 2 && r == ranks - 1 ? 0 : (size_t)r + 1;
+            before += r < rank ? w : 0;
+            mine = r == rank ? w : mine;
+            weights += w;
+        }
+        const size_t first = N * before / weights, count = N * (before + mine) / weights - first;
+        const fk_particles slice = {.count = count,
+                                    .position = f->x + 3 * first,
+                                    .mass = f->charges + first,
+                                    .type = f->types + first};
+        if (status == FK_OK)
+            status = fk_mpi_eval_set_particles(m, &slice);
+    } else {
+        const fk_particles all = {.count = N, .position = f->x};
+        if (status == FK_OK)
+            status = fk_mpi_eval_set_all_particles(m, &all);
+    }
     CHECK(status == FK_OK, "set_all_particles: %s", fk_mpi_eval_last_error(m));
     if (status != FK_OK) {
         fk_mpi_eval_destroy(m);
@@ -229,10 +275,11 @@ static void check_run(const run_config *run, int bits)
     fk_mpi_rank_figures figures[4];
     CHECK(fk_mpi_integrator_figures(mi, 0, ranks <= 4 ? figures : NULL) == FK_OK, "figures");
     if (rank == 0)
-        printf("%s %s P=%d: %llu redistributions, %llu rebuilds, %llu rescales; %zu of %d "
+        printf("%s %s %s P=%d: %llu redistributions, %llu rebuilds, %llu rescales; %zu of %d "
                "coordinates and %zu velocities differ from one device's; rank 0 owns %zu, "
                "compute %.3f s, communication %.3f s\n",
-               run->accum, run->kind == FK_INTEGRATOR_LANGEVIN ? "langevin" : "verlet", ranks,
+               run->law ? run->law : "lj", run->accum,
+               run->kind == FK_INTEGRATOR_LANGEVIN ? "langevin" : "verlet", ranks,
                (unsigned long long)redistributions, (unsigned long long)rebuilds,
                (unsigned long long)rescales, differing(x, reference, 3 * N), 3 * N,
                differing(v, reference + 3 * N, 3 * N), figures[0].particles,
@@ -316,10 +363,53 @@ static void check_refusals(void)
     config.integrator.kind = FK_INTEGRATOR_HERMITE;
     check_agreed(fk_mpi_integrator_create(m, &config, &mi), FK_ERR_UNSUPPORTED,
                  fk_mpi_integrator_last_error(NULL), "hermite");
+    config.integrator.kind = FK_INTEGRATOR_VERLET;
+    if (ranks > 1) { /* rank 1 with another time step, then with one coordinate moved */
+        config.integrator.dt = rank == 1 ? 2 * DT : DT;
+        fk_status status = fk_mpi_integrator_create(m, &config, &mi);
+        check_agreed(status, FK_ERR_INVALID_ARGUMENT, fk_mpi_integrator_last_error(NULL),
+                     "another dt on rank 1");
+        CHECK(strstr(fk_mpi_integrator_last_error(NULL), "rank 1"), "rank 1 not named");
+        config.integrator.dt = DT;
+        status = fk_mpi_integrator_create(m, &config, &mi);
+        CHECK(status == FK_OK, "create: %s", fk_mpi_integrator_last_error(NULL));
+        if (status == FK_OK) {
+            const double kept = f.x[3 * 7 + 2];
+            if (rank == 1)
+                f.x[3 * 7 + 2] = nextafter(kept, 1e9);
+            status = fk_mpi_integrator_set_all_state(mi, f.x, f.v, 0);
+            f.x[3 * 7 + 2] = kept;
+            check_agreed(status, FK_ERR_INVALID_ARGUMENT, fk_mpi_integrator_last_error(mi),
+                         "one coordinate one ulp away on rank 1");
+            check_agreed(fk_mpi_integrator_step(mi, 1), FK_ERR_STATE,
+                         fk_mpi_integrator_last_error(mi), "a step without a state");
+        }
+        fk_mpi_integrator_destroy(mi);
+        mi = NULL;
+    }
+    /* one particle far too fast: only its owner sees it leave, and every rank fails (the
+     * integrator's verdict is the system's vote, the same message on every part) */
+    fk_status status = fk_mpi_integrator_create(m, &config, &mi);
+    CHECK(status == FK_OK, "create: %s", fk_mpi_integrator_last_error(NULL));
+    const size_t fast = 7 * SIDE_Z + SIDE_Z - 5; /* near the top of the box: the last rank's */
+    const double kept = f.v[3 * fast + 2];
+    f.v[3 * fast + 2] = 200.0; /* 1.0 along z in one step of 0.005 */
+    if (status == FK_OK)
+        status = fk_mpi_integrator_set_all_state(mi, f.x, f.v, 0);
+    f.v[3 * fast + 2] = kept;
+    CHECK(status == FK_OK, "set_all_state: %s", fk_mpi_integrator_last_error(mi));
+    if (status == FK_OK) {
+        const char *message = fk_mpi_integrator_last_error(mi);
+        check_agreed(fk_mpi_integrator_step(mi, 5), FK_ERR_INVALID_INPUT, message,
+                     "one particle too fast");
+        CHECK(strstr(message, "moved farther than") != NULL, "not the halo's message: %s", message);
+    }
+    fk_mpi_integrator_destroy(mi);
+    mi = NULL;
     /* far too large a time step: the particles fly through each other and the halo */
     config.integrator.kind = FK_INTEGRATOR_VERLET;
     config.integrator.dt = 0.5;
-    fk_status status = fk_mpi_integrator_create(m, &config, &mi);
+    status = fk_mpi_integrator_create(m, &config, &mi);
     CHECK(status == FK_OK, "create: %s", fk_mpi_integrator_last_error(NULL));
     if (status == FK_OK)
         status = fk_mpi_integrator_set_all_state(mi, f.x, f.v, 0);
@@ -380,6 +470,14 @@ int main(int argc, char **argv)
                                      .steps = 150,
                                      .margin = 0.2};
         check_run(&langevin, 1);
+        const run_config charged = {.law = "ljc_constant",
+                                    .accum = "fixed64",
+                                    .algorithm = FK_ALGORITHM_NEIGHBORS,
+                                    .kind = FK_INTEGRATOR_VERLET,
+                                    .dt = DT,
+                                    .steps = 90,
+                                    .margin = 0.2};
+        check_run(&charged, 1);
     }
     if (!strcmp(what, "all") || !strcmp(what, "float")) {
         const run_config verlet = {.accum = "float",
