@@ -165,8 +165,10 @@ typedef struct fk_mpi_integrator_config {
 
 /* Collective. eval: an fk_mpi_eval whose scheme is "spatial", whose particles are set (its
  * set_all_particles or set_particles: masses or charges, types); the integrator takes over its
- * local evaluation (its own compute calls are then not to be used). The state must be set
- * before stepping. */
+ * local evaluation: the evaluation's set_particles, update_positions and compute are
+ * FK_ERR_STATE while the integrator lives, and its compute after it until an update or
+ * set_particles (which build its own sets again); one integrator per evaluation at a time. The
+ * state must be set before stepping. */
 FK_API fk_status fk_mpi_integrator_create(fk_mpi_eval *eval, const fk_mpi_integrator_config *config,
                                           fk_mpi_integrator **integrator);
 /* Not collective; NULL is a no-op. Before the fk_mpi_eval. */

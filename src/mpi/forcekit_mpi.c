@@ -37,6 +37,11 @@
 #include <xxhash.h>
 
 #define ERROR_TEXT FK__MPI_ERROR_TEXT
+/* The evaluation's calls while an fk_mpi_integrator holds its device set, or after it went and
+ * before an update or set_particles gave the evaluation its own sets again. */
+#define LENT_MESSAGE                                                                               \
+    "%s: the local evaluation's particles are (or were last) an fk_mpi_integrator's: destroy it, " \
+    "then update or set the particles"
 
 /* Why the last fk_mpi_eval_create of this thread failed (fk_mpi_eval_last_error(NULL)). */
 static _Thread_local char create_error[ERROR_TEXT];
@@ -388,6 +393,8 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
         status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
                                     "set_particles: %zu particles on one rank (at most %d)",
                                     local->count, INT_MAX / 3);
+    else if (m->lent == 1)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "set_particles");
     else
         count = local->count;
     status = fk__mpi_agree(&m->part, status);
@@ -503,6 +510,8 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     status = upload(m, local->position, local->velocity, 1);
     if (status != FK_OK)
         m->n = 0;
+    else
+        m->lent = 0;
     return status;
 }
 
@@ -873,10 +882,15 @@ fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
     else if (m->counts[m->part.rank] && m->has_velocity && !velocity)
         status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
                                     "update_positions: NULL velocities (the particles have them)");
+    else if (m->lent == 1)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "update_positions");
     status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
-    return upload(m, position, velocity, 0);
+    status = upload(m, position, velocity, 0);
+    if (status == FK_OK)
+        m->lent = 0; /* the evaluation's own sets again (built anew: not resident) */
+    return status;
 }
 
 /* This rank's part of the equal split of n particles: [n r / P, n (r + 1) / P). */
@@ -1119,8 +1133,9 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
     double device = 0;
     double start = MPI_Wtime();
     fk_status status =
-        m->n ? compute_local(m, &device)
-             : fk__mpi_local_fail(&m->part, FK_ERR_STATE, "compute before set_particles");
+        !m->n     ? fk__mpi_local_fail(&m->part, FK_ERR_STATE, "compute before set_particles")
+        : m->lent ? fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "compute")
+                  : compute_local(m, &device);
     m->part.figures.compute_seconds += MPI_Wtime() - start;
     /* FK_SCALE_KEEP: when a compute on any rank left the kept scale's range, every rank chooses
      * a new scale from the current positions and computes again, once, as one device would. */

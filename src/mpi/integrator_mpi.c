@@ -52,6 +52,7 @@ static _Thread_local char create_error[FK__MPI_ERROR_TEXT];
 struct fk_mpi_integrator {
     fk__mpi_part part;
     fk_mpi_eval *m;
+    int holds_eval;            /* created: m's device set is this integrator's (m->lent) */
     fk_integrator *integrator; /* NULL until the first distribution */
     fk_integrator_config dynamics;
     /* The system: N, and its charges, types and the dynamics' masses for all N (NULL: absent). */
@@ -166,6 +167,8 @@ void fk_mpi_integrator_destroy(fk_mpi_integrator *mi)
 {
     if (!mi)
         return;
+    if (mi->holds_eval) /* the evaluation's own sets are to be built again */
+        mi->m->lent = 2;
     release_integrator(mi);
     release_local(mi);
     free(mi->charges);
@@ -201,6 +204,9 @@ static fk_status check_create(fk_mpi_integrator *mi, const fk_mpi_integrator_con
     if (m->n == 0)
         return fk__mpi_local_fail(part, FK_ERR_STATE,
                                   "fk_mpi_integrator_create: set the evaluation's particles first");
+    if (m->lent == 1)
+        return fk__mpi_local_fail(part, FK_ERR_STATE,
+                                  "fk_mpi_integrator_create: the evaluation already has one");
     const int kind = config->integrator.kind;
     if (kind != FK_INTEGRATOR_VERLET && kind != FK_INTEGRATOR_LANGEVIN)
         return fk__mpi_local_fail(part, FK_ERR_UNSUPPORTED,
@@ -319,6 +325,8 @@ fk_status fk_mpi_integrator_create(fk_mpi_eval *m, const fk_mpi_integrator_confi
      * builds its sets again if it is ever used. */
     m->resident = 0;
     m->computed = 0;
+    m->lent = 1;
+    mi->holds_eval = 1;
     *out = mi;
     return FK_OK;
 }

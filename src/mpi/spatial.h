@@ -13,6 +13,9 @@ struct fk_mpi_eval {
     fk_eval *eval;
     size_t components; /* force components per particle */
     int molecular;     /* a force law with a pair table (fk_kernel_info.pair_parameters) */
+    /* 1 while an fk_mpi_integrator holds the local evaluation's device set (the evaluation's own
+     * calls are refused), 2 after it was destroyed (compute needs an update or set first). */
+    int lent;
     int potential;
     /* The system: every rank's slice (counts, firsts) and all particles, gathered. */
     size_t n;

@@ -17,8 +17,10 @@
  *             a message; rank 1 with another dt, or one coordinate one ulp away: every rank
  *             fails naming rank 1; one particle far too fast (one rank sees it): every rank
  *             fails with the halo's message; a time step far too large fails on every rank with one
- * message, and the state is then gone (get_all_state: FK_ERR_STATE on every rank); nothing hangs
- *             (CTest's timeout bounds the run).
+ * message, and the state is then gone (get_all_state: FK_ERR_STATE on every rank); while an
+ * integrator holds the evaluation's device set, a second integrator and the evaluation's compute
+ * are FK_ERR_STATE, and after it an update gives the evaluation its own sets back; nothing hangs
+ * (CTest's timeout bounds the run).
  *
  * Exit status 0 when every check passed on every rank; rank 0 prints what failed.
  */
@@ -425,7 +427,21 @@ static void check_refusals(void)
         check_agreed(fk_mpi_integrator_get_all_state(mi, x, NULL, NULL), FK_ERR_STATE,
                      fk_mpi_integrator_last_error(mi), "get_all_state after a failed step");
     }
+    /* The evaluation's device set is the integrator's: its own calls are refused meanwhile, a
+     * second integrator too, and after the integrator an update gives it its own sets back. */
+    fk_mpi_integrator *second = NULL;
+    check_agreed(fk_mpi_integrator_create(m, &config, &second), FK_ERR_STATE,
+                 fk_mpi_integrator_last_error(NULL), "a second integrator");
+    check_agreed(fk_mpi_eval_compute(m, NULL), FK_ERR_STATE, fk_mpi_eval_last_error(m),
+                 "the evaluation's compute under an integrator");
     fk_mpi_integrator_destroy(mi);
+    check_agreed(fk_mpi_eval_compute(m, NULL), FK_ERR_STATE, fk_mpi_eval_last_error(m),
+                 "the evaluation's compute after the integrator");
+    status = fk_mpi_eval_update_all_positions(m, f.x, NULL);
+    if (status == FK_OK)
+        status = fk_mpi_eval_compute(m, NULL);
+    CHECK(status == FK_OK, "update and compute after the integrator: %s",
+          fk_mpi_eval_last_error(m));
     fk_mpi_eval_destroy(m);
 }
 
