@@ -179,7 +179,9 @@ FK_API void fk_mpi_integrator_destroy(fk_mpi_integrator *integrator);
 FK_API fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *integrator,
                                                  const double *positions,
                                                  const double *velocities, uint64_t step);
-/* Collective: n_steps steps (redistributing whenever needed). */
+/* Collective: n_steps steps (redistributing whenever needed; a call that follows steps starts
+ * with a redistribution, as the last call's last step may have asked for one: call it with many
+ * steps). */
 FK_API fk_status fk_mpi_integrator_step(fk_mpi_integrator *integrator, uint64_t n_steps);
 /* Collective: all N positions and velocities (either may be NULL) in the system's order, on
  * every rank, and the step counter. */
