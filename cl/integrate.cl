@@ -77,6 +77,10 @@
 #define FK_FLAG_MOVED 1
 #define FK_FLAG_OVERFLOW 3  /* cl/decode.cl's first overflowed particle; n: none */
 #define FK_FLAG_NONFINITE 4 /* the first particle with a force that is not finite; n: none */
+/* A part of a divided system (fk_integrator_part): 1 when an own particle moved farther than leave
+ * along z since set_state (LEAVE), or farther than 2 leave (FAR: the halo may miss neighbours). */
+#define FK_FLAG_LEAVE 5
+#define FK_FLAG_FAR 6
 
 /* Whether the group has stopped before its step `index`: the forces of step index - 1 cannot be
  * used (the lists went stale in its drift, fixed64 overflowed, a force was not finite), or an
@@ -340,6 +344,27 @@ static void fk_check_moved(const float4 p, global const float4 *reference, const
 #endif
 }
 
+/* A part's own particle (1 / m > 0: halo copies have 0) that moved along z since set_state (the
+ * shortest periodic distance) farther than leave, or than 2 leave: the host's votes. Double
+ * arithmetic; only the decision depends on it, not the state. leave 0: no part. */
+static void fk_check_leave(const double4 xi, global const double *x_set,
+                           global const double *inverse_mass, const uint i, const double4 box,
+                           const double leave, global int *flags)
+{
+    if (!(leave > 0.0) || inverse_mass[i] == 0.0)
+        return;
+    double d = xi.z - x_set[3 * (size_t)i + 2];
+#if FK_PERIODIC
+    d -= box.z * rint(d / box.z);
+#else
+    (void)box;
+#endif
+    if (!(fabs(d) <= 2.0 * leave))
+        flags[FK_FLAG_FAR] = 1; /* every writer writes 1 */
+    else if (fabs(d) > leave)
+        flags[FK_FLAG_LEAVE] = 1;
+}
+
 /* Particle i's acceleration: the force (or gravity's acceleration) times 1 / m (1 for gravity).
  * Not finite: recorded, and the caller stops. */
 static int fk_acceleration(global const fk_force_t *force, global const double *inverse_mass,
@@ -445,7 +470,9 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
                               global const float4 *reference, const float threshold2,
                               const float4 box_f, global int *flags, global const double *noise,
                               const double c1, const uint seed_lo, const uint seed_hi,
-                              const uint step_lo, const uint step_hi, const int index)
+                              const uint step_lo, const uint step_hi, const int index,
+                              global const uint *global_index, const int indexed,
+                              global const double *x_set, const double leave)
 {
     const uint i = get_global_id(0);
     if (fk_stop_here(flags, index, n) || i >= n)
@@ -460,11 +487,14 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
     double4 xi = fk_load3(x, i);
 #if FK_LANGEVIN
     xi = xi + h * vi;
-    const double4 z = fk_normal3(seed_lo, seed_hi, step_lo, step_hi, i);
+    /* a part's particle draws by its index in the whole system: the same numbers in every part */
+    const uint key = indexed ? global_index[i] : i;
+    const double4 z = fk_normal3(seed_lo, seed_hi, step_lo, step_hi, key);
     vi = c1 * vi + noise[i] * z;
     xi = xi + h * vi;
 #else
     (void)noise, (void)c1, (void)seed_lo, (void)seed_hi, (void)step_lo, (void)step_hi;
+    (void)global_index, (void)indexed;
     xi = xi + dt * vi;
 #endif
     xi = fk_wrap3(xi, box);
@@ -472,6 +502,7 @@ kernel void fk_integrate_step(const uint n, global double *x, global double *v,
     fk_store3(xi, i, x);
     const float4 p = fk_store_body(body, i, xi);
     fk_check_moved(p, reference, i, threshold2, box_f, flags, index);
+    fk_check_leave(xi, x_set, inverse_mass, i, box, leave, flags);
 }
 
 /* The closing half kick of the last step of a group (enqueued once the host saw its forces are
@@ -486,6 +517,30 @@ kernel void fk_integrate_kick(const uint n, global double *v, global const fk_fo
     if (!fk_acceleration(force, inverse_mass, i, flags, &a))
         return;
     fk_store3(fk_load3(v, i) + h * a, i, v);
+}
+
+/* A part's exchange (fk_integrator_part): the positions of the send particles into out, in the
+ * caller's order (3 doubles each). */
+kernel void fk_integrate_gather(const uint count, global const uint *index,
+                                global const double *x, global double *out)
+{
+    const uint k = get_global_id(0);
+    if (k < count)
+        fk_store3(fk_load3(x, index[k]), k, out);
+}
+
+/* The halo copies' positions from the other parts (already wrapped by their owners' steps): the
+ * state and the particle records. */
+kernel void fk_integrate_scatter(const uint count, global const uint *index,
+                                 global const double *in, global double *x, global float4 *body)
+{
+    const uint k = get_global_id(0);
+    if (k >= count)
+        return;
+    const uint i = index[k];
+    const double4 xi = fk_load3(in, k);
+    fk_store3(xi, i, x);
+    fk_store_body(body, i, xi);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -506,6 +561,71 @@ static double fk_energy_term(const uint which, const uint i, global const double
 #endif
 }
 
+/* Particle i's term, or 0 for a part's halo copy (masked: 1 / m is 0 there). */
+static double fk_energy_term_of(const uint which, const uint i, global const double *v,
+                                global const double *mass, global const fk_force_t *potential,
+                                global const double *inverse_mass, const int masked)
+{
+    if (masked && inverse_mass[i] == 0.0)
+        return 0.0;
+    return fk_energy_term(which, i, v, mass, potential);
+}
+
+/* The work-group's largest |term| of energy `which` (exact). */
+static double fk_energy_largest(const uint which, const uint n, global const double *v,
+                                global const double *mass, global const fk_force_t *potential,
+                                global const double *inverse_mass, const int masked,
+                                local double *largest)
+{
+    const uint lid = get_local_id(0);
+    double m = 0.0;
+    for (uint i = lid; i < n; i += FK_ENERGY_WG)
+        m = fmax(m, fabs(fk_energy_term_of(which, i, v, mass, potential, inverse_mass, masked)));
+    largest[lid] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = FK_ENERGY_WG / 2; stride > 0; stride /= 2) {
+        if (lid < stride)
+            largest[lid] = fmax(largest[lid], largest[lid + stride]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const double top = largest[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return top;
+}
+
+/* The work-group's sum of energy `which`'s terms times 2^k, each rounded to an integer (exact up
+ * to that rounding; the sum of 64-bit integers is exact in any order). */
+static long fk_energy_sum(const uint which, const uint n, const int k, global const double *v,
+                          global const double *mass, global const fk_force_t *potential,
+                          global const double *inverse_mass, const int masked, local long *sums)
+{
+    const uint lid = get_local_id(0);
+    long sum = 0;
+    for (uint i = lid; i < n; i += FK_ENERGY_WG)
+        sum += convert_long(rint(
+            ldexp(fk_energy_term_of(which, i, v, mass, potential, inverse_mass, masked), k)));
+    sums[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint stride = FK_ENERGY_WG / 2; stride > 0; stride /= 2) {
+        if (lid < stride)
+            sums[lid] += sums[lid + stride];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const long total = sums[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+/* The power-of-two scale 2^k that keeps the sum of `count` terms below 2^62 when the largest is
+ * top (src/core/integrate/integrator.c's energy_exponent does the same for a part). */
+static int fk_energy_exponent(const double top, const uint count)
+{
+    int exponent = 0;
+    frexp(top, &exponent); /* top < 2^exponent */
+    const int n_bits = 32 - (int)clz(count);
+    return clamp(62 - exponent - n_bits, -1000, 1000);
+}
+
 /* One work-group of FK_ENERGY_WG: for each energy, the largest |term| (exact), a power-of-two scale
  * 2^k that keeps the sum of n terms below 2^62, the terms times 2^k rounded to integers (exact up
  * to that rounding) and summed as 64-bit integers (exact, in any order), then that sum / 2^k. The
@@ -517,35 +637,43 @@ fk_integrate_energies(const uint n, const uint count, global const double *v,
 {
     local double largest[FK_ENERGY_WG];
     local long sums[FK_ENERGY_WG];
-    const uint lid = get_local_id(0);
     for (uint which = 0; which < count; ++which) {
-        double m = 0.0;
-        for (uint i = lid; i < n; i += FK_ENERGY_WG)
-            m = fmax(m, fabs(fk_energy_term(which, i, v, mass, potential)));
-        largest[lid] = m;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint stride = FK_ENERGY_WG / 2; stride > 0; stride /= 2) {
-            if (lid < stride)
-                largest[lid] = fmax(largest[lid], largest[lid + stride]);
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        const double top = largest[0];
-        int exponent = 0;
-        frexp(top, &exponent); /* top < 2^exponent */
-        const int n_bits = 32 - (int)clz(n);
-        const int k = clamp(62 - exponent - n_bits, -1000, 1000);
-        long sum = 0;
-        for (uint i = lid; i < n; i += FK_ENERGY_WG)
-            sum += convert_long(rint(ldexp(fk_energy_term(which, i, v, mass, potential), k)));
-        sums[lid] = sum;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint stride = FK_ENERGY_WG / 2; stride > 0; stride /= 2) {
-            if (lid < stride)
-                sums[lid] += sums[lid + stride];
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        if (lid == 0)
-            out[which] = ldexp(convert_double(sums[0]), -k);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        const double top = fk_energy_largest(which, n, v, mass, potential, mass, 0, largest);
+        const int k = fk_energy_exponent(top, n);
+        const long sum = fk_energy_sum(which, n, k, v, mass, potential, mass, 0, sums);
+        if (get_local_id(0) == 0)
+            out[which] = ldexp(convert_double(sum), -k);
+    }
+}
+
+/* A part's energies in two passes, the host combining the parts between them: the largest terms
+ * of its own particles (largest_out[which]), then with the system's scales k (from the largest
+ * over all parts and the system's count) the integer sums (sums_out[which]), which the parts add. */
+kernel __attribute__((reqd_work_group_size(FK_ENERGY_WG, 1, 1))) void
+fk_integrate_energy_largest(const uint n, const uint count, global const double *v,
+                            global const double *mass, global const fk_force_t *potential,
+                            global const double *inverse_mass, global double *largest_out)
+{
+    local double largest[FK_ENERGY_WG];
+    for (uint which = 0; which < count; ++which) {
+        const double top =
+            fk_energy_largest(which, n, v, mass, potential, inverse_mass, 1, largest);
+        if (get_local_id(0) == 0)
+            largest_out[which] = top;
+    }
+}
+
+kernel __attribute__((reqd_work_group_size(FK_ENERGY_WG, 1, 1))) void
+fk_integrate_energy_sums(const uint n, const uint count, global const double *v,
+                         global const double *mass, global const fk_force_t *potential,
+                         global const double *inverse_mass, const int k0, const int k1,
+                         global long *sums_out)
+{
+    local long sums[FK_ENERGY_WG];
+    for (uint which = 0; which < count; ++which) {
+        const long sum = fk_energy_sum(which, n, which ? k1 : k0, v, mass, potential,
+                                       inverse_mass, 1, sums);
+        if (get_local_id(0) == 0)
+            sums_out[which] = sum;
     }
 }

@@ -1040,6 +1040,70 @@ FK_API fk_status fk_integrator_energies(fk_integrator *integrator, double *kinet
 FK_API fk_status fk_integrator_counters(const fk_integrator *integrator, uint64_t *rebuilds,
                                         uint64_t *rescales, uint64_t *syncs);
 
+/* A part of a system divided among processes (added in 0.2, issue #33 item 5: forcekit_mpi.h's
+ * fk_mpi_integrator is built on it; any other decomposition may use it too). The integrator then
+ * holds one part's particles: those it integrates (its own) and halo copies of particles other
+ * parts integrate, which it needs for its own particles' forces. After every step's drift the
+ * integrator hands the caller the positions of `send` (its own particles that other parts hold as
+ * halo copies) and takes the positions of `receive` (its halo copies) back, through the caller's
+ * exchange; the decisions of the step (rebuild the lists, rescale fixed64, stop) are taken by all
+ * parts together through the caller's reduce, so that every part does the same thing at the same
+ * step as one integrator of the whole system would. With particles in the order of the whole
+ * system (global_index ascending) and the same lists, the forces, the trajectory and the energies
+ * are the bits of one integrator of the whole system for fixed64 (exact sums, any order), and
+ * for the other accumulators as far as each particle's pair order is the same.
+ * Halo copies are not moved by the integrator (their velocities are held at zero), and are left
+ * out of the energies. Verlet and Langevin; Hermite (gaj) is FK_ERR_UNSUPPORTED. */
+typedef enum fk_part_reduce {
+    FK_PART_REDUCE_OR = 0,  /* uint32_t values: bitwise OR over the parts (the step's votes) */
+    FK_PART_REDUCE_MAX = 1, /* double values: the maximum (fixed64's bound, the energies' scale) */
+    FK_PART_REDUCE_SUM = 2  /* int64_t values: the sum, exact (the energies' fixed-point sums) */
+} fk_part_reduce;
+
+typedef struct fk_integrator_part {
+    size_t struct_size;  /* sizeof(fk_integrator_part) */
+    size_t system_count; /* the particles of the whole system (fixed64's range, the energies) */
+    /* Each of the part's particles' index in the whole system (the evaluation's count values,
+     * each < 2^32): the key of Langevin's noise, so that a particle draws the same numbers in
+     * every part and decomposition. NULL: the part's own indices. */
+    const uint32_t *global_index;
+    /* The evaluation's count flags: nonzero marks a halo copy. */
+    const unsigned char *halo;
+    /* Indices into the part's particles: the positions that leave after each drift (its own
+     * particles, in the order the caller wants them; one may appear more than once) and the halo
+     * copies whose positions arrive (each at most once). */
+    const uint32_t *send;
+    size_t send_count;
+    const uint32_t *receive;
+    size_t receive_count;
+    /* > 0: when one of the part's own particles has moved farther than leave along z since
+     * fk_integrator_set_state (the shortest periodic distance), the step on which that happened is
+     * completed and fk_integrator_step returns early (the caller redistributes the particles and
+     * sets the state again); farther than 2 leave in one step, the step fails with
+     * FK_ERR_INVALID_INPUT (the halo may no longer hold every neighbour). 0: never. */
+    double leave;
+    /* Nonzero: fk_integrator_set_state keeps the evaluation's data-scaled accumulator parameters
+     * (the caller restored the system's with fk_eval_set_bound) instead of choosing them again. */
+    int keep_scale;
+    /* Called once per step, on every part, after the drift: sent holds 3 send_count coordinates
+     * (x, y, z of each send particle, in double), received must be filled with 3 receive_count.
+     * A status other than FK_OK fails the step with it. */
+    fk_status (*exchange)(void *user, const double *sent, double *received);
+    /* Combines count values over all parts, in place (op: fk_part_reduce). Collective: every part
+     * calls it the same number of times, in the same order. */
+    fk_status (*reduce)(void *user, int op, void *values, size_t count);
+    void *user;
+} fk_integrator_part;
+
+/* Makes the integrator one part of a divided system (the arrays are copied). Before
+ * fk_integrator_set_state; set_state then zeroes the halo copies' velocities. The evaluation
+ * must be molecular (gravity: FK_ERR_UNSUPPORTED) and its loop may not share (fk_eval_set_share).
+ * Steps are then taken one at a time (two waits per step: the exchange and the votes). */
+FK_API fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_part *part);
+/* The step counter (the number of steps since step 0 of set_state's counter), without waiting:
+ * how far fk_integrator_step got when a part's leave returned early. */
+FK_API uint64_t fk_integrator_step_index(const fk_integrator *integrator);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Host reference: double precision, O(N^2), for tests and accuracy checks */
 

@@ -128,6 +128,83 @@ FK_API fk_status fk_mpi_eval_figures(fk_mpi_eval *eval, int root, fk_mpi_rank_fi
 FK_API void fk_mpi_eval_reset_figures(fk_mpi_eval *eval);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* The MD step with the state on each rank's device (added in 0.2, issue #33 item 5)             */
+/*
+ * fk_mpi_integrator runs the library's integrator (fk_integrator) on every rank over the spatial
+ * scheme's slabs: rank r integrates the particles in its slab [Lz r / P, Lz (r + 1) / P) on its
+ * own device, and holds halo copies of the particles within the halo width of its slab (the
+ * cutoff + the skin + a margin). Positions, velocities and forces stay on the devices; each step
+ * moves only the halo's positions between the ranks (fk_integrator_part's exchange), and the
+ * step's decisions (rebuild the lists, rescale fixed64) are taken by all ranks together. When a
+ * particle has moved a quarter of the margin along z since the last distribution, the ranks
+ * redistribute: each reads its particles' state, sends every particle to the rank whose slab now
+ * holds it and to those whose halo reaches it, and sets its integrator's state again. Particles
+ * on each rank are in ascending order of their index in the whole system.
+ * With fixed64 (and so --reproducible) the trajectory, the forces and the energies are those of
+ * one device's fk_integrator on the whole system, bit for bit, for every rank count; with the
+ * other accumulators they agree to rounding. Verlet and Langevin (Langevin's noise is keyed by
+ * each particle's index in the whole system). The allgather scheme (all-pairs, gravity, open
+ * boundaries), exclusions, Hermite and loops without a skin are FK_ERR_UNSUPPORTED: the caller
+ * keeps replicated integration on the host there; so is a rank whose slab and halo hold no
+ * particle (fewer ranks). A step after which a particle moved farther than half the margin along
+ * z since the last distribution fails on every rank (FK_ERR_INVALID_INPUT: a smaller time step or
+ * a wider margin); the state must then be set again.
+ */
+typedef struct fk_mpi_integrator fk_mpi_integrator;
+
+typedef struct fk_mpi_integrator_config {
+    size_t struct_size; /* sizeof(fk_mpi_integrator_config) */
+    /* kind, dt, temperature, friction, seed as for fk_integrator_create; masses: all N of the
+     * system (NULL: all 1), the same on every rank. */
+    fk_integrator_config integrator;
+    /* The halo's margin beyond the cutoff + skin (length units); 0: the default (the cutoff's
+     * FK_DEFAULT_SKIN_FRACTION, at least the skin). A wider margin means a thicker halo and
+     * rarer redistributions. */
+    double margin;
+} fk_mpi_integrator_config;
+
+/* Collective. eval: an fk_mpi_eval whose scheme is "spatial", whose particles are set (its
+ * set_all_particles or set_particles: masses or charges, types); the integrator takes over its
+ * local evaluation: the evaluation's set_particles, update_positions and compute are
+ * FK_ERR_STATE while the integrator lives, and its compute after it until an update or
+ * set_particles (which build its own sets again); one integrator per evaluation at a time. The
+ * state must be set before stepping. */
+FK_API fk_status fk_mpi_integrator_create(fk_mpi_eval *eval, const fk_mpi_integrator_config *config,
+                                          fk_mpi_integrator **integrator);
+/* Not collective; NULL is a no-op. Before the fk_mpi_eval. */
+FK_API void fk_mpi_integrator_destroy(fk_mpi_integrator *integrator);
+/* Collective: all N positions and velocities (NULL: zero) of the system, the same on every rank
+ * (checked as set_all_particles checks), and the step counter. Distributes the particles and
+ * computes the forces. */
+FK_API fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *integrator,
+                                                 const double *positions,
+                                                 const double *velocities, uint64_t step);
+/* Collective: n_steps steps (redistributing whenever needed; a call that follows steps starts
+ * with a redistribution, as the last call's last step may have asked for one: call it with many
+ * steps). */
+FK_API fk_status fk_mpi_integrator_step(fk_mpi_integrator *integrator, uint64_t n_steps);
+/* Collective: all N positions and velocities (either may be NULL) in the system's order, on
+ * every rank, and the step counter. */
+FK_API fk_status fk_mpi_integrator_get_all_state(fk_mpi_integrator *integrator, double *positions,
+                                                 double *velocities, uint64_t *step);
+/* Collective: the system's kinetic and potential energy (either may be NULL), the bits one
+ * device's fk_integrator_energies gives for the same state. */
+FK_API fk_status fk_mpi_integrator_energies(fk_mpi_integrator *integrator, double *kinetic,
+                                            double *potential);
+/* Not collective (the same on every rank): the lists' builds, fixed64's scale choices and the
+ * redistributions since create (set_all_state's included). */
+FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator,
+                                            uint64_t *rebuilds, uint64_t *rescales,
+                                            uint64_t *redistributions);
+/* Collective: every rank's figures (as fk_mpi_eval_figures: particles is the rank's own
+ * particles now, pairs 0) into figures[0 .. ranks) on root. */
+FK_API fk_status fk_mpi_integrator_figures(fk_mpi_integrator *integrator, int root,
+                                           fk_mpi_rank_figures *figures);
+/* The error of the last failed call ("rank R: ..."; empty when none); with NULL, why this
+ * thread's last fk_mpi_integrator_create failed. */
+FK_API const char *fk_mpi_integrator_last_error(const fk_mpi_integrator *integrator);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Block steps: targets against sources over MPI (fk_sources, the GRAPE-6 engine)                 */
 /*
  * Each rank holds its own sources (j-particles: slots 0 .. its sources - 1 of its fk_sources). At a

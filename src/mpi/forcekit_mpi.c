@@ -22,6 +22,7 @@
 #include "forcekit/forcekit_mpi.h"
 
 #include "mpi/agree.h"
+#include "mpi/spatial.h"
 
 #include <limits.h>
 #include <math.h>
@@ -36,71 +37,14 @@
 #include <xxhash.h>
 
 #define ERROR_TEXT FK__MPI_ERROR_TEXT
+/* The evaluation's calls while an fk_mpi_integrator holds its device set, or after it went and
+ * before an update or set_particles gave the evaluation its own sets again. */
+#define LENT_MESSAGE                                                                               \
+    "%s: the local evaluation's particles are (or were last) an fk_mpi_integrator's: destroy it, " \
+    "then update or set the particles"
 
 /* Why the last fk_mpi_eval_create of this thread failed (fk_mpi_eval_last_error(NULL)). */
 static _Thread_local char create_error[ERROR_TEXT];
-
-struct fk_mpi_eval {
-    fk__mpi_part part; /* communicator, errors, figures (agree.h) */
-    fk_context *context;
-    fk_eval *eval;
-    size_t components; /* force components per particle */
-    int potential;
-    /* The system: every rank's slice (counts, firsts) and all particles, gathered. */
-    size_t n;
-    int *counts, *firsts;               /* particles per rank, in MPI's int counts */
-    int *scaled_counts, *scaled_firsts; /* the same times 3, for positions and velocities */
-    int *result_counts, *result_firsts; /* the same times the force components */
-    double *position, *velocity, *mass;
-    int *type;
-    /* allgather: where an update's gathered positions land: the evaluation's pinned array
-     * (fk_eval_positions_buffer), so that they go to the device without another host pass;
-     * position until set_particles succeeded. */
-    double *gather_to;
-    int has_mass, has_velocity, has_type;
-    /* The system came from fk_mpi_eval_set_all_particles (every rank holds all of it):
-     * fk_mpi_eval_update_all_positions may follow. */
-    int replicated;
-    /* The results of the last compute, as bits: allgather, all N (OR'ed across the ranks);
-     * spatial, this rank's slice, and all N once fk_mpi_eval_read_all_* gathered them. */
-    uint64_t *forces, *potentials;
-    int computed, gathered;
-    /* allgather: each rank's share is its slice (fk_eval_set_share_range); else a part of the
-     * cells, whose results are combined by a reduce-scatter. */
-    int slice_share;
-    /* The scale, chosen together: the bound in use (FK_SCALE_KEEP keeps it across updates). */
-    int keep_scale, have_bound;
-    double bound[2];
-    /* The spatial scheme: the slab axis's box length, the halo width, this rank's slice's
-     * charges and types (set_particles), and the particles on this rank's device: global
-     * indices (ascending), positions, charges, types, whether this rank owns them, results. */
-    int spatial;
-    int double_results; /* config.result_type is double: the results view holds doubles */
-    double box_length, halo;
-    double *slice_mass;
-    int *slice_type;
-    size_t local_n;
-    double *local_index, *local_position, *local_mass;
-    int *local_type;
-    unsigned char *local_owned;
-    double *local_forces, *local_potentials;
-    /* The resident sets: the routes of the last rebuild (particles sent to and received from
-     * each rank, the slice indices sent, in order) and this rank's slice's z then. */
-    double margin;
-    int resident;
-    size_t rebuilds;
-    int *send_counts, *send_displs, *recv_counts, *recv_displs;
-    size_t *send_index, send_total;
-    double *rebuild_z;
-    double *send_positions; /* 3 per route entry, kept: an update allocates nothing */
-    /* Where an update's positions land: the evaluation's pinned array (fk_eval_positions_buffer,
-     * taken after each build's set_particles), so that they go to the device without another
-     * pass on the host; local_position where it has none. */
-    double *update_to;
-    /* The last compute's results on this rank, in local order: the evaluation's pinned decoded
-     * results (fk_eval_results_view) or a copy in local_forces / local_potentials. */
-    const double *result_forces, *result_potentials;
-};
 
 /* The library's message for a failed forcekit call on this rank. */
 static fk_status forcekit_fail(fk_mpi_eval *m, fk_status status, const char *call)
@@ -199,6 +143,8 @@ static fk_status create_local(fk_mpi_eval *m, const fk_eval_config *config)
         m->slice_share = 1; /* set with the slices (set_particles) */
     }
     m->components = fk_eval_force_components(m->eval);
+    const fk_kernel_info *law = config->kernel ? fk_kernel_find(config->kernel) : NULL;
+    m->molecular = law && law->pair_parameters > 0;
     m->potential = config->potential != 0;
     m->keep_scale = keeps_scale(config);
     return FK_OK;
@@ -447,6 +393,8 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
         status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
                                     "set_particles: %zu particles on one rank (at most %d)",
                                     local->count, INT_MAX / 3);
+    else if (m->lent == 1)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "set_particles");
     else
         count = local->count;
     status = fk__mpi_agree(&m->part, status);
@@ -562,6 +510,8 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
     status = upload(m, local->position, local->velocity, 1);
     if (status != FK_OK)
         m->n = 0;
+    else
+        m->lent = 0;
     return status;
 }
 
@@ -570,36 +520,6 @@ fk_status fk_mpi_eval_set_particles(fk_mpi_eval *m, const fk_particles *local)
 
 /* Values per particle record: global index, x, y, z, charge, type, owned by the receiver. */
 #define RECORD 7
-
-/* z in [0, L). */
-static double wrap_coordinate(double z, double length)
-{
-    double w = z - length * floor(z / length);
-    return w >= length || w < 0 ? 0.0 : w;
-}
-
-/* Rank r's slab [*lo, *hi) along z. One formula for every use on every rank, so that each wrapped
- * z lies in exactly one slab: ownership, at builds and at updates, depends on it. */
-static void slab_of(const fk_mpi_eval *m, int r, double *lo, double *hi)
-{
-    *lo = m->box_length * (double)r / (double)m->part.size;
-    *hi = m->box_length * (double)(r + 1) / (double)m->part.size;
-}
-
-/* Does rank r need a particle at (wrapped) z: *owned when z lies in its slab, else whether z lies
- * within the halo width of it, across the periodic boundary too. */
-static int slab_needs(const fk_mpi_eval *m, int r, double z, int *owned)
-{
-    const double length = m->box_length;
-    double lo, hi;
-    slab_of(m, r, &lo, &hi);
-    *owned = z >= lo && z < hi;
-    if (*owned)
-        return 1;
-    const double below = z < lo ? lo - z : lo - z + length;  /* from z up to the slab */
-    const double above = z >= hi ? z - hi : z - hi + length; /* from the slab up to z */
-    return below <= m->halo || above <= m->halo;
-}
 
 /* The ranks' displacements in particles from their counts (MPI's int displacements). */
 static void displacements(const int *counts, int *displs, int ranks)
@@ -637,11 +557,11 @@ static fk_status rebuild(fk_mpi_eval *m, const double *position)
                            : fk__mpi_local_fail(&m->part, FK_ERR_HOST_MEMORY, "out of host memory");
     size_t records = 0;
     for (size_t i = 0; status == FK_OK && i < mine; ++i) {
-        const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
+        const double z = fk__mpi_wrap(position[3 * i + 2], m->box_length);
         m->rebuild_z[i] = position[3 * i + 2];
         for (int r = 0; r < ranks; ++r) {
             int owned = 0;
-            if (slab_needs(m, r, z, &owned)) {
+            if (fk__mpi_slab_needs(m->box_length, m->part.size, m->halo, r, z, &owned)) {
                 ++m->send_counts[r];
                 ++records;
             }
@@ -662,10 +582,10 @@ static fk_status rebuild(fk_mpi_eval *m, const double *position)
         displacements(m->send_counts, m->send_displs, ranks);
         m->send_total = records;
         for (size_t i = 0; i < mine; ++i) {
-            const double z = wrap_coordinate(position[3 * i + 2], m->box_length);
+            const double z = fk__mpi_wrap(position[3 * i + 2], m->box_length);
             for (int r = 0; r < ranks; ++r) {
                 int owned = 0;
-                if (!slab_needs(m, r, z, &owned))
+                if (!fk__mpi_slab_needs(m->box_length, m->part.size, m->halo, r, z, &owned))
                     continue;
                 const size_t entry = (size_t)m->send_displs[r] + (size_t)fill[r]++;
                 m->send_index[entry] = i;
@@ -774,7 +694,7 @@ static int pack_positions(fk_mpi_eval *m, const double *position)
     const int me = m->part.rank;
     const double half_margin = 0.5 * m->margin, length = m->box_length;
     double lo, hi;
-    slab_of(m, me, &lo, &hi);
+    fk__mpi_slab(m->box_length, m->part.size, me, &lo, &hi);
     const size_t own_from = (size_t)m->send_displs[me], own_count = (size_t)m->send_counts[me];
     double *own_to = m->update_to + 3 * (size_t)m->recv_displs[me];
     unsigned char *own_owned = m->local_owned + (size_t)m->recv_displs[me];
@@ -789,7 +709,7 @@ static int pack_positions(fk_mpi_eval *m, const double *position)
         to[1] = x[1];
         to[2] = x[2];
         if (own < own_count) {
-            const double z = wrap_coordinate(x[2], length);
+            const double z = fk__mpi_wrap(x[2], length);
             own_owned[own] = z >= lo && z < hi;
         }
     }
@@ -837,13 +757,13 @@ static fk_status send_positions(fk_mpi_eval *m)
     m->part.figures.communication_seconds += MPI_Wtime() - start;
     const double length = m->box_length;
     double lo, hi;
-    slab_of(m, me, &lo, &hi);
+    fk__mpi_slab(m->box_length, m->part.size, me, &lo, &hi);
     for (int r = 0; r < ranks; ++r) {
         if (r == me)
             continue; /* owned set while packing */
         const size_t from = (size_t)m->recv_displs[r], end = from + (size_t)m->recv_counts[r];
         for (size_t k = from; k < end; ++k) {
-            const double z = wrap_coordinate(m->update_to[3 * k + 2], length);
+            const double z = fk__mpi_wrap(m->update_to[3 * k + 2], length);
             m->local_owned[k] = z >= lo && z < hi;
         }
     }
@@ -962,10 +882,15 @@ fk_status fk_mpi_eval_update_positions(fk_mpi_eval *m, const double *position,
     else if (m->counts[m->part.rank] && m->has_velocity && !velocity)
         status = fk__mpi_local_fail(&m->part, FK_ERR_INVALID_ARGUMENT,
                                     "update_positions: NULL velocities (the particles have them)");
+    else if (m->lent == 1)
+        status = fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "update_positions");
     status = fk__mpi_agree(&m->part, status);
     if (status != FK_OK)
         return status;
-    return upload(m, position, velocity, 0);
+    status = upload(m, position, velocity, 0);
+    if (status == FK_OK)
+        m->lent = 0; /* the evaluation's own sets again (built anew: not resident) */
+    return status;
 }
 
 /* This rank's part of the equal split of n particles: [n r / P, n (r + 1) / P). */
@@ -1208,8 +1133,9 @@ fk_status fk_mpi_eval_compute(fk_mpi_eval *m, double *seconds)
     double device = 0;
     double start = MPI_Wtime();
     fk_status status =
-        m->n ? compute_local(m, &device)
-             : fk__mpi_local_fail(&m->part, FK_ERR_STATE, "compute before set_particles");
+        !m->n     ? fk__mpi_local_fail(&m->part, FK_ERR_STATE, "compute before set_particles")
+        : m->lent ? fk__mpi_local_fail(&m->part, FK_ERR_STATE, LENT_MESSAGE, "compute")
+                  : compute_local(m, &device);
     m->part.figures.compute_seconds += MPI_Wtime() - start;
     /* FK_SCALE_KEEP: when a compute on any rank left the kept scale's range, every rank chooses
      * a new scale from the current positions and computes again, once, as one device would. */

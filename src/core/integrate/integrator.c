@@ -30,7 +30,25 @@
 #include "core/loops/loop.h"
 
 /* cl/integrate.cl's flags[] */
-enum { FLAG_HALT = 0, FLAG_MOVED, FLAG_MOVED_ODD, FLAG_OVERFLOW, FLAG_NONFINITE, FLAG_COUNT };
+enum {
+    FLAG_HALT = 0,
+    FLAG_MOVED,
+    FLAG_MOVED_ODD,
+    FLAG_OVERFLOW,
+    FLAG_NONFINITE,
+    FLAG_LEAVE,
+    FLAG_FAR,
+    FLAG_COUNT
+};
+/* A part's votes, combined over the parts (FK_PART_REDUCE_OR) after each step's forces. */
+enum {
+    VOTE_MOVED = 1,     /* some part's lists went stale: every part rebuilds */
+    VOTE_OVERFLOW = 2,  /* some part's fixed64 sums overflowed: every part rescales */
+    VOTE_NONFINITE = 4, /* a force was not finite */
+    VOTE_LEAVE = 8,     /* an own particle moved farther than leave: stop after this step */
+    VOTE_FAR = 16,      /* ... farther than 2 leave: the step is not trusted */
+    VOTE_FAILED = 32    /* a part failed (its message is its own) */
+};
 /* The most steps enqueued before the host looks at the flags. */
 enum { GROUP_MAX = 256 };
 /* The first guess of the steps between rebuilds (with lists), before one was seen. */
@@ -81,6 +99,20 @@ struct fk_integrator {
     uint64_t since_rebuild, interval;
     uint64_t rebuilds, rescales, syncs;
     cl_int flags_reset[FLAG_COUNT], flags_host[FLAG_COUNT];
+    /* A part of a divided system (fk_integrator_set_part); has_part 0 otherwise. The part's arrays
+     * live on the device: global_index (uint per particle), x_set (the positions of set_state, for
+     * the leave check), send_index and receive_index with their values; the host keeps the
+     * exchange's buffers, the halo flags (set_state zeroes those velocities) and the callbacks. */
+    int has_part;
+    fk_integrator_part part;
+    cl_mem global_index, x_set, send_index, receive_index, send_values, receive_values;
+    cl_mem energy_largest_out, energy_sums_out;
+    cl_kernel gather, scatter, energy_largest, energy_sums;
+    /* the exchange's host arrays, pinned (DMA at the bus's speed: 24 bytes a halo particle each
+     * way every step) */
+    cl_mem send_pinned, receive_pinned;
+    double *send_host, *receive_host;
+    unsigned char *halo;
 };
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -255,6 +287,23 @@ void fk_integrator_destroy(fk_integrator *integrator)
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k)
         if (kernels[k])
             clReleaseKernel(kernels[k]);
+    cl_kernel part_kernels[] = {integrator->gather, integrator->scatter, integrator->energy_largest,
+                                integrator->energy_sums};
+    for (size_t k = 0; k < sizeof part_kernels / sizeof part_kernels[0]; ++k)
+        if (part_kernels[k])
+            clReleaseKernel(part_kernels[k]);
+    cl_mem part_buffers[] = {integrator->global_index,       integrator->x_set,
+                             integrator->send_index,         integrator->receive_index,
+                             integrator->send_values,        integrator->receive_values,
+                             integrator->energy_largest_out, integrator->energy_sums_out};
+    for (size_t k = 0; k < sizeof part_buffers / sizeof part_buffers[0]; ++k)
+        if (part_buffers[k])
+            clReleaseMemObject(part_buffers[k]);
+    fk__pinned_release(integrator->context, &integrator->send_pinned,
+                       (void **)&integrator->send_host);
+    fk__pinned_release(integrator->context, &integrator->receive_pinned,
+                       (void **)&integrator->receive_host);
+    free(integrator->halo);
     cl_mem buffers[] = {integrator->x,
                         integrator->v,
                         integrator->force,
@@ -351,6 +400,30 @@ static fk_status check_eval(fk_context *context, const fk_eval *eval)
     return FK_OK;
 }
 
+/* A table of the program's kernels to create (those not made yet). */
+typedef struct named_kernel {
+    cl_kernel *kernel;
+    const char *name;
+} named_kernel;
+
+static fk_status create_named_kernels(fk_integrator *integrator, const named_kernel *kernels,
+                                      size_t count)
+{
+    for (size_t k = 0; k < count; ++k) {
+        if (*kernels[k].kernel)
+            continue;
+        cl_int err = CL_SUCCESS;
+        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
+        if (err != CL_SUCCESS) {
+            *kernels[k].kernel = NULL;
+            char call[96];
+            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
+            return fk__cl_fail(integrator->context, call, err);
+        }
+    }
+    return FK_OK;
+}
+
 static fk_status create_kernels(fk_integrator *integrator)
 {
     fk_context *context = integrator->context;
@@ -369,28 +442,15 @@ static fk_status create_kernels(fk_integrator *integrator)
     if (status != FK_OK)
         return status;
     integrator->program = built.program;
-    struct {
-        cl_kernel *kernel;
-        const char *name;
-    } kernels[] = {{&integrator->set, "fk_integrate_set"},
-                   {&integrator->step, "fk_integrate_step"},
-                   {&integrator->kick, "fk_integrate_kick"},
-                   {&integrator->energies, "fk_integrate_energies"},
-                   {&integrator->noise, "fk_integrate_noise"},
-                   {&integrator->set_velocities, "fk_integrate_set_velocities"},
-                   {&integrator->predict, "fk_integrate_predict"},
-                   {&integrator->correct, "fk_integrate_correct"}};
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        cl_int err = CL_SUCCESS;
-        *kernels[k].kernel = clCreateKernel(integrator->program, kernels[k].name, &err);
-        if (err != CL_SUCCESS) {
-            *kernels[k].kernel = NULL;
-            char call[96];
-            snprintf(call, sizeof call, "clCreateKernel (%s)", kernels[k].name);
-            return fk__cl_fail(context, call, err);
-        }
-    }
-    return FK_OK;
+    const named_kernel kernels[] = {{&integrator->set, "fk_integrate_set"},
+                                    {&integrator->step, "fk_integrate_step"},
+                                    {&integrator->kick, "fk_integrate_kick"},
+                                    {&integrator->energies, "fk_integrate_energies"},
+                                    {&integrator->noise, "fk_integrate_noise"},
+                                    {&integrator->set_velocities, "fk_integrate_set_velocities"},
+                                    {&integrator->predict, "fk_integrate_predict"},
+                                    {&integrator->correct, "fk_integrate_correct"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
 }
 
 static fk_status create_buffer(fk_integrator *integrator, cl_mem *buffer, size_t bytes,
@@ -485,7 +545,7 @@ fk_status fk_integrator_create(fk_eval *eval, const fk_integrator_config *config
     integrator->interval = INTERVAL_GUESS;
     const size_t n = eval->state.count;
     const cl_int none = (cl_int)n;
-    const cl_int reset[FLAG_COUNT] = {-1, 0, 0, none, none};
+    const cl_int reset[FLAG_COUNT] = {-1, 0, 0, none, none, 0, 0};
     memcpy(integrator->flags_reset, reset, sizeof reset);
     status = create_constants(integrator, copy.masses);
     if (status == FK_OK)
@@ -681,6 +741,9 @@ static fk_status write_velocities(fk_integrator *integrator)
                            : status;
 }
 
+static fk_status part_settle(fk_integrator *integrator, fk_status status, int rescale_first,
+                             uint64_t step);
+
 fk_status fk_integrator_set_state(fk_integrator *integrator, const double *positions,
                                   const double *velocities, uint64_t step)
 {
@@ -708,6 +771,15 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     integrator->state_set = 0;
     cl_command_queue queue = context->queue;
     const size_t bytes = 3 * n * sizeof(double);
+    double *own_velocities = NULL; /* a part's: its halo copies' zeroed */
+    if (velocities && integrator->has_part) {
+        own_velocities = malloc(bytes);
+        if (!own_velocities)
+            return FK_ERR_HOST_MEMORY;
+        for (size_t m = 0; m < 3 * n; ++m)
+            own_velocities[m] = integrator->halo[m / 3] ? 0.0 : velocities[m];
+        velocities = own_velocities;
+    }
     cl_int err =
         clEnqueueWriteBuffer(queue, integrator->x, CL_TRUE, 0, bytes, positions, 0, NULL, NULL);
     if (err == CL_SUCCESS && velocities)
@@ -717,6 +789,7 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
         const cl_double zero = 0.0;
         err = fk__enqueue_fill(context, integrator->v, &zero, sizeof zero, bytes, 0, NULL, NULL);
     }
+    free(own_velocities);
     if (err != CL_SUCCESS)
         return fk__cl_fail(context, "clEnqueueWriteBuffer (state)", err);
     const cl_uint count = (cl_uint)n;
@@ -727,18 +800,26 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
         status = enqueue_kernel(integrator, integrator->set, n, "fk_integrate_set");
     if (status == FK_OK)
         status = write_velocities(integrator);
+    if (status == FK_OK && integrator->has_part) { /* the leave check's reference */
+        err = clEnqueueCopyBuffer(queue, integrator->x, integrator->x_set, 0, 0, bytes, 0, NULL,
+                                  NULL);
+        if (err != CL_SUCCESS)
+            status = fk__cl_fail(context, "clEnqueueCopyBuffer (the part's positions)", err);
+    }
     if (status == FK_OK)
         status = prepare_lists(integrator);
     integrator->forces_target = forces_of(integrator, step);
-    if (status == FK_OK) {
+    if (integrator->has_part) /* collective from here, whatever happened before */
+        status = part_settle(integrator, status, !integrator->part.keep_scale, step);
+    else if (status == FK_OK) {
         status = fk__eval_device_rescale(eval); /* a scale for these positions */
         if (status == FK_OK && eval->state.accum->choose_parameters)
             integrator->rescales++;
+        if (status == FK_OK)
+            status = forces_attempt(integrator);
+        if (status == FK_OK)
+            status = flag_failure(integrator, step);
     }
-    if (status == FK_OK)
-        status = forces_attempt(integrator);
-    if (status == FK_OK)
-        status = flag_failure(integrator, step);
     if (status != FK_OK) {
         clFinish(queue);
         return status;
@@ -812,12 +893,19 @@ static fk_status enqueue_step(fk_integrator *integrator, uint64_t step, cl_int i
         FK__ARG(integrator->reference), FK__ARG(integrator->threshold2), FK__ARG(box_f),
         FK__ARG(integrator->flags), FK__ARG(integrator->noise_scale), FK__ARG(c1), FK__ARG(seed_lo),
         FK__ARG(seed_hi), FK__ARG(step_lo), FK__ARG(step_hi), FK__ARG(index));
+    /* a part's noise keys and leave check (unused buffers stand in without a part) */
+    const cl_int indexed = integrator->has_part;
+    const cl_double leave = integrator->has_part ? integrator->part.leave : 0.0;
+    const cl_mem global_index = indexed ? integrator->global_index : integrator->flags;
+    const cl_mem x_set = indexed ? integrator->x_set : integrator->x;
+    if (status == FK_OK)
+        status =
+            FK__SET_ARGS(context, integrator->step, "fk_integrate_step", 21, FK__ARG(global_index),
+                         FK__ARG(indexed), FK__ARG(x_set), FK__ARG(leave));
     if (status == FK_OK)
         status = enqueue_kernel(integrator, integrator->step, n, "fk_integrate_step");
     if (status == FK_OK)
         integrator->close_pending = 1;
-    if (status == FK_OK)
-        status = enqueue_forces_into(integrator, integrator->force);
     return status;
 }
 
@@ -891,6 +979,461 @@ static fk_status resume(fk_integrator *integrator, cl_int halt)
     return status;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* A part of a divided system (fk_integrator_set_part) */
+
+static fk_status part_buffer(fk_integrator *integrator, cl_mem *buffer, size_t bytes,
+                             const void *host, const char *what)
+{
+    if (*buffer) { /* a failed set_part's */
+        clReleaseMemObject(*buffer);
+        *buffer = NULL;
+    }
+    return create_buffer(integrator, buffer, bytes ? bytes : 16, bytes ? host : NULL, what);
+}
+
+static fk_status check_part(fk_integrator *integrator, const fk_integrator_part *part)
+{
+    fk_context *context = integrator->context;
+    const size_t n = integrator->count;
+    if (integrator->gravity || integrator->hermite)
+        return fk__fail(
+            context, FK_ERR_UNSUPPORTED,
+            "fk_integrator_set_part: a part integrates molecular kernels with Verlet or "
+            "Langevin (not %s%s)",
+            integrator->eval->state.kernel->info.name, integrator->hermite ? " with Hermite" : "");
+    if (!part->exchange || !part->reduce)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_integrator_part: exchange and reduce are required");
+    if (part->system_count < n || part->system_count > UINT32_MAX)
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_integrator_part.system_count %zu: at least the part's %zu particles "
+                        "and below 2^32",
+                        part->system_count, n);
+    if (!(part->leave >= 0) || !isfinite(part->leave))
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_integrator_part.leave is %g: >= 0 and finite", part->leave);
+    if ((part->send_count && !part->send) || (part->receive_count && !part->receive))
+        return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                        "fk_integrator_part: send or receive indices missing for their counts");
+    for (size_t k = 0; k < part->send_count; ++k)
+        if (part->send[k] >= n)
+            return fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                            "fk_integrator_part.send[%zu] = %u: beyond the part's %zu particles", k,
+                            part->send[k], n);
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    if (!seen)
+        return FK_ERR_HOST_MEMORY;
+    fk_status status = FK_OK;
+    for (size_t k = 0; status == FK_OK && k < part->receive_count; ++k) {
+        const uint32_t i = part->receive[k];
+        if (i >= n || seen[i] || !part->halo || !part->halo[i])
+            status = fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                              "fk_integrator_part.receive[%zu] = %u: each must be a distinct halo "
+                              "copy of the part's %zu particles",
+                              k, i, n);
+        else
+            seen[i] = 1;
+    }
+    for (size_t i = 0; status == FK_OK && part->global_index && i < n; ++i)
+        if (part->global_index[i] >= part->system_count)
+            status = fk__fail(context, FK_ERR_INVALID_ARGUMENT,
+                              "fk_integrator_part.global_index[%zu] = %u: beyond the system's %zu",
+                              i, part->global_index[i], part->system_count);
+    free(seen);
+    return status;
+}
+
+/* Halo copies are not moved: 1 / m and Langevin's noise amplitude 0 (their velocities stay 0,
+ * and the energies and the leave check know them by it). */
+static fk_status freeze_halo(fk_integrator *integrator)
+{
+    const size_t n = integrator->count;
+    double *values = malloc(n * sizeof *values);
+    if (!values)
+        return FK_ERR_HOST_MEMORY;
+    cl_command_queue queue = integrator->context->queue;
+    cl_mem buffers[] = {integrator->inverse_mass, integrator->noise_scale};
+    cl_int err = CL_SUCCESS;
+    for (size_t b = 0; err == CL_SUCCESS && b < 2; ++b) {
+        err = clEnqueueReadBuffer(queue, buffers[b], CL_TRUE, 0, n * sizeof *values, values, 0,
+                                  NULL, NULL);
+        for (size_t i = 0; i < n; ++i)
+            if (integrator->halo[i])
+                values[i] = 0.0;
+        if (err == CL_SUCCESS)
+            err = clEnqueueWriteBuffer(queue, buffers[b], CL_TRUE, 0, n * sizeof *values, values, 0,
+                                       NULL, NULL);
+    }
+    free(values);
+    return err == CL_SUCCESS ? FK_OK
+                             : fk__cl_fail(integrator->context, "the halo's constants", err);
+}
+
+static fk_status create_part_kernels(fk_integrator *integrator)
+{
+    const named_kernel kernels[] = {{&integrator->gather, "fk_integrate_gather"},
+                                    {&integrator->scatter, "fk_integrate_scatter"},
+                                    {&integrator->energy_largest, "fk_integrate_energy_largest"},
+                                    {&integrator->energy_sums, "fk_integrate_energy_sums"}};
+    return create_named_kernels(integrator, kernels, sizeof kernels / sizeof kernels[0]);
+}
+
+fk_status fk_integrator_set_part(fk_integrator *integrator, const fk_integrator_part *part)
+{
+    if (!integrator || !part)
+        return FK_ERR_INVALID_ARGUMENT;
+    fk_context *context = integrator->context;
+    fk_status status = begin(integrator, 0, "fk_integrator_set_part");
+    if (status != FK_OK)
+        return status;
+    fk_integrator_part copy;
+    status = fk__config_copy(context, "fk_integrator_part", &copy, sizeof copy, part, sizeof copy);
+    if (status == FK_OK && integrator->has_part)
+        status = fk__fail(context, FK_ERR_STATE, "fk_integrator_set_part: the part is already set");
+    if (status == FK_OK)
+        status = check_part(integrator, &copy);
+    if (status != FK_OK)
+        return status;
+    const size_t n = integrator->count;
+    free(integrator->halo); /* what a failed set_part left (its device buffers are kept) */
+    fk__pinned_release(context, &integrator->send_pinned, (void **)&integrator->send_host);
+    fk__pinned_release(context, &integrator->receive_pinned, (void **)&integrator->receive_host);
+    integrator->halo = calloc(n, 1);
+    uint32_t *own_index = NULL;
+    if (!copy.global_index) {
+        own_index = malloc(n * sizeof *own_index);
+        for (size_t i = 0; own_index && i < n; ++i)
+            own_index[i] = (uint32_t)i;
+    }
+    if (!integrator->halo || (!copy.global_index && !own_index)) {
+        free(own_index);
+        return FK_ERR_HOST_MEMORY;
+    }
+    status = fk__pinned_create(context, (3 * copy.send_count + 1) * sizeof(double),
+                               &integrator->send_pinned, (void **)&integrator->send_host,
+                               "the sent positions");
+    if (status == FK_OK)
+        status = fk__pinned_create(context, (3 * copy.receive_count + 1) * sizeof(double),
+                                   &integrator->receive_pinned, (void **)&integrator->receive_host,
+                                   "the halo's positions");
+    if (status != FK_OK) {
+        free(own_index);
+        return status;
+    }
+    for (size_t i = 0; copy.halo && i < n; ++i)
+        integrator->halo[i] = copy.halo[i] != 0;
+    const uint32_t *global_index = copy.global_index ? copy.global_index : own_index;
+    status = part_buffer(integrator, &integrator->global_index, n * sizeof(cl_uint), global_index,
+                         "the part's indices");
+    free(own_index);
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->x_set, 3 * n * sizeof(double), NULL,
+                             "the part's positions at set_state");
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->send_index, copy.send_count * sizeof(cl_uint),
+                             copy.send, "the part's send indices");
+    if (status == FK_OK)
+        status =
+            part_buffer(integrator, &integrator->receive_index,
+                        copy.receive_count * sizeof(cl_uint), copy.receive, "the halo's indices");
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->send_values,
+                             3 * copy.send_count * sizeof(double), NULL, "the sent positions");
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->receive_values,
+                             3 * copy.receive_count * sizeof(double), NULL, "the halo's positions");
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->energy_largest_out, 2 * sizeof(double), NULL,
+                             "energies");
+    if (status == FK_OK)
+        status = part_buffer(integrator, &integrator->energy_sums_out, 2 * sizeof(cl_long), NULL,
+                             "energies");
+    if (status == FK_OK)
+        status = create_part_kernels(integrator);
+    if (status == FK_OK)
+        status = freeze_halo(integrator);
+    if (status != FK_OK)
+        return status; /* the buffers made so far go with the integrator */
+    copy.global_index = NULL, copy.halo = NULL, copy.send = NULL, copy.receive = NULL;
+    integrator->part = copy;
+    integrator->has_part = 1;
+    integrator->state_set = 0;
+    return FK_OK;
+}
+
+uint64_t fk_integrator_step_index(const fk_integrator *integrator)
+{
+    return integrator ? integrator->step_index : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* A part's step: the exchange after the drift, the decisions taken with the other parts */
+
+static uint32_t local_votes(const fk_integrator *integrator)
+{
+    const cl_int n = (cl_int)integrator->count;
+    const cl_int *flags = integrator->flags_host;
+    return (flags[FLAG_MOVED] ? VOTE_MOVED : 0u) | (flags[FLAG_OVERFLOW] < n ? VOTE_OVERFLOW : 0u) |
+           (flags[FLAG_NONFINITE] < n ? VOTE_NONFINITE : 0u) |
+           (flags[FLAG_LEAVE] ? VOTE_LEAVE : 0u) | (flags[FLAG_FAR] ? VOTE_FAR : 0u);
+}
+
+/* This part's votes (VOTE_FAILED when status failed) combined over the parts into *votes. Every
+ * part calls it whatever happened to it, so that none waits for a part that gave up. */
+static fk_status part_vote(fk_integrator *integrator, fk_status status, uint32_t mask,
+                           uint32_t *votes)
+{
+    uint32_t value = status == FK_OK ? (local_votes(integrator) & mask) : VOTE_FAILED;
+    const fk_status reduced =
+        integrator->part.reduce(integrator->part.user, FK_PART_REDUCE_OR, &value, 1);
+    *votes = value;
+    return status != FK_OK ? status : reduced;
+}
+
+/* What the combined votes mean for the step that led to them: this part's own failure keeps its
+ * message (status), another part's is named as such. */
+static fk_status part_verdict(fk_integrator *integrator, fk_status status, uint32_t votes,
+                              uint64_t step)
+{
+    fk_context *context = integrator->context;
+    const unsigned long long at = (unsigned long long)step;
+    if (status == FK_OK && (local_votes(integrator) & (VOTE_NONFINITE | VOTE_OVERFLOW)) & votes &
+                               (VOTE_NONFINITE | VOTE_OVERFLOW))
+        status = flag_failure(integrator, step);
+    if (status == FK_OK && (votes & VOTE_FAILED))
+        status =
+            fk__fail(context, FK_ERR_STATE, "another part of the system failed at step %llu", at);
+    else if (status == FK_OK && (votes & VOTE_NONFINITE))
+        status = fk__fail(context, FK_ERR_INVALID_INPUT,
+                          "a force of another part is not finite (step %llu): use a smaller time "
+                          "step",
+                          at);
+    else if (status == FK_OK && (votes & VOTE_OVERFLOW))
+        status = fk__fail(context, FK_ERR_OVERFLOW,
+                          "another part's %s sums left their range even at a new scale (step %llu)",
+                          integrator->eval->state.accum->info.name, at);
+    else if (status == FK_OK && (votes & VOTE_FAR))
+        status = fk__fail(context, FK_ERR_INVALID_INPUT,
+                          "a particle moved farther than %g along z in one step (step %llu): the "
+                          "halo may miss its neighbours; use a smaller time step or a wider margin",
+                          integrator->part.leave, at);
+    if (status != FK_OK)
+        integrator->state_set = 0;
+    return status;
+}
+
+/* fixed64's scale (and the other data-scaled accumulators' parameters) for the whole system: each
+ * part measures its bound, the parts take the maximum of each (every pair of the system is some
+ * part's own particle's, so that is the bound one evaluation of the system would measure; a halo
+ * copy's partial sums are below its owner's) and set it for the system's count. A part that
+ * already failed (prior) takes part without measuring. */
+static fk_status rescale_system(fk_integrator *integrator, fk_status prior)
+{
+    fk_eval *eval = integrator->eval;
+    fk_status status = prior == FK_OK ? fk__eval_device_rescale(eval) : prior;
+    if (!eval->state.accum->choose_parameters)
+        return status;
+    integrator->rescales++;
+    double bound[3] = {0.0, 0.0, status == FK_OK ? 0.0 : 1.0};
+    if (status == FK_OK)
+        status = fk_eval_get_bound(eval, &bound[0], &bound[1]);
+    const fk_status reduced =
+        integrator->part.reduce(integrator->part.user, FK_PART_REDUCE_MAX, bound, 3);
+    if (status == FK_OK)
+        status = reduced;
+    if (status == FK_OK && bound[2] > 0.0)
+        status = fk__fail(integrator->context, FK_ERR_STATE,
+                          "another part of the system failed to choose the %s scale",
+                          eval->state.accum->info.name);
+    if (status == FK_OK)
+        status = fk_eval_set_bound(eval, bound[0], bound[1], integrator->part.system_count);
+    return status;
+}
+
+/* The forces at the current positions, agreed usable by every part: after set_state (with a
+ * scale chosen first unless kept) and after the lists' rebuild or an overflow. As one
+ * integrator's resume: an overflow after a rebuild rescales once more. */
+static fk_status part_settle(fk_integrator *integrator, fk_status status, int rescale_first,
+                             uint64_t step)
+{
+    const uint32_t outcome = VOTE_OVERFLOW | VOTE_NONFINITE;
+    if (rescale_first)
+        status = rescale_system(integrator, status);
+    if (status == FK_OK)
+        status = forces_attempt(integrator);
+    uint32_t votes = 0;
+    status = part_vote(integrator, status, outcome, &votes);
+    if (!rescale_first && (votes & outcome) == VOTE_OVERFLOW && !(votes & VOTE_FAILED)) {
+        status = rescale_system(integrator, status);
+        if (status == FK_OK)
+            status = forces_attempt(integrator);
+        status = part_vote(integrator, status, outcome, &votes);
+    }
+    return part_verdict(integrator, status, votes, step);
+}
+
+/* After the drift: the send particles' positions to the caller, the halo's back (the exchange is
+ * called whatever happened before it: the other parts wait for it). */
+static fk_status part_exchange(fk_integrator *integrator, fk_status status)
+{
+    fk_context *context = integrator->context;
+    cl_command_queue queue = context->queue;
+    const cl_uint sends = (cl_uint)integrator->part.send_count;
+    const cl_uint receives = (cl_uint)integrator->part.receive_count;
+    if (status == FK_OK && sends)
+        status = FK__SET_ARGS(context, integrator->gather, "fk_integrate_gather", 0, FK__ARG(sends),
+                              FK__ARG(integrator->send_index), FK__ARG(integrator->x),
+                              FK__ARG(integrator->send_values));
+    if (status == FK_OK && sends)
+        status = enqueue_kernel(integrator, integrator->gather, sends, "fk_integrate_gather");
+    cl_int err = CL_SUCCESS;
+    if (status == FK_OK && sends)
+        err = clEnqueueReadBuffer(queue, integrator->send_values, CL_TRUE, 0,
+                                  3 * (size_t)sends * sizeof(double), integrator->send_host, 0,
+                                  NULL, NULL);
+    if (status == FK_OK && err != CL_SUCCESS)
+        status = fk__cl_fail(context, "clEnqueueReadBuffer (the sent positions)", err);
+    const fk_status exchanged = integrator->part.exchange(
+        integrator->part.user, integrator->send_host, integrator->receive_host);
+    if (status == FK_OK && exchanged != FK_OK)
+        status = fk__fail(context, exchanged, "the part's exchange failed");
+    if (status != FK_OK || !receives)
+        return status;
+    /* The host buffer stays until the next step's blocking read, which the in-order queue puts
+     * after this write: no wait here. */
+    err = clEnqueueWriteBuffer(queue, integrator->receive_values, CL_FALSE, 0,
+                               3 * (size_t)receives * sizeof(double), integrator->receive_host, 0,
+                               NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fk__cl_fail(context, "clEnqueueWriteBuffer (the halo's positions)", err);
+    status =
+        FK__SET_ARGS(context, integrator->scatter, "fk_integrate_scatter", 0, FK__ARG(receives),
+                     FK__ARG(integrator->receive_index), FK__ARG(integrator->receive_values),
+                     FK__ARG(integrator->x), FK__ARG(integrator->eval->state.body));
+    return status == FK_OK
+               ? enqueue_kernel(integrator, integrator->scatter, receives, "fk_integrate_scatter")
+               : status;
+}
+
+/* One step of a part; *stop when an own particle of some part moved farther than leave. */
+static fk_status part_step(fk_integrator *integrator, int *stop)
+{
+    const uint64_t step = integrator->step_index + 1;
+    fk_status status = reset_flags(integrator);
+    if (status == FK_OK)
+        status = enqueue_step(integrator, integrator->step_index, 0);
+    status = part_exchange(integrator, status);
+    if (status == FK_OK)
+        status = enqueue_forces_into(integrator, integrator->force);
+    if (status == FK_OK)
+        status = read_flags(integrator);
+    uint32_t votes = 0;
+    status = part_vote(integrator, status, ~0u, &votes);
+    const uint32_t failures = VOTE_FAILED | VOTE_NONFINITE | VOTE_FAR;
+    if (status != FK_OK || (votes & failures))
+        return part_verdict(integrator, status, votes & failures, step);
+    integrator->forces_target = integrator->force;
+    if (votes & VOTE_MOVED) {
+        integrator->interval = integrator->since_rebuild + 1;
+        integrator->since_rebuild = 0;
+        status = part_settle(integrator, prepare_lists(integrator), 0, step);
+    } else if (votes & VOTE_OVERFLOW) {
+        status = part_settle(integrator, FK_OK, 1, step);
+    }
+    if (status != FK_OK)
+        return status;
+    integrator->step_index = step;
+    integrator->since_rebuild += 1;
+    *stop = (votes & VOTE_LEAVE) != 0;
+    return FK_OK;
+}
+
+static fk_status part_steps(fk_integrator *integrator, uint64_t n_steps)
+{
+    fk_status status = FK_OK;
+    int stop = 0;
+    for (uint64_t s = 0; status == FK_OK && !stop && s < n_steps; ++s)
+        status = part_step(integrator, &stop);
+    return status;
+}
+
+/* cl/integrate.cl's fk_energy_exponent on the host: 2^k keeps the sum of count terms below 2^62
+ * when the largest is top. */
+static int energy_exponent(double top, size_t count)
+{
+    int exponent = 0;
+    frexp(top, &exponent);
+    int bits = 0;
+    for (size_t c = count; c; c >>= 1)
+        ++bits;
+    const int k = 62 - exponent - bits;
+    return k < -1000 ? -1000 : (k > 1000 ? 1000 : k);
+}
+
+static fk_status enqueue_energy_pass(fk_integrator *integrator, cl_kernel kernel, cl_mem out,
+                                     void *host, size_t bytes, const char *name)
+{
+    fk_context *context = integrator->context;
+    const size_t group = (size_t)energy_group(context);
+    cl_int err =
+        clEnqueueNDRangeKernel(context->queue, kernel, 1, NULL, &group, &group, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(context->queue, out, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? FK_OK : fk__cl_fail(context, name, err);
+}
+
+/* A part's energies: the largest terms over every part, then the integer sums at the system's
+ * scales added over the parts: the bits of fk_integrate_energies on the whole system. The reduces
+ * are made whatever happened before (status), with a failure flag beside the values. */
+static fk_status part_energies(fk_integrator *integrator, fk_status status, cl_uint count,
+                               double values[2])
+{
+    fk_context *context = integrator->context;
+    const cl_uint n = (cl_uint)integrator->count;
+    double largest[3] = {0.0, 0.0, 0.0};
+    if (status == FK_OK)
+        status = FK__SET_ARGS(context, integrator->energy_largest, "fk_integrate_energy_largest", 0,
+                              FK__ARG(n), FK__ARG(count), FK__ARG(integrator->v),
+                              FK__ARG(integrator->kinetic_mass), FK__ARG(integrator->potential),
+                              FK__ARG(integrator->inverse_mass),
+                              FK__ARG(integrator->energy_largest_out));
+    if (status == FK_OK)
+        status = enqueue_energy_pass(integrator, integrator->energy_largest,
+                                     integrator->energy_largest_out, largest,
+                                     count * sizeof(double), "fk_integrate_energy_largest");
+    largest[2] = status == FK_OK ? 0.0 : 1.0;
+    fk_status reduced =
+        integrator->part.reduce(integrator->part.user, FK_PART_REDUCE_MAX, largest, 3);
+    if (status == FK_OK)
+        status = reduced;
+    const size_t system = integrator->part.system_count;
+    const cl_int k0 = energy_exponent(largest[0], system), k1 = energy_exponent(largest[1], system);
+    cl_long sums_device[2] = {0, 0};
+    if (status == FK_OK && largest[2] == 0.0)
+        status = FK__SET_ARGS(context, integrator->energy_sums, "fk_integrate_energy_sums", 0,
+                              FK__ARG(n), FK__ARG(count), FK__ARG(integrator->v),
+                              FK__ARG(integrator->kinetic_mass), FK__ARG(integrator->potential),
+                              FK__ARG(integrator->inverse_mass), FK__ARG(k0), FK__ARG(k1),
+                              FK__ARG(integrator->energy_sums_out));
+    if (status == FK_OK && largest[2] == 0.0)
+        status =
+            enqueue_energy_pass(integrator, integrator->energy_sums, integrator->energy_sums_out,
+                                sums_device, count * sizeof(cl_long), "fk_integrate_energy_sums");
+    int64_t sums[3] = {sums_device[0], sums_device[1], status == FK_OK ? 0 : 1};
+    reduced = integrator->part.reduce(integrator->part.user, FK_PART_REDUCE_SUM, sums, 3);
+    if (status == FK_OK)
+        status = reduced;
+    if (status == FK_OK && (largest[2] != 0.0 || sums[2] != 0))
+        status = fk__fail(context, FK_ERR_STATE,
+                          "another part of the system failed to sum its energies");
+    if (status != FK_OK)
+        return status;
+    values[0] = ldexp((double)sums[0], -k0);
+    values[1] = ldexp((double)sums[1], -k1);
+    return FK_OK;
+}
+
 fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
 {
     if (!integrator)
@@ -920,12 +1463,17 @@ fk_status fk_integrator_step(fk_integrator *integrator, uint64_t n_steps)
             return status;
         }
     }
-    uint64_t remaining = n_steps;
+    uint64_t remaining = integrator->has_part ? 0 : n_steps;
+    if (integrator->has_part)
+        status = part_steps(integrator, n_steps);
     while (status == FK_OK && remaining > 0) {
         const uint64_t size = group_size(integrator, remaining);
         status = reset_flags(integrator);
-        for (uint64_t s = 0; status == FK_OK && s < size; ++s)
+        for (uint64_t s = 0; status == FK_OK && s < size; ++s) {
             status = enqueue_step(integrator, integrator->step_index + s, (cl_int)s);
+            if (status == FK_OK && !integrator->hermite)
+                status = enqueue_forces_into(integrator, integrator->force);
+        }
         if (status == FK_OK)
             status = read_flags(integrator);
         if (status != FK_OK)
@@ -1046,9 +1594,18 @@ fk_status fk_integrator_energies(fk_integrator *integrator, double *kinetic, dou
     status = check_last_kick(integrator);
     if (status == FK_OK && potential && integrator->hermite)
         status = hermite_potentials(integrator);
-    if (status != FK_OK)
+    if (status != FK_OK && !integrator->has_part) /* a part takes part in the sums regardless */
         return status;
     const cl_uint n = (cl_uint)integrator->count, count = integrator->has_potential ? 2 : 1;
+    if (integrator->has_part) {
+        double values[2] = {0.0, 0.0};
+        status = part_energies(integrator, status, count, values);
+        if (status == FK_OK && kinetic)
+            *kinetic = values[0];
+        if (status == FK_OK && potential)
+            *potential = values[1];
+        return status;
+    }
     status = FK__SET_ARGS(context, integrator->energies, "fk_integrate_energies", 0, FK__ARG(n),
                           FK__ARG(count), FK__ARG(integrator->v), FK__ARG(integrator->kinetic_mass),
                           FK__ARG(integrator->potential), FK__ARG(integrator->energy_out));
