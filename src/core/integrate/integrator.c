@@ -104,6 +104,7 @@ struct fk_integrator {
      * the leave check), send_index and receive_index with their values; the host keeps the
      * exchange's buffers, the halo flags (set_state zeroes those velocities) and the callbacks. */
     int has_part;
+    int leave_pending; /* a step voted "leave": no more steps until set_state */
     fk_integrator_part part;
     cl_mem global_index, x_set, send_index, receive_index, send_values, receive_values;
     cl_mem energy_largest_out, energy_sums_out;
@@ -827,6 +828,7 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     integrator->step_index = step;
     integrator->close_pending = 0;
     integrator->since_rebuild = 0;
+    integrator->leave_pending = 0;
     integrator->state_set = 1;
     return FK_OK;
 }
@@ -1215,9 +1217,10 @@ static fk_status part_verdict(fk_integrator *integrator, fk_status status, uint3
                           integrator->eval->state.accum->info.name, at);
     else if (status == FK_OK && (votes & VOTE_FAR))
         status = fk__fail(context, FK_ERR_INVALID_INPUT,
-                          "a particle moved farther than %g along z in one step (step %llu): the "
-                          "halo may miss its neighbours; use a smaller time step or a wider margin",
-                          integrator->part.leave, at);
+                          "a particle moved farther than %g (2 leave) along z since the part's "
+                          "set_state (step %llu): the halo may miss its neighbours; use a smaller "
+                          "time step or a wider margin",
+                          2.0 * integrator->part.leave, at);
     if (status != FK_OK)
         integrator->state_set = 0;
     return status;
@@ -1346,13 +1349,15 @@ static fk_status part_step(fk_integrator *integrator, int *stop)
     integrator->step_index = step;
     integrator->since_rebuild += 1;
     *stop = (votes & VOTE_LEAVE) != 0;
+    integrator->leave_pending = *stop;
     return FK_OK;
 }
 
 static fk_status part_steps(fk_integrator *integrator, uint64_t n_steps)
 {
     fk_status status = FK_OK;
-    int stop = 0;
+    int stop =
+        integrator->leave_pending; /* the last call ended on a "leave": none until set_state */
     for (uint64_t s = 0; status == FK_OK && !stop && s < n_steps; ++s)
         status = part_step(integrator, &stop);
     return status;
