@@ -63,10 +63,6 @@ struct fk_mpi_integrator {
     int *types;
     double length, width, margin;
     int state_set;
-    /* Steps taken since the last distribution: a call that ended with all its steps may have
-     * ended on the step whose vote said "leave" (fk_integrator_step returns early only within a
-     * call), so the next call redistributes first. */
-    int stepped;
     double bound[2]; /* fixed64's bound across a redistribution */
     /* The local set: own particles and halo copies, ascending global index. */
     size_t local_n, own_n;
@@ -501,7 +497,6 @@ static fk_status distribute(fk_mpi_integrator *mi, const double *records, size_t
         MPI_Wtime() - start - (mi->part.figures.communication_seconds - communicated);
     status = agree_parts(mi, status, "fk_integrator_set_state");
     mi->state_set = status == FK_OK;
-    mi->stepped = 0;
     if (status == FK_OK) {
         mi->redistributions++;
         mi->part.figures.particles = mi->own_n;
@@ -676,12 +671,6 @@ fk_status fk_mpi_integrator_step(fk_mpi_integrator *mi, uint64_t n_steps)
     if (!mi)
         return FK_ERR_INVALID_ARGUMENT;
     fk_status status = need_state(mi, "step");
-    /* The last call's last step may have voted "leave" without anyone seeing it (the integrator
-     * returns early only within a call): redistribute before stepping on. Costs one
-     * redistribution per call that follows steps; without it the next step could take a
-     * particle past 2 leave, beyond what the halo holds (a failure, not wrong forces). */
-    if (status == FK_OK && n_steps > 0 && mi->stepped)
-        status = redistribute(mi, fk_integrator_step_index(mi->integrator));
     uint64_t done = 0;
     while (status == FK_OK && done < n_steps) {
         const uint64_t before = fk_integrator_step_index(mi->integrator);
@@ -691,10 +680,10 @@ fk_status fk_mpi_integrator_step(fk_mpi_integrator *mi, uint64_t n_steps)
             MPI_Wtime() - start - (mi->part.figures.communication_seconds - communicated);
         const uint64_t after = fk_integrator_step_index(mi->integrator);
         done += after - before;
-        mi->stepped |= after > before;
         status = agree_parts(mi, status, "fk_integrator_step");
         /* Short of n_steps: some own particle moved farther than leave (every rank stopped at
-         * the same step). */
+         * the same step; a "leave" voted on the last call's last step holds until the next
+         * set_state, so that call takes no step and lands here too). */
         if (status == FK_OK && done < n_steps)
             status = redistribute(mi, after);
     }
