@@ -104,6 +104,10 @@ struct fk_integrator {
      * the leave check), send_index and receive_index with their values; the host keeps the
      * exchange's buffers, the halo flags (set_state zeroes those velocities) and the callbacks. */
     int has_part;
+    /* The last step voted leave but was its call's last: the next call returns at once, so
+     * that the caller, who asked for exactly those steps, still redistributes (a vote seen by
+     * nobody let the particles drift to 2 leave: the step then fails). */
+    int leave_pending;
     fk_integrator_part part;
     cl_mem global_index, x_set, send_index, receive_index, send_values, receive_values;
     cl_mem energy_largest_out, energy_sums_out;
@@ -827,6 +831,7 @@ fk_status fk_integrator_set_state(fk_integrator *integrator, const double *posit
     integrator->step_index = step;
     integrator->close_pending = 0;
     integrator->since_rebuild = 0;
+    integrator->leave_pending = 0;
     integrator->state_set = 1;
     return FK_OK;
 }
@@ -1352,9 +1357,10 @@ static fk_status part_step(fk_integrator *integrator, int *stop)
 static fk_status part_steps(fk_integrator *integrator, uint64_t n_steps)
 {
     fk_status status = FK_OK;
-    int stop = 0;
+    int stop = integrator->leave_pending; /* every part's: the votes were everyone's */
     for (uint64_t s = 0; status == FK_OK && !stop && s < n_steps; ++s)
         status = part_step(integrator, &stop);
+    integrator->leave_pending = status == FK_OK && stop;
     return status;
 }
 
