@@ -177,8 +177,17 @@ FK_API void fk_mpi_integrator_destroy(fk_mpi_integrator *integrator);
  * (checked as set_all_particles checks), and the step counter. Distributes the particles and
  * computes the forces. */
 FK_API fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *integrator,
-                                                 const double *positions,
-                                                 const double *velocities, uint64_t step);
+                                                 const double *positions, const double *velocities,
+                                                 uint64_t step);
+/* Collective: as set_all_state, but fixed64's bound (fk_eval_get_bound's max_term and max_sum
+ * of the run that is continued, the same on every rank) is kept instead of chosen from these
+ * positions: a restart from a checkpoint then computes the forces again with the scale the
+ * uninterrupted run had, and continues its trajectory bit for bit. Not for the other
+ * accumulators (fk_eval_set_bound's refusal). */
+FK_API fk_status fk_mpi_integrator_restore_all_state(fk_mpi_integrator *integrator,
+                                                     const double *positions,
+                                                     const double *velocities, uint64_t step,
+                                                     double max_term, double max_sum);
 /* Collective: n_steps steps (redistributing whenever needed). */
 FK_API fk_status fk_mpi_integrator_step(fk_mpi_integrator *integrator, uint64_t n_steps);
 /* Collective: all N positions and velocities (either may be NULL) in the system's order, on
@@ -191,9 +200,8 @@ FK_API fk_status fk_mpi_integrator_energies(fk_mpi_integrator *integrator, doubl
                                             double *potential);
 /* Not collective (the same on every rank): the lists' builds, fixed64's scale choices and the
  * redistributions since create (set_all_state's included). */
-FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator,
-                                            uint64_t *rebuilds, uint64_t *rescales,
-                                            uint64_t *redistributions);
+FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator, uint64_t *rebuilds,
+                                            uint64_t *rescales, uint64_t *redistributions);
 /* Collective: every rank's figures (as fk_mpi_eval_figures: particles is the rank's own
  * particles now, pairs 0) into figures[0 .. ranks) on root. */
 FK_API fk_status fk_mpi_integrator_figures(fk_mpi_integrator *integrator, int root,
