@@ -35,17 +35,16 @@ static const char simulate_synopsis[] =
 
 static void simulate_usage_after(FILE *out, const cli_option *options, size_t count)
 {
-    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over "
-          "the\n"
-          "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
-          "box, the rest by shares of the particles); every rank integrates all particles the "
-          "same\n"
-          "way, the trajectory is the single-device one bit for bit, rank 0 writes the "
-          "checkpoints,\n"
-          "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
-          "trial runs), the integration is on the host (--integrate host; langevin is refused) "
-          "and a\n"
-          "signal ends the job without a checkpoint.\n\n"
+    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) the work is spread over the ranks\n"
+          "(libforcekit_mpi, docs/mpi.md). The device path (the default): in a periodic box with\n"
+          "cells or lists with a skin, a molecular kernel, verlet or langevin and no exclusions,\n"
+          "each rank keeps the particles of its slab of the box on its own device and steps them\n"
+          "there, only halos moving (fk_mpi_integrator); elsewhere, and with --integrate host,\n"
+          "each step's forces are spread over the ranks and every rank integrates all particles\n"
+          "on the host the same way (a note says why when the default falls back). With\n"
+          "fixed64 the trajectory is the single-device one bit for bit. Rank 0 writes the\n"
+          "checkpoints, the JSON has the \"mpi\" object, --algorithm auto is the library's\n"
+          "built-in choice (no trial runs) and a signal ends the job without a checkpoint.\n\n"
           "molecular options (--box only with --in; lj-fluid's box follows from N and the "
           "density):\n",
           out);
@@ -347,16 +346,22 @@ static void progress(const simulate_run *run, uint64_t target, uint64_t first, d
 
 static int write_checkpoint(const simulate_options *options, simulate_run *run)
 {
-    if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
-        return CLI_EXIT_OK;
     char message[1024] = "";
-    fk_status status = fkt_sim_sync(run->sim); /* the device path: the state comes back now */
+    /* The device path: the state comes back now (under mpirun collective: every rank). */
+    fk_status status = fkt_sim_sync(run->sim);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", run->sim->message);
         return cli_exit_code(status);
     }
+    if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
+        return CLI_EXIT_OK;
+    /* The ranks' integrator gives no forces: the accelerations are written as zeros, and a
+     * restart computes them again (under mpirun: restore_checkpoint). */
+    if (run->sim->backend_integrator)
+        set_option(&run->options, "forces", "recomputed");
     double bound[2] = {0, 0};
-    if (run->sim->integrator && fk_eval_get_bound(run->sim->eval, &bound[0], &bound[1]) == FK_OK) {
+    if (fkt_sim_on_device(run->sim) &&
+        fk_eval_get_bound(run->sim->eval, &bound[0], &bound[1]) == FK_OK) {
         /* fixed64's scale of the device path is kept from its last choice: a restart sets it */
         char text[96];
         snprintf(text, sizeof text, "%a %a", bound[0], bound[1]);
@@ -418,7 +423,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "positions", find_option(&run->options, "positions"));
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
-    cJSON_AddStringToObject(document, "integrate", sim->integrator ? "device" : "host");
+    cJSON_AddStringToObject(document, "integrate", fkt_sim_on_device(sim) ? "device" : "host");
     uint64_t counters[3];
     if (sim->integrator && fk_integrator_counters(sim->integrator, &counters[0], &counters[1],
                                                   &counters[2]) == FK_OK) {
@@ -490,7 +495,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cli_json_number(timing, "total", stats->seconds * per_step);
     cli_json_number(timing, "device", stats->device_seconds * per_step);
     /* the device path has no host phases: null there */
-    const double phases = sim->integrator ? NAN : per_step;
+    const double phases = fkt_sim_on_device(sim) ? NAN : per_step;
     cli_json_number(timing, "update", stats->timing.update * phases);
     cli_json_number(timing, "compute", stats->timing.compute * phases);
     cli_json_number(timing, "read", stats->timing.read * phases);
@@ -582,8 +587,8 @@ static void record_options(const simulate_options *options, simulate_run *run,
                                    config->exclusion_count));
 }
 
-/* --integrate and --friction: config.device (the library's integrator; the host loop under
- * mpirun), the friction and Langevin's seed (--seed). */
+/* --integrate and --friction: config.device (the library's integrator; under mpirun
+ * fk_mpi_integrator through the backend), the friction and Langevin's seed (--seed). */
 static int parse_integrate(const simulate_options *options, simulate_run *run,
                            fkt_sim_config *config, int gravity)
 {
@@ -595,17 +600,13 @@ static int parse_integrate(const simulate_options *options, simulate_run *run,
     else if (options->integrate && strcmp(options->integrate, "device") != 0)
         return cli_usage_error("simulate", "--integrate '%s': expected device or host",
                                options->integrate);
-    if (cli_mpi_active()) { /* the ranks share each evaluation: the host integrates */
-        if (run->integrate_given && config->device)
-            return cli_usage_error("simulate", "--integrate device does not run under mpirun yet "
-                                               "(the ranks integrate on the host)");
-        config->device = 0;
-    }
+    /* Under mpirun the device path is fk_mpi_integrator (each rank's slab on its device) where
+     * it takes the case; create_sim falls back to the host path with replicated data elsewhere. */
     if (langevin && gravity)
         return cli_usage_error("simulate", "--integrator langevin is for the molecular kernels");
     if (langevin && !config->device)
         return cli_usage_error("simulate", "--integrator langevin runs on the device integrator "
-                                           "only (--integrate device, not under mpirun)");
+                                           "only (--integrate device)");
     if (!isnan(options->friction) && !langevin)
         return cli_usage_error("simulate", "--friction applies to --integrator langevin");
     config->friction = isnan(options->friction) ? 1.0 : options->friction;
@@ -643,6 +644,17 @@ static int create_sim(const simulate_options *options, simulate_run *run, fkt_si
                   "checkpoint %s does not match this run: integrate is '%s' there and '%s' "
                   "here (the device cannot run the device path)",
                   options->restart, there ? there : "host", here);
+        return CLI_EXIT_USAGE;
+    }
+    /* A checkpoint of the device path under mpirun holds no forces: only that path, which
+     * computes them again, can continue it (the single device's restart writes them back). */
+    const char *forces = fkt_sim_checkpoint_option(&run->checkpoint, "forces");
+    if (run->restarting && forces && strcmp(forces, "recomputed") == 0 &&
+        !run->sim->backend_integrator) {
+        cli_error("simulate",
+                  "checkpoint %s was written under mpirun by the device path and holds no "
+                  "forces: restart it under mpirun with the device path",
+                  options->restart);
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -691,10 +703,12 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
         if (status != FK_OK)
             break;
         const double took = monotonic_seconds() - before;
-        if (sim->integrator && took < 0.05 && chunk < ((uint64_t)1 << 20))
+        if (fkt_sim_on_device(sim) && took < 0.05 && chunk < ((uint64_t)1 << 20))
             chunk *= 2;
         else if (took > 0.2 && chunk > 1)
             chunk /= 2;
+        if (sim->backend_integrator) /* every rank steps the same chunks: rank 0's */
+            chunk = cli_mpi_rank0_count(chunk);
         const uint64_t step = sim->step;
         if (step % sample_every == 0) {
             fkt_sim_sample sample = {.step = step};
@@ -758,8 +772,9 @@ static int parse_options(int argc, char **argv, simulate_options *options, int *
                    "molecular kernels, --integrate device)"),
         cli_string("integrate", "W", &options->integrate,
                    "device (default: the state stays on the device, which integrates;\n"
-                   "needs fp64: without it the run falls back to host with a note) or\n"
-                   "host (positions and velocities on the host, forces read every step)"),
+                   "needs fp64: without it, or under mpirun where the ranks cannot divide\n"
+                   "the case, the run falls back to host with a note) or host (positions\n"
+                   "and velocities on the host, forces read every step)"),
         cli_double("friction", "G", &options->friction, 0, HUGE_VAL,
                    "langevin: the friction gamma in 1/time (default 1.0)"),
         cli_double("density", "D", &options->density, 0, HUGE_VAL,
@@ -1001,8 +1016,9 @@ static int create_run(const simulate_options *options, simulate_run *run, fkt_si
         if (code != CLI_EXIT_OK)
             return code;
     }
-    /* Under mpirun the forces come from libforcekit_mpi (replicated data: every rank integrates
-     * every particle); there are no trial runs, auto is the library's built-in choice. */
+    /* Under mpirun the forces come from libforcekit_mpi (the device path: fk_mpi_integrator;
+     * the host path: replicated data, every rank integrates every particle); there are no
+     * trial runs, auto is the library's built-in choice. */
     config->backend = cli_mpi_sim_backend();
     if (config->backend && plan->auto_algorithm) {
         config->eval.algorithm = FK_ALGORITHM_AUTO;
@@ -1102,9 +1118,10 @@ static fk_status run_steps(const simulate_options *options, simulate_run *run, i
         status = fkt_sim_sync(run->sim);
     stats->seconds = monotonic_seconds() - started;
     stats->steps_run = run->sim->step - stats->first_step;
-    stats->device_seconds = run->device_timing == FK_DEVICE_TIMING_OFF || run->sim->integrator
-                                ? NAN /* not recorded (the device path records none) */
-                                : run->sim->device_seconds - device_before;
+    stats->device_seconds =
+        run->device_timing == FK_DEVICE_TIMING_OFF || fkt_sim_on_device(run->sim)
+            ? NAN /* not recorded (the device path records none) */
+            : run->sim->device_seconds - device_before;
     stats->timing.update = run->sim->timing.update - timing_before.update;
     stats->timing.compute = run->sim->timing.compute - timing_before.compute;
     stats->timing.read = run->sim->timing.read - timing_before.read;
