@@ -37,14 +37,15 @@ static void simulate_usage_after(FILE *out, const cli_option *options, size_t co
 {
     fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) the work is spread over the ranks\n"
           "(libforcekit_mpi, docs/mpi.md). The device path (the default): in a periodic box with\n"
-          "cells or lists with a skin, a molecular kernel, verlet or langevin and no exclusions,\n"
-          "each rank keeps the particles of its slab of the box on its own device and steps them\n"
-          "there, only halos moving (fk_mpi_integrator); elsewhere, and with --integrate host,\n"
-          "each step's forces are spread over the ranks and every rank integrates all particles\n"
-          "on the host the same way (a note says why when the default falls back). With\n"
-          "fixed64 the trajectory is the single-device one bit for bit. Rank 0 writes the\n"
-          "checkpoints, the JSON has the \"mpi\" object, --algorithm auto is the library's\n"
-          "built-in choice (no trial runs) and a signal ends the job without a checkpoint.\n\n"
+          "cells or lists with a skin (--skin S > 0), a molecular kernel, verlet or langevin and\n"
+          "no exclusions, each rank keeps the particles of its slab of the box on its own device\n"
+          "and steps them there, only halos moving (fk_mpi_integrator). Elsewhere, and with\n"
+          "--integrate host, each step's forces are spread over the ranks and every rank\n"
+          "integrates all particles on the host the same way (a note says why when the default\n"
+          "falls back). With fixed64 the trajectory is the single-device one bit for bit. Rank 0\n"
+          "writes the checkpoints, the JSON has the \"mpi\" object, --algorithm auto is the\n"
+          "library's built-in choice (no trial runs) and a signal ends the job without a\n"
+          "checkpoint.\n\n"
           "molecular options (--box only with --in; lj-fluid's box follows from N and the "
           "density):\n",
           out);
