@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/files.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "forcekit/tools.h"
 #include "cli/mpi.h"
@@ -142,6 +143,10 @@ typedef struct simulate_run {
     int restarting;
     fkt_sim_sample *samples;
     size_t sample_count, sample_capacity;
+    /* Wall seconds per step of the steps between two samples (the stepping alone, not the
+     * energies): their median is the JSON's seconds_per_step.median_interval. */
+    double *intervals;
+    size_t interval_count, interval_capacity;
     option_list options;
     int integrate_given;      /* --integrate named: no fallback to the host */
     fk_pair_table pair_table; /* the view of physics.table that config.pair_table points to */
@@ -155,6 +160,21 @@ static void simulate_run_free(simulate_run *run)
     cli_physics_data_free(&run->physics);
     fkt_sim_checkpoint_free(&run->checkpoint);
     free(run->samples);
+    free(run->intervals);
+}
+
+/* One interval's seconds per step; a failed allocation only loses the figure. */
+static void add_interval(simulate_run *run, double seconds_per_step)
+{
+    if (run->interval_count == run->interval_capacity) {
+        const size_t capacity = run->interval_capacity ? 2 * run->interval_capacity : 64;
+        double *grown = realloc(run->intervals, capacity * sizeof *grown);
+        if (!grown)
+            return;
+        run->intervals = grown;
+        run->interval_capacity = capacity;
+    }
+    run->intervals[run->interval_count++] = seconds_per_step;
 }
 
 static int add_sample(simulate_run *run, fkt_sim_sample sample)
@@ -494,6 +514,15 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     const double per_step = stats->steps_run ? 1.0 / (double)stats->steps_run : NAN;
     cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
     cli_json_number(timing, "total", stats->seconds * per_step);
+    /* the median over the intervals between samples of their stepping alone: what a step
+     * costs without the energies, the chunks' first-call overheads and a slow interval */
+    double *intervals = malloc((run->interval_count + 1) * sizeof *intervals);
+    if (intervals && run->interval_count)
+        memcpy(intervals, run->intervals, run->interval_count * sizeof *intervals);
+    cli_json_number(timing, "median_interval",
+                    intervals ? fk__median(intervals, run->interval_count) : NAN);
+    free(intervals);
+    cJSON_AddNumberToObject(timing, "intervals", (double)run->interval_count);
     cli_json_number(timing, "device", stats->device_seconds * per_step);
     /* the device path has no host phases: null there */
     const double phases = fkt_sim_on_device(sim) ? NAN : per_step;
@@ -690,6 +719,8 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
     fkt_sim *sim = run->sim;
     uint64_t chunk = 1;
     double shown = started;
+    double interval_seconds = 0; /* the stepping since the last sample */
+    uint64_t interval_steps = 0;
     fk_status status = FK_OK;
     while (sim->step < target && !interrupted_by) {
         uint64_t stop = (sim->step / sample_every + 1) * sample_every;
@@ -700,10 +731,13 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
         if (stop > sim->step + chunk)
             stop = sim->step + chunk;
         const double before = monotonic_seconds();
-        status = fkt_sim_advance(sim, stop - sim->step);
+        const uint64_t steps = stop - sim->step;
+        status = fkt_sim_advance(sim, steps);
         if (status != FK_OK)
             break;
         const double took = monotonic_seconds() - before;
+        interval_seconds += took;
+        interval_steps += steps;
         if (fkt_sim_on_device(sim) && took < 0.05 && chunk < ((uint64_t)1 << 20))
             chunk *= 2;
         else if (took > 0.2 && chunk > 1)
@@ -712,6 +746,9 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
             chunk = cli_mpi_rank0_count(chunk);
         const uint64_t step = sim->step;
         if (step % sample_every == 0) {
+            add_interval(run, interval_seconds / (double)interval_steps);
+            interval_seconds = 0;
+            interval_steps = 0;
             fkt_sim_sample sample = {.step = step};
             status = fkt_sim_energy(sim, &sample.kinetic, &sample.potential);
             if (status != FK_OK)
