@@ -177,18 +177,20 @@ FK_API void fk_mpi_integrator_destroy(fk_mpi_integrator *integrator);
  * (checked as set_all_particles checks), and the step counter. Distributes the particles and
  * computes the forces. */
 FK_API fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *integrator,
-                                                 const double *positions, const double *velocities,
-                                                 uint64_t step);
+                                                 const double *positions,
+                                                 const double *velocities, uint64_t step);
 /* Collective: as set_all_state, but fixed64's bound (fk_eval_get_bound's max_term and max_sum
  * of the run that is continued, the same on every rank) is kept instead of chosen from these
  * positions: a restart from a checkpoint then computes the forces again with the scale the
- * uninterrupted run had, and continues its trajectory bit for bit. Not for the other
- * accumulators (fk_eval_set_bound's refusal). */
+ * uninterrupted run had, and continues its trajectory bit for bit. The other accumulators take
+ * what fk_eval_get_bound gave them, as fk_eval_set_bound does. */
 FK_API fk_status fk_mpi_integrator_restore_all_state(fk_mpi_integrator *integrator,
                                                      const double *positions,
                                                      const double *velocities, uint64_t step,
                                                      double max_term, double max_sum);
-/* Collective: n_steps steps (redistributing whenever needed). */
+/* Collective: n_steps steps (redistributing whenever needed; a call that follows steps starts
+ * with a redistribution, as the last call's last step may have asked for one: call it with many
+ * steps). */
 FK_API fk_status fk_mpi_integrator_step(fk_mpi_integrator *integrator, uint64_t n_steps);
 /* Collective: all N positions and velocities (either may be NULL) in the system's order, on
  * every rank, and the step counter. */

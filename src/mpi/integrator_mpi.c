@@ -43,7 +43,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* Values per particle record of a distribution: global index, x, y, z, vx, vy, vz. */
+/* Values per particle record of a distribution: global index, x, y, z, vx, vy, vz. They travel
+ * as one MPI type (record_type), so that MPI's int counts are records, not doubles. */
 #define RECORD 7
 
 /* Why the last fk_mpi_integrator_create of this thread failed (last_error(NULL)). */
@@ -51,6 +52,7 @@ static _Thread_local char create_error[FK__MPI_ERROR_TEXT];
 
 struct fk_mpi_integrator {
     fk__mpi_part part;
+    MPI_Datatype record_type;
     fk_mpi_eval *m;
     int holds_eval;            /* created: m's device set is this integrator's (m->lent) */
     fk_integrator *integrator; /* NULL until the first distribution */
@@ -61,6 +63,10 @@ struct fk_mpi_integrator {
     int *types;
     double length, width, margin;
     int state_set;
+    /* Steps taken since the last distribution: a call that ended with all its steps may have
+     * ended on the step whose vote said "leave" (fk_integrator_step returns early only within a
+     * call), so the next call redistributes first. */
+    int stepped;
     double bound[2]; /* fixed64's bound across a redistribution */
     /* The local set: own particles and halo copies, ascending global index. */
     size_t local_n, own_n;
@@ -178,6 +184,8 @@ void fk_mpi_integrator_destroy(fk_mpi_integrator *mi)
     free(mi->send_displs);
     free(mi->recv_counts);
     free(mi->recv_displs);
+    if (mi->record_type != MPI_DATATYPE_NULL)
+        MPI_Type_free(&mi->record_type);
     fk__mpi_part_close(&mi->part);
     free(mi);
 }
@@ -301,12 +309,16 @@ fk_status fk_mpi_integrator_create(fk_mpi_eval *m, const fk_mpi_integrator_confi
     *out = NULL;
     create_error[0] = '\0';
     fk_mpi_integrator *mi = calloc(1, sizeof *mi);
+    if (mi)
+        mi->record_type = MPI_DATATYPE_NULL;
     fk_status status = fk__mpi_part_open(mi ? &mi->part : NULL, m->part.comm, create_error);
     if (status != FK_OK) {
         free(mi);
         return status;
     }
     mi->m = m;
+    MPI_Type_contiguous(RECORD, MPI_DOUBLE, &mi->record_type);
+    MPI_Type_commit(&mi->record_type);
     status = fk__mpi_agree(&mi->part, check_create(mi, config));
     if (status == FK_OK)
         status = fk__mpi_agree_replicated(&mi->part, "fk_mpi_integrator_create", "config", 0,
@@ -489,6 +501,7 @@ static fk_status distribute(fk_mpi_integrator *mi, const double *records, size_t
         MPI_Wtime() - start - (mi->part.figures.communication_seconds - communicated);
     status = agree_parts(mi, status, "fk_integrator_set_state");
     mi->state_set = status == FK_OK;
+    mi->stepped = 0;
     if (status == FK_OK) {
         mi->redistributions++;
         mi->part.figures.particles = mi->own_n;
@@ -592,10 +605,12 @@ static fk_status redistribute(fk_mpi_integrator *mi, uint64_t step)
 {
     const int ranks = mi->part.size;
     fk_status status = fk_integrator_get_state(mi->integrator, mi->x, mi->v, NULL);
-    if (status == FK_OK)
-        status = fk_eval_get_bound(mi->m->eval, &mi->bound[0], &mi->bound[1]);
     if (status != FK_OK)
         status = forcekit_fail(mi, status, "fk_integrator_get_state");
+    if (status == FK_OK)
+        status = fk_eval_get_bound(mi->m->eval, &mi->bound[0], &mi->bound[1]);
+    if (status != FK_OK && !mi->part.local_error[0])
+        status = forcekit_fail(mi, status, "fk_eval_get_bound");
     int *counts = calloc(4 * (size_t)ranks, sizeof *counts);
     int *fill = calloc((size_t)ranks, sizeof *fill);
     size_t records = 0;
@@ -603,16 +618,15 @@ static fk_status redistribute(fk_mpi_integrator *mi, uint64_t step)
         const double z = fk__mpi_wrap(mi->x[3 * k + 2], mi->length);
         for (int q = 0; !mi->halo[k] && q < ranks; ++q) {
             int owned = 0;
-            if (fk__mpi_slab_needs(mi->length, ranks, mi->width, q, z, &owned)) {
-                counts[q] += RECORD;
-                ++records;
-            }
+            if (fk__mpi_slab_needs(mi->length, ranks, mi->width, q, z, &owned) &&
+                ++records <= INT_MAX)
+                ++counts[q];
         }
     }
     double *send = malloc((records + 1) * RECORD * sizeof *send);
     if (status == FK_OK && (!counts || !fill || !send))
         status = fk__mpi_local_fail(&mi->part, FK_ERR_HOST_MEMORY, "out of host memory");
-    if (status == FK_OK && records * RECORD > INT_MAX)
+    if (status == FK_OK && records > INT_MAX)
         status =
             fk__mpi_local_fail(&mi->part, FK_ERR_INVALID_ARGUMENT,
                                "%zu particle records: more than MPI's int counts hold", records);
@@ -630,8 +644,7 @@ static fk_status redistribute(fk_mpi_integrator *mi, uint64_t step)
                 int owned = 0;
                 if (!fk__mpi_slab_needs(mi->length, ranks, mi->width, q, z, &owned))
                     continue;
-                double *record = send + displs[q] + fill[q];
-                fill[q] += RECORD;
+                double *record = send + RECORD * (size_t)(displs[q] + fill[q]++);
                 record[0] = (double)mi->global[k]; /* exact: N < 2^31 */
                 memcpy(record + 1, mi->x + 3 * k, 3 * sizeof(double));
                 memcpy(record + 4, mi->v + 3 * k, 3 * sizeof(double));
@@ -644,18 +657,19 @@ static fk_status redistribute(fk_mpi_integrator *mi, uint64_t step)
             recv_displs[q] = (int)total;
             total += recv_counts[q];
         }
-        received = total <= INT_MAX ? malloc(((size_t)total + 1) * sizeof *received) : NULL;
+        received =
+            total <= INT_MAX ? malloc(((size_t)total + 1) * RECORD * sizeof *received) : NULL;
         status =
             fk__mpi_agree(&mi->part, received ? FK_OK
                                               : fk__mpi_local_fail(&mi->part, FK_ERR_HOST_MEMORY,
                                                                    "out of host memory"));
         if (status == FK_OK)
-            MPI_Alltoallv(send, counts, displs, MPI_DOUBLE, received, recv_counts, recv_displs,
-                          MPI_DOUBLE, mi->part.comm);
+            MPI_Alltoallv(send, counts, displs, mi->record_type, received, recv_counts, recv_displs,
+                          mi->record_type, mi->part.comm);
         /* fixed64's bound: every part's is the system's; the maximum makes sure of one value */
         MPI_Allreduce(MPI_IN_PLACE, mi->bound, 2, MPI_DOUBLE, MPI_MAX, mi->part.comm);
         mi->part.figures.communication_seconds += MPI_Wtime() - start;
-        arrived = (size_t)total / RECORD;
+        arrived = (size_t)total;
     }
     free(counts);
     free(fill);
@@ -686,6 +700,12 @@ fk_status fk_mpi_integrator_step(fk_mpi_integrator *mi, uint64_t n_steps)
     if (!mi)
         return FK_ERR_INVALID_ARGUMENT;
     fk_status status = need_state(mi, "step");
+    /* The last call's last step may have voted "leave" without anyone seeing it (the integrator
+     * returns early only within a call): redistribute before stepping on. Costs one
+     * redistribution per call that follows steps; without it the next step could take a
+     * particle past 2 leave, beyond what the halo holds (a failure, not wrong forces). */
+    if (status == FK_OK && n_steps > 0 && mi->stepped)
+        status = redistribute(mi, fk_integrator_step_index(mi->integrator));
     uint64_t done = 0;
     while (status == FK_OK && done < n_steps) {
         const uint64_t before = fk_integrator_step_index(mi->integrator);
@@ -695,6 +715,7 @@ fk_status fk_mpi_integrator_step(fk_mpi_integrator *mi, uint64_t n_steps)
             MPI_Wtime() - start - (mi->part.figures.communication_seconds - communicated);
         const uint64_t after = fk_integrator_step_index(mi->integrator);
         done += after - before;
+        mi->stepped |= after > before;
         status = agree_parts(mi, status, "fk_integrator_step");
         /* Short of n_steps: some own particle moved farther than leave (every rank stopped at
          * the same step). */
@@ -732,7 +753,7 @@ fk_status fk_mpi_integrator_get_all_state(fk_mpi_integrator *mi, double *positio
             memcpy(record + 1, mi->x + 3 * k, 3 * sizeof(double));
             memcpy(record + 4, mi->v + 3 * k, 3 * sizeof(double));
         }
-        const int mine = (int)(RECORD * at);
+        const int mine = (int)at; /* records: N < INT_MAX / 3 (fk_mpi_eval) */
         int *displs = counts + ranks;
         const double start = MPI_Wtime();
         MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, mi->part.comm);
@@ -741,8 +762,9 @@ fk_status fk_mpi_integrator_get_all_state(fk_mpi_integrator *mi, double *positio
             displs[q] = (int)total;
             total += counts[q];
         }
-        if (total == (long long)(RECORD * mi->n)) {
-            MPI_Allgatherv(own, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, mi->part.comm);
+        if (total == (long long)mi->n) {
+            MPI_Allgatherv(own, mine, mi->record_type, all, counts, displs, mi->record_type,
+                           mi->part.comm);
             for (size_t k = 0; k < mi->n; ++k) {
                 const double *record = all + RECORD * k;
                 const size_t i = (size_t)record[0];
@@ -754,7 +776,7 @@ fk_status fk_mpi_integrator_get_all_state(fk_mpi_integrator *mi, double *positio
         } else { /* the same verdict on every rank: the counts are everyone's */
             status = fk__mpi_everyone_fails(&mi->part, FK_ERR_STATE,
                                             "get_all_state: the ranks own %lld particles of %zu",
-                                            total / RECORD, mi->n);
+                                            total, mi->n);
         }
         mi->part.figures.communication_seconds += MPI_Wtime() - start;
         if (step)
