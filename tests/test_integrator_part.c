@@ -310,10 +310,18 @@ static void *run_part(void *argument)
         step = fk_integrator_step_index(integrator);
         if (status != FK_OK || step == sh->run.steps)
             break;
-        /* Some part's particle moved a quarter of the margin: every part stopped at this step.
-         * Gather, divide again, keep fixed64's scale. */
+        /* Some part's particle moved a quarter of the margin: every part stopped at this step,
+         * and takes no further step until its state is set again. Gather, divide again, keep
+         * fixed64's scale. */
         double bound[2] = {0.0, 0.0};
-        status = gather_own(p, integrator);
+        status = fk_integrator_step(integrator, 3);
+        if (status == FK_OK && fk_integrator_step_index(integrator) != step) {
+            snprintf(sh->error[p->index], 512, "a step call after 'leave' went on to step %llu",
+                     (unsigned long long)fk_integrator_step_index(integrator));
+            status = FK_ERR_STATE;
+        }
+        if (status == FK_OK)
+            status = gather_own(p, integrator);
         if (status == FK_OK)
             status = fk_eval_get_bound(eval, &bound[0], &bound[1]);
         pthread_barrier_wait(&sh->barrier);

@@ -1079,9 +1079,9 @@ typedef struct fk_integrator_part {
     /* > 0: when one of the part's own particles has moved farther than leave along z since
      * fk_integrator_set_state (the shortest periodic distance), the step on which that happened is
      * completed and fk_integrator_step returns early (the caller redistributes the particles and
-     * sets the state again); when that step was the call's last, the next call returns at once,
-     * without a step; farther than 2 leave in one step, the step fails with
-     * FK_ERR_INVALID_INPUT (the halo may no longer hold every neighbour). 0: never. */
+     * sets the state again); until that set_state, further step calls take no step. Farther than
+     * 2 leave since set_state (more than leave in the one step after the vote), the step fails
+     * with FK_ERR_INVALID_INPUT (the halo may no longer hold every neighbour). 0: never. */
     double leave;
     /* Nonzero: fk_integrator_set_state keeps the evaluation's data-scaled accumulator parameters
      * (the caller restored the system's with fk_eval_set_bound) instead of choosing them again. */

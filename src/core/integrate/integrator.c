@@ -104,10 +104,7 @@ struct fk_integrator {
      * the leave check), send_index and receive_index with their values; the host keeps the
      * exchange's buffers, the halo flags (set_state zeroes those velocities) and the callbacks. */
     int has_part;
-    /* The last step voted leave but was its call's last: the next call returns at once, so
-     * that the caller, who asked for exactly those steps, still redistributes (a vote seen by
-     * nobody let the particles drift to 2 leave: the step then fails). */
-    int leave_pending;
+    int leave_pending; /* a step voted "leave": no more steps until set_state */
     fk_integrator_part part;
     cl_mem global_index, x_set, send_index, receive_index, send_values, receive_values;
     cl_mem energy_largest_out, energy_sums_out;
@@ -1220,9 +1217,10 @@ static fk_status part_verdict(fk_integrator *integrator, fk_status status, uint3
                           integrator->eval->state.accum->info.name, at);
     else if (status == FK_OK && (votes & VOTE_FAR))
         status = fk__fail(context, FK_ERR_INVALID_INPUT,
-                          "a particle moved farther than %g along z in one step (step %llu): the "
-                          "halo may miss its neighbours; use a smaller time step or a wider margin",
-                          integrator->part.leave, at);
+                          "a particle moved farther than %g (2 leave) along z since the part's "
+                          "set_state (step %llu): the halo may miss its neighbours; use a smaller "
+                          "time step or a wider margin",
+                          2.0 * integrator->part.leave, at);
     if (status != FK_OK)
         integrator->state_set = 0;
     return status;
@@ -1351,16 +1349,17 @@ static fk_status part_step(fk_integrator *integrator, int *stop)
     integrator->step_index = step;
     integrator->since_rebuild += 1;
     *stop = (votes & VOTE_LEAVE) != 0;
+    integrator->leave_pending = *stop;
     return FK_OK;
 }
 
 static fk_status part_steps(fk_integrator *integrator, uint64_t n_steps)
 {
     fk_status status = FK_OK;
-    int stop = integrator->leave_pending; /* every part's: the votes were everyone's */
+    int stop =
+        integrator->leave_pending; /* the last call ended on a "leave": none until set_state */
     for (uint64_t s = 0; status == FK_OK && !stop && s < n_steps; ++s)
         status = part_step(integrator, &stop);
-    integrator->leave_pending = status == FK_OK && stop;
     return status;
 }
 
