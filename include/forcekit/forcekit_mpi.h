@@ -179,6 +179,15 @@ FK_API void fk_mpi_integrator_destroy(fk_mpi_integrator *integrator);
 FK_API fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *integrator,
                                                  const double *positions,
                                                  const double *velocities, uint64_t step);
+/* Collective: as set_all_state, but fixed64's bound (fk_eval_get_bound's max_term and max_sum
+ * of the run that is continued, the same on every rank) is kept instead of chosen from these
+ * positions: a restart from a checkpoint then computes the forces again with the scale the
+ * uninterrupted run had, and continues its trajectory bit for bit. The other accumulators take
+ * what fk_eval_get_bound gave them, as fk_eval_set_bound does. */
+FK_API fk_status fk_mpi_integrator_restore_all_state(fk_mpi_integrator *integrator,
+                                                     const double *positions,
+                                                     const double *velocities, uint64_t step,
+                                                     double max_term, double max_sum);
 /* Collective: n_steps steps (redistributing whenever needed; a call that follows steps starts
  * with a redistribution, as the last call's last step may have asked for one: call it with many
  * steps). */
@@ -193,9 +202,8 @@ FK_API fk_status fk_mpi_integrator_energies(fk_mpi_integrator *integrator, doubl
                                             double *potential);
 /* Not collective (the same on every rank): the lists' builds, fixed64's scale choices and the
  * redistributions since create (set_all_state's included). */
-FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator,
-                                            uint64_t *rebuilds, uint64_t *rescales,
-                                            uint64_t *redistributions);
+FK_API fk_status fk_mpi_integrator_counters(const fk_mpi_integrator *integrator, uint64_t *rebuilds,
+                                            uint64_t *rescales, uint64_t *redistributions);
 /* Collective: every rank's figures (as fk_mpi_eval_figures: particles is the rank's own
  * particles now, pairs 0) into figures[0 .. ranks) on root. */
 FK_API fk_status fk_mpi_integrator_figures(fk_mpi_integrator *integrator, int root,

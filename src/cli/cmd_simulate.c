@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "common/files.h"
+#include "common/stats.h"
 #include "support/generate.h"
 #include "forcekit/tools.h"
 #include "cli/mpi.h"
@@ -35,17 +36,17 @@ static const char simulate_synopsis[] =
 
 static void simulate_usage_after(FILE *out, const cli_option *options, size_t count)
 {
-    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) each step's forces are spread over "
-          "the\n"
-          "ranks (libforcekit_mpi, docs/mpi.md: cells and lists in a periodic box by slabs of the\n"
-          "box, the rest by shares of the particles); every rank integrates all particles the "
-          "same\n"
-          "way, the trajectory is the single-device one bit for bit, rank 0 writes the "
-          "checkpoints,\n"
-          "the JSON has the \"mpi\" object, --algorithm auto is the library's built-in choice (no\n"
-          "trial runs), the integration is on the host (--integrate host; langevin is refused) "
-          "and a\n"
-          "signal ends the job without a checkpoint.\n\n"
+    fputs("\nUnder mpirun (mpirun -np P forcekit simulate ...) the work is spread over the ranks\n"
+          "(libforcekit_mpi, docs/mpi.md). The device path (the default): in a periodic box with\n"
+          "cells or lists with a skin (--skin S > 0), a molecular kernel, verlet or langevin and\n"
+          "no exclusions, each rank keeps the particles of its slab of the box on its own device\n"
+          "and steps them there, only halos moving (fk_mpi_integrator). Elsewhere, and with\n"
+          "--integrate host, each step's forces are spread over the ranks and every rank\n"
+          "integrates all particles on the host the same way (a note says why when the default\n"
+          "falls back). With fixed64 the trajectory is the single-device one bit for bit. Rank 0\n"
+          "writes the checkpoints, the JSON has the \"mpi\" object, --algorithm auto is the\n"
+          "library's built-in choice (no trial runs) and a signal ends the job without a\n"
+          "checkpoint.\n\n"
           "molecular options (--box only with --in; lj-fluid's box follows from N and the "
           "density):\n",
           out);
@@ -142,6 +143,10 @@ typedef struct simulate_run {
     int restarting;
     fkt_sim_sample *samples;
     size_t sample_count, sample_capacity;
+    /* Wall seconds per step of the steps between two samples (the stepping alone, not the
+     * energies): their median is the JSON's seconds_per_step.median_interval. */
+    double *intervals;
+    size_t interval_count, interval_capacity;
     option_list options;
     int integrate_given;      /* --integrate named: no fallback to the host */
     fk_pair_table pair_table; /* the view of physics.table that config.pair_table points to */
@@ -155,6 +160,21 @@ static void simulate_run_free(simulate_run *run)
     cli_physics_data_free(&run->physics);
     fkt_sim_checkpoint_free(&run->checkpoint);
     free(run->samples);
+    free(run->intervals);
+}
+
+/* One interval's seconds per step; a failed allocation only loses the figure. */
+static void add_interval(simulate_run *run, double seconds_per_step)
+{
+    if (run->interval_count == run->interval_capacity) {
+        const size_t capacity = run->interval_capacity ? 2 * run->interval_capacity : 64;
+        double *grown = realloc(run->intervals, capacity * sizeof *grown);
+        if (!grown)
+            return;
+        run->intervals = grown;
+        run->interval_capacity = capacity;
+    }
+    run->intervals[run->interval_count++] = seconds_per_step;
 }
 
 static int add_sample(simulate_run *run, fkt_sim_sample sample)
@@ -347,16 +367,22 @@ static void progress(const simulate_run *run, uint64_t target, uint64_t first, d
 
 static int write_checkpoint(const simulate_options *options, simulate_run *run)
 {
-    if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
-        return CLI_EXIT_OK;
     char message[1024] = "";
-    fk_status status = fkt_sim_sync(run->sim); /* the device path: the state comes back now */
+    /* The device path: the state comes back now (under mpirun collective: every rank). */
+    fk_status status = fkt_sim_sync(run->sim);
     if (status != FK_OK) {
         cli_error(fk_status_string(status), "%s", run->sim->message);
         return cli_exit_code(status);
     }
+    if (cli_mpi_rank() != 0) /* under mpirun every rank holds the same state: rank 0 writes it */
+        return CLI_EXIT_OK;
+    /* The ranks' integrator gives no forces: the accelerations are written as zeros, and a
+     * restart computes them again (under mpirun: restore_checkpoint). */
+    if (run->sim->backend_integrator)
+        set_option(&run->options, "forces", "recomputed");
     double bound[2] = {0, 0};
-    if (run->sim->integrator && fk_eval_get_bound(run->sim->eval, &bound[0], &bound[1]) == FK_OK) {
+    if (fkt_sim_on_device(run->sim) &&
+        fk_eval_get_bound(run->sim->eval, &bound[0], &bound[1]) == FK_OK) {
         /* fixed64's scale of the device path is kept from its last choice: a restart sets it */
         char text[96];
         snprintf(text, sizeof text, "%a %a", bound[0], bound[1]);
@@ -418,7 +444,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     cJSON_AddBoolToObject(document, "reproducible", options->reproducible != 0);
     cJSON_AddStringToObject(document, "positions", find_option(&run->options, "positions"));
     cJSON_AddStringToObject(document, "integrator", fkt_integrator_name(config->integrator));
-    cJSON_AddStringToObject(document, "integrate", sim->integrator ? "device" : "host");
+    cJSON_AddStringToObject(document, "integrate", fkt_sim_on_device(sim) ? "device" : "host");
     uint64_t counters[3];
     if (sim->integrator && fk_integrator_counters(sim->integrator, &counters[0], &counters[1],
                                                   &counters[2]) == FK_OK) {
@@ -488,9 +514,18 @@ static int print_json(const simulate_options *options, const simulate_run *run,
     const double per_step = stats->steps_run ? 1.0 / (double)stats->steps_run : NAN;
     cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
     cli_json_number(timing, "total", stats->seconds * per_step);
+    /* the median over the intervals between samples of their stepping alone: what a step
+     * costs without the energies, the chunks' first-call overheads and a slow interval */
+    double *intervals = malloc((run->interval_count + 1) * sizeof *intervals);
+    if (intervals && run->interval_count)
+        memcpy(intervals, run->intervals, run->interval_count * sizeof *intervals);
+    cli_json_number(timing, "median_interval",
+                    intervals ? fk__median(intervals, run->interval_count) : NAN);
+    free(intervals);
+    cJSON_AddNumberToObject(timing, "intervals", (double)run->interval_count);
     cli_json_number(timing, "device", stats->device_seconds * per_step);
     /* the device path has no host phases: null there */
-    const double phases = sim->integrator ? NAN : per_step;
+    const double phases = fkt_sim_on_device(sim) ? NAN : per_step;
     cli_json_number(timing, "update", stats->timing.update * phases);
     cli_json_number(timing, "compute", stats->timing.compute * phases);
     cli_json_number(timing, "read", stats->timing.read * phases);
@@ -582,8 +617,8 @@ static void record_options(const simulate_options *options, simulate_run *run,
                                    config->exclusion_count));
 }
 
-/* --integrate and --friction: config.device (the library's integrator; the host loop under
- * mpirun), the friction and Langevin's seed (--seed). */
+/* --integrate and --friction: config.device (the library's integrator; under mpirun
+ * fk_mpi_integrator through the backend), the friction and Langevin's seed (--seed). */
 static int parse_integrate(const simulate_options *options, simulate_run *run,
                            fkt_sim_config *config, int gravity)
 {
@@ -595,17 +630,13 @@ static int parse_integrate(const simulate_options *options, simulate_run *run,
     else if (options->integrate && strcmp(options->integrate, "device") != 0)
         return cli_usage_error("simulate", "--integrate '%s': expected device or host",
                                options->integrate);
-    if (cli_mpi_active()) { /* the ranks share each evaluation: the host integrates */
-        if (run->integrate_given && config->device)
-            return cli_usage_error("simulate", "--integrate device does not run under mpirun yet "
-                                               "(the ranks integrate on the host)");
-        config->device = 0;
-    }
+    /* Under mpirun the device path is fk_mpi_integrator (each rank's slab on its device) where
+     * it takes the case; create_sim falls back to the host path with replicated data elsewhere. */
     if (langevin && gravity)
         return cli_usage_error("simulate", "--integrator langevin is for the molecular kernels");
     if (langevin && !config->device)
         return cli_usage_error("simulate", "--integrator langevin runs on the device integrator "
-                                           "only (--integrate device, not under mpirun)");
+                                           "only (--integrate device)");
     if (!isnan(options->friction) && !langevin)
         return cli_usage_error("simulate", "--friction applies to --integrator langevin");
     config->friction = isnan(options->friction) ? 1.0 : options->friction;
@@ -645,6 +676,17 @@ static int create_sim(const simulate_options *options, simulate_run *run, fkt_si
                   options->restart, there ? there : "host", here);
         return CLI_EXIT_USAGE;
     }
+    /* A checkpoint of the device path under mpirun holds no forces: only that path, which
+     * computes them again, can continue it (the single device's restart writes them back). */
+    const char *forces = fkt_sim_checkpoint_option(&run->checkpoint, "forces");
+    if (run->restarting && forces && strcmp(forces, "recomputed") == 0 &&
+        !run->sim->backend_integrator) {
+        cli_error("simulate",
+                  "checkpoint %s was written under mpirun by the device path and holds no "
+                  "forces: restart it under mpirun with the device path",
+                  options->restart);
+        return CLI_EXIT_USAGE;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -677,6 +719,8 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
     fkt_sim *sim = run->sim;
     uint64_t chunk = 1;
     double shown = started;
+    double interval_seconds = 0; /* the stepping since the last sample */
+    uint64_t interval_steps = 0;
     fk_status status = FK_OK;
     while (sim->step < target && !interrupted_by) {
         uint64_t stop = (sim->step / sample_every + 1) * sample_every;
@@ -687,16 +731,24 @@ static fk_status step_loop(const simulate_options *options, simulate_run *run, i
         if (stop > sim->step + chunk)
             stop = sim->step + chunk;
         const double before = monotonic_seconds();
-        status = fkt_sim_advance(sim, stop - sim->step);
+        const uint64_t steps = stop - sim->step;
+        status = fkt_sim_advance(sim, steps);
         if (status != FK_OK)
             break;
         const double took = monotonic_seconds() - before;
-        if (sim->integrator && took < 0.05 && chunk < ((uint64_t)1 << 20))
+        interval_seconds += took;
+        interval_steps += steps;
+        if (fkt_sim_on_device(sim) && took < 0.05 && chunk < ((uint64_t)1 << 20))
             chunk *= 2;
         else if (took > 0.2 && chunk > 1)
             chunk /= 2;
+        if (sim->backend_integrator) /* every rank steps the same chunks: rank 0's */
+            chunk = cli_mpi_rank0_count(chunk);
         const uint64_t step = sim->step;
         if (step % sample_every == 0) {
+            add_interval(run, interval_seconds / (double)interval_steps);
+            interval_seconds = 0;
+            interval_steps = 0;
             fkt_sim_sample sample = {.step = step};
             status = fkt_sim_energy(sim, &sample.kinetic, &sample.potential);
             if (status != FK_OK)
@@ -758,8 +810,9 @@ static int parse_options(int argc, char **argv, simulate_options *options, int *
                    "molecular kernels, --integrate device)"),
         cli_string("integrate", "W", &options->integrate,
                    "device (default: the state stays on the device, which integrates;\n"
-                   "needs fp64: without it the run falls back to host with a note) or\n"
-                   "host (positions and velocities on the host, forces read every step)"),
+                   "needs fp64: without it, or under mpirun where the ranks cannot divide\n"
+                   "the case, the run falls back to host with a note) or host (positions\n"
+                   "and velocities on the host, forces read every step)"),
         cli_double("friction", "G", &options->friction, 0, HUGE_VAL,
                    "langevin: the friction gamma in 1/time (default 1.0)"),
         cli_double("density", "D", &options->density, 0, HUGE_VAL,
@@ -1001,8 +1054,9 @@ static int create_run(const simulate_options *options, simulate_run *run, fkt_si
         if (code != CLI_EXIT_OK)
             return code;
     }
-    /* Under mpirun the forces come from libforcekit_mpi (replicated data: every rank integrates
-     * every particle); there are no trial runs, auto is the library's built-in choice. */
+    /* Under mpirun the forces come from libforcekit_mpi (the device path: fk_mpi_integrator;
+     * the host path: replicated data, every rank integrates every particle); there are no
+     * trial runs, auto is the library's built-in choice. */
     config->backend = cli_mpi_sim_backend();
     if (config->backend && plan->auto_algorithm) {
         config->eval.algorithm = FK_ALGORITHM_AUTO;
@@ -1102,9 +1156,10 @@ static fk_status run_steps(const simulate_options *options, simulate_run *run, i
         status = fkt_sim_sync(run->sim);
     stats->seconds = monotonic_seconds() - started;
     stats->steps_run = run->sim->step - stats->first_step;
-    stats->device_seconds = run->device_timing == FK_DEVICE_TIMING_OFF || run->sim->integrator
-                                ? NAN /* not recorded (the device path records none) */
-                                : run->sim->device_seconds - device_before;
+    stats->device_seconds =
+        run->device_timing == FK_DEVICE_TIMING_OFF || fkt_sim_on_device(run->sim)
+            ? NAN /* not recorded (the device path records none) */
+            : run->sim->device_seconds - device_before;
     stats->timing.update = run->sim->timing.update - timing_before.update;
     stats->timing.compute = run->sim->timing.compute - timing_before.compute;
     stats->timing.read = run->sim->timing.read - timing_before.read;

@@ -172,9 +172,11 @@ fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
     return FK_OK;
 }
 
-/* The simulation's backend: one distributed evaluation; this rank's slice is an equal split. */
+/* The simulation's backend: one distributed evaluation; this rank's slice is an equal split.
+ * With the device path, fk_mpi_integrator on it: each rank's slab on its own device. */
 static struct sim_state {
     fk_mpi_eval *m;
+    fk_mpi_integrator *integrator;
     size_t n;
     char error[1200];
 } sim_state;
@@ -227,14 +229,65 @@ static fk_status sim_read_potentials(void *user, double *potentials)
 static const char *sim_last_error(void *user)
 {
     struct sim_state *s = user;
-    return s->error[0] || !s->m ? s->error : fk_mpi_eval_last_error(s->m);
+    if (s->error[0] || !s->m)
+        return s->error;
+    return s->integrator ? fk_mpi_integrator_last_error(s->integrator)
+                         : fk_mpi_eval_last_error(s->m);
 }
 
 static void sim_destroy(void *user)
 {
     struct sim_state *s = user;
+    fk_mpi_integrator_destroy(s->integrator); /* before its evaluation */
+    s->integrator = NULL;
     fk_mpi_eval_destroy(s->m);
     s->m = NULL;
+}
+
+/* The device path: fk_mpi_integrator refuses (FK_ERR_UNSUPPORTED) what it cannot divide (the
+ * allgather scheme, gravity, Hermite, loops without a skin); the command then integrates on the
+ * host with replicated data. */
+static fk_status sim_integrator_create(void *user, const fk_integrator_config *config)
+{
+    struct sim_state *s = user;
+    fk_mpi_integrator_config mc = FK_CONFIG_INIT(fk_mpi_integrator_config);
+    mc.integrator = *config;
+    const fk_status status = fk_mpi_integrator_create(s->m, &mc, &s->integrator);
+    if (status != FK_OK)
+        snprintf(s->error, sizeof s->error, "%s", fk_mpi_integrator_last_error(NULL));
+    return status;
+}
+
+static fk_status sim_set_state(void *user, const double *position, const double *velocity,
+                               uint64_t step, const double *bound)
+{
+    struct sim_state *s = user;
+    return bound ? fk_mpi_integrator_restore_all_state(s->integrator, position, velocity, step,
+                                                       bound[0], bound[1])
+                 : fk_mpi_integrator_set_all_state(s->integrator, position, velocity, step);
+}
+
+static fk_status sim_step(void *user, uint64_t steps)
+{
+    return fk_mpi_integrator_step(((struct sim_state *)user)->integrator, steps);
+}
+
+static fk_status sim_get_state(void *user, double *position, double *velocity)
+{
+    return fk_mpi_integrator_get_all_state(((struct sim_state *)user)->integrator, position,
+                                           velocity, NULL);
+}
+
+static fk_status sim_energies(void *user, double *kinetic, double *potential)
+{
+    return fk_mpi_integrator_energies(((struct sim_state *)user)->integrator, kinetic, potential);
+}
+
+static fk_status sim_counters(void *user, uint64_t *rebuilds, uint64_t *rescales,
+                              uint64_t *redistributions)
+{
+    return fk_mpi_integrator_counters(((struct sim_state *)user)->integrator, rebuilds, rescales,
+                                      redistributions);
 }
 
 static const fkt_sim_backend sim_backend = {.user = &sim_state,
@@ -244,18 +297,26 @@ static const fkt_sim_backend sim_backend = {.user = &sim_state,
                                             .read_forces = sim_read_forces,
                                             .read_potentials = sim_read_potentials,
                                             .last_error = sim_last_error,
-                                            .destroy = sim_destroy};
+                                            .destroy = sim_destroy,
+                                            .integrator_create = sim_integrator_create,
+                                            .set_state = sim_set_state,
+                                            .step = sim_step,
+                                            .get_state = sim_get_state,
+                                            .energies = sim_energies,
+                                            .counters = sim_counters};
 
 const fkt_sim_backend *cli_mpi_sim_backend(void)
 {
     return active ? &sim_backend : NULL;
 }
 
-cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
+/* The "mpi" object from the evaluation's figures or (integrator) the integrator's. */
+static cJSON *rank_figures_json(fk_mpi_eval *m, fk_mpi_integrator *integrator)
 {
     fk_mpi_rank_figures *figures = calloc((size_t)ranks, sizeof *figures);
     char *labels = calloc((size_t)ranks, device_label_size);
-    const fk_status status = fk_mpi_eval_figures(m, 0, figures);
+    const fk_status status = integrator ? fk_mpi_integrator_figures(integrator, 0, figures)
+                                        : fk_mpi_eval_figures(m, 0, figures);
     /* Collective like the figures: every rank takes part whatever its allocation gave. */
     MPI_Gather(device_label, device_label_size, MPI_CHAR, labels, labels ? device_label_size : 0,
                MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -284,12 +345,48 @@ cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
     return mpi;
 }
 
+cJSON *cli_mpi_figures_json(fk_mpi_eval *m)
+{
+    return rank_figures_json(m, NULL);
+}
+
 cJSON *cli_mpi_sim_figures(void)
 {
-    return active && sim_state.m ? cli_mpi_figures_json(sim_state.m) : NULL;
+    if (!active || !sim_state.m)
+        return NULL;
+    cJSON *mpi = rank_figures_json(sim_state.m, sim_state.integrator);
+    uint64_t counters[3];
+    if (mpi && sim_state.integrator &&
+        fk_mpi_integrator_counters(sim_state.integrator, &counters[0], &counters[1],
+                                   &counters[2]) == FK_OK) {
+        /* the state on each rank's device: how often the particles moved between the ranks
+         * (set_state's distributions included), the lists' builds and fixed64's scales */
+        cJSON_AddStringToObject(mpi, "integrate", "device");
+        cJSON_AddNumberToObject(mpi, "redistributions", (double)counters[2]);
+        cJSON_AddNumberToObject(mpi, "rebuilds", (double)counters[0]);
+        cJSON_AddNumberToObject(mpi, "rescales", (double)counters[1]);
+    } else if (mpi) {
+        cJSON_AddStringToObject(mpi, "integrate", "host");
+    }
+    return mpi;
+}
+
+uint64_t cli_mpi_rank0_count(uint64_t count)
+{
+    if (active) {
+        unsigned long long value = count;
+        MPI_Bcast(&value, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+        count = value;
+    }
+    return count;
 }
 
 #else
+
+uint64_t cli_mpi_rank0_count(uint64_t count)
+{
+    return count;
+}
 
 const fkt_sim_backend *cli_mpi_sim_backend(void)
 {

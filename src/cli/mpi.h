@@ -4,6 +4,7 @@
 #define FK_CLI_MPI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cJSON.h>
 
@@ -24,9 +25,15 @@ int cli_mpi_ranks(void);
 const char *cli_mpi_device(char *selector);
 
 /* simulate under mpirun: the forces of every step from libforcekit_mpi, each rank computing its
- * share, every rank integrating all particles the same way (replicated data). NULL without MPI. */
+ * share. The device path (config.device): fk_mpi_integrator, each rank stepping its slab on its
+ * own device; the host path: every rank integrating all particles the same way (replicated
+ * data). NULL without MPI. */
 const fkt_sim_backend *cli_mpi_sim_backend(void);
-/* Collective: the JSON "mpi" object {"ranks", "per_rank": [...]} of the simulation's evaluation
+/* Collective under mpirun: rank 0's count on every rank (the step loop's chunks, which every
+ * rank must step alike); count itself otherwise. */
+uint64_t cli_mpi_rank0_count(uint64_t count);
+/* Collective: the JSON "mpi" object {"ranks", "per_rank": [...], "integrate"; the device path
+ * adds "redistributions", "rebuilds", "rescales"} of the simulation's evaluation or integrator
  * on rank 0 (NULL elsewhere, on failure, or without MPI). */
 cJSON *cli_mpi_sim_figures(void);
 #ifdef FK_CLI_MPI

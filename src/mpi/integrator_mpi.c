@@ -522,11 +522,11 @@ static fk_status check_state(fk_mpi_integrator *mi, const double *x, const doubl
     return FK_OK;
 }
 
-fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *mi, const double *positions,
-                                          const double *velocities, uint64_t step)
+/* set_all_state and restore_all_state: keep, fixed64's bound in mi->bound is restored instead of
+ * chosen from these positions. */
+static fk_status set_all(fk_mpi_integrator *mi, const double *positions, const double *velocities,
+                         uint64_t step, int keep)
 {
-    if (!mi)
-        return FK_ERR_INVALID_ARGUMENT;
     mi->state_set = 0;
     fk_status status = positions ? check_state(mi, positions, velocities)
                                  : fk__mpi_local_fail(&mi->part, FK_ERR_INVALID_ARGUMENT,
@@ -565,9 +565,33 @@ fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *mi, const double *p
         &mi->part,
         records ? FK_OK : fk__mpi_local_fail(&mi->part, FK_ERR_HOST_MEMORY, "out of host memory"));
     if (status == FK_OK)
-        status = distribute(mi, records, count, step, 0);
+        status = distribute(mi, records, count, step, keep);
     free(records);
     return status;
+}
+
+fk_status fk_mpi_integrator_set_all_state(fk_mpi_integrator *mi, const double *positions,
+                                          const double *velocities, uint64_t step)
+{
+    return mi ? set_all(mi, positions, velocities, step, 0) : FK_ERR_INVALID_ARGUMENT;
+}
+
+fk_status fk_mpi_integrator_restore_all_state(fk_mpi_integrator *mi, const double *positions,
+                                              const double *velocities, uint64_t step,
+                                              double max_term, double max_sum)
+{
+    if (!mi)
+        return FK_ERR_INVALID_ARGUMENT;
+    /* Bounds that differ between the ranks would give each part another scale: agreed as the
+     * state is (the same doubles everywhere). */
+    const double bound[2] = {max_term, max_sum};
+    fk_status status = fk__mpi_agree_replicated(&mi->part, "restore_all_state", "bound", 0,
+                                                XXH3_64bits(bound, sizeof bound));
+    if (status != FK_OK)
+        return status;
+    mi->bound[0] = max_term;
+    mi->bound[1] = max_sum;
+    return set_all(mi, positions, velocities, step, 1);
 }
 
 /* This rank's own particles' records to the ranks whose slab or halo holds them now, and the

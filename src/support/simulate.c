@@ -140,17 +140,25 @@ static fk_status device_forces(fkt_sim *sim, int write)
     return status;
 }
 
+int fkt_sim_on_device(const fkt_sim *sim)
+{
+    return sim && (sim->integrator || sim->backend_integrator);
+}
+
 fk_status fkt_sim_sync(fkt_sim *sim)
 {
     if (!sim)
         return FK_ERR_INVALID_ARGUMENT;
-    if (!sim->integrator || !sim->state_stale)
+    if (!fkt_sim_on_device(sim) || !sim->state_stale)
         return FK_OK;
     sim->message[0] = '\0';
     uint64_t step = 0;
+    const fkt_sim_backend *backend = sim->config.backend;
     fk_status status =
-        fk_integrator_get_state(sim->integrator, sim->position, sim->velocity, &step);
-    if (status == FK_OK)
+        sim->backend_integrator
+            ? backend->get_state(backend->user, sim->position, sim->velocity)
+            : fk_integrator_get_state(sim->integrator, sim->position, sim->velocity, &step);
+    if (status == FK_OK && sim->integrator)
         status = device_forces(sim, 0);
     if (status != FK_OK)
         return fkt_sim__failure(sim, status, "reading the state");
@@ -166,10 +174,19 @@ fk_status fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position,
     sim->step = step;
     memcpy(sim->position, position, bytes);
     memcpy(sim->velocity, velocity, bytes);
-    memcpy(sim->acceleration, acceleration, bytes);
+    if (acceleration)
+        memcpy(sim->acceleration, acceleration, bytes);
     if (sim->jerk && jerk)
         memcpy(sim->jerk, jerk, bytes);
     sim->potential_current = 0;
+    if (sim->backend_integrator) {
+        /* No forces to write back: computed again with the kept scale (see simulate.h). */
+        sim->message[0] = '\0';
+        sim->state_stale = 0;
+        const fkt_sim_backend *backend = sim->config.backend;
+        const fk_status status = backend->set_state(backend->user, position, velocity, step, bound);
+        return status == FK_OK ? FK_OK : fkt_sim__failure(sim, status, "restoring the checkpoint");
+    }
     if (!sim->integrator)
         return FK_OK;
     /* set_state evaluates the forces and chooses fixed64's scale from these positions; the
@@ -219,7 +236,16 @@ static fk_status create_integrator(fkt_sim *sim, const fkt_sim_config *config)
         ic.seed = config->seed;
     }
     /* masses NULL: the molecular kernels' unit masses; gravity takes the evaluation's */
-    fk_status status = fk_integrator_create(sim->eval, &ic, &sim->integrator);
+    const fkt_sim_backend *backend = config->backend;
+    fk_status status = FK_OK;
+    if (backend) {
+        status = backend->integrator_create(backend->user, &ic);
+        sim->backend_integrator = status == FK_OK;
+        if (status == FK_OK)
+            status = backend->set_state(backend->user, sim->position, sim->velocity, 0, NULL);
+        return status == FK_OK ? FK_OK : fkt_sim__failure(sim, status, "the device integrator");
+    }
+    status = fk_integrator_create(sim->eval, &ic, &sim->integrator);
     if (status == FK_OK)
         status = fk_integrator_set_state(sim->integrator, sim->position, sim->velocity, 0);
     return status == FK_OK ? FK_OK : fkt_sim__failure(sim, status, "the device integrator");
@@ -251,9 +277,9 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
                           "library's built-in choice)");
         return FK_ERR_INVALID_ARGUMENT;
     }
-    if (config->device && config->backend) {
+    if (config->device && config->backend && !config->backend->integrator_create) {
         fk_format_message(error, error_size,
-                          "the device integrator runs on one evaluation (no backend)");
+                          "the device integrator runs on one evaluation (this backend has none)");
         return FK_ERR_INVALID_ARGUMENT;
     }
     if (config->integrator == FKT_INTEGRATOR_LANGEVIN && !config->device) {
@@ -324,9 +350,12 @@ fk_status fkt_sim_create(fk_context *context, const fkt_sim_config *config,
         if (status != FK_OK)
             fkt_sim__failure(sim, status, "the initial forces");
     }
-    if (status == FK_OK)
+    /* A backend's integrator computes the initial forces itself (and takes its evaluation
+     * over): one distributed evaluation less. */
+    const int initial_forces = !(config->device && config->backend);
+    if (status == FK_OK && initial_forces)
         status = fkt_sim__compute(sim, "the initial forces");
-    if (status == FK_OK)
+    if (status == FK_OK && initial_forces)
         status = fkt_sim__read_output(sim, sim->acceleration, sim->jerk, "the initial forces");
     if (status != FK_OK) {
         fk_format_message(error, error_size, "%s", sim->message);

@@ -39,7 +39,22 @@ typedef struct fkt_sim_backend {
     fk_status (*read_forces)(void *user, double *forces);
     fk_status (*read_potentials)(void *user, double *potentials);
     const char *(*last_error)(void *user);
+    /* Destroys the integrator (when made) and the evaluation. */
     void (*destroy)(void *user);
+    /* Optional (all or none; NULL: the backend has no integrator, and config.device is refused
+     * with it): the library's integrator over the backend's evaluation, made after create, which
+     * keeps the state where the backend keeps it (MPI: each rank's part on its device). Every
+     * call takes and gives all N particles. set_state: bound NULL chooses fixed64's scale from
+     * the positions; otherwise {max_term, max_sum} is kept (a restart); the forces are computed
+     * again either way. get_state gives no forces. counters: since integrator_create. */
+    fk_status (*integrator_create)(void *user, const fk_integrator_config *config);
+    fk_status (*set_state)(void *user, const double *position, const double *velocity,
+                           uint64_t step, const double *bound);
+    fk_status (*step)(void *user, uint64_t steps);
+    fk_status (*get_state)(void *user, double *position, double *velocity);
+    fk_status (*energies)(void *user, double *kinetic, double *potential);
+    fk_status (*counters)(void *user, uint64_t *rebuilds, uint64_t *rescales,
+                          uint64_t *redistributions);
 } fkt_sim_backend;
 
 typedef struct fkt_sim_config {
@@ -60,8 +75,9 @@ typedef struct fkt_sim_config {
      * simulation. */
     const fkt_sim_backend *backend;
     /* 1: the library's integrator (fk_integrator) keeps the state on the device and steps there;
-     * sim->position and velocity are then copies, brought up to date by fkt_sim_sync. Not with a
-     * backend. 0: the host loop of this file. Langevin needs it. */
+     * sim->position and velocity are then copies, brought up to date by fkt_sim_sync. With a
+     * backend, its integrator (the backend must have one). 0: the host loop of this file.
+     * Langevin needs it. */
     int device;
     double temperature, friction; /* Langevin: k_B T and gamma */
     uint64_t seed;                /* Langevin: the seed of the noise */
@@ -122,8 +138,16 @@ typedef struct fkt_sim {
     size_t trial_count;
     char message[1024];        /* the detail of the last failure */
     fk_integrator *integrator; /* config.device: the library's integrator on eval */
-    int state_stale;           /* config.device: position, velocity (...) are older than step */
+    /* config.device with a backend: the backend's integrator steps (integrator stays NULL);
+     * its state gives no forces, so acceleration stays zero (a checkpoint's restart computes
+     * them again). */
+    int backend_integrator;
+    int state_stale; /* config.device: position, velocity (...) are older than step */
 } fkt_sim;
+
+/* Whether the state lives on the device (config.device: this process's integrator or the
+ * backend's): stepped in chunks, read back by fkt_sim_sync. */
+int fkt_sim_on_device(const fkt_sim *sim);
 
 /* Creates the evaluation (choosing the algorithm when asked), uploads the particles (positions are
  * wrapped into the periodic box first), and evaluates the initial accelerations (and jerks).
@@ -139,7 +163,8 @@ void fkt_sim_destroy(fkt_sim *sim);
 fk_status fkt_sim_advance(fkt_sim *sim, uint64_t steps);
 
 /* config.device: copies the device's state to sim->position, velocity, acceleration (and jerk):
- * before a checkpoint or the final checksum. Nothing to do on the host loop. */
+ * before a checkpoint or the final checksum. Nothing to do on the host loop. With a backend's
+ * integrator collective (MPI: every rank calls it) and without the accelerations. */
 fk_status fkt_sim_sync(fkt_sim *sim);
 
 /* One step of config.integrator (the host loop). On failure (a device error, a force that is not
@@ -159,7 +184,10 @@ fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential);
 /* Replaces the state by a checkpoint's: step, positions, velocities, accelerations (and jerks for
  * Hermite), 3 n each. config.device: the device integrator's state set to it, with bound (NULL:
  * none) the fixed64 bound the run had (fk_eval_get_bound's max_term and max_sum) and the
- * accelerations written back, so that the run goes on with the bits of the uninterrupted one. */
+ * accelerations written back, so that the run goes on with the bits of the uninterrupted one. A
+ * backend's integrator takes the bound and computes the forces again (acceleration may then be
+ * NULL): with the kept scale, the same bits as the uninterrupted run's forces at these
+ * positions for Verlet and Langevin. */
 fk_status fkt_sim_restore(fkt_sim *sim, uint64_t step, const double *position,
                           const double *velocity, const double *acceleration, const double *jerk,
                           const double *bound);

@@ -13,8 +13,11 @@ fk_status fkt_sim_energy(fkt_sim *sim, double *kinetic, double *potential)
         return FK_ERR_INVALID_ARGUMENT;
     sim->message[0] = '\0';
     fk_status status = FK_OK;
-    if (sim->integrator) {
-        status = fk_integrator_energies(sim->integrator, kinetic, potential);
+    if (fkt_sim_on_device(sim)) {
+        const fkt_sim_backend *backend = sim->config.backend;
+        status = sim->backend_integrator
+                     ? backend->energies(backend->user, kinetic, potential)
+                     : fk_integrator_energies(sim->integrator, kinetic, potential);
         return status == FK_OK ? FK_OK : fkt_sim__failure(sim, status, "energy");
     }
     if (!sim->potential_current) {

@@ -1,8 +1,8 @@
 /* The host integrators (see simulate.h): velocity Verlet and the 4th-order Hermite
  * predictor-corrector, one shared step each (the periodic wrap after every drift is
- * simulate_common.c's); fkt_sim_advance hands many steps to the device integrator instead. Separate from the
- * driver because this is the numerical method, and nothing here knows where the forces come
- * from. */
+ * simulate_common.c's); fkt_sim_advance hands many steps to the device integrator instead. Separate
+ * from the driver because this is the numerical method, and nothing here knows where the forces
+ * come from. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,7 +118,7 @@ fk_status fkt_sim_step(fkt_sim *sim)
 {
     if (!sim)
         return FK_ERR_INVALID_ARGUMENT;
-    if (sim->integrator)
+    if (fkt_sim_on_device(sim))
         return fkt_sim_advance(sim, 1);
     sim->message[0] = '\0';
     fk_status status =
@@ -132,7 +132,7 @@ fk_status fkt_sim_advance(fkt_sim *sim, uint64_t steps)
 {
     if (!sim)
         return FK_ERR_INVALID_ARGUMENT;
-    if (!sim->integrator) {
+    if (!fkt_sim_on_device(sim)) {
         fk_status status = FK_OK;
         for (uint64_t s = 0; s < steps && status == FK_OK; ++s)
             status = fkt_sim_step(sim);
@@ -141,7 +141,9 @@ fk_status fkt_sim_advance(fkt_sim *sim, uint64_t steps)
     sim->message[0] = '\0';
     if (steps == 0)
         return FK_OK;
-    const fk_status status = fk_integrator_step(sim->integrator, steps);
+    const fkt_sim_backend *backend = sim->config.backend;
+    const fk_status status = sim->backend_integrator ? backend->step(backend->user, steps)
+                                                     : fk_integrator_step(sim->integrator, steps);
     if (status != FK_OK)
         return fkt_sim__failure(sim, status, "step");
     sim->step += steps;

@@ -39,9 +39,9 @@ assert all(r["pairs"]>0 and r["compute_seconds"]>=0 for r in m["per_rank"]), m' 
     done
 done
 # simulate: 100 steps with fixed64 (gaj Hermite on a Plummer sphere; lj in a periodic box with
-# cells): the final checkpoint of 1 and 3 ranks equals the plain command's, byte for byte. Under
-# mpirun simulate integrates on the host (docs/simulate.md), so the plain run it is compared with
-# does too (--integrate host; the plain command's default is the device integrator).
+# cells): the final checkpoint of 1 and 3 ranks equals the plain command's, byte for byte. These
+# runs take the host path with replicated data (--integrate host; the device path under mpirun is
+# test_mpi_cli_md.sh's), and so does the plain run they are compared with.
 sims=("--kernel gaj --system plummer --n 300 --dt 0.002 --algorithm all-pairs"
       "--kernel lj --system lj-fluid --n 500 --dt 0.002 --algorithm cells")
 for k in 0 1; do
@@ -50,7 +50,8 @@ for k in 0 1; do
         --checkpoint "$work/sim$k" 2>/dev/null
     for np in 1 3; do
         "${mpiexec[@]}" -np "$np" "$forcekit" simulate "${args[@]}" --steps 100 --accum fixed64 \
-            --checkpoint "$work/sim$k-$np" --json > "$work/sim$k-$np.json" 2>/dev/null
+            --integrate host --checkpoint "$work/sim$k-$np" --json > "$work/sim$k-$np.json" \
+            2>/dev/null
         check "simulate ${args[1]}: the 100-step checkpoint of $np ranks equals the plain run's" \
             cmp -s "$work/sim$k" "$work/sim$k-$np"
         check "simulate ${args[1]}: $np ranks in the JSON summary" \
