@@ -342,10 +342,36 @@ fk_status fk_mpi_integrator_create(fk_mpi_eval *m, const fk_mpi_integrator_confi
 /* ---------------------------------------------------------------------------------------------- */
 /* Distributions */
 
-static int by_index(const void *a, const void *b)
+/* The records of a redistribution in ascending index: each sender's run arrives ascending (it
+ * packs its local set in order) and the runs hold different particles (each has one owner), so a
+ * merge of the P runs (O(n P), P small) replaces a sort (O(n log n) with a comparison call each:
+ * 2-3 s for 9M records on the H200's host). NULL when out of memory. */
+static double *merge_runs(const double *records, const int *counts, const int *firsts, int runs,
+                          size_t total)
 {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double *merged = malloc((total + 1) * RECORD * sizeof *merged);
+    size_t *next = calloc((size_t)runs, sizeof *next);
+    if (!merged || !next) {
+        free(merged);
+        free(next);
+        return NULL;
+    }
+    for (size_t k = 0; k < total; ++k) {
+        int best = -1;
+        double best_index = 0.0;
+        for (int q = 0; q < runs; ++q) {
+            if (next[q] >= (size_t)counts[q])
+                continue;
+            const double index = records[((size_t)firsts[q] + next[q]) * RECORD];
+            if (best < 0 || index < best_index)
+                best = q, best_index = index;
+        }
+        memcpy(merged + k * RECORD, records + ((size_t)firsts[best] + next[best]) * RECORD,
+               RECORD * sizeof *merged);
+        next[best]++;
+    }
+    free(next);
+    return merged;
 }
 
 /* The local arrays from records (RECORD doubles each, ascending index) and the exchange's routes:
@@ -666,14 +692,20 @@ static fk_status redistribute(fk_mpi_integrator *mi, uint64_t step)
         mi->part.figures.communication_seconds += MPI_Wtime() - start;
         arrived = (size_t)total;
     }
+    double *merged = NULL;
+    if (status == FK_OK) {
+        merged = merge_runs(received, counts + 2 * ranks, counts + 3 * ranks, ranks, arrived);
+        status = fk__mpi_agree(&mi->part, merged ? FK_OK
+                                                 : fk__mpi_local_fail(&mi->part, FK_ERR_HOST_MEMORY,
+                                                                      "out of host memory"));
+    }
     free(counts);
     free(fill);
     free(send);
-    if (status == FK_OK) {
-        qsort(received, arrived, RECORD * sizeof *received, by_index);
-        status = distribute(mi, received, arrived, step, 1);
-    }
     free(received);
+    if (status == FK_OK)
+        status = distribute(mi, merged, arrived, step, 1);
+    free(merged);
     return status;
 }
 
