@@ -525,19 +525,76 @@ fk_status fk__forcelaw_table(fk_context *context, const fk_kernel_desc *kernel,
     return FK_OK;
 }
 
-/* A particle's position as a sort key: coincident particles become neighbours. The key travels
- * with the record, so the comparison needs no shared state (two contexts may sort at once). */
-typedef struct position_record {
-    double key[3];
-    size_t index;
-} position_record;
-
-static int compare_records(const void *a, const void *b)
+/* Particle i's position as the coincidence check compares it: float (or double-single, exact in
+ * double), in a periodic box modulo the box. */
+static void coincidence_key(const float *body, size_t stride, size_t i, const double *box,
+                            double key[3])
 {
-    const position_record *p = a, *q = b;
+    for (int k = 0; k < 3; ++k) {
+        double x = (double)body[stride * i + (size_t)k];
+        if (stride == 8) /* double-single: hi + lo, exact in double */
+            x += (double)body[stride * i + 4 + (size_t)k];
+        if (box && box[k] > 0) { /* the same position modulo the box */
+            const double side = (double)(float)box[k];
+            x -= side * floor(x / side);
+            if (x >= side)
+                x -= side;
+        }
+        key[k] = stride == 8 ? x : (double)(float)x;
+    }
+}
+
+typedef struct hashed_position {
+    uint64_t hash;
+    size_t index;
+} hashed_position;
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Sorts by hash, least significant 16 bits first (4 counting passes: O(n), where a comparison
+ * sort of 16M records took seconds, each MPI redistribution's set_particles included). */
+static void sort_by_hash(hashed_position *a, hashed_position *scratch, size_t n)
+{
+    enum { BITS = 16, BUCKETS = 1 << BITS };
+    size_t *count = malloc(BUCKETS * sizeof *count);
+    if (!count) { /* a slower fallback rather than a failure */
+        for (size_t k = 1; k < n; ++k) {
+            const hashed_position value = a[k];
+            size_t at = k;
+            for (; at > 0 && a[at - 1].hash > value.hash; --at)
+                a[at] = a[at - 1];
+            a[at] = value;
+        }
+        return;
+    }
+    for (int shift = 0; shift < 64; shift += BITS) {
+        memset(count, 0, BUCKETS * sizeof *count);
+        for (size_t k = 0; k < n; ++k)
+            count[(a[k].hash >> shift) & (BUCKETS - 1)]++;
+        size_t at = 0;
+        for (size_t b = 0; b < BUCKETS; ++b) {
+            const size_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (size_t k = 0; k < n; ++k)
+            scratch[count[(a[k].hash >> shift) & (BUCKETS - 1)]++] = a[k];
+        memcpy(a, scratch, n * sizeof *a);
+    }
+    free(count);
+}
+
+/* 1 when key a sorts before key b (lexicographic). */
+static int key_before(const double a[3], const double b[3])
+{
     for (int k = 0; k < 3; ++k)
-        if (p->key[k] != q->key[k])
-            return p->key[k] < q->key[k] ? -1 : 1;
+        if (a[k] != b[k])
+            return a[k] < b[k];
     return 0;
 }
 
@@ -547,32 +604,56 @@ fk_status fk__find_coincident(const float *body, size_t stride, size_t n, const 
     *first = *second = SIZE_MAX;
     if (n < 2)
         return FK_OK;
-    position_record *records = malloc(n * sizeof *records);
-    if (!records)
+    hashed_position *records = malloc(n * sizeof *records);
+    hashed_position *scratch = malloc(n * sizeof *scratch);
+    if (!records || !scratch) {
+        free(records);
+        free(scratch);
         return FK_ERR_HOST_MEMORY;
+    }
     for (size_t i = 0; i < n; ++i) {
-        records[i].index = i;
+        double key[3];
+        coincidence_key(body, stride, i, box, key);
+        uint64_t hash = 0;
         for (int k = 0; k < 3; ++k) {
-            double x = (double)body[stride * i + (size_t)k];
-            if (stride == 8) /* double-single: hi + lo, exact in double */
-                x += (double)body[stride * i + 4 + (size_t)k];
-            if (box && box[k] > 0) { /* the same position modulo the box */
-                const double side = (double)(float)box[k];
-                x -= side * floor(x / side);
-                if (x >= side)
-                    x -= side;
+            uint64_t bits;
+            const double value = key[k] == 0.0 ? 0.0 : key[k]; /* -0 and +0 coincide */
+            memcpy(&bits, &value, sizeof bits);
+            hash = mix64(hash ^ bits);
+        }
+        records[i] = (hashed_position){hash, i};
+    }
+    sort_by_hash(records, scratch, n);
+    free(scratch);
+    /* Equal positions have equal hashes: within each run of one hash, the pairs with equal keys
+     * (a run longer than one is a collision or a coincidence). The pair named: the smallest
+     * position that two particles share, and its two smallest indices. */
+    double best[3] = {0, 0, 0};
+    for (size_t run = 0, end = 0; run < n; run = end) {
+        for (end = run + 1; end < n && records[end].hash == records[run].hash; ++end)
+            ;
+        for (size_t a = run; a + 1 < end; ++a) {
+            double ka[3];
+            coincidence_key(body, stride, records[a].index, box, ka);
+            for (size_t b = a + 1; b < end; ++b) {
+                double kb[3];
+                coincidence_key(body, stride, records[b].index, box, kb);
+                if (key_before(ka, kb) || key_before(kb, ka))
+                    continue;
+                size_t i = records[a].index, j = records[b].index;
+                if (i > j) {
+                    const size_t t = i;
+                    i = j, j = t;
+                }
+                const int first_found = *first == SIZE_MAX;
+                if (first_found || key_before(ka, best) ||
+                    (!key_before(best, ka) && (i < *first || (i == *first && j < *second)))) {
+                    memcpy(best, ka, sizeof best);
+                    *first = i, *second = j;
+                }
             }
-            records[i].key[k] = stride == 8 ? x : (double)(float)x;
         }
     }
-    qsort(records, n, sizeof *records, compare_records);
-    for (size_t k = 1; k < n; ++k)
-        if (compare_records(&records[k - 1], &records[k]) == 0) {
-            const size_t a = records[k - 1].index, b = records[k].index;
-            *first = a < b ? a : b;
-            *second = a < b ? b : a;
-            break;
-        }
     free(records);
     return FK_OK;
 }
