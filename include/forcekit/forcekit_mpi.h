@@ -157,8 +157,9 @@ typedef struct fk_mpi_integrator_config {
     /* kind, dt, temperature, friction, seed as for fk_integrator_create; masses: all N of the
      * system (NULL: all 1), the same on every rank. */
     fk_integrator_config integrator;
-    /* The halo's margin beyond the cutoff + skin (length units); 0: the default (the cutoff's
-     * FK_DEFAULT_SKIN_FRACTION, at least the skin). A wider margin means a thicker halo and
+    /* The halo's margin beyond the cutoff + skin (length units); 0: the default (twice the
+     * cutoff, at least the skin: on GPUs a redistribution costs seconds at 16M particles, many
+     * steps' halo traffic; docs/mpi.md). A wider margin means a thicker halo and
      * rarer redistributions. */
     double margin;
 } fk_mpi_integrator_config;

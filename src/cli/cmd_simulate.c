@@ -64,6 +64,7 @@ typedef struct simulate_options {
     const char *integrate;     /* --integrate: device or host */
     long long n, steps, seed, sample, checkpoint_every;
     double dt, density, temperature, eps, skin, friction;
+    double halo_margin; /* --halo-margin: fk_mpi_integrator_config.margin (0: the library's) */
     int json, help, reproducible;
     cli_physics_options physics;
     struct { /* which options the command line named */
@@ -839,6 +840,10 @@ static int parse_options(int argc, char **argv, simulate_options *options, int *
                    "cells, neighbors: keep the cells (and lists) until a particle moved S/2\n"
                    "(default: rebuild every step, so a restart is bit-identical; with a\n"
                    "skin the rounding depends on when they were built and it is not)"),
+        cli_double("halo-margin", "L", &options->halo_margin, 0, HUGE_VAL,
+                   "under mpirun on the device: the halo beyond cutoff + skin (default 0: twice\n"
+                   "the cutoff); wider means a thicker halo moved every step and fewer\n"
+                   "redistributions (docs/mpi.md)"),
         cli_string("checkpoint", "FILE", &options->checkpoint,
                    "write the state here every --checkpoint-every steps (default steps/10),\n"
                    "at the end and on SIGINT/SIGTERM (then exit 130/143), atomically"),
@@ -1058,6 +1063,7 @@ static int create_run(const simulate_options *options, simulate_run *run, fkt_si
      * the host path: replicated data, every rank integrates every particle); there are no
      * trial runs, auto is the library's built-in choice. */
     config->backend = cli_mpi_sim_backend();
+    cli_mpi_set_halo_margin(options->halo_margin);
     if (config->backend && plan->auto_algorithm) {
         config->eval.algorithm = FK_ALGORITHM_AUTO;
         plan->auto_algorithm = 0;

@@ -175,6 +175,7 @@ fk_status cli_mpi_eval_open(fk_context *context, const fk_eval_config *config,
 /* The simulation's backend: one distributed evaluation; this rank's slice is an equal split.
  * With the device path, fk_mpi_integrator on it: each rank's slab on its own device. */
 static struct sim_state {
+    double halo_margin; /* fk_mpi_integrator_config.margin */
     fk_mpi_eval *m;
     fk_mpi_integrator *integrator;
     size_t n;
@@ -251,6 +252,7 @@ static fk_status sim_integrator_create(void *user, const fk_integrator_config *c
 {
     struct sim_state *s = user;
     fk_mpi_integrator_config mc = FK_CONFIG_INIT(fk_mpi_integrator_config);
+    mc.margin = s->halo_margin;
     mc.integrator = *config;
     const fk_status status = fk_mpi_integrator_create(s->m, &mc, &s->integrator);
     if (status != FK_OK)
@@ -308,6 +310,11 @@ static const fkt_sim_backend sim_backend = {.user = &sim_state,
 const fkt_sim_backend *cli_mpi_sim_backend(void)
 {
     return active ? &sim_backend : NULL;
+}
+
+void cli_mpi_set_halo_margin(double margin)
+{
+    sim_state.halo_margin = margin;
 }
 
 /* The "mpi" object from the evaluation's figures or (integrator) the integrator's. */
@@ -391,6 +398,11 @@ uint64_t cli_mpi_rank0_count(uint64_t count)
 const fkt_sim_backend *cli_mpi_sim_backend(void)
 {
     return NULL;
+}
+
+void cli_mpi_set_halo_margin(double margin)
+{
+    (void)margin;
 }
 
 cJSON *cli_mpi_sim_figures(void)

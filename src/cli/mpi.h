@@ -29,6 +29,9 @@ const char *cli_mpi_device(char *selector);
  * own device; the host path: every rank integrating all particles the same way (replicated
  * data). NULL without MPI. */
 const fkt_sim_backend *cli_mpi_sim_backend(void);
+/* The halo's margin the device path's fk_mpi_integrator takes (simulate --halo-margin; 0: the
+ * library's default). Nothing without MPI. */
+void cli_mpi_set_halo_margin(double margin);
 /* Collective under mpirun: rank 0's count on every rank (the step loop's chunks, which every
  * rank must step alike); count itself otherwise. */
 uint64_t cli_mpi_rank0_count(uint64_t count);

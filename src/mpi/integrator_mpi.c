@@ -241,7 +241,7 @@ static fk_status check_create(fk_mpi_integrator *mi, const fk_mpi_integrator_con
                 i, dynamics->masses[i]);
     mi->length = m->box_length;
     mi->margin =
-        config->margin > 0 ? config->margin : fmax(FK_DEFAULT_SKIN_FRACTION * cutoff, skin);
+        config->margin > 0 ? config->margin : fmax(2.0 * cutoff, skin); /* docs/mpi.md: why */
     mi->width = cutoff + skin + mi->margin;
     return FK_OK;
 }
