@@ -45,29 +45,7 @@
 #include "forcekit/forcekit.h"
 #include "forcekit/forcekit_mpi.h"
 
-static int rank, ranks, failures;
-static fk_context *context;
-
-#define CHECK(condition, ...)                                                                      \
-    do {                                                                                           \
-        if (!(condition)) {                                                                        \
-            fprintf(stderr, "rank %d: FAILED %s:%d: ", rank, __FILE__, __LINE__);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* splitmix64: the same stream on every rank from the broadcast seed. */
-static uint64_t rng_state;
-static double uniform(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
+#include "mpi_test.h"
 
 /* Uneven slices: rank r holds r + 1 shares of N (when P > 2, the last rank holds none). */
 static void slice_of(size_t n, int r, size_t *first, size_t *count)
@@ -912,27 +890,8 @@ static void check_replicated(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    unsigned long long seed = 0;
-    if (rank == 0) {
-        const char *text = getenv("FK_TEST_SEED");
-        seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL) * 2654435761ull;
-        printf("test_mpi: P=%d, FK_TEST_SEED=%llu\n", ranks, seed);
-    }
-    MPI_Bcast(&seed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    rng_state = seed;
-    fk_context_config context_config = FK_CONFIG_INIT(fk_context_config);
-    context_config.device = getenv("FORCEKIT_DEVICE");
-    fk_status status = fk_context_create(&context_config, &context);
-    int ok = status == FK_OK, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok) {
-        fprintf(stderr, "rank %d: context: %s\n", rank, fk_status_string(status));
-        MPI_Finalize();
+    if (mpi_test_start(&argc, &argv, "test_mpi") != 0)
         return 1;
-    }
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "all") || !strcmp(what, "forces")) {
         check_forces("ga", "fixed64", FK_ALGORITHM_ALL_PAIRS, 1000);
@@ -974,11 +933,5 @@ int main(int argc, char **argv)
         check_failures();
     if (!strcmp(what, "all") || !strcmp(what, "replicated"))
         check_replicated();
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_mpi P=%d: %s (%d failed checks)\n", ranks, total ? "FAILED" : "passed", total);
-    fk_context_destroy(context);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return mpi_test_finish("test_mpi");
 }

@@ -38,29 +38,7 @@
 #include "forcekit/forcekit.h"
 #include "forcekit/forcekit_mpi.h"
 
-static int rank, ranks, failures;
-static fk_context *context;
-
-#define CHECK(condition, ...)                                                                      \
-    do {                                                                                           \
-        if (!(condition)) {                                                                        \
-            fprintf(stderr, "rank %d: FAILED %s:%d: ", rank, __FILE__, __LINE__);                  \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* splitmix64: the same stream on every rank from the broadcast seed. */
-static uint64_t rng_state;
-static double uniform(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
+#include "mpi_test.h"
 
 /* 10 x 10 x 20 sites at density 0.8: a box of 10.8 x 10.8 x 21.5, four slabs of 5.4 along z, each
  * wider than the halo (2.5 + 0.3 + the margin). */
@@ -463,27 +441,8 @@ static void check_refusals(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-    unsigned long long seed = 0;
-    if (rank == 0) {
-        const char *text = getenv("FK_TEST_SEED");
-        seed = text ? strtoull(text, NULL, 10) : (unsigned long long)time(NULL) * 2654435761ull;
-        printf("test_mpi_integrator: P=%d, FK_TEST_SEED=%llu\n", ranks, seed);
-    }
-    MPI_Bcast(&seed, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    rng_state = seed;
-    fk_context_config context_config = FK_CONFIG_INIT(fk_context_config);
-    context_config.device = getenv("FORCEKIT_DEVICE");
-    fk_status status = fk_context_create(&context_config, &context);
-    int ok = status == FK_OK, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all_ok) {
-        fprintf(stderr, "rank %d: context: %s\n", rank, fk_status_string(status));
-        MPI_Finalize();
+    if (mpi_test_start(&argc, &argv, "test_mpi_integrator") != 0)
         return 1;
-    }
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "all") || !strcmp(what, "bits")) {
         const run_config verlet = {.accum = "fixed64",
@@ -522,12 +481,5 @@ int main(int argc, char **argv)
     }
     if (!strcmp(what, "all") || !strcmp(what, "refusals"))
         check_refusals();
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_mpi_integrator P=%d: %s (%d failed checks)\n", ranks,
-               total ? "FAILED" : "passed", total);
-    fk_context_destroy(context);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return mpi_test_finish("test_mpi_integrator");
 }
