@@ -423,6 +423,34 @@ typedef struct loop_stats {
 /* Under mpirun: the "mpi" object of the JSON document (rank 0's). */
 static cJSON *mpi_figures;
 
+/* timing: wall seconds of the step loop (this invocation), and where they went */
+static void add_timing(cJSON *document, const simulate_run *run, const loop_stats *stats)
+{
+    const fkt_sim *sim = run->sim;
+    cli_json_number(document, "seconds", stats->seconds);
+    cli_json_number(document, "steps_per_second",
+                    stats->seconds > 0 ? (double)stats->steps_run / stats->seconds : NAN);
+    const double per_step = stats->steps_run ? 1.0 / (double)stats->steps_run : NAN;
+    cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
+    cli_json_number(timing, "total", stats->seconds * per_step);
+    /* the median over the intervals between samples of their stepping alone: what a step
+     * costs without the energies, the chunks' first-call overheads and a slow interval */
+    double *intervals = malloc((run->interval_count + 1) * sizeof *intervals);
+    if (intervals && run->interval_count)
+        memcpy(intervals, run->intervals, run->interval_count * sizeof *intervals);
+    cli_json_number(timing, "median_interval",
+                    intervals ? fk__median(intervals, run->interval_count) : NAN);
+    free(intervals);
+    cJSON_AddNumberToObject(timing, "intervals", (double)run->interval_count);
+    cli_json_number(timing, "device", stats->device_seconds * per_step);
+    /* the device path has no host phases: null there */
+    const double phases = fkt_sim_on_device(sim) ? NAN : per_step;
+    cli_json_number(timing, "update", stats->timing.update * phases);
+    cli_json_number(timing, "compute", stats->timing.compute * phases);
+    cli_json_number(timing, "read", stats->timing.read * phases);
+    cli_json_number(timing, "host_overhead", (stats->seconds - stats->device_seconds) * per_step);
+}
+
 static int print_json(const simulate_options *options, const simulate_run *run,
                       const fkt_sim_config *config, const loop_stats *stats)
 {
@@ -508,29 +536,7 @@ static int print_json(const simulate_options *options, const simulate_run *run,
         cli_json_number(document, "eps", config->eval.eps);
     else
         cli_json_number(document, "cutoff", config->eval.cutoff);
-    /* timing: wall seconds of the step loop (this invocation), and where they went */
-    cli_json_number(document, "seconds", stats->seconds);
-    cli_json_number(document, "steps_per_second",
-                    stats->seconds > 0 ? (double)stats->steps_run / stats->seconds : NAN);
-    const double per_step = stats->steps_run ? 1.0 / (double)stats->steps_run : NAN;
-    cJSON *timing = cJSON_AddObjectToObject(document, "seconds_per_step");
-    cli_json_number(timing, "total", stats->seconds * per_step);
-    /* the median over the intervals between samples of their stepping alone: what a step
-     * costs without the energies, the chunks' first-call overheads and a slow interval */
-    double *intervals = malloc((run->interval_count + 1) * sizeof *intervals);
-    if (intervals && run->interval_count)
-        memcpy(intervals, run->intervals, run->interval_count * sizeof *intervals);
-    cli_json_number(timing, "median_interval",
-                    intervals ? fk__median(intervals, run->interval_count) : NAN);
-    free(intervals);
-    cJSON_AddNumberToObject(timing, "intervals", (double)run->interval_count);
-    cli_json_number(timing, "device", stats->device_seconds * per_step);
-    /* the device path has no host phases: null there */
-    const double phases = fkt_sim_on_device(sim) ? NAN : per_step;
-    cli_json_number(timing, "update", stats->timing.update * phases);
-    cli_json_number(timing, "compute", stats->timing.compute * phases);
-    cli_json_number(timing, "read", stats->timing.read * phases);
-    cli_json_number(timing, "host_overhead", (stats->seconds - stats->device_seconds) * per_step);
+    add_timing(document, run, stats);
     /* energy */
     cli_json_number(document, "initial_energy", e0);
     cli_json_number(document, "final_energy", e_end);
